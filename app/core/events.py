@@ -1,0 +1,212 @@
+"""The typed events an agent run emits, and their one wire encoding.
+
+A closed union with a literal `type`, one class per kind (API.md, "SSE
+frames"). Each event knows its camelCase wire shape; `encode_frame` turns it
+into the SSE bytes once, so every reader of a run's log shares those bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+
+RunStatus = Literal["completed", "stopped", "failed", "paused", "interrupted"]
+
+
+@dataclass(slots=True)
+class StartEvent:
+    conversation_id: str
+    session_id: int
+    agent_type: str
+    task_id: str
+    type: Literal["start"] = "start"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "conversationId": self.conversation_id,
+            "sessionId": self.session_id,
+            "agentType": self.agent_type,
+            "taskId": self.task_id,
+        }
+
+
+@dataclass(slots=True)
+class ThinkingEvent:
+    content: str
+    type: Literal["thinking"] = "thinking"
+
+    def wire(self) -> dict[str, Any]:
+        return {"type": self.type, "content": self.content}
+
+
+@dataclass(slots=True)
+class TextEvent:
+    content: str
+    type: Literal["text"] = "text"
+
+    def wire(self) -> dict[str, Any]:
+        return {"type": self.type, "content": self.content}
+
+
+@dataclass(slots=True)
+class ToolStartEvent:
+    tool_name: str
+    tool_call_id: str
+    arguments: str
+    type: Literal["tool_start"] = "tool_start"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "toolName": self.tool_name,
+            "toolCallId": self.tool_call_id,
+            "arguments": self.arguments,
+        }
+
+
+@dataclass(slots=True)
+class ToolEndEvent:
+    tool_name: str
+    tool_call_id: str
+    result: str
+    is_error: bool = False
+    type: Literal["tool_end"] = "tool_end"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "toolName": self.tool_name,
+            "toolCallId": self.tool_call_id,
+            "result": self.result,
+            "isError": self.is_error,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    url: str
+    title: str
+    content: str
+
+    def wire(self) -> dict[str, str]:
+        return {"url": self.url, "title": self.title, "content": self.content}
+
+
+@dataclass(slots=True)
+class ReferenceEvent:
+    references: list[Reference]
+    type: Literal["reference"] = "reference"
+
+    def wire(self) -> dict[str, Any]:
+        items = [r.wire() for r in self.references]
+        return {
+            "type": self.type,
+            "content": orjson.dumps(items).decode(),
+            "count": len(items),
+        }
+
+
+@dataclass(slots=True)
+class RecommendEvent:
+    questions: list[str]
+    type: Literal["recommend"] = "recommend"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "content": orjson.dumps(self.questions).decode(),
+            "count": len(self.questions),
+        }
+
+
+@dataclass(slots=True)
+class FileEvent:
+    file_id: str
+    name: str
+    url: str
+    size: int
+    mime_type: str
+    type: Literal["file"] = "file"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "fileId": self.file_id,
+            "name": self.name,
+            "url": self.url,
+            "size": self.size,
+            "mimeType": self.mime_type,
+        }
+
+
+@dataclass(slots=True)
+class ErrorEvent:
+    """A failure shown to the user; `message` comes from a fixed table, never from upstream."""
+
+    code: str
+    message: str
+    detail: str = ""
+    type: Literal["error"] = "error"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "code": self.code,
+            "message": self.message,
+            "detail": self.detail,
+            "content": self.message,
+        }
+
+
+@dataclass(slots=True)
+class CompleteEvent:
+    status: RunStatus
+    first_response_time: int | None
+    total_response_time: int
+    tools: list[str] = field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    type: Literal["complete"] = "complete"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "status": self.status,
+            "firstResponseTime": self.first_response_time,
+            "totalResponseTime": self.total_response_time,
+            "tools": self.tools,
+            "usage": {
+                "promptTokens": self.prompt_tokens,
+                "completionTokens": self.completion_tokens,
+            },
+        }
+
+
+Event = (
+    StartEvent
+    | ThinkingEvent
+    | TextEvent
+    | ToolStartEvent
+    | ToolEndEvent
+    | ReferenceEvent
+    | RecommendEvent
+    | FileEvent
+    | ErrorEvent
+    | CompleteEvent
+)
+
+
+def encode_data(event: Event) -> bytes:
+    """The event's JSON object, compact, UTF-8."""
+    return orjson.dumps(event.wire())
+
+
+def encode_frame(event_id: int, data: bytes) -> bytes:
+    """One SSE frame: `id:` then a single `data:` line (orjson never emits raw newlines)."""
+    return b"id: %d\ndata: %s\n\n" % (event_id, data)
+
+
+PING_FRAME = b": ping\n\n"

@@ -1,0 +1,71 @@
+"""The conversation vocabulary every layer speaks: messages made of content blocks.
+
+Agents build `Msg` lists, formatters turn them into a vendor's request, and
+adapters turn the vendor's stream back into `ChatResponse` chunks made of the
+same blocks. Plain slotted dataclasses, not pydantic models: they are built
+per streamed chunk, where validation would cost more than it catches.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(slots=True)
+class TextBlock:
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(slots=True)
+class ThinkingBlock:
+    """Reasoning text; providers that sign their reasoning keep it in `signature`."""
+
+    thinking: str
+    signature: str | None = None
+    type: Literal["thinking"] = "thinking"
+
+
+@dataclass(slots=True)
+class ToolUseBlock:
+    """A complete tool call: adapters emit it only once its arguments are assembled."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    raw_input: str = ""
+    """The arguments exactly as the model produced them (kept for display and replay)."""
+    type: Literal["tool_use"] = "tool_use"
+
+
+@dataclass(slots=True)
+class ToolResultBlock:
+    tool_use_id: str
+    name: str
+    output: str
+    is_error: bool = False
+    type: Literal["tool_result"] = "tool_result"
+
+
+ContentBlock = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock
+
+
+@dataclass(slots=True)
+class Msg:
+    """One message. Tool results travel in a `tool` message, one block per call."""
+
+    role: Role
+    content: list[ContentBlock] = field(default_factory=list)
+
+    @classmethod
+    def text(cls, role: Role, text: str) -> Msg:
+        return cls(role=role, content=[TextBlock(text)])
+
+    def text_content(self) -> str:
+        return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    def tool_uses(self) -> list[ToolUseBlock]:
+        return [b for b in self.content if isinstance(b, ToolUseBlock)]

@@ -1,0 +1,29 @@
+"""Tool descriptions the model sees, and per-call generation options."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypedDict
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSchema:
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    """A JSON Schema object describing the arguments."""
+
+
+ToolChoice = Literal["auto", "none", "required"] | str
+"""`auto`, `none`, `required`, or the name of one tool the model must call."""
+
+
+class GenerateOptions(TypedDict, total=False):
+    """Per-call options; anything left out takes the provider's or the settings' default."""
+
+    temperature: float
+    max_tokens: int
+    top_p: float
+    tool_choice: ToolChoice
+    timeout: float
+    """Seconds allowed between two chunks (and before the first)."""
