@@ -1,0 +1,198 @@
+"""The one model interface agents use, and the policy every provider shares.
+
+`ChatModel.stream()` is the only public call. It wraps a provider's
+`_stream()` with what no provider should reimplement: retry with backoff
+(only before the first chunk, since a half-streamed answer cannot be taken
+back), `<think>` tag splitting of text deltas, and a span hook for tracing.
+
+Adding a provider means one subclass implementing `_stream()` (usually with a
+formatter beside it) and one line in `app/llm/registry.py`::
+
+    class EchoChatModel(ChatModel):
+        provider = "echo"
+
+        async def _stream(self, messages, tools, options):
+            yield ChatResponse(content=[TextBlock(messages[-1].text_content())])
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+import httpx
+from pydantic import SecretStr
+
+from app.core.messages import ContentBlock, Msg, TextBlock
+from app.core.responses import ChatResponse, ModelEvent, Retrying, Usage
+from app.core.tools import GenerateOptions, ToolSchema
+from app.llm.errors import ModelError, ModelHTTPError, ModelNotConfigured
+from app.llm.think import ThinkTagSplitter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    max_retries: int = 3
+    base_delay: float = 0.5
+    max_delay: float = 20.0
+
+    def delay(self, attempt: int, error: ModelError) -> float:
+        """Honour the provider's Retry-After when it gives one, else exponential with jitter."""
+        if isinstance(error, ModelHTTPError) and error.retry_after is not None:
+            return min(max(error.retry_after, 0.0), self.max_delay)
+        backoff: float = self.base_delay * 2.0 ** (attempt - 1)
+        return min(backoff * (0.5 + random.random() / 2), self.max_delay)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelConfig:
+    """Where and how to reach one provider; the adapter owns the wire format, not this."""
+
+    provider: str
+    base_url: str
+    api_key: SecretStr
+    model: str
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    defaults: GenerateOptions = field(default_factory=lambda: GenerateOptions())
+    extra_headers: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url)
+
+
+class ModelObserver(Protocol):
+    """Tracing hook: told when a model call starts and how it ended."""
+
+    def on_start(self, provider: str, model: str, attempt: int) -> None: ...
+
+    def on_end(
+        self,
+        provider: str,
+        model: str,
+        elapsed: float,
+        usage: Usage | None,
+        error: BaseException | None,
+    ) -> None: ...
+
+
+class LoggingObserver:
+    """The default span hook: one debug line per call, never the prompt or the key."""
+
+    def on_start(self, provider: str, model: str, attempt: int) -> None:
+        log.debug("model call start provider=%s model=%s attempt=%d", provider, model, attempt)
+
+    def on_end(
+        self,
+        provider: str,
+        model: str,
+        elapsed: float,
+        usage: Usage | None,
+        error: BaseException | None,
+    ) -> None:
+        log.debug(
+            "model call end provider=%s model=%s elapsed=%.3fs usage=%s error=%s",
+            provider,
+            model,
+            elapsed,
+            usage,
+            type(error).__name__ if error else None,
+        )
+
+
+class ChatModel(ABC):
+    provider: ClassVar[str]
+
+    def __init__(
+        self,
+        config: ModelConfig,
+        client: httpx.AsyncClient,
+        observer: ModelObserver | None = None,
+    ) -> None:
+        self.config = config
+        self.client = client
+        self.observer: ModelObserver = observer or LoggingObserver()
+
+    @property
+    def model_name(self) -> str:
+        return self.config.model
+
+    async def stream(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolSchema] = (),
+        options: GenerateOptions | None = None,
+    ) -> AsyncIterator[ModelEvent]:
+        """Yield the response chunks, and a `Retrying` notice before each retry."""
+        if not self.config.configured:
+            raise ModelNotConfigured()
+        opts: GenerateOptions = {**self.config.defaults, **(options or {})}
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            self.observer.on_start(self.provider, self.config.model, attempt)
+            splitter = ThinkTagSplitter()
+            usage: Usage | None = None
+            delivered = False
+            try:
+                async with aclosing(self._stream(messages, tools, opts)) as chunks:
+                    async for chunk in chunks:
+                        chunk = _split_think(chunk, splitter)
+                        usage = chunk.usage or usage
+                        delivered = True
+                        yield chunk
+                tail = splitter.flush()
+                if tail:
+                    yield ChatResponse(content=list(tail))
+            except ModelError as exc:
+                self.observer.on_end(
+                    self.provider, self.config.model, time.perf_counter() - started, usage, exc
+                )
+                if delivered or not exc.retryable or attempt > self.config.retry.max_retries:
+                    raise
+                delay = self.config.retry.delay(attempt, exc)
+                yield Retrying(attempt=attempt, delay=delay, reason=exc.code)
+                await asyncio.sleep(delay)
+                continue
+            except BaseException as exc:
+                self.observer.on_end(
+                    self.provider, self.config.model, time.perf_counter() - started, usage, exc
+                )
+                raise
+            self.observer.on_end(
+                self.provider, self.config.model, time.perf_counter() - started, usage, None
+            )
+            return
+
+    @abstractmethod
+    def _stream(
+        self,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolSchema],
+        options: GenerateOptions,
+    ) -> AsyncGenerator[ChatResponse, None]:
+        """Call the provider once and yield its chunks; raise `ModelError`s, nothing else."""
+
+
+def _split_think(chunk: ChatResponse, splitter: ThinkTagSplitter) -> ChatResponse:
+    """Route `<think>…</think>` spans of text deltas to thinking blocks."""
+    if not any(isinstance(b, TextBlock) for b in chunk.content):
+        return chunk
+    content: list[ContentBlock] = []
+    for block in chunk.content:
+        if isinstance(block, TextBlock):
+            content.extend(splitter.feed(block.text))
+        else:
+            content.append(block)
+    chunk.content = content
+    return chunk

@@ -1,0 +1,80 @@
+"""Errors of the model layer. Adapters translate httpx and vendor errors into these.
+
+    ModelError                 base: callers catch this
+    ├── ModelNotConfigured     no provider endpoint or key is set
+    ├── ModelHTTPError         the provider answered an error status (carries status, Retry-After)
+    ├── ModelConnectionError   could not connect, or the connection dropped
+    ├── ModelTimeout           no chunk within the configured timeout
+    └── ModelResponseError     the stream was malformed or reported an error in-band
+
+Each carries a stable `code`; the user-facing text for a code comes from
+`USER_MESSAGES`, never from the provider, so no upstream detail (or key) leaks.
+"""
+
+from __future__ import annotations
+
+
+class ModelError(Exception):
+    code = "LLM_ERROR"
+    retryable = False
+
+    def __init__(self, detail: str = "") -> None:
+        super().__init__(detail or self.code)
+        self.detail = detail
+
+
+class ModelNotConfigured(ModelError):
+    code = "LLM_NOT_CONFIGURED"
+
+
+class ModelHTTPError(ModelError):
+    def __init__(self, status: int, detail: str = "", retry_after: float | None = None) -> None:
+        super().__init__(detail or f"HTTP {status}")
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def code(self) -> str:  # type: ignore[override]
+        if self.status == 429:
+            return "LLM_RATE_LIMITED"
+        if self.status in (401, 403):
+            return "LLM_AUTH_FAILED"
+        if self.status >= 500:
+            return "LLM_UNAVAILABLE"
+        return "LLM_BAD_REQUEST"
+
+    @property
+    def retryable(self) -> bool:  # type: ignore[override]
+        return self.status in (408, 409, 429) or self.status >= 500
+
+
+class ModelConnectionError(ModelError):
+    code = "LLM_UNAVAILABLE"
+    retryable = True
+
+
+class ModelTimeout(ModelError):
+    code = "LLM_TIMEOUT"
+    retryable = True
+
+
+class ModelResponseError(ModelError):
+    code = "LLM_BAD_RESPONSE"
+
+
+USER_MESSAGES: dict[str, str] = {
+    "LLM_NOT_CONFIGURED": "No language model is configured: set LLM_BASE_URL / LLM_API_KEY.",
+    "LLM_RATE_LIMITED": "The language model is rate limited; please try again shortly.",
+    "LLM_AUTH_FAILED": "The language model rejected the service's credentials.",
+    "LLM_UNAVAILABLE": "The language model is unavailable right now.",
+    "LLM_BAD_REQUEST": "The language model rejected the request.",
+    "LLM_TIMEOUT": "The language model did not answer in time.",
+    "LLM_BAD_RESPONSE": "The language model sent a response that could not be read.",
+    "LLM_ERROR": "The language model failed.",
+    "RETRYING": "The language model call failed; retrying.",
+    "INTERNAL_ERROR": "The service failed while answering.",
+}
+
+
+def user_message(code: str) -> str:
+    return USER_MESSAGES.get(code, USER_MESSAGES["INTERNAL_ERROR"])

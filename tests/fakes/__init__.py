@@ -1,0 +1,1 @@
+"""Fakes of the services the app talks to, real enough to run the real clients against."""
