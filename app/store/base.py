@@ -1,0 +1,139 @@
+"""The persistence interface agents and routes use; no database driver is imported here.
+
+One turn is one `ai_session` row: written when the question arrives
+(`add_question`, status `running`) and once more when the run ends
+(`finish_turn`), never per token. Every read is scoped to a user, so a
+conversation of another user is simply not found.
+
+    StoreError              base: callers catch this
+    └── StoreUnavailable    the database cannot be reached (answer 503)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal, Protocol
+
+TurnStatus = Literal["running", "completed", "stopped", "failed", "paused", "interrupted"]
+
+
+class StoreError(Exception):
+    pass
+
+
+class StoreUnavailable(StoreError):
+    pass
+
+
+@dataclass(slots=True)
+class NewTurn:
+    session_id: str
+    """The conversation id (the wire's `conversationId`)."""
+    user_id: str
+    agent_type: str
+    question: str
+    fileid: str | None = None
+
+
+@dataclass(slots=True)
+class TurnOutcome:
+    """Everything the end of a run writes, in one update."""
+
+    answer: str
+    thinking: str
+    status: TurnStatus
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    """Tool calls in order: `{id, name, arguments, result, isError}`."""
+    reference: list[dict[str, str]] = field(default_factory=list)
+    recommend: list[str] = field(default_factory=list)
+    error: str | None = None
+    first_response_time: int | None = None
+    total_response_time: int | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(slots=True)
+class StoredTurn:
+    id: int
+    session_id: str
+    user_id: str
+    agent_type: str
+    question: str
+    answer: str | None
+    thinking: str | None
+    tools: list[dict[str, Any]]
+    reference: list[dict[str, str]]
+    recommend: list[str]
+    fileid: str | None
+    status: TurnStatus
+    error: str | None
+    first_response_time: int | None
+    total_response_time: int | None
+    prompt_tokens: int
+    completion_tokens: int
+    create_time: datetime
+    update_time: datetime
+
+
+@dataclass(slots=True)
+class ConversationSummary:
+    """One conversation in the history list: its first question, its latest activity."""
+
+    session_id: str
+    question: str
+    agent_type: str
+    fileid: str | None
+    create_time: datetime
+    update_time: datetime
+
+
+class SessionStore(Protocol):
+    async def add_question(self, turn: NewTurn) -> int:
+        """Insert the turn with status `running`; return its row id."""
+        ...
+
+    async def finish_turn(self, turn_id: int, outcome: TurnOutcome) -> None: ...
+
+    async def save_partial(self, turn_id: int, answer: str, thinking: str) -> None:
+        """Store a running turn's answer so far; no effect once the turn has ended."""
+        ...
+
+    async def mark_interrupted(
+        self,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        older_than: datetime | None = None,
+    ) -> int:
+        """Mark `running` turns (matching every given filter) `interrupted`; return how many.
+
+        Their partial answer stays. For turns whose run died with its instance:
+        at start-up, and when a conversation's claim is found expired.
+        `older_than` compares with the turn's latest write (`update_time`).
+        """
+        ...
+
+    async def recent_turns(
+        self, user_id: str, session_id: str, limit: int, before_id: int | None = None
+    ) -> list[StoredTurn]:
+        """The conversation's latest `limit` turns older than `before_id`, oldest first."""
+        ...
+
+    async def list_conversations(
+        self, user_id: str, page: int, size: int
+    ) -> tuple[list[ConversationSummary], int]:
+        """A page of conversations, newest activity first, and the total count."""
+        ...
+
+    async def get_conversation(self, user_id: str, session_id: str) -> list[StoredTurn]:
+        """All turns, oldest first; empty when it does not exist or is another user's."""
+        ...
+
+    async def delete_conversation(self, user_id: str, session_id: str) -> int:
+        """Delete the conversation's rows in one transaction; return how many."""
+        ...
+
+    async def ping(self) -> None:
+        """Raise `StoreUnavailable` when the database cannot be reached."""
+        ...

@@ -1,0 +1,107 @@
+"""The `ai_session` table: one row per turn, shaped as the original Java service stored it.
+
+The table is declared once here and created by the Alembic revision in
+`migrations/versions/`, which spells the same columns out by hand so a later
+change to this model never rewrites history. Only the store modules in this
+package read or write it.
+
+JSON-valued columns (tools, reference, recommend) are TEXT, not a JSON type:
+SQLite and PostgreSQL then store and return exactly the same thing, and the
+wire hands the client the string as it is.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import BigInteger, Column, DateTime, Dialect, Index, Integer, Table, Text
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import Field, SQLModel
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp that always comes back timezone-aware in UTC.
+
+    PostgreSQL keeps `timestamptz` as an instant; SQLite has no timezone and
+    returns naive values. Both store UTC here (SQLite as a fixed-width text,
+    so text order is time order) and every value read is aware UTC, so
+    callers compare and serialise one kind of datetime whatever the backend.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            # A naive time is ambiguous; guessing its zone would silently shift history.
+            raise ValueError("naive datetime: pass an aware (UTC) datetime")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+class AiSession(SQLModel, table=True):
+    __tablename__ = "ai_session"
+    __table_args__ = (
+        Index("ix_ai_session_session_id", "session_id"),
+        Index("ix_ai_session_user_id_update_time", "user_id", "update_time"),
+    )
+
+    id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            # INTEGER on SQLite makes the column the rowid alias (its only autoincrement).
+            BigInteger().with_variant(Integer(), "sqlite"),
+            primary_key=True,
+            autoincrement=True,
+        ),
+    )
+    """Row id, the wire's `sessionId` / `messages[].id`; increasing, so it orders turns."""
+    session_id: str = Field(max_length=128)
+    """The conversation id (the wire's `conversationId`), chosen by the client."""
+    user_id: str = Field(max_length=128)
+    """Owner of the turn; every query filters on it so users never see each other's rows."""
+    agent_type: str = Field(max_length=32)
+    """The name of the agent that answered, as the agent registry knows it."""
+    question: str = Field(sa_type=Text)
+    """The user's query as received."""
+    answer: str | None = Field(default=None, sa_type=Text)
+    """The answer text; partial while running, kept as far as it got when stopped or interrupted."""
+    thinking: str | None = Field(default=None, sa_type=Text)
+    """Reasoning text streamed as `thinking` events."""
+    tools: str | None = Field(default=None, sa_type=Text)
+    """JSON array of the turn's tool calls `{id, name, arguments, result, isError}`."""
+    reference: str | None = Field(default=None, sa_type=Text)
+    """JSON array of sources `{url, title, content}` the answer used."""
+    recommend: str | None = Field(default=None, sa_type=Text)
+    """JSON array of suggested follow-up questions."""
+    fileid: str | None = Field(default=None, max_length=64)
+    """The uploaded file the turn asked about, if any."""
+    status: str = Field(max_length=16)
+    """`running` until the run ends, then how it ended (see `TurnStatus` in base.py)."""
+    error: str | None = Field(default=None, sa_type=Text)
+    """What went wrong, for a `failed` turn; user-facing text, never a raw provider message."""
+    first_response_time: int | None = None
+    """Milliseconds from the question to the first streamed byte of the answer."""
+    total_response_time: int | None = None
+    """Milliseconds from the question to the end of the run."""
+    prompt_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    """Input tokens the turn spent across all its model calls."""
+    completion_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    """Output tokens the turn spent across all its model calls."""
+    create_time: datetime = Field(sa_type=UTCDateTime)
+    """When the question arrived (aware UTC)."""
+    update_time: datetime = Field(sa_type=UTCDateTime)
+    """Latest write to the row (aware UTC); a conversation's activity is its newest."""
+
+
+AI_SESSION: Table = AiSession.__table__  # type: ignore[attr-defined]
+"""The Core table, for the store's single-statement queries without ORM overhead."""

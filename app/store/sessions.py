@@ -1,0 +1,235 @@
+"""`SessionStore` on SQL (SQLite or PostgreSQL): the turns of every conversation.
+
+Each method is a single SQLAlchemy Core statement where it can be, run
+through `Database.statement()` (no ORM, and no BEGIN/COMMIT round trips on
+PostgreSQL): the question INSERT and the answer UPDATE sit on every turn's
+path, so they are built once here and run without a read before them.
+Every query filters on the user.
+
+The history list groups turns into conversations in SQL (one grouped
+subquery joined back to each conversation's first row), so a page costs
+the same however long the history is.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, cast
+
+import orjson
+from sqlalchemy import RowMapping, bindparam, delete, func, insert, select, update
+
+from app.store.base import (
+    ConversationSummary,
+    NewTurn,
+    StoredTurn,
+    TurnOutcome,
+    TurnStatus,
+)
+from app.store.db import Database
+from app.store.models import AI_SESSION as T
+
+_INSERT_QUESTION = insert(T).returning(T.c.id)
+_FINISH_TURN = update(T).where(T.c.id == bindparam("turn_id"))
+_SAVE_PARTIAL = update(T).where(T.c.id == bindparam("turn_id"), T.c.status == "running")
+
+
+class SqlSessionStore:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add_question(self, turn: NewTurn) -> int:
+        now = _now()
+        params = {
+            "session_id": turn.session_id,
+            "user_id": turn.user_id,
+            "agent_type": turn.agent_type,
+            "question": turn.question,
+            "fileid": turn.fileid,
+            "status": "running",
+            "create_time": now,
+            "update_time": now,
+        }
+        async with self._db.statement() as conn:
+            result = await conn.execute(_INSERT_QUESTION, params)
+            return int(result.scalar_one())
+
+    async def finish_turn(self, turn_id: int, outcome: TurnOutcome) -> None:
+        """Write the run's end in one UPDATE.
+
+        A turn deleted meanwhile (its conversation was deleted mid-run) is
+        simply not there to update, which is what the user asked for.
+        """
+        params = {
+            "turn_id": turn_id,
+            "answer": outcome.answer,
+            "thinking": outcome.thinking,
+            "status": outcome.status,
+            "tools": _dump(outcome.tools),
+            "reference": _dump(outcome.reference),
+            "recommend": _dump(outcome.recommend),
+            "error": outcome.error,
+            "first_response_time": outcome.first_response_time,
+            "total_response_time": outcome.total_response_time,
+            "prompt_tokens": outcome.prompt_tokens,
+            "completion_tokens": outcome.completion_tokens,
+            "update_time": _now(),
+        }
+        async with self._db.statement() as conn:
+            await conn.execute(_FINISH_TURN, params)
+
+    async def save_partial(self, turn_id: int, answer: str, thinking: str) -> None:
+        """Keep the answer so far, so a crash loses only what came after it.
+
+        Guarded on `running` so a late periodic save never overwrites a turn
+        that has already been finished or marked interrupted.
+        """
+        params = {"turn_id": turn_id, "answer": answer, "thinking": thinking, "update_time": _now()}
+        async with self._db.statement() as conn:
+            await conn.execute(_SAVE_PARTIAL, params)
+
+    async def mark_interrupted(
+        self,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        older_than: datetime | None = None,
+    ) -> int:
+        stmt = (
+            update(T)
+            .where(T.c.status == "running")
+            .values(status="interrupted", update_time=_now())
+        )
+        if session_id is not None:
+            stmt = stmt.where(T.c.session_id == session_id)
+        if user_id is not None:
+            stmt = stmt.where(T.c.user_id == user_id)
+        if older_than is not None:
+            stmt = stmt.where(T.c.update_time < older_than)
+        async with self._db.statement() as conn:
+            return (await conn.execute(stmt)).rowcount
+
+    async def recent_turns(
+        self, user_id: str, session_id: str, limit: int, before_id: int | None = None
+    ) -> list[StoredTurn]:
+        stmt = select(T).where(T.c.user_id == user_id, T.c.session_id == session_id)
+        if before_id is not None:
+            stmt = stmt.where(T.c.id < before_id)
+        stmt = stmt.order_by(T.c.id.desc()).limit(max(limit, 0))
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [_turn(row) for row in reversed(rows)]
+
+    async def list_conversations(
+        self, user_id: str, page: int, size: int
+    ) -> tuple[list[ConversationSummary], int]:
+        if page < 1 or size < 1:
+            raise ValueError("page and size start at 1")
+        conversations = (
+            select(
+                func.min(T.c.id).label("first_id"),
+                func.max(T.c.id).label("last_id"),
+                func.max(T.c.update_time).label("last_time"),
+                # Counted over all groups before the outer LIMIT: the total in the same trip.
+                func.count().over().label("total"),
+            )
+            .where(T.c.user_id == user_id)
+            .group_by(T.c.session_id)
+            .subquery()
+        )
+        first = T.alias("first_turn")
+        stmt = (
+            select(
+                first.c.session_id,
+                first.c.question,
+                first.c.agent_type,
+                first.c.fileid,
+                first.c.create_time,
+                conversations.c.last_time,
+                conversations.c.total,
+            )
+            .join_from(conversations, first, first.c.id == conversations.c.first_id)
+            # Ties in time (same instant) fall back to the newest row, so pages never shuffle.
+            .order_by(conversations.c.last_time.desc(), conversations.c.last_id.desc())
+            .limit(size)
+            .offset((page - 1) * size)
+        )
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+            if rows:
+                total = int(rows[0]["total"])
+            else:
+                # A page past the end has no row to carry the total.
+                count = select(func.count(func.distinct(T.c.session_id))).where(
+                    T.c.user_id == user_id
+                )
+                total = int((await conn.execute(count)).scalar_one())
+        records = [
+            ConversationSummary(
+                session_id=row["session_id"],
+                question=row["question"],
+                agent_type=row["agent_type"],
+                fileid=row["fileid"],
+                create_time=row["create_time"],
+                update_time=row["last_time"],
+            )
+            for row in rows
+        ]
+        return records, total
+
+    async def get_conversation(self, user_id: str, session_id: str) -> list[StoredTurn]:
+        stmt = (
+            select(T).where(T.c.user_id == user_id, T.c.session_id == session_id).order_by(T.c.id)
+        )
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [_turn(row) for row in rows]
+
+    async def delete_conversation(self, user_id: str, session_id: str) -> int:
+        stmt = delete(T).where(T.c.user_id == user_id, T.c.session_id == session_id)
+        # A transaction, not a lone statement: what else belongs to the conversation
+        # is deleted here too as the schema grows, and all of it must go at once.
+        async with self._db.begin() as conn:
+            return (await conn.execute(stmt)).rowcount
+
+    async def ping(self) -> None:
+        await self._db.ping()
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _dump(value: list[Any]) -> str:
+    # `default=str`: one odd value inside a tool result must not lose the whole turn.
+    return orjson.dumps(value, default=str).decode()
+
+
+def _load(text: str | None) -> list[Any]:
+    """Decode a JSON column; rows written before the run ended hold NULL there."""
+    if not text:
+        return []
+    return cast(list[Any], orjson.loads(text))
+
+
+def _turn(row: RowMapping) -> StoredTurn:
+    return StoredTurn(
+        id=row["id"],
+        session_id=row["session_id"],
+        user_id=row["user_id"],
+        agent_type=row["agent_type"],
+        question=row["question"],
+        answer=row["answer"],
+        thinking=row["thinking"],
+        tools=_load(row["tools"]),
+        reference=_load(row["reference"]),
+        recommend=_load(row["recommend"]),
+        fileid=row["fileid"],
+        status=cast(TurnStatus, row["status"]),
+        error=row["error"],
+        first_response_time=row["first_response_time"],
+        total_response_time=row["total_response_time"],
+        prompt_tokens=row["prompt_tokens"],
+        completion_tokens=row["completion_tokens"],
+        create_time=row["create_time"],
+        update_time=row["update_time"],
+    )

@@ -1,0 +1,373 @@
+"""The `SessionStore` contract, run against SQLite and PostgreSQL alike.
+
+Both backends get the same tests on a fresh, migrated database (a temp file;
+the test schema recreated), so a behaviour that differs between them fails
+here rather than in production. The tests go through the public store API
+only; the one raw read (the Alembic version) checks what the API cannot show.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlmodel import col, select
+
+from app.store.base import (
+    NewTurn,
+    SessionStore,
+    StoredTurn,
+    StoreError,
+    StoreUnavailable,
+    TurnOutcome,
+    TurnStatus,
+)
+from app.store.db import Database
+from app.store.models import AiSession
+from app.store.sessions import SqlSessionStore
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest) -> str:
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return url
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    async with Database.open(database_url, pool_size=5, migrate=True) as database:
+        yield database
+
+
+@pytest.fixture
+def store(db: Database) -> SessionStore:
+    return SqlSessionStore(db)
+
+
+def new_turn(
+    session_id: str = "conv-1",
+    user_id: str = "alice",
+    question: str = "What is SSE?",
+    agent_type: str = "chat",
+    fileid: str | None = None,
+) -> NewTurn:
+    return NewTurn(
+        session_id=session_id,
+        user_id=user_id,
+        agent_type=agent_type,
+        question=question,
+        fileid=fileid,
+    )
+
+
+def outcome(answer: str = "An event stream.", status: TurnStatus = "completed") -> TurnOutcome:
+    return TurnOutcome(answer=answer, thinking="", status=status)
+
+
+def assert_utc(value: datetime) -> None:
+    assert value.tzinfo is not None
+    assert value.utcoffset() == timedelta(0)
+
+
+async def test_question_round_trips_as_running_turn(store: SessionStore) -> None:
+    before = datetime.now(UTC)
+    turn_id = await store.add_question(new_turn(question="Résumé 文件?", fileid="f-1"))
+    after = datetime.now(UTC)
+
+    [turn] = await store.get_conversation("alice", "conv-1")
+
+    assert turn == StoredTurn(
+        id=turn_id,
+        session_id="conv-1",
+        user_id="alice",
+        agent_type="chat",
+        question="Résumé 文件?",
+        answer=None,
+        thinking=None,
+        tools=[],
+        reference=[],
+        recommend=[],
+        fileid="f-1",
+        status="running",
+        error=None,
+        first_response_time=None,
+        total_response_time=None,
+        prompt_tokens=0,
+        completion_tokens=0,
+        create_time=turn.create_time,
+        update_time=turn.create_time,
+    )
+    assert_utc(turn.create_time)
+    assert before <= turn.create_time <= after
+
+
+async def test_finish_turn_round_trips_every_field(store: SessionStore) -> None:
+    turn_id = await store.add_question(new_turn())
+    tools = [
+        {
+            "id": "call_1",
+            "name": "web_search",
+            "arguments": '{"q": "sse"}',
+            "result": 'ünïcode ✓ and "quotes"',
+            "isError": False,
+            "nested": {"n": 1, "list": [1.5, None]},
+        }
+    ]
+    reference = [{"url": "https://example.org", "title": "Example", "content": "text"}]
+    recommend = ["Why?", "How?", "What next?"]
+
+    await store.finish_turn(
+        turn_id,
+        TurnOutcome(
+            answer="The answer.",
+            thinking="Reasoning.",
+            status="failed",
+            tools=tools,
+            reference=reference,
+            recommend=recommend,
+            error="The model timed out.",
+            first_response_time=120,
+            total_response_time=3400,
+            prompt_tokens=321,
+            completion_tokens=45,
+        ),
+    )
+
+    [turn] = await store.get_conversation("alice", "conv-1")
+    assert (turn.id, turn.answer, turn.thinking, turn.status, turn.error) == (
+        turn_id,
+        "The answer.",
+        "Reasoning.",
+        "failed",
+        "The model timed out.",
+    )
+    assert (turn.tools, turn.reference, turn.recommend) == (tools, reference, recommend)
+    assert (turn.first_response_time, turn.total_response_time) == (120, 3400)
+    assert (turn.prompt_tokens, turn.completion_tokens) == (321, 45)
+    assert (turn.question, turn.agent_type, turn.fileid) == ("What is SSE?", "chat", None)
+    assert_utc(turn.create_time)
+    assert_utc(turn.update_time)
+    assert turn.update_time >= turn.create_time
+
+
+async def test_finish_turn_of_deleted_turn_is_a_no_op(store: SessionStore) -> None:
+    turn_id = await store.add_question(new_turn())
+    await store.delete_conversation("alice", "conv-1")
+
+    await store.finish_turn(turn_id, outcome())
+
+    assert await store.get_conversation("alice", "conv-1") == []
+
+
+async def test_recent_turns_returns_latest_window_oldest_first(store: SessionStore) -> None:
+    ids = [await store.add_question(new_turn(question=f"q{i}")) for i in range(5)]
+    await store.add_question(new_turn(session_id="conv-2", question="other conversation"))
+    await store.add_question(new_turn(user_id="bob", question="other user"))
+
+    latest = await store.recent_turns("alice", "conv-1", limit=3)
+    assert [t.id for t in latest] == ids[2:]
+    assert [t.question for t in latest] == ["q2", "q3", "q4"]
+
+    earlier = await store.recent_turns("alice", "conv-1", limit=2, before_id=ids[3])
+    assert [t.id for t in earlier] == ids[1:3]
+
+    everything = await store.recent_turns("alice", "conv-1", limit=50, before_id=ids[4])
+    assert [t.id for t in everything] == ids[:4]
+
+    assert await store.recent_turns("alice", "conv-1", limit=0) == []
+    assert await store.recent_turns("alice", "missing", limit=5) == []
+
+
+async def test_list_conversations_one_record_per_conversation_newest_first(
+    store: SessionStore,
+) -> None:
+    first_a = await store.add_question(new_turn("A", question="A1", agent_type="file", fileid="f"))
+    await store.finish_turn(first_a, outcome())
+    await store.add_question(new_turn("B", question="B1"))
+    await store.add_question(new_turn("C", question="C1", agent_type="deep"))
+    await store.add_question(new_turn("A", question="A2", agent_type="chat"))
+    await store.add_question(new_turn("A", user_id="bob", question="bob's A"))
+
+    records, total = await store.list_conversations("alice", page=1, size=10)
+
+    assert total == 3
+    assert [(r.session_id, r.question, r.agent_type, r.fileid) for r in records] == [
+        ("A", "A1", "file", "f"),
+        ("C", "C1", "deep", None),
+        ("B", "B1", "chat", None),
+    ]
+    conversation_a = await store.get_conversation("alice", "A")
+    assert records[0].create_time == conversation_a[0].create_time
+    assert records[0].update_time == conversation_a[-1].update_time
+    for record in records:
+        assert_utc(record.create_time)
+        assert_utc(record.update_time)
+
+
+async def test_list_conversations_orders_by_latest_activity(store: SessionStore) -> None:
+    old = await store.add_question(new_turn("old"))
+    await store.add_question(new_turn("new"))
+
+    await store.finish_turn(old, outcome())
+
+    records, _ = await store.list_conversations("alice", page=1, size=10)
+    assert [r.session_id for r in records] == ["old", "new"]
+
+
+async def test_list_conversations_paginates_with_total(store: SessionStore) -> None:
+    for name in ["c1", "c2", "c3", "c4", "c5"]:
+        await store.add_question(new_turn(name))
+
+    pages = [await store.list_conversations("alice", page=p, size=2) for p in (1, 2, 3, 4)]
+
+    assert [[r.session_id for r in records] for records, _ in pages] == [
+        ["c5", "c4"],
+        ["c3", "c2"],
+        ["c1"],
+        [],
+    ]
+    assert [total for _, total in pages] == [5, 5, 5, 5]
+    assert await store.list_conversations("nobody", page=1, size=2) == ([], 0)
+    with pytest.raises(ValueError, match="start at 1"):
+        await store.list_conversations("alice", page=0, size=2)
+
+
+async def test_get_conversation_of_another_user_is_empty(store: SessionStore) -> None:
+    await store.add_question(new_turn(user_id="alice"))
+
+    assert await store.get_conversation("bob", "conv-1") == []
+    assert await store.recent_turns("bob", "conv-1", limit=10) == []
+
+
+async def test_get_conversation_returns_turns_oldest_first(store: SessionStore) -> None:
+    ids = [await store.add_question(new_turn(question=f"q{i}")) for i in range(3)]
+
+    turns = await store.get_conversation("alice", "conv-1")
+
+    assert [t.id for t in turns] == ids
+
+
+async def test_delete_conversation_removes_only_own_rows(store: SessionStore) -> None:
+    await store.add_question(new_turn(user_id="alice"))
+    await store.add_question(new_turn(user_id="alice"))
+    await store.add_question(new_turn(user_id="alice", session_id="keep"))
+    await store.add_question(new_turn(user_id="bob"))
+
+    assert await store.delete_conversation("alice", "conv-1") == 2
+
+    assert await store.get_conversation("alice", "conv-1") == []
+    assert len(await store.get_conversation("alice", "keep")) == 1
+    assert len(await store.get_conversation("bob", "conv-1")) == 1
+    assert await store.delete_conversation("alice", "conv-1") == 0
+    assert await store.delete_conversation("mallory", "conv-1") == 0
+
+
+async def test_save_partial_updates_only_running_turns(store: SessionStore) -> None:
+    running = await store.add_question(new_turn("r"))
+    finished = await store.add_question(new_turn("f"))
+    await store.finish_turn(finished, outcome(answer="final"))
+
+    await store.save_partial(running, "partial answer", "partial thought")
+    await store.save_partial(finished, "late partial", "late thought")
+
+    [turn] = await store.get_conversation("alice", "r")
+    assert (turn.answer, turn.thinking, turn.status) == (
+        "partial answer",
+        "partial thought",
+        "running",
+    )
+    assert turn.update_time >= turn.create_time
+    [done] = await store.get_conversation("alice", "f")
+    assert (done.answer, done.status) == ("final", "completed")
+
+
+async def test_mark_interrupted_filters_and_keeps_partial_answer(store: SessionStore) -> None:
+    stale = await store.add_question(new_turn("a"))
+    await store.save_partial(stale, "half an answer", "")
+    await asyncio.sleep(0.01)
+    cutoff = datetime.now(UTC)
+    await asyncio.sleep(0.01)
+    await store.add_question(new_turn("a"))
+    await store.add_question(new_turn("b"))
+    await store.add_question(new_turn("a", user_id="bob"))
+    done = await store.add_question(new_turn("c"))
+    await store.finish_turn(done, outcome())
+
+    assert await store.mark_interrupted(session_id="a", older_than=cutoff) == 1
+    [first, second] = await store.get_conversation("alice", "a")
+    assert (first.status, first.answer) == ("interrupted", "half an answer")
+    assert second.status == "running"
+
+    assert await store.mark_interrupted(session_id="a", user_id="alice") == 1
+    assert (await store.get_conversation("bob", "a"))[0].status == "running"
+
+    assert await store.mark_interrupted() == 2
+    assert (await store.get_conversation("alice", "b"))[0].status == "interrupted"
+    assert (await store.get_conversation("alice", "c"))[0].status == "completed"
+    assert await store.mark_interrupted() == 0
+
+
+async def test_migrations_are_idempotent(database_url: str) -> None:
+    async with Database.open(database_url, pool_size=5, migrate=True) as db:
+        await SqlSessionStore(db).add_question(new_turn())
+
+    async with Database.open(database_url, pool_size=5, migrate=True) as db:
+        assert len(await SqlSessionStore(db).get_conversation("alice", "conv-1")) == 1
+        async with db.begin() as conn:
+            version = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
+        assert version == [("0001",)]
+
+
+async def test_orm_session_reads_the_table(db: Database) -> None:
+    turn_id = await SqlSessionStore(db).add_question(new_turn())
+
+    async with db.session() as session:
+        rows = (await session.exec(select(AiSession).where(col(AiSession.id) == turn_id))).all()
+
+    assert [(row.session_id, row.status) for row in rows] == [("conv-1", "running")]
+    assert_utc(rows[0].create_time)
+
+
+async def test_closed_database_refuses_use(sqlite_url: str) -> None:
+    async with Database.open(sqlite_url, pool_size=5, migrate=True) as db:
+        store = SqlSessionStore(db)
+
+    with pytest.raises(StoreError, match="closed"):
+        await store.ping()
+
+
+async def test_unreachable_postgres_is_store_unavailable_quickly() -> None:
+    url = "postgresql+asyncpg://postgres:s3cret-pw@127.0.0.1:1/test"
+    started = time.monotonic()
+
+    with pytest.raises(StoreUnavailable) as opening:
+        async with Database.open(url, pool_size=5, migrate=True):
+            pass
+    async with Database.open(url, pool_size=5, migrate=False) as db:
+        store = SqlSessionStore(db)
+        with pytest.raises(StoreUnavailable) as pinging:
+            await store.ping()
+        with pytest.raises(StoreUnavailable):
+            await store.add_question(new_turn())
+
+    assert time.monotonic() - started < 5
+    for failure in (opening, pinging):
+        message = str(failure.value)
+        assert "127.0.0.1:1" in message
+        assert "s3cret-pw" not in message
+
+
+async def test_sqlite_path_that_cannot_exist_is_store_unavailable(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+
+    with pytest.raises(StoreUnavailable):
+        async with Database.open(
+            f"sqlite+aiosqlite:///{blocker}/app.db", pool_size=5, migrate=True
+        ):
+            pass
