@@ -1,0 +1,426 @@
+"""One contract for both task managers, then what only Redis can do: several instances, outages.
+
+The contract runs against `InProcessTaskManager` and `RedisTaskManager` alike,
+so the in-process reference and Redis cannot drift apart. The Redis-only
+tests use two managers on one Redis as two instances of the service, and one
+test owns a private `redis-server` it kills and restarts. Nothing here polls
+the managers: one sleep waits out a TTL, and one makes an outage last, both
+of them durations by nature.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import socket
+import subprocess
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from app.config import Settings
+from app.tasks import (
+    Claim,
+    InProcessTaskManager,
+    RedisTaskManager,
+    TaskBackendUnavailable,
+    TaskManager,
+    build_task_manager,
+)
+
+TTL = 30.0
+SHORT_TTL = 0.3
+STOP_WAIT = 5.0
+
+
+def new_claim(user_id: str = "alice", conversation_id: str = "conv-1") -> Claim:
+    return Claim(user_id, conversation_id, task_id=uuid.uuid4().hex, agent_type="chat")
+
+
+class Runs:
+    """The owning instance's side: one run per claim, releasing it as it unwinds, like the API's."""
+
+    def __init__(self, manager: TaskManager) -> None:
+        self.manager = manager
+        self.tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self.stops: list[tuple[str, str]] = []
+        """Every (user, conversation) the stop handler was called with."""
+
+    async def begin(self, claim: Claim) -> asyncio.Task[None]:
+        """Return once the run is in its body: a task cancelled before that runs no `finally`."""
+        inside = asyncio.Event()
+
+        async def run() -> None:
+            try:
+                inside.set()
+                await asyncio.Event().wait()
+            finally:
+                await self.manager.release(claim)
+
+        task = asyncio.create_task(run())
+        self.tasks[(claim.user_id, claim.conversation_id)] = task
+        await inside.wait()
+        return task
+
+    async def on_stop(self, user_id: str, conversation_id: str) -> bool:
+        self.stops.append((user_id, conversation_id))
+        task = self.tasks.pop((user_id, conversation_id), None)
+        if task is None:
+            return False
+        task.cancel()
+        return True
+
+    async def cancel_all(self) -> None:
+        for task in self.tasks.values():
+            task.cancel()
+        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+
+
+@asynccontextmanager
+async def started(manager: TaskManager) -> AsyncIterator[Runs]:
+    runs = Runs(manager)
+    await manager.start(runs.on_stop)
+    try:
+        yield runs
+    finally:
+        await runs.cancel_all()
+        await manager.close()
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[tuple[TaskManager, Runs]]:
+    if request.param == "memory":
+        async with started(InProcessTaskManager()) as runs:
+            yield runs.manager, runs
+        return
+    url: str = request.getfixturevalue("redis_url")
+    prefix: str = request.getfixturevalue("redis_prefix")
+    async with started(RedisTaskManager(url, prefix, "instance-a")) as runs:
+        yield runs.manager, runs
+    await delete_keys(url, prefix)
+
+
+async def delete_keys(url: str, prefix: str) -> None:
+    """Claims left by tests that never release them; they would expire, but not soon."""
+    client = Redis.from_url(url, decode_responses=True)
+    try:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
+        if keys:
+            await client.delete(*keys)
+    finally:
+        await client.aclose()
+
+
+# The contract, for both backends.
+
+
+async def test_claim_refused_while_held(backend: tuple[TaskManager, Runs]) -> None:
+    manager, _ = backend
+    first, second = new_claim(), new_claim()
+
+    assert await manager.claim(first, TTL)
+    assert not await manager.claim(second, TTL)
+    assert await manager.current("alice", "conv-1") == first
+    assert await manager.claim(new_claim(conversation_id="conv-2"), TTL)
+    assert await manager.claim(new_claim(user_id="bob"), TTL)
+
+
+async def test_current_is_none_for_unknown_conversation(backend: tuple[TaskManager, Runs]) -> None:
+    manager, _ = backend
+
+    assert await manager.current("alice", "never-claimed") is None
+
+
+async def test_release_only_by_owner(backend: tuple[TaskManager, Runs]) -> None:
+    manager, _ = backend
+    owner, other = new_claim(), new_claim()
+    assert await manager.claim(owner, TTL)
+
+    await manager.release(other)
+    assert await manager.current("alice", "conv-1") == owner
+    assert not await manager.refresh(other, TTL)
+
+    await manager.release(owner)
+    assert await manager.current("alice", "conv-1") is None
+    assert await manager.claim(other, TTL)
+
+
+async def test_claim_expires_without_refresh(backend: tuple[TaskManager, Runs]) -> None:
+    manager, _ = backend
+    lapsing, kept = new_claim(), new_claim(conversation_id="conv-2")
+    assert await manager.claim(lapsing, SHORT_TTL)
+    assert await manager.claim(kept, SHORT_TTL)
+    assert await manager.refresh(lapsing, SHORT_TTL)
+    assert await manager.refresh(kept, TTL)
+
+    await asyncio.sleep(SHORT_TTL + 0.15)
+
+    assert await manager.current("alice", "conv-1") is None
+    assert await manager.current("alice", "conv-2") == kept
+    retaken = new_claim()
+    assert await manager.claim(retaken, TTL)
+    assert not await manager.refresh(lapsing, TTL)
+    await manager.release(lapsing)
+    assert await manager.current("alice", "conv-1") == retaken
+
+
+async def test_request_stop_returns_once_run_released(backend: tuple[TaskManager, Runs]) -> None:
+    manager, runs = backend
+    claim = new_claim()
+    assert await manager.claim(claim, TTL)
+    run = await runs.begin(claim)
+
+    started_at = time.monotonic()
+    assert await manager.request_stop("alice", "conv-1", STOP_WAIT)
+
+    assert time.monotonic() - started_at < 1.0
+    assert runs.stops == [("alice", "conv-1")]
+    assert run.cancelled()
+    assert await manager.current("alice", "conv-1") is None
+    assert await manager.claim(new_claim(), TTL)
+
+
+async def test_request_stop_on_nothing_returns_false(backend: tuple[TaskManager, Runs]) -> None:
+    manager, runs = backend
+    claim = new_claim()
+    assert await manager.claim(claim, TTL)
+    await runs.begin(claim)
+    assert await manager.request_stop("alice", "conv-1", STOP_WAIT)
+
+    started_at = time.monotonic()
+    assert not await manager.request_stop("alice", "conv-1", STOP_WAIT)
+    assert not await manager.request_stop("alice", "unknown", STOP_WAIT)
+
+    assert time.monotonic() - started_at < 0.5
+    assert runs.stops == [("alice", "conv-1")]
+
+
+async def test_request_stop_waits_at_most_wait(backend: tuple[TaskManager, Runs]) -> None:
+    manager, runs = backend
+    # Claimed, but no run here answers the stop (its instance died): only the TTL frees it.
+    assert await manager.claim(new_claim(), TTL)
+
+    started_at = time.monotonic()
+    assert await manager.request_stop("alice", "conv-1", 0.2)
+
+    assert 0.15 < time.monotonic() - started_at < 1.0
+    assert runs.stops == [("alice", "conv-1")]
+
+
+async def test_users_are_isolated(backend: tuple[TaskManager, Runs]) -> None:
+    manager, runs = backend
+    alices = new_claim(user_id="alice")
+    assert await manager.claim(alices, TTL)
+    run = await runs.begin(alices)
+
+    assert not await manager.request_stop("bob", "conv-1", STOP_WAIT)
+    assert await manager.current("bob", "conv-1") is None
+
+    assert runs.stops == []
+    assert not run.done()
+    assert await manager.current("alice", "conv-1") == alices
+
+
+# Choosing the backend.
+
+
+async def test_factory_uses_redis_only_when_configured(redis_prefix: str) -> None:
+    assert isinstance(build_task_manager(Settings(redis_url=""), "a"), InProcessTaskManager)
+
+    # Building connects to nothing: an address that cannot resolve proves it.
+    settings = Settings(redis_url="redis://redis.invalid:6379/0", redis_prefix=redis_prefix)
+    manager = build_task_manager(settings, "a")
+    assert isinstance(manager, RedisTaskManager)
+    await manager.close()
+
+
+# Redis only: several instances, and Redis going away.
+
+
+@pytest.mark.redis
+async def test_stop_reaches_the_owning_instance(redis_url: str, redis_prefix: str) -> None:
+    owner = RedisTaskManager(redis_url, redis_prefix, "instance-a")
+    other = RedisTaskManager(redis_url, redis_prefix, "instance-b")
+    async with started(owner) as owner_runs, started(other):
+        claim = new_claim()
+        assert await owner.claim(claim, TTL)
+        run = await owner_runs.begin(claim)
+
+        started_at = time.monotonic()
+        assert await other.request_stop("alice", "conv-1", STOP_WAIT)
+
+        assert time.monotonic() - started_at < 1.0
+        assert run.cancelled()
+        assert owner_runs.stops == [("alice", "conv-1")]
+        assert await other.current("alice", "conv-1") is None
+    await delete_keys(redis_url, redis_prefix)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def test_unreachable_redis_fails_fast(redis_prefix: str) -> None:
+    url = f"redis://:s3cret-password@127.0.0.1:{free_port()}/0"
+    manager = RedisTaskManager(url, redis_prefix, "instance-a")
+    try:
+        started_at = time.monotonic()
+        await manager.start(Runs(manager).on_stop)
+        with pytest.raises(TaskBackendUnavailable) as raised:
+            await manager.claim(new_claim(), TTL)
+        with pytest.raises(TaskBackendUnavailable):
+            await manager.ping()
+        with pytest.raises(TaskBackendUnavailable):
+            await manager.request_stop("alice", "conv-1", STOP_WAIT)
+
+        assert time.monotonic() - started_at < 3.0
+        assert "s3cret" not in str(raised.value)
+        assert "127.0.0.1" in str(raised.value)
+    finally:
+        await manager.close()
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A port that accepts connections and never answers: a wedged Redis, or a dead link."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0"
+
+
+async def test_silent_redis_fails_within_timeout(silent_server: str, redis_prefix: str) -> None:
+    manager = RedisTaskManager(silent_server, redis_prefix, "instance-a", timeout=0.3)
+    try:
+        started_at = time.monotonic()
+        with pytest.raises(TaskBackendUnavailable):
+            await manager.claim(new_claim(), TTL)
+        with pytest.raises(TaskBackendUnavailable):
+            await manager.ping()
+
+        # One timeout each: no retry multiplies the time a request hangs.
+        assert time.monotonic() - started_at < 1.5
+    finally:
+        await manager.close()
+
+
+class RedisServer:
+    """A private redis-server on a free port, which the test may kill and bring back."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self._workdir = workdir
+        self._process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self._process = subprocess.Popen(
+            [
+                "redis-server",
+                *("--port", str(self.port), "--bind", "127.0.0.1"),
+                *("--save", "", "--appendonly", "no", "--dir", str(self._workdir)),
+            ],
+            stdout=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 5.0
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.1).close()
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
+
+    def kill(self) -> None:
+        if self._process is not None:
+            self._process.kill()
+            self._process.wait()
+            self._process = None
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    if shutil.which("redis-server") is None:
+        pytest.skip("redis-server is not on PATH")
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+class ListenerLog(logging.Handler):
+    """Counts the listeners' outage warnings and wakes the test when all have subscribed again.
+
+    The restarted server cannot be asked whether a listener noticed the outage
+    in between; the listener's own records say exactly that, in order.
+    """
+
+    def __init__(self, listeners: int) -> None:
+        super().__init__(logging.INFO)
+        self.outages = 0
+        self.recoveries = 0
+        self.all_back = asyncio.Event()
+        self._listeners = listeners
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.levelno >= logging.WARNING:
+            self.outages += 1
+        elif "subscribed again" in record.getMessage():
+            self.recoveries += 1
+            if self.recoveries == self._listeners:
+                self.all_back.set()
+
+
+@pytest.fixture
+def listener_log(caplog: pytest.LogCaptureFixture) -> Iterator[ListenerLog]:
+    caplog.set_level(logging.INFO, logger="app.tasks.redis")
+    handler = ListenerLog(listeners=2)
+    logger = logging.getLogger("app.tasks.redis")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+@pytest.mark.redis
+async def test_listener_recovers_after_redis_restart(
+    redis_server: RedisServer, redis_prefix: str, listener_log: ListenerLog
+) -> None:
+    owner = RedisTaskManager(redis_server.url, redis_prefix, "instance-a")
+    other = RedisTaskManager(redis_server.url, redis_prefix, "instance-b")
+    async with started(owner) as owner_runs, started(other):
+        await asyncio.to_thread(redis_server.kill)
+        with pytest.raises(TaskBackendUnavailable):
+            await other.ping()
+        with pytest.raises(TaskBackendUnavailable):
+            await owner.claim(new_claim(), TTL)
+
+        # An outage long enough for several reconnect attempts, so that
+        # "one warning per outage, not per attempt" is actually exercised.
+        await asyncio.sleep(0.4)
+        await asyncio.to_thread(redis_server.start)
+        async with asyncio.timeout(5.0):
+            await listener_log.all_back.wait()
+        assert listener_log.outages == 2
+
+        await other.ping()
+        claim = new_claim()
+        assert await owner.claim(claim, TTL)
+        run = await owner_runs.begin(claim)
+        assert await other.request_stop("alice", "conv-1", STOP_WAIT)
+        assert run.cancelled()
+        assert owner_runs.stops == [("alice", "conv-1")]
+        assert await other.current("alice", "conv-1") is None
