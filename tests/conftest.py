@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -40,7 +39,7 @@ def require_server(url: str, what: str) -> None:
 
 
 @pytest.fixture
-async def postgres_url() -> AsyncIterator[str]:
+async def postgres_url() -> str:
     """The shared test database, emptied of our tables before the test."""
     require_server(POSTGRES_TEST_URL, "PostgreSQL")
     from sqlalchemy import text

@@ -1,0 +1,249 @@
+"""BaseAgent: the template every agent's turn follows (seed 003).
+
+    begin()   save the question row (before the response starts, so a database
+              that is down answers 503 and a rejected request writes nothing)
+    run()     start -> load memory -> execute() -> references -> follow-ups
+              -> store the answer (one update) -> complete
+
+Subclasses implement only `execute()`, an async generator of events. Whatever
+happens inside it (success, a model error, a bug, a stop, the instance
+shutting down) `run()` stores what was produced with the matching status
+and ends with `complete`, so a turn is never lost and a stream never hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import httpx
+
+from app.agents.memory import load_memory
+from app.agents.recommend import suggest_follow_ups
+from app.config import Settings
+from app.core.events import (
+    CompleteEvent,
+    ErrorEvent,
+    Event,
+    RecommendEvent,
+    Reference,
+    ReferenceEvent,
+    RunStatus,
+    StartEvent,
+    TextEvent,
+    ThinkingEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+)
+from app.core.messages import Msg
+from app.core.responses import Usage
+from app.core.tools import GenerateOptions
+from app.llm.base import ChatModel
+from app.llm.errors import ModelError, user_message
+from app.llm.tokens import TokenCounter
+from app.store.base import NewTurn, SessionStore, StoreError, TurnOutcome
+from app.tasks.runs import Run, StopReason
+
+log = logging.getLogger(__name__)
+
+STOP_STATUS: dict[StopReason, RunStatus] = {
+    "stopped": "stopped",
+    "client_gone": "stopped",
+    "shutdown": "interrupted",
+}
+STORE_ATTEMPTS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    memory_max_turns: int = 10
+    memory_max_tokens: int = 6000
+    max_rounds: int = 5
+    recommendations: bool = True
+    tool_result_display_chars: int = 2000
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AgentSettings:
+        return cls(
+            memory_max_turns=settings.memory_max_turns,
+            memory_max_tokens=settings.memory_max_tokens,
+            max_rounds=settings.react_max_rounds,
+            recommendations=settings.recommendations_enabled,
+            tool_result_display_chars=settings.tool_result_display_chars,
+        )
+
+
+@dataclass(slots=True)
+class AgentDeps:
+    """What agents share for the app's life; built once in the lifespan."""
+
+    model: ChatModel
+    store: SessionStore
+    tokens: TokenCounter
+    http: httpx.AsyncClient
+    """The pooled client for tools' HTTP calls (not the model's)."""
+    settings: Settings
+    agent: AgentSettings
+
+
+@dataclass(slots=True)
+class Turn:
+    conversation_id: str
+    user_id: str
+    question: str
+    task_id: str
+    file_id: str | None = None
+    row_id: int = 0
+    options: GenerateOptions = field(default_factory=lambda: GenerateOptions())
+
+
+@dataclass(slots=True)
+class TurnState:
+    """What a run accumulates; `execute()` adds usage and references here."""
+
+    started: float = field(default_factory=time.perf_counter)
+    memory: list[Msg] = field(default_factory=list)
+    answer: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    references: dict[str, Reference] = field(default_factory=dict)
+    recommend: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    first_response_ms: int | None = None
+
+    def add_references(self, refs: list[Reference]) -> None:
+        for ref in refs:
+            self.references.setdefault(ref.url, ref)
+
+    def observe(self, event: Event) -> None:
+        if isinstance(event, TextEvent | ThinkingEvent):
+            if self.first_response_ms is None:
+                self.first_response_ms = self.elapsed_ms()
+            (self.answer if isinstance(event, TextEvent) else self.thinking).append(event.content)
+        elif isinstance(event, ToolStartEvent):
+            self.tool_calls.append(
+                {"id": event.tool_call_id, "name": event.tool_name, "arguments": event.arguments}
+            )
+        elif isinstance(event, ToolEndEvent):
+            for call in reversed(self.tool_calls):
+                if call["id"] == event.tool_call_id:
+                    call.update(result=event.result, isError=event.is_error)
+                    break
+
+    def tool_names(self) -> list[str]:
+        return list(dict.fromkeys(call["name"] for call in self.tool_calls))
+
+    def elapsed_ms(self) -> int:
+        return int((time.perf_counter() - self.started) * 1000)
+
+
+class BaseAgent(ABC):
+    agent_type: ClassVar[str]
+
+    def __init__(self, deps: AgentDeps) -> None:
+        self.deps = deps
+
+    async def begin(self, turn: Turn) -> None:
+        """Store the question (status `running`); raises `StoreError` when that fails."""
+        turn.row_id = await self.deps.store.add_question(
+            NewTurn(
+                session_id=turn.conversation_id,
+                user_id=turn.user_id,
+                agent_type=self.agent_type,
+                question=turn.question,
+                fileid=turn.file_id,
+            )
+        )
+
+    async def run(self, turn: Turn, run: Run) -> AsyncIterator[Event]:
+        state = TurnState()
+        yield StartEvent(turn.conversation_id, turn.row_id, self.agent_type, turn.task_id)
+        status: RunStatus = "completed"
+        error: ErrorEvent | None = None
+        try:
+            state.memory = await load_memory(self.deps, turn)
+            async for event in self.execute(turn, state):
+                state.observe(event)
+                yield event
+            if state.references:
+                yield ReferenceEvent(list(state.references.values()))
+            if self.deps.agent.recommendations:
+                state.recommend = await suggest_follow_ups(
+                    self.deps.model, turn.question, "".join(state.answer)
+                )
+                if state.recommend:
+                    yield RecommendEvent(state.recommend)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            status = STOP_STATUS[run.stop_reason or "stopped"]
+        except ModelError as exc:
+            status = "failed"
+            error = ErrorEvent(exc.code, user_message(exc.code), _detail(exc))
+        except Exception as exc:
+            log.exception("agent %s failed in %s", self.agent_type, turn.conversation_id)
+            status = "failed"
+            error = ErrorEvent("INTERNAL_ERROR", user_message("INTERNAL_ERROR"), type(exc).__name__)
+        if error is not None:
+            yield error
+        await self._store(turn, state, status, error)
+        yield CompleteEvent(
+            status=status,
+            first_response_time=state.first_response_ms,
+            total_response_time=state.elapsed_ms(),
+            tools=state.tool_names(),
+            prompt_tokens=state.usage.prompt_tokens,
+            completion_tokens=state.usage.completion_tokens,
+        )
+
+    @abstractmethod
+    def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
+        """Produce the turn's events; `state.memory` holds the earlier turns as messages."""
+
+    async def _store(
+        self,
+        turn: Turn,
+        state: TurnState,
+        status: RunStatus,
+        error: ErrorEvent | None,
+    ) -> None:
+        """Write the answer in one update, retrying a failing database a few times."""
+        outcome = TurnOutcome(
+            answer="".join(state.answer),
+            thinking="".join(state.thinking),
+            status=status,
+            tools=state.tool_calls,
+            reference=[r.wire() for r in state.references.values()],
+            recommend=state.recommend,
+            error=error.code if error else None,
+            first_response_time=state.first_response_ms,
+            total_response_time=state.elapsed_ms(),
+            prompt_tokens=state.usage.prompt_tokens,
+            completion_tokens=state.usage.completion_tokens,
+        )
+        for attempt in range(1, STORE_ATTEMPTS + 1):
+            try:
+                await asyncio.shield(self.deps.store.finish_turn(turn.row_id, outcome))
+                return
+            except StoreError as exc:
+                if attempt == STORE_ATTEMPTS:
+                    log.error(
+                        "could not store turn %s of conversation %s: %s",
+                        turn.row_id,
+                        turn.conversation_id,
+                        exc,
+                    )
+                    return
+                await asyncio.sleep(0.2 * 2**attempt)
+
+
+def _detail(exc: ModelError) -> str:
+    """A short, safe description: the error class and status, never upstream text."""
+    status = getattr(exc, "status", None)
+    return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")

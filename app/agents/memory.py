@@ -1,0 +1,50 @@
+"""A conversation's memory: its latest turns, as messages, cut to a token budget.
+
+The window keeps whole turns (question and answer together), newest first,
+until the budget counted with tiktoken is spent; a model never sees half a
+turn. Turns left `running` by an instance that died are marked
+`interrupted` here, by whichever instance next touches the conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from app.core.messages import Msg
+from app.llm.tokens import TokenCounter
+from app.store.base import StoredTurn
+
+if TYPE_CHECKING:
+    from app.agents.base import AgentDeps, Turn
+
+TURN_OVERHEAD_TOKENS = 8
+"""Role and separator tokens of the two messages of a turn."""
+
+
+async def load_memory(deps: AgentDeps, turn: Turn) -> list[Msg]:
+    turns = await deps.store.recent_turns(
+        turn.user_id, turn.conversation_id, deps.agent.memory_max_turns, before_id=turn.row_id
+    )
+    if any(t.status == "running" for t in turns):
+        await deps.store.mark_interrupted(session_id=turn.conversation_id, user_id=turn.user_id)
+    return window(turns, deps.tokens, deps.agent.memory_max_tokens)
+
+
+def window(turns: Sequence[StoredTurn], tokens: TokenCounter, budget: int) -> list[Msg]:
+    """The newest whole turns that fit in `budget` tokens, oldest first."""
+    picked: list[StoredTurn] = []
+    used = 0
+    for turn in reversed(turns):
+        if not turn.answer:
+            continue
+        cost = tokens.count(turn.question) + tokens.count(turn.answer) + TURN_OVERHEAD_TOKENS
+        if used + cost > budget:
+            break
+        picked.append(turn)
+        used += cost
+    messages: list[Msg] = []
+    for turn in reversed(picked):
+        messages.append(Msg.text("user", turn.question))
+        messages.append(Msg.text("assistant", turn.answer or ""))
+    return messages

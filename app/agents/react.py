@@ -1,0 +1,178 @@
+"""The ReAct loop (seed 001's ReActAgent): reason with the model, act with tools, repeat.
+
+Each round streams the model, forwarding thinking and text deltas as they
+come; the round's tool calls then run concurrently, their events interleaved
+as they happen and their results handed back in call order. After
+`max_rounds` rounds one last call is made without tools, so the user always
+gets an answer. A tool that raises becomes an error result the model can
+read, not a crash. Hooks observe each phase and may end the loop early.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, Protocol
+
+import orjson
+
+from app.agents.base import BaseAgent, Turn, TurnState
+from app.core.events import (
+    ErrorEvent,
+    Event,
+    TextEvent,
+    ThinkingEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+)
+from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from app.core.responses import ChatResponse, Retrying, accumulate
+from app.llm.errors import user_message
+from app.tools.base import Tool, ToolContext, ToolOutput
+
+log = logging.getLogger(__name__)
+
+FINAL_ROUND_NOTE = (
+    "You have used all your tool rounds. Answer the user now with what you have found."
+)
+
+
+class ReActHook(Protocol):
+    """Observes the loop. Returning True from a hook ends the loop after that phase."""
+
+    async def before_reasoning(self, turn: Turn, messages: list[Msg]) -> bool: ...
+
+    async def after_reasoning(self, turn: Turn, response: ChatResponse) -> bool: ...
+
+    async def before_acting(self, turn: Turn, calls: list[ToolUseBlock]) -> bool: ...
+
+    async def after_acting(self, turn: Turn, results: list[ToolResultBlock]) -> bool: ...
+
+
+class ReActAgent(BaseAgent):
+    hooks: Sequence[ReActHook] = ()
+
+    def system_prompt(self, turn: Turn) -> str:
+        return "You are a helpful assistant."
+
+    def tools(self, turn: Turn) -> Sequence[Tool]:
+        return ()
+
+    def notices(self, turn: Turn) -> list[str]:
+        """Thinking notes shown before the loop starts (e.g. a tool that is unavailable)."""
+        return []
+
+    async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
+        for note in self.notices(turn):
+            yield ThinkingEvent(note)
+        tools = {tool.schema.name: tool for tool in self.tools(turn)}
+        messages = [
+            Msg.text("system", self.system_prompt(turn)),
+            *state.memory,
+            Msg.text("user", turn.question),
+        ]
+        max_rounds = self.deps.agent.max_rounds
+        for round_no in range(max_rounds + 1):
+            final = round_no == max_rounds or not tools
+            if round_no == max_rounds and tools:
+                messages.append(Msg.text("user", FINAL_ROUND_NOTE))
+            if await self._hook("before_reasoning", turn, messages):
+                return
+            chunks: list[ChatResponse] = []
+            schemas = [] if final else [t.schema for t in tools.values()]
+            async for item in self.deps.model.stream(messages, schemas, turn.options):
+                if isinstance(item, Retrying):
+                    yield ErrorEvent(
+                        "RETRYING",
+                        user_message("RETRYING"),
+                        f"attempt {item.attempt + 1} in {item.delay:.1f}s ({item.reason})",
+                    )
+                    continue
+                chunks.append(item)
+                for block in item.content:
+                    if isinstance(block, TextBlock):
+                        yield TextEvent(block.text)
+                    elif isinstance(block, ThinkingBlock):
+                        yield ThinkingEvent(block.thinking)
+                if item.usage is not None:
+                    state.usage = state.usage + item.usage
+            response = accumulate(chunks)
+            calls = [b for b in response.content if isinstance(b, ToolUseBlock)]
+            messages.append(Msg("assistant", response.content))
+            if await self._hook("after_reasoning", turn, response) or not calls or final:
+                return
+            if await self._hook("before_acting", turn, calls):
+                return
+            results: list[ToolResultBlock] = []
+            async for event in self._act(turn, state, tools, calls, results):
+                yield event
+            messages.append(Msg("tool", list(results)))
+            if await self._hook("after_acting", turn, results):
+                return
+
+    async def _act(
+        self,
+        turn: Turn,
+        state: TurnState,
+        tools: dict[str, Tool],
+        calls: list[ToolUseBlock],
+        results: list[ToolResultBlock],
+    ) -> AsyncIterator[Event]:
+        """Run the calls concurrently, yielding their events as they happen.
+
+        `results` is filled in call order. If the loop is stopped, the calls
+        still running are cancelled before this generator lets go.
+        """
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        outputs: list[ToolOutput] = [ToolOutput("") for _ in calls]
+        ctx = ToolContext(turn.user_id, turn.conversation_id, queue.put_nowait)
+        limit = self.deps.agent.tool_result_display_chars
+
+        async def call_one(index: int, call: ToolUseBlock) -> None:
+            try:
+                queue.put_nowait(ToolStartEvent(call.name, call.id, _arguments(call)))
+                outputs[index] = await _invoke(tools.get(call.name), call.name, call.input, ctx)
+                out = outputs[index]
+                queue.put_nowait(ToolEndEvent(call.name, call.id, out.text[:limit], out.is_error))
+            finally:
+                queue.put_nowait(None)
+
+        running = [asyncio.create_task(call_one(i, c)) for i, c in enumerate(calls)]
+        try:
+            remaining = len(running)
+            while remaining:
+                event = await queue.get()
+                if event is None:
+                    remaining -= 1
+                else:
+                    yield event
+        finally:
+            for task in running:
+                task.cancel()
+            await asyncio.gather(*running, return_exceptions=True)
+        for call, out in zip(calls, outputs, strict=True):
+            state.add_references(out.references)
+            results.append(ToolResultBlock(call.id, call.name, out.text, out.is_error))
+
+    async def _hook(self, phase: str, turn: Turn, payload: Any) -> bool:
+        stop = False
+        for hook in self.hooks:
+            stop = bool(await getattr(hook, phase)(turn, payload)) or stop
+        return stop
+
+
+async def _invoke(
+    tool: Tool | None, name: str, args: dict[str, Any], ctx: ToolContext
+) -> ToolOutput:
+    if tool is None:
+        return ToolOutput(f"There is no tool named {name!r}.", is_error=True)
+    try:
+        return await tool(args, ctx)
+    except Exception as exc:
+        log.warning("tool %s raised %s", name, type(exc).__name__, exc_info=True)
+        return ToolOutput(f"The tool failed: {type(exc).__name__}: {exc}", is_error=True)
+
+
+def _arguments(call: ToolUseBlock) -> str:
+    return call.raw_input or orjson.dumps(call.input).decode()

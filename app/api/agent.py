@@ -1,0 +1,186 @@
+"""Agent streams, stop and resume (API.md "Agent streams").
+
+Every stream endpoint takes the same parameters by GET query string (what
+`fetch` GET and `EventSource` send) or by POST JSON body, and answers either
+an event stream or, before any byte of it, a JSON error.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Body, Header, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.agents.turns import ConversationBusy, DependencyDown, UnknownAgent
+from app.api.auth import UserDep
+from app.api.deps import ServicesDep
+from app.api.envelope import ApiError
+from app.api.sse import EventStreamResponse
+from app.tasks.base import TaskBackendUnavailable
+
+router = APIRouter(prefix="/agent", tags=["agent"])
+
+CONVERSATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+STOP_WAIT_SECONDS = 5.0
+
+
+class StreamParams(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+
+    query: str | None = Field(default=None, description="The user's question.")
+    conversation_id: str | None = Field(
+        default=None,
+        alias="conversationId",
+        description="The conversation; a new one is made when missing.",
+    )
+    file_id: str | None = Field(default=None, alias="fileId")
+    on_disconnect: Literal["continue", "cancel"] | None = Field(
+        default=None,
+        alias="onDisconnect",
+        description="What happens to the run when the client goes away (default: settings).",
+    )
+
+
+class StopParams(BaseModel):
+    conversation_id: str = Field(alias="conversationId")
+
+
+class StopResult(BaseModel):
+    success: bool
+    message: str
+
+
+def _conversation_id(value: str | None) -> str:
+    if value is None or value == "":
+        return uuid.uuid4().hex
+    if not CONVERSATION_ID.match(value):
+        raise ApiError(400, "conversationId must match ^[A-Za-z0-9_-]{1,128}$")
+    return value
+
+
+async def _stream(
+    kind: str, params: StreamParams, user: str, services: ServicesDep
+) -> EventStreamResponse:
+    settings = services.settings
+    question = (params.query or "").strip()
+    if not question:
+        raise ApiError(400, "query is required and must not be empty")
+    if len(params.query or "") > settings.query_max_chars:
+        raise ApiError(413, f"query is longer than {settings.query_max_chars} characters")
+    conversation_id = _conversation_id(params.conversation_id)
+    if not services.turns.available(kind):
+        raise ApiError(501, f"The {kind} agent is not available in this version")
+    try:
+        run = await services.turns.start(kind, user, conversation_id, question, params.file_id)
+    except UnknownAgent as exc:
+        raise ApiError(501, f"The {kind} agent is not available in this version") from exc
+    except ConversationBusy as exc:
+        raise ApiError(409, "A task is already running for this conversation") from exc
+    except DependencyDown as exc:
+        raise ApiError(503, f"Service unavailable: {exc}") from exc
+    policy = params.on_disconnect or settings.on_disconnect
+    return EventStreamResponse(
+        run.log,
+        ping_seconds=settings.sse_ping_seconds,
+        on_disconnect=(lambda: run.stop("client_gone")) if policy == "cancel" else None,
+    )
+
+
+def _add_stream_routes(kind: str, summary: str) -> None:
+    path = f"/{kind}/stream"
+    responses: dict[int | str, dict[str, object]] = {
+        200: {"content": {"text/event-stream": {}}, "description": "The event stream"},
+        400: {"description": "Bad input"},
+        409: {"description": "A task is already running for this conversation"},
+        503: {"description": "A dependency is down"},
+    }
+
+    async def stream_get(
+        params: Annotated[StreamParams, Query()], user: UserDep, services: ServicesDep
+    ) -> EventStreamResponse:
+        return await _stream(kind, params, user, services)
+
+    async def stream_post(
+        params: Annotated[StreamParams, Body()], user: UserDep, services: ServicesDep
+    ) -> EventStreamResponse:
+        return await _stream(kind, params, user, services)
+
+    for method, endpoint in (("GET", stream_get), ("POST", stream_post)):
+        router.add_api_route(
+            path,
+            endpoint,
+            methods=[method],
+            summary=summary,
+            description=__doc__ or "",
+            response_class=EventStreamResponse,
+            status_code=200,
+            responses=responses,
+            name=f"{kind}_stream_{method.lower()}",
+        )
+
+
+for _kind, _summary in (
+    ("chat", "Web-search agent stream"),
+    ("file", "File question-answering agent stream"),
+    ("pptx", "PowerPoint builder agent stream"),
+    ("deep", "Deep research agent stream"),
+    ("skills", "Skills agent stream"),
+):
+    _add_stream_routes(_kind, _summary)
+
+
+async def _stop(conversation_id: str, user: str, services: ServicesDep) -> StopResult:
+    try:
+        stopped = await services.tasks.request_stop(user, conversation_id, STOP_WAIT_SECONDS)
+    except TaskBackendUnavailable as exc:
+        raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
+    if stopped:
+        return StopResult(success=True, message="The task was stopped")
+    return StopResult(success=False, message="No task is running for this conversation")
+
+
+@router.get("/stop", summary="Stop the conversation's running task")
+async def stop_task_get(
+    conversation_id: Annotated[str, Query(alias="conversationId")],
+    user: UserDep,
+    services: ServicesDep,
+) -> StopResult:
+    """Stop the running task from any instance; stopping twice is safe (`success: false`)."""
+    return await _stop(conversation_id, user, services)
+
+
+@router.post("/stop", summary="Stop the conversation's running task")
+async def stop_task_post(
+    params: Annotated[StopParams, Body()], user: UserDep, services: ServicesDep
+) -> StopResult:
+    """Stop the running task from any instance; stopping twice is safe (`success: false`)."""
+    return await _stop(params.conversation_id, user, services)
+
+
+@router.get(
+    "/resume",
+    summary="Resume a run's event stream",
+    response_class=EventStreamResponse,
+    status_code=200,
+    responses={404: {"description": "No running or recent run"}},
+)
+async def resume_stream(
+    conversation_id: Annotated[str, Query(alias="conversationId")],
+    user: UserDep,
+    services: ServicesDep,
+    last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+    last_event_id: Annotated[str | None, Query(alias="lastEventId")] = None,
+) -> EventStreamResponse:
+    """Replay the events after `Last-Event-ID` (header or `lastEventId`), then follow live."""
+    run = services.runs.find(user, conversation_id)
+    if run is None:
+        raise ApiError(404, "No running or recent task for this conversation")
+    raw = last_event_id_header or last_event_id or "0"
+    if not raw.isdigit():
+        raise ApiError(400, "Last-Event-ID must be a non-negative integer")
+    return EventStreamResponse(
+        run.log, after=int(raw), ping_seconds=services.settings.sse_ping_seconds
+    )

@@ -1,0 +1,36 @@
+"""Who is calling: an API key maps to a user; without `API_KEYS` everyone is one local user.
+
+Streams also accept `?access_token=` because `EventSource` cannot send
+headers. Keys are compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from app.api.deps import ServicesDep
+from app.api.envelope import ApiError
+
+LOCAL_USER = "local"
+
+
+def current_user(request: Request, services: ServicesDep) -> str:
+    keys = services.users_by_key
+    if not keys:
+        return LOCAL_USER
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        token = request.query_params.get("access_token", "")
+    user = None
+    for key, owner in keys.items():
+        if hmac.compare_digest(key.encode(), token.strip().encode()):
+            user = owner
+    if user is None:
+        raise ApiError(401, "A valid API key is required", {"WWW-Authenticate": "Bearer"})
+    return user
+
+
+UserDep = Annotated[str, Depends(current_user)]

@@ -1,0 +1,32 @@
+"""The parts routes use, wired once in the lifespan and handed out through `Annotated` aliases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from app.agents.turns import TurnService
+from app.config import Settings
+from app.store.base import SessionStore
+from app.tasks.base import TaskManager
+from app.tasks.runs import RunRegistry
+
+
+@dataclass(slots=True)
+class Services:
+    settings: Settings
+    store: SessionStore
+    tasks: TaskManager
+    runs: RunRegistry
+    turns: TurnService
+    users_by_key: dict[str, str]
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]

@@ -1,0 +1,93 @@
+"""Settings, read once from the environment and `.env` when the app is built.
+
+Nothing reads the environment anywhere else: `create_app(settings)` receives
+this object, so tests build apps with their own settings side by side.
+Secrets are `SecretStr` so they never print in a repr, a log or an error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Provider = Literal["openai", "anthropic", "gemini", "dashscope"]
+DisconnectPolicy = Literal["continue", "cancel"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+
+    database_url: str = "sqlite+aiosqlite:///./data/app.db"
+    auto_migrate: bool = True
+    """Apply Alembic migrations at start-up; turn off where deployments migrate separately."""
+    db_pool_size: int = 20
+
+    redis_url: str = ""
+    """Empty: the in-process task registry (one instance only)."""
+    redis_prefix: str = "dodo:"
+    """Prefix of every Redis key and channel, so several deployments can share one Redis."""
+
+    llm_provider: Provider = "openai"
+    llm_base_url: str = ""
+    llm_api_key: SecretStr = SecretStr("")
+    llm_model: str = ""
+    llm_timeout_seconds: float = 60.0
+    """Longest wait for the first chunk, and between two chunks, of a model stream."""
+    llm_connect_timeout_seconds: float = 10.0
+    llm_max_retries: int = 3
+    llm_retry_max_delay_seconds: float = 20.0
+    llm_max_connections: int = 1000
+    """Pooled connections to the provider: at least the number of concurrent streams to hold."""
+    llm_temperature: float | None = None
+    llm_max_tokens: int | None = None
+
+    tavily_api_key: SecretStr = SecretStr("")
+    tavily_base_url: str = "https://api.tavily.com"
+    tavily_max_results: int = 5
+
+    api_keys: SecretStr = SecretStr("")
+    """`key1:alice,key2:bob`; empty means no authentication and one local user."""
+    cors_origins: str = "*"
+    """Comma-separated origins allowed to call the API from a browser."""
+
+    data_dir: Path = Path("./data")
+    task_ttl_seconds: int = Field(default=1800, ge=1)
+    query_max_chars: int = Field(default=32000, ge=1)
+    upload_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+
+    sse_ping_seconds: float = Field(default=15.0, gt=0)
+    on_disconnect: DisconnectPolicy = "continue"
+    resume_retention_seconds: int = 300
+    """How long a finished run's events stay readable by `/agent/resume`."""
+
+    memory_max_turns: int = 10
+    memory_max_tokens: int = 6000
+    react_max_rounds: int = 5
+    recommendations_enabled: bool = True
+    tool_result_display_chars: int = 2000
+
+    log_level: str = "INFO"
+
+    @field_validator("data_dir")
+    @classmethod
+    def _expand(cls, value: Path) -> Path:
+        return value.expanduser()
+
+    @property
+    def llm_configured(self) -> bool:
+        return bool(self.llm_base_url or self.llm_api_key.get_secret_value())
+
+    def user_by_key(self) -> dict[str, str]:
+        """Parse API_KEYS into key -> user; an empty mapping means auth is off."""
+        pairs: dict[str, str] = {}
+        for item in self.api_keys.get_secret_value().split(","):
+            key, sep, user = item.strip().partition(":")
+            if key and sep and user:
+                pairs[key.strip()] = user.strip()
+        return pairs
+
+    def cors_origin_list(self) -> list[str]:
+        return [o.strip() for o in self.cors_origins.split(",") if o.strip()]

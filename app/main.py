@@ -1,0 +1,166 @@
+"""The FastAPI factory. `uvicorn app.main:app` serves it; tests call `create_app(settings)`.
+
+The lifespan opens every part on one `AsyncExitStack`, so a part that fails
+to start closes the ones already open, and shutdown runs in reverse: runs
+are stopped and stored first, then the task backend, clients and database
+are closed.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from datetime import UTC, datetime, timedelta
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.agents.base import AgentDeps, AgentSettings
+from app.agents.registry import build_agents
+from app.agents.turns import TurnService
+from app.api import agent, health, sessions
+from app.api.deps import Services
+from app.api.envelope import error_body
+from app.config import Settings
+from app.llm.http import build_http_client
+from app.llm.registry import build_chat_model
+from app.llm.tokens import TokenCounter, install_encodings
+from app.store.db import Database
+from app.store.sessions import SqlSessionStore
+from app.tasks.factory import build_task_manager
+from app.tasks.runs import RunRegistry
+
+log = logging.getLogger("app")
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    settings: Settings = app.state.settings
+    async with AsyncExitStack() as stack:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        install_encodings(settings.data_dir / "tiktoken")
+        db = await stack.enter_async_context(
+            Database.open(
+                settings.database_url,
+                pool_size=settings.db_pool_size,
+                migrate=settings.auto_migrate,
+            )
+        )
+        store = SqlSessionStore(db)
+        await _mark_orphans(store, settings)
+        model_client = await stack.enter_async_context(build_http_client(settings))
+        tools_client = await stack.enter_async_context(build_http_client(settings))
+        tasks = build_task_manager(settings, instance_id=uuid.uuid4().hex[:12])
+        runs = RunRegistry(tasks, settings.task_ttl_seconds, settings.resume_retention_seconds)
+        await tasks.start(runs.stop)
+        stack.push_async_callback(tasks.close)
+        stack.push_async_callback(runs.shutdown)
+        deps = AgentDeps(
+            model=build_chat_model(settings, model_client),
+            store=store,
+            tokens=TokenCounter(),
+            http=tools_client,
+            settings=settings,
+            agent=AgentSettings.from_settings(settings),
+        )
+        app.state.services = Services(
+            settings=settings,
+            store=store,
+            tasks=tasks,
+            runs=runs,
+            turns=TurnService(build_agents(deps), tasks, runs, settings.task_ttl_seconds),
+            users_by_key=settings.user_by_key(),
+        )
+        if not settings.llm_configured:
+            log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")
+        yield
+
+
+async def _mark_orphans(store: SqlSessionStore, settings: Settings) -> None:
+    """Turns left `running` by a dead process become `interrupted`.
+
+    With the in-process registry this process was the only runner, so every
+    running row is an orphan; with Redis, other instances may be running, so
+    only rows silent for longer than the claim TTL are.
+    """
+    older_than = None
+    if settings.redis_url:
+        older_than = datetime.now(UTC) - timedelta(seconds=settings.task_ttl_seconds)
+    count = await store.mark_interrupted(older_than=older_than)
+    if count:
+        log.warning("marked %d orphaned turn(s) as interrupted", count)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or Settings()
+    _configure_logging(settings.log_level)
+    app = FastAPI(
+        title="dodo-agent",
+        version="0.1.0",
+        summary="Agent chat service: live SSE streams of ReAct agents, persisted and stoppable.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.add_middleware(
+        CORSMiddleware,
+        allow_origins=settings.cors_origin_list(),
+        allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+        allow_headers=["Authorization", "Content-Type", "Cache-Control", "Last-Event-ID"],
+        expose_headers=["Content-Disposition"],
+    )
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected_error)
+    app.include_router(health.router)
+    app.include_router(agent.router)
+    app.include_router(sessions.router)
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> RedirectResponse:
+        return RedirectResponse("/docs")
+
+    return app
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return JSONResponse(
+        error_body(exc.status_code, str(exc.detail)),
+        status_code=exc.status_code,
+        headers=exc.headers,
+    )
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in err.get('loc', ())[1:]) or 'request'}: {err.get('msg')}"
+        for err in exc.errors()
+    )
+    return JSONResponse(error_body(422, f"Invalid request: {problems}"), status_code=422)
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return JSONResponse(error_body(500, "Internal server error"), status_code=500)
+
+
+def _configure_logging(level: str) -> None:
+    logger = logging.getLogger("app")
+    logger.setLevel(level.upper())
+    if not logger.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+
+
+def __getattr__(name: str) -> FastAPI:
+    """`uvicorn app.main:app` builds the app on first access, not at import."""
+    if name == "app":
+        return create_app()
+    raise AttributeError(name)

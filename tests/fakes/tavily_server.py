@@ -1,0 +1,56 @@
+"""A local stand-in for Tavily's search API (`POST /search`, documented JSON answer)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tests.support.server import serve
+
+
+@dataclass
+class FakeTavily:
+    """Answers every query with `results_per_query` results whose URLs name the query."""
+
+    results_per_query: int = 2
+    queries: list[str] = field(default_factory=list)
+    auth_headers: list[str] = field(default_factory=list)
+    hang: bool = False
+    """When set, searches never answer (to test stopping during a tool call)."""
+    started: asyncio.Event = field(default_factory=asyncio.Event)
+    base_url: str = ""
+
+    async def _search(self, request: Request) -> JSONResponse:
+        body: dict[str, Any] = await request.json()
+        query = str(body.get("query", ""))
+        self.queries.append(query)
+        self.auth_headers.append(request.headers.get("authorization", ""))
+        self.started.set()
+        if self.hang:
+            await asyncio.Event().wait()
+        slug = query.replace(" ", "-")
+        results = [
+            {
+                "title": f"{query} result {n}",
+                "url": f"https://example.test/{slug}/{n}",
+                "content": f"Facts about {query}, number {n}.",
+                "score": 0.9 - n / 10,
+            }
+            for n in range(1, self.results_per_query + 1)
+        ]
+        return JSONResponse({"query": query, "results": results, "response_time": 0.01})
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[FakeTavily]:
+        app = Starlette(routes=[Route("/search", self._search, methods=["POST"])])
+        async with serve(app, lifespan="off") as url:
+            self.base_url = url
+            yield self

@@ -1,0 +1,47 @@
+"""Build and serve the real app against local fakes, on the chosen backends."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from app.config import Settings
+from app.main import create_app
+from tests.support.server import serve
+
+TEST_LLM_KEY = "sk-test-secret-key-0123456789"
+
+
+def service_settings(
+    tmp_path: Path, database_url: str, redis_url: str = "", **overrides: Any
+) -> Settings:
+    """Settings for a test app; nothing is read from the developer's `.env` or environment."""
+    values: dict[str, Any] = {
+        "database_url": database_url,
+        "redis_url": redis_url,
+        "data_dir": tmp_path / "data",
+        "llm_api_key": TEST_LLM_KEY,
+        "llm_model": "fake-model",
+        "llm_max_retries": 2,
+        "llm_retry_max_delay_seconds": 0.05,
+        "tavily_api_key": "",
+        "recommendations_enabled": False,
+        "api_keys": "",
+        "log_level": "WARNING",
+    }
+    values.update(overrides)
+    return Settings(_env_file=None, **values)
+
+
+@contextlib.asynccontextmanager
+async def running_service(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The app on a real socket, and a client pointed at it."""
+    async with (
+        serve(create_app(settings)) as url,
+        httpx.AsyncClient(base_url=url, timeout=10) as client,
+    ):
+        yield client

@@ -1,0 +1,81 @@
+"""The HTTP surface the original client and API users rely on, beyond the agent's work."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from app.config import Settings
+from tests.integration.service import running_service, service_settings
+
+
+def sqlite_settings(tmp_path: Path) -> Settings:
+    return service_settings(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/app.db")
+
+
+async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
+    async with running_service(sqlite_settings(tmp_path)) as client:
+        paths = (await client.get("/openapi.json")).json()["paths"]
+        docs = await client.get("/docs")
+
+    assert docs.status_code == 200
+    expected = {
+        "/agent/chat/stream": {"get", "post"},
+        "/agent/file/stream": {"get", "post"},
+        "/agent/pptx/stream": {"get", "post"},
+        "/agent/deep/stream": {"get", "post"},
+        "/agent/skills/stream": {"get", "post"},
+        "/agent/stop": {"get", "post"},
+        "/agent/resume": {"get"},
+        "/session/list": {"get"},
+        "/session/{conversation_id}": {"get", "delete"},
+        "/health": {"get"},
+        "/ready": {"get"},
+    }
+    assert {path: set(ops) for path, ops in paths.items()} == expected
+    assert "text/event-stream" in paths["/agent/chat/stream"]["get"]["responses"]["200"]["content"]
+
+
+async def test_cors_preflight_allows_the_original_client(tmp_path: Path) -> None:
+    async with running_service(sqlite_settings(tmp_path)) as client:
+        stream = await client.options(
+            "/agent/chat/stream",
+            headers={
+                "Origin": "http://localhost:5173",
+                "Access-Control-Request-Method": "GET",
+                "Access-Control-Request-Headers": "cache-control",
+            },
+        )
+        delete = await client.options(
+            "/session/c1",
+            headers={"Origin": "http://x.test", "Access-Control-Request-Method": "DELETE"},
+        )
+        listing = await client.get("/session/list", headers={"Origin": "http://x.test"})
+
+    assert stream.status_code == 200
+    assert "cache-control" in stream.headers["access-control-allow-headers"].lower()
+    assert delete.status_code == 200
+    assert "DELETE" in delete.headers["access-control-allow-methods"]
+    assert listing.headers["access-control-allow-origin"] == "*"
+
+
+async def test_agents_not_built_yet_answer_501_before_streaming(tmp_path: Path) -> None:
+    async with running_service(sqlite_settings(tmp_path)) as client:
+        response = await client.get("/agent/deep/stream", params={"query": "hi"})
+        listing = await client.get("/session/list")
+
+    assert response.status_code == 501
+    assert response.json()["code"] == 501
+    assert listing.json()["data"]["total"] == 0
+
+
+async def test_unknown_things_answer_404_in_the_envelope(tmp_path: Path) -> None:
+    async with running_service(sqlite_settings(tmp_path)) as client:
+        resume = await client.get("/agent/resume", params={"conversationId": "nope"})
+        session = await client.get("/session/nope")
+        deleted = await client.delete("/session/nope")
+        stop = await client.get("/agent/stop", params={"conversationId": "nope"})
+
+    assert (resume.status_code, resume.json()["code"]) == (404, 404)
+    assert (session.status_code, session.json()["code"]) == (404, 404)
+    assert deleted.status_code == 404
+    assert stop.json() == {"success": False, "message": "No task is running for this conversation"}
