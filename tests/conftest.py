@@ -7,10 +7,12 @@ skip is a failure instead, so CI cannot go green without having run them.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import uuid
-from urllib.parse import urlsplit
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -38,19 +40,44 @@ def require_server(url: str, what: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture
-async def postgres_url() -> str:
-    """The shared test database, emptied of our tables before the test."""
+@pytest.fixture(scope="session")
+def postgres_database() -> Iterator[str]:
+    """A database of this test run's own, so concurrent runs (CI, a developer) never collide.
+
+    Made in the server named by POSTGRES_TEST_URL, dropped at the end of the run.
+    """
     require_server(POSTGRES_TEST_URL, "PostgreSQL")
+    import asyncpg
+
+    base = urlsplit(POSTGRES_TEST_URL.replace("+asyncpg", ""))
+    name = f"dodo_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(base.geturl())
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    asyncio.run(admin(f'CREATE DATABASE "{name}"'))
+    try:
+        yield urlunsplit(urlsplit(POSTGRES_TEST_URL)._replace(path=f"/{name}"))
+    finally:
+        asyncio.run(admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+async def postgres_url(postgres_database: str) -> str:
+    """The run's database, emptied of our tables before the test."""
     from sqlalchemy import text
     from sqlalchemy.ext.asyncio import create_async_engine
 
-    engine = create_async_engine(POSTGRES_TEST_URL)
+    engine = create_async_engine(postgres_database)
     async with engine.begin() as conn:
         await conn.execute(text("DROP SCHEMA IF EXISTS public CASCADE"))
         await conn.execute(text("CREATE SCHEMA public"))
     await engine.dispose()
-    return POSTGRES_TEST_URL
+    return postgres_database
 
 
 @pytest.fixture
