@@ -14,18 +14,16 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
-from fastapi import FastAPI, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, RedirectResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
+from fastapi.responses import RedirectResponse
 
 from app.agents.base import AgentDeps, AgentSettings
 from app.agents.registry import build_agents
 from app.agents.turns import TurnService
 from app.api import agent, health, sessions
 from app.api.deps import Services
-from app.api.envelope import error_body
+from app.api.errors import install_error_handlers
 from app.config import Settings
 from app.llm.http import build_http_client
 from app.llm.registry import build_chat_model
@@ -113,9 +111,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         allow_headers=["Authorization", "Content-Type", "Cache-Control", "Last-Event-ID"],
         expose_headers=["Content-Disposition"],
     )
-    app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(Exception, _unexpected_error)
+    install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(agent.router)
     app.include_router(sessions.router)
@@ -125,29 +121,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return RedirectResponse("/docs")
 
     return app
-
-
-async def _http_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
-    return JSONResponse(
-        error_body(exc.status_code, str(exc.detail)),
-        status_code=exc.status_code,
-        headers=exc.headers,
-    )
-
-
-async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
-    problems = "; ".join(
-        f"{'.'.join(str(p) for p in err.get('loc', ())[1:]) or 'request'}: {err.get('msg')}"
-        for err in exc.errors()
-    )
-    return JSONResponse(error_body(422, f"Invalid request: {problems}"), status_code=422)
-
-
-async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return JSONResponse(error_body(500, "Internal server error"), status_code=500)
 
 
 def _configure_logging(level: str) -> None:

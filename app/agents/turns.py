@@ -48,9 +48,6 @@ class TurnService:
         self._runs = runs
         self._ttl = ttl
 
-    def available(self, kind: str) -> bool:
-        return kind in self._agents
-
     async def start(
         self,
         kind: str,

@@ -19,7 +19,6 @@ from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
 from app.api.sse import EventStreamResponse
-from app.tasks.base import TaskBackendUnavailable
 
 router = APIRouter(prefix="/agent", tags=["agent"])
 
@@ -71,8 +70,6 @@ async def _stream(
     if len(params.query or "") > settings.query_max_chars:
         raise ApiError(413, f"query is longer than {settings.query_max_chars} characters")
     conversation_id = _conversation_id(params.conversation_id)
-    if not services.turns.available(kind):
-        raise ApiError(501, f"The {kind} agent is not available in this version")
     try:
         run = await services.turns.start(kind, user, conversation_id, question, params.file_id)
     except UnknownAgent as exc:
@@ -133,11 +130,7 @@ for _kind, _summary in (
 
 
 async def _stop(conversation_id: str, user: str, services: ServicesDep) -> StopResult:
-    try:
-        stopped = await services.tasks.request_stop(user, conversation_id, STOP_WAIT_SECONDS)
-    except TaskBackendUnavailable as exc:
-        raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
-    if stopped:
+    if await services.tasks.request_stop(user, conversation_id, STOP_WAIT_SECONDS):
         return StopResult(success=True, message="The task was stopped")
     return StopResult(success=False, message="No task is running for this conversation")
 

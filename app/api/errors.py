@@ -1,0 +1,63 @@
+"""Every error answers in the `{code, message, data}` envelope, with a message a user can act on.
+
+Dependencies that are down surface as `StoreUnavailable` / `TaskBackendUnavailable`
+from anywhere below the routes; they are mapped to 503 here, once, instead of
+in every route. Unexpected errors are logged and answered without detail.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.api.envelope import error_body
+from app.store.base import StoreUnavailable
+from app.tasks.base import TaskBackendUnavailable
+
+log = logging.getLogger(__name__)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StoreUnavailable, _dependency_down("the database is unavailable"))
+    app.add_exception_handler(
+        TaskBackendUnavailable, _dependency_down("the task backend (Redis) is unavailable")
+    )
+    app.add_exception_handler(Exception, _unexpected_error)
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    return JSONResponse(
+        error_body(exc.status_code, str(exc.detail)),
+        status_code=exc.status_code,
+        headers=exc.headers,
+    )
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in err.get('loc', ())[1:]) or 'request'}: {err.get('msg')}"
+        for err in exc.errors()
+    )
+    return JSONResponse(error_body(422, f"Invalid request: {problems}"), status_code=422)
+
+
+def _dependency_down(what: str) -> Callable[[Request, Exception], Awaitable[JSONResponse]]:
+    async def handler(request: Request, exc: Exception) -> JSONResponse:
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+        return JSONResponse(error_body(503, f"Service unavailable: {what}"), status_code=503)
+
+    return handler
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return JSONResponse(error_body(500, "Internal server error"), status_code=500)
