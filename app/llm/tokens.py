@@ -34,7 +34,7 @@ from app.core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from app.core.responses import Usage
+from app.core.responses import ChatResponse, Usage, accumulate
 from app.core.tools import ToolSchema
 
 ENCODINGS = ("cl100k_base", "o200k_base")
@@ -122,8 +122,10 @@ class TokenCounter:
         self, messages: Sequence[Msg], tools: Sequence[ToolSchema], produced: Iterable[ContentBlock]
     ) -> Usage:
         """The usage of a call whose provider reported none: what was sent, what came back."""
+        # Deltas are joined first: counted one by one, word pieces would count too much.
+        whole = accumulate([ChatResponse(content=list(produced))])
         return Usage(
             prompt_tokens=self.count_messages(messages) + self.count_tools(tools),
-            completion_tokens=self.count_content(produced),
+            completion_tokens=self.count_content(whole.content),
             estimated=True,
         )

@@ -16,7 +16,8 @@ import httpx
 import orjson
 import pytest
 
-from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import TEST_LLM_KEY, running_service, service_settings
 from tests.support.sse import collect, events, text_of, types
