@@ -49,12 +49,13 @@ async def mock_model(
     base_url: str = "http://upstream.test/v1",
     retry: RetryPolicy = NO_RETRY,
     extra_headers: dict[str, str] | None = None,
+    model: str = "fake-model",
 ) -> AsyncIterator[ChatModel]:
     config = ModelConfig(
         provider=model_class.provider,
         base_url=base_url,
         api_key=SecretStr(api_key),
-        model="fake-model",
+        model=model,
         retry=retry,
         extra_headers=extra_headers or {},
     )
