@@ -9,7 +9,7 @@ one role keeps every block, in order, and what the model sees is unchanged.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from app.core.messages import Msg
@@ -22,14 +22,25 @@ def system_prompt(messages: Sequence[Msg]) -> str:
     return "\n\n".join(m.text_content() for m in messages if m.role == "system")
 
 
-def alternate(turns: Iterable[tuple[str, list[Part]]]) -> list[tuple[str, list[Part]]]:
-    """Join consecutive turns of one role; drop turns left with nothing to send."""
+def turns(
+    messages: Sequence[Msg], parts: Callable[[Msg], list[Part]], *, assistant: str
+) -> list[tuple[str, list[Part]]]:
+    """The messages but system ones as (role, parts) turns that alternate.
+
+    The model's messages take the role `assistant` names; every other one
+    (user, tool results) is a `user` turn. Consecutive turns of one role are
+    joined, and turns left with nothing to send are dropped.
+    """
     out: list[tuple[str, list[Part]]] = []
-    for role, parts in turns:
-        if not parts:
+    for msg in messages:
+        if msg.role == "system":
+            continue
+        role = assistant if msg.role == "assistant" else "user"
+        content = parts(msg)
+        if not content:
             continue
         if out and out[-1][0] == role:
-            out[-1][1].extend(parts)
+            out[-1][1].extend(content)
         else:
-            out.append((role, list(parts)))
+            out.append((role, content))
     return out

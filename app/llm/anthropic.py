@@ -17,24 +17,12 @@ skipped, as Anthropic's versioning policy asks of clients.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import httpx
-
-from app.core.messages import ContentBlock, Msg, TextBlock, ThinkingBlock
+from app.core.messages import ContentBlock, TextBlock, ThinkingBlock
 from app.core.responses import FinishReason, Usage
-from app.core.tools import GenerateOptions, ToolSchema
 from app.llm.anthropic_format import AnthropicChatFormatter
-from app.llm.base import ModelConfig, ModelObserver
-from app.llm.streaming import (
-    ProviderRequest,
-    StreamingChatModel,
-    StreamParser,
-    message_of,
-    upstream_error,
-)
-from app.llm.tokens import TokenCounter
+from app.llm.streaming import StreamingChatModel, StreamParser, message_of, upstream_error
 
 ANTHROPIC_VERSION = "2023-06-01"
 STOP_REASONS: dict[str, FinishReason] = {
@@ -62,29 +50,17 @@ ERROR_STATUS: dict[str, int] = {
 
 class AnthropicChatModel(StreamingChatModel):
     provider = "anthropic"
+    formatter = AnthropicChatFormatter()
 
-    def __init__(
-        self,
-        config: ModelConfig,
-        client: httpx.AsyncClient,
-        observer: ModelObserver | None = None,
-        tokens: TokenCounter | None = None,
-    ) -> None:
-        super().__init__(config, client, observer, tokens)
-        self.formatter = AnthropicChatFormatter()
-        self._url = f"{config.base_url.rstrip('/')}/messages"
-        self._headers = {
-            "Content-Type": "application/json",
+    def endpoint(self, base_url: str) -> str:
+        return f"{base_url}/messages"
+
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {
             "Accept": "text/event-stream",
             "anthropic-version": ANTHROPIC_VERSION,
-            "x-api-key": self._key,
+            "x-api-key": key,
         }
-
-    def request(
-        self, messages: Sequence[Msg], tools: Sequence[ToolSchema], options: GenerateOptions
-    ) -> ProviderRequest:
-        body = self.formatter.format(self.config.model, messages, tools, options)
-        return ProviderRequest(self._url, self._headers, body)
 
     def parser(self) -> StreamParser:
         return AnthropicStreamParser()

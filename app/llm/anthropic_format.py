@@ -21,7 +21,7 @@ from typing import Any
 
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from app.core.tools import GenerateOptions, ToolChoice, ToolSchema
-from app.llm.alternating import alternate, system_prompt
+from app.llm.alternating import system_prompt, turns
 
 DEFAULT_MAX_TOKENS = 4096
 _CHOICES: dict[str, dict[str, Any]] = {
@@ -39,15 +39,11 @@ class AnthropicChatFormatter:
         tools: Sequence[ToolSchema],
         options: GenerateOptions,
     ) -> dict[str, Any]:
-        turns = alternate(
-            ("assistant" if m.role == "assistant" else "user", self.format_content(m))
-            for m in messages
-            if m.role != "system"
-        )
+        conversation = turns(messages, self.format_content, assistant="assistant")
         body: dict[str, Any] = {
             "model": model,
             "max_tokens": options.get("max_tokens", DEFAULT_MAX_TOKENS),
-            "messages": [{"role": role, "content": content} for role, content in turns],
+            "messages": [{"role": role, "content": content} for role, content in conversation],
             "stream": True,
         }
         system = system_prompt(messages)

@@ -16,20 +16,14 @@ are retried, and a content-inspection refusal (`DataInspectionFailed`) is a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import httpx
-
-from app.core.messages import ContentBlock, Msg
+from app.core.messages import ContentBlock
 from app.core.responses import Usage
-from app.core.tools import GenerateOptions, ToolSchema
-from app.llm.base import ModelConfig, ModelObserver
 from app.llm.dashscope_format import DashScopeChatFormatter
 from app.llm.errors import ModelContentBlocked, ModelError
 from app.llm.openai import FINISH_REASONS, read_delta
-from app.llm.streaming import ProviderRequest, StreamingChatModel, StreamParser, upstream_error
-from app.llm.tokens import TokenCounter
+from app.llm.streaming import StreamingChatModel, StreamParser, upstream_error
 
 ERROR_STATUS: dict[str, int] = {
     "Throttling": 429,
@@ -45,28 +39,13 @@ CONTENT_BLOCKED = "DataInspectionFailed"
 
 class DashScopeChatModel(StreamingChatModel):
     provider = "dashscope"
+    formatter = DashScopeChatFormatter()
 
-    def __init__(
-        self,
-        config: ModelConfig,
-        client: httpx.AsyncClient,
-        observer: ModelObserver | None = None,
-        tokens: TokenCounter | None = None,
-    ) -> None:
-        super().__init__(config, client, observer, tokens)
-        self.formatter = DashScopeChatFormatter()
-        self._url = f"{config.base_url.rstrip('/')}/services/aigc/text-generation/generation"
-        self._headers = {
-            "Content-Type": "application/json",
-            "Authorization": f"Bearer {self._key}",
-            "X-DashScope-SSE": "enable",
-        }
+    def endpoint(self, base_url: str) -> str:
+        return f"{base_url}/services/aigc/text-generation/generation"
 
-    def request(
-        self, messages: Sequence[Msg], tools: Sequence[ToolSchema], options: GenerateOptions
-    ) -> ProviderRequest:
-        body = self.formatter.format(self.config.model, messages, tools, options)
-        return ProviderRequest(self._url, self._headers, body)
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}", "X-DashScope-SSE": "enable"}
 
     def parser(self) -> StreamParser:
         return DashScopeStreamParser()

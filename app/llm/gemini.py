@@ -16,26 +16,15 @@ honoured like a Retry-After header.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
-import httpx
 import orjson
 
-from app.core.messages import ContentBlock, Msg, TextBlock, ThinkingBlock
+from app.core.messages import ContentBlock, TextBlock, ThinkingBlock
 from app.core.responses import FinishReason, Usage
-from app.core.tools import GenerateOptions, ToolSchema
-from app.llm.base import ModelConfig, ModelObserver
 from app.llm.errors import ModelContentBlocked, ModelError, ModelResponseError
 from app.llm.gemini_format import GeminiChatFormatter
-from app.llm.streaming import (
-    ProviderRequest,
-    StreamingChatModel,
-    StreamParser,
-    message_of,
-    upstream_error,
-)
-from app.llm.tokens import TokenCounter
+from app.llm.streaming import StreamingChatModel, StreamParser, message_of, upstream_error
 
 FINISH_REASONS: dict[str, FinishReason] = {"STOP": "stop", "MAX_TOKENS": "length"}
 BLOCKED = frozenset(
@@ -55,26 +44,14 @@ _SECONDS = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 class GeminiChatModel(StreamingChatModel):
     provider = "gemini"
+    formatter = GeminiChatFormatter()
 
-    def __init__(
-        self,
-        config: ModelConfig,
-        client: httpx.AsyncClient,
-        observer: ModelObserver | None = None,
-        tokens: TokenCounter | None = None,
-    ) -> None:
-        super().__init__(config, client, observer, tokens)
-        self.formatter = GeminiChatFormatter()
-        model = config.model.removeprefix("models/")
-        self._url = f"{config.base_url.rstrip('/')}/models/{model}:streamGenerateContent?alt=sse"
-        self._headers = {"Content-Type": "application/json", "x-goog-api-key": self._key}
+    def endpoint(self, base_url: str) -> str:
+        model = self.config.model.removeprefix("models/")
+        return f"{base_url}/models/{model}:streamGenerateContent?alt=sse"
 
-    def request(
-        self, messages: Sequence[Msg], tools: Sequence[ToolSchema], options: GenerateOptions
-    ) -> ProviderRequest:
-        return ProviderRequest(
-            self._url, self._headers, self.formatter.format(messages, tools, options)
-        )
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"x-goog-api-key": key}
 
     def parser(self) -> StreamParser:
         return GeminiStreamParser()

@@ -20,7 +20,7 @@ from typing import Any
 
 from app.core.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from app.core.tools import GenerateOptions, ToolChoice, ToolSchema
-from app.llm.alternating import alternate, system_prompt
+from app.llm.alternating import system_prompt, turns
 
 _GENERATION_OPTIONS = (
     ("temperature", "temperature"),
@@ -33,16 +33,14 @@ _MODES = {"auto": "AUTO", "none": "NONE", "required": "ANY"}
 class GeminiChatFormatter:
     def format(
         self,
+        model: str,
         messages: Sequence[Msg],
         tools: Sequence[ToolSchema],
         options: GenerateOptions,
     ) -> dict[str, Any]:
-        turns = alternate(
-            ("model" if m.role == "assistant" else "user", self.format_parts(m))
-            for m in messages
-            if m.role != "system"
-        )
-        body: dict[str, Any] = {"contents": [{"role": r, "parts": p} for r, p in turns]}
+        """The body; `model` is named in the URL, not here."""
+        conversation = turns(messages, self.format_parts, assistant="model")
+        body: dict[str, Any] = {"contents": [{"role": r, "parts": p} for r, p in conversation]}
         system = system_prompt(messages)
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}

@@ -13,26 +13,14 @@ and vLLM reports errors in-band with their HTTP status as `code`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import httpx
-
-from app.core.messages import ContentBlock, Msg, TextBlock, ThinkingBlock
+from app.core.messages import ContentBlock, TextBlock, ThinkingBlock
 from app.core.responses import ChatResponse, FinishReason, Usage
-from app.core.tools import GenerateOptions, ToolSchema
-from app.llm.base import ModelConfig, ModelObserver
 from app.llm.errors import ModelResponseError
 from app.llm.openai_format import OpenAIChatFormatter
 from app.llm.sse import SSEvent
-from app.llm.streaming import (
-    ProviderRequest,
-    StreamingChatModel,
-    StreamParser,
-    message_of,
-    upstream_error,
-)
-from app.llm.tokens import TokenCounter
+from app.llm.streaming import StreamingChatModel, StreamParser, message_of, upstream_error
 from app.llm.toolcalls import ToolCallBuffer
 
 FINISH_REASONS: dict[str, FinishReason] = {
@@ -46,26 +34,13 @@ FINISH_REASONS: dict[str, FinishReason] = {
 
 class OpenAIChatModel(StreamingChatModel):
     provider = "openai"
+    formatter = OpenAIChatFormatter()
 
-    def __init__(
-        self,
-        config: ModelConfig,
-        client: httpx.AsyncClient,
-        observer: ModelObserver | None = None,
-        tokens: TokenCounter | None = None,
-    ) -> None:
-        super().__init__(config, client, observer, tokens)
-        self.formatter = OpenAIChatFormatter()
-        self._url = f"{config.base_url.rstrip('/')}/chat/completions"
-        self._headers = {"Content-Type": "application/json"}
-        if self._key:
-            self._headers["Authorization"] = f"Bearer {self._key}"
+    def endpoint(self, base_url: str) -> str:
+        return f"{base_url}/chat/completions"
 
-    def request(
-        self, messages: Sequence[Msg], tools: Sequence[ToolSchema], options: GenerateOptions
-    ) -> ProviderRequest:
-        body = self.formatter.format(self.config.model, messages, tools, options)
-        return ProviderRequest(self._url, self._headers, body)
+    def auth_headers(self, key: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key}"} if key else {}
 
     def parser(self) -> StreamParser:
         return OpenAIStreamParser()

@@ -8,13 +8,17 @@ the request an adapter builds, answers an error status with a `ModelHTTPError`
 and translates transport failures at this boundary. Every `ModelError` that
 leaves it has the API key scrubbed from its text, whoever echoed the key back.
 
-An adapter is then two small pieces (plus its formatter)::
+An adapter is then a few small pieces, with its formatter beside it::
 
     class EchoChatModel(StreamingChatModel):
         provider = "echo"
+        formatter = EchoChatFormatter()  # format(model, messages, tools, options) -> body
 
-        def request(self, messages, tools, options):
-            return ProviderRequest(f"{self.config.base_url}/echo", {}, {"q": "..."})
+        def endpoint(self, base_url):
+            return f"{base_url}/echo"
+
+        def auth_headers(self, key):
+            return {"Authorization": f"Bearer {key}"}
 
         def parser(self):
             return EchoStreamParser()  # a StreamParser: read() turns a payload into deltas
@@ -30,7 +34,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Sequence
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import httpx
 import orjson
@@ -61,10 +65,16 @@ _QUOTE_CHARS = 80
 """How much of an unreadable event an error quotes."""
 
 
-class ProviderRequest(NamedTuple):
-    url: str
-    headers: dict[str, str]
-    body: dict[str, Any]
+class ChatFormatter(Protocol):
+    """Our messages, tools and options as one provider's request body."""
+
+    def format(
+        self,
+        model: str,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolSchema],
+        options: GenerateOptions,
+    ) -> dict[str, Any]: ...
 
 
 class StreamParser(ABC):
@@ -115,6 +125,8 @@ class StreamParser(ABC):
 class StreamingChatModel(ChatModel):
     """A provider reached by one HTTP POST whose answer streams back as server-sent events."""
 
+    formatter: ClassVar[ChatFormatter]
+
     def __init__(
         self,
         config: ModelConfig,
@@ -124,16 +136,29 @@ class StreamingChatModel(ChatModel):
     ) -> None:
         super().__init__(config, client, observer, tokens)
         self._key = config.api_key.get_secret_value()
+        self._url = self.endpoint(config.base_url.rstrip("/"))
+        self._headers = {
+            "Content-Type": "application/json",
+            **self.auth_headers(self._key),
+            **config.extra_headers,
+        }
 
     @abstractmethod
-    def request(
-        self, messages: Sequence[Msg], tools: Sequence[ToolSchema], options: GenerateOptions
-    ) -> ProviderRequest:
-        """The provider's URL, headers (the key among them, never in the URL) and body."""
+    def endpoint(self, base_url: str) -> str:
+        """The streaming chat URL under the configured base URL (never with the key in it)."""
+
+    @abstractmethod
+    def auth_headers(self, key: str) -> dict[str, str]:
+        """The headers that carry the key, and any the API requires with it."""
 
     @abstractmethod
     def parser(self) -> StreamParser:
         """A fresh parser for one streamed answer."""
+
+    def body(
+        self, messages: Sequence[Msg], tools: Sequence[ToolSchema], options: GenerateOptions
+    ) -> dict[str, Any]:
+        return self.formatter.format(self.config.model, messages, tools, options)
 
     def http_error(self, status: int, body: bytes, retry_after: float | None) -> ModelError:
         """What an error status means; adapters refine it where their API says more in the body.
@@ -150,13 +175,13 @@ class StreamingChatModel(ChatModel):
         tools: Sequence[ToolSchema],
         options: GenerateOptions,
     ) -> AsyncGenerator[ChatResponse, None]:
-        url, headers, body = self.request(messages, tools, options)
+        body = self.body(messages, tools, options)
         try:
             async with self.client.stream(
                 "POST",
-                url,
+                self._url,
                 content=orjson.dumps(body),
-                headers={**headers, **self.config.extra_headers},
+                headers=self._headers,
                 timeout=self._timeout(options),
             ) as response:
                 if not response.is_success:

@@ -55,7 +55,6 @@ def error(status: int, message: str) -> Body:
 class DashScopeEncoder(Encoder):
     def __init__(self, request: Body, response_id: str) -> None:
         super().__init__(request, response_id)
-        self._usage: Tokens | None = None
         self._sent = 0
 
     @classmethod
@@ -76,10 +75,6 @@ class DashScopeEncoder(Encoder):
         if choice is not None:
             options["tool_choice"] = choice
         return options
-
-    def opening(self, usage: Tokens | None) -> list[bytes]:
-        self._usage = usage
-        return []
 
     def thinking(self, piece: str) -> list[bytes]:
         return [self._event({"content": "", "reasoning_content": piece, "role": "assistant"})]
@@ -104,7 +99,7 @@ class DashScopeEncoder(Encoder):
         return frames
 
     def closing(self, finish: Finish, usage: Tokens | None) -> list[bytes]:
-        self._usage = usage
+        self.usage = usage
         return [self._event({"content": "", "role": "assistant"}, finish)]
 
     def malformed(self) -> bytes:
@@ -119,8 +114,8 @@ class DashScopeEncoder(Encoder):
             "output": {"choices": [{"message": message, "finish_reason": finish}]},
             "request_id": self.response_id,
         }
-        if self._usage is not None:
-            prompt, completion = self._usage
+        if self.usage is not None:
+            prompt, completion = self.usage
             done = completion if finish != "null" else min(self._sent, completion)
             payload["usage"] = {
                 "input_tokens": prompt,

@@ -58,7 +58,6 @@ def error(status: int, message: str, details: list[Body] | None = None) -> Body:
 class GeminiEncoder(Encoder):
     def __init__(self, request: Body, response_id: str) -> None:
         super().__init__(request, response_id)
-        self._usage: Tokens | None = None
         self._sent = 0
 
     @classmethod
@@ -93,10 +92,6 @@ class GeminiEncoder(Encoder):
             )
         return options
 
-    def opening(self, usage: Tokens | None) -> list[bytes]:
-        self._usage = usage
-        return []
-
     def thinking(self, piece: str) -> list[bytes]:
         return [self._response([{"text": piece, "thought": True}])]
 
@@ -112,7 +107,7 @@ class GeminiEncoder(Encoder):
         ]
 
     def closing(self, finish: Finish, usage: Tokens | None) -> list[bytes]:
-        self._usage = usage
+        self.usage = usage
         return [self._response([{"text": ""}], finish="STOP")]
 
     def malformed(self) -> bytes:
@@ -131,8 +126,8 @@ class GeminiEncoder(Encoder):
             "modelVersion": "fake-model",
             "responseId": self.response_id,
         }
-        if self._usage is not None:
-            prompt, completion = self._usage
+        if self.usage is not None:
+            prompt, completion = self.usage
             done = completion if finish else min(self._sent, completion)
             response["usageMetadata"] = {
                 "promptTokenCount": prompt,

@@ -82,6 +82,8 @@ class Encoder(ABC):
     def __init__(self, request: Body, response_id: str) -> None:
         self.request = request
         self.response_id = response_id
+        self.usage: Tokens | None = None
+        """The usage the reply reports, known from `opening()` on."""
 
     @classmethod
     @abstractmethod
@@ -106,6 +108,7 @@ class Encoder(ABC):
 
     def opening(self, usage: Tokens | None) -> list[bytes]:
         """Frames before any content."""
+        self.usage = usage
         return []
 
     @abstractmethod

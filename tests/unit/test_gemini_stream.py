@@ -103,7 +103,7 @@ async def test_function_calls_keep_their_signature_for_the_return_trip() -> None
 
     result = Msg("tool", [ToolResultBlock(tool.id, "get_weather", "-3°C")])
     history = [*USER, Msg("assistant", accumulate(chunks).content), result]
-    body = GeminiChatFormatter().format(history, [], {})
+    body = GeminiChatFormatter().format("g", history, [], {})
     assert body["contents"][1:] == [
         {
             "role": "model",
@@ -181,7 +181,7 @@ def test_formatter_builds_contents_system_instruction_and_config() -> None:
     options = GenerateOptions(
         temperature=0.3, top_p=0.9, max_tokens=200, thinking_budget=1024, tool_choice="required"
     )
-    body = GeminiChatFormatter().format(messages, [WEATHER], options)
+    body = GeminiChatFormatter().format("g", messages, [WEATHER], options)
     assert body == {
         "contents": [
             {"role": "user", "parts": [{"text": "Weather?"}]},
@@ -231,11 +231,11 @@ def test_formatter_builds_contents_system_instruction_and_config() -> None:
     ],
 )
 def test_formatter_maps_tool_choice(choice: str, wire: Body) -> None:
-    body = GeminiChatFormatter().format(USER, [WEATHER], GenerateOptions(tool_choice=choice))
+    body = GeminiChatFormatter().format("g", USER, [WEATHER], GenerateOptions(tool_choice=choice))
     assert body["toolConfig"] == {"functionCallingConfig": wire}
 
 
 def test_formatter_sends_no_config_when_nothing_is_set() -> None:
-    assert GeminiChatFormatter().format(USER, [], {}) == {
+    assert GeminiChatFormatter().format("g", USER, [], {}) == {
         "contents": [{"role": "user", "parts": [{"text": "hi"}]}]
     }
