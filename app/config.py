@@ -21,7 +21,7 @@ DisconnectPolicy = Literal["continue", "cancel"]
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", env_ignore_empty=True)
 
     database_url: str = "sqlite+aiosqlite:///./data/app.db"
     auto_migrate: bool = True

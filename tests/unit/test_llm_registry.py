@@ -8,6 +8,7 @@ question) rather than calling out.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import get_args
 
 import httpx
@@ -139,3 +140,12 @@ async def test_http_client_pool_and_timeouts_come_from_settings() -> None:
         # httpx exposes no public view of its limits; the pool is what enforces them.
         pool = client._transport._pool  # type: ignore[attr-defined]
         assert (pool._max_connections, pool._max_keepalive_connections) == (7, 7)
+
+
+async def test_the_example_env_file_leaves_every_default_to_the_provider() -> None:
+    example = Settings(_env_file=Path(__file__).parents[2] / ".env.example")
+    async with httpx.AsyncClient() as client:
+        chat = build_chat_model(example, client)
+    assert chat.config.defaults == {}
+    assert chat.config.timeout == 60.0
+    assert not chat.config.configured
