@@ -151,7 +151,7 @@ class ChatModel(ABC):
         while True:
             attempt += 1
             started = time.perf_counter()
-            self.observer.on_start(self.provider, self.config.model, attempt)
+            self.observer.on_start(self.config.provider, self.config.model, attempt)
             splitter = ThinkTagSplitter()
             usage: Usage | None = None
             produced: list[ContentBlock] = []
@@ -171,9 +171,7 @@ class ChatModel(ABC):
                 if tail:
                     yield ChatResponse(content=list(tail))
             except ModelError as exc:
-                self.observer.on_end(
-                    self.provider, self.config.model, time.perf_counter() - started, usage, exc
-                )
+                self._ended(started, usage, exc)
                 if delivered or not exc.retryable or attempt > self.config.retry.max_retries:
                     raise
                 delay = self.config.retry.delay(attempt, exc)
@@ -181,14 +179,14 @@ class ChatModel(ABC):
                 await asyncio.sleep(delay)
                 continue
             except BaseException as exc:
-                self.observer.on_end(
-                    self.provider, self.config.model, time.perf_counter() - started, usage, exc
-                )
+                self._ended(started, usage, exc)
                 raise
-            self.observer.on_end(
-                self.provider, self.config.model, time.perf_counter() - started, usage, None
-            )
+            self._ended(started, usage, None)
             return
+
+    def _ended(self, started: float, usage: Usage | None, error: BaseException | None) -> None:
+        elapsed = time.perf_counter() - started
+        self.observer.on_end(self.config.provider, self.config.model, elapsed, usage, error)
 
     @abstractmethod
     def _stream(

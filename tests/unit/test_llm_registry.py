@@ -16,6 +16,8 @@ import pytest
 from pydantic import SecretStr
 
 from app.config import Provider, Settings
+from app.core.messages import Msg
+from app.core.responses import Usage
 from app.llm.anthropic import AnthropicChatModel
 from app.llm.base import ChatModel, RetryPolicy
 from app.llm.dashscope import DashScopeChatModel
@@ -23,6 +25,8 @@ from app.llm.gemini import GeminiChatModel
 from app.llm.http import build_http_client
 from app.llm.openai import OpenAIChatModel
 from app.llm.registry import PROVIDERS, build_chat_model
+from tests.fakes.mock_transport import run, streamed
+from tests.fakes.openai_wire import delta_chunk, sse, usage_chunk
 
 
 def settings(**values: object) -> Settings:
@@ -149,3 +153,31 @@ async def test_the_example_env_file_leaves_every_default_to_the_provider() -> No
     assert chat.config.defaults == {}
     assert chat.config.timeout == 60.0
     assert not chat.config.configured
+
+
+async def test_a_preset_is_traced_under_its_own_name() -> None:
+    calls: list[tuple[str, str, int]] = []
+
+    class Recorder:
+        def on_start(self, provider: str, model: str, attempt: int) -> None:
+            calls.append((provider, model, attempt))
+
+        def on_end(
+            self,
+            provider: str,
+            model: str,
+            elapsed: float,
+            usage: Usage | None,
+            error: BaseException | None,
+        ) -> None:
+            calls.append((provider, model, -1))
+
+    body = sse(delta_chunk({"content": "hi"}, "stop"), usage_chunk(1, 1), "[DONE]")
+    transport = httpx.MockTransport(streamed(200, [body]))
+    async with httpx.AsyncClient(transport=transport) as client:
+        chat = build_chat_model(
+            settings(llm_provider="deepseek", llm_api_key="k"), client, Recorder()
+        )
+        _, error = await run(chat, [Msg.text("user", "hi")])
+    assert error is None
+    assert calls == [("deepseek", "deepseek-chat", 1), ("deepseek", "deepseek-chat", -1)]
