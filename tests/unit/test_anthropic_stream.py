@@ -20,7 +20,7 @@ from app.llm.anthropic import AnthropicChatModel
 from app.llm.anthropic_format import AnthropicChatFormatter
 from app.llm.base import RetryPolicy
 from app.llm.errors import ModelHTTPError
-from tests.fakes.anthropic_server import delta, frame
+from tests.fakes.anthropic_server import AnthropicEncoder, delta, frame
 from tests.fakes.mock_transport import mock_model, run, streamed
 from tests.fakes.scripted_server import Body
 
@@ -108,6 +108,21 @@ async def test_an_overloaded_event_before_any_content_is_retried() -> None:
     assert accumulate([e for e in events if isinstance(e, ChatResponse)]).content == [
         TextBlock("ok")
     ]
+
+
+async def test_an_overloaded_status_is_retried() -> None:
+    overloaded = AnthropicEncoder.error_body(529, "Overloaded")
+    fine = start() + end()
+    answers = [httpx.Response(529, content=overloaded), httpx.Response(200, content=fine)]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        return answers.pop(0)
+
+    async with mock_model(handle, AnthropicChatModel, base_url=BASE, retry=FAST) as model:
+        events, error = await run(model, USER)
+    assert error is None
+    assert isinstance(events[0], Retrying)
+    assert events[0].reason == "LLM_UNAVAILABLE"
 
 
 async def test_an_error_event_after_content_fails_the_call() -> None:
