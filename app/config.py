@@ -13,12 +13,15 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-Provider = Literal["openai", "anthropic", "gemini", "dashscope"]
+Provider = Literal[
+    "openai", "anthropic", "gemini", "dashscope", "deepseek", "glm", "qwen", "vllm", "ollama"
+]
+"""The adapters, then OpenAI-compatible servers preset with their endpoint (app/llm/registry.py)."""
 DisconnectPolicy = Literal["continue", "cancel"]
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(env_file=".env", extra="ignore", env_ignore_empty=True)
 
     database_url: str = "sqlite+aiosqlite:///./data/app.db"
     auto_migrate: bool = True
@@ -35,7 +38,10 @@ class Settings(BaseSettings):
     llm_api_key: SecretStr = SecretStr("")
     llm_model: str = ""
     llm_timeout_seconds: float = 60.0
-    """Longest wait for the first chunk, and between two chunks, of a model stream."""
+    """Longest wait for the first chunk, and between two chunks, of a model stream.
+
+    Only when given (environment, `.env`) does it replace the provider's own
+    default: 60 s, or 300 s for local servers, which may load the model first."""
     llm_connect_timeout_seconds: float = 10.0
     llm_max_retries: int = 3
     llm_retry_max_delay_seconds: float = 20.0
@@ -43,6 +49,9 @@ class Settings(BaseSettings):
     """Pooled connections to the provider: at least the number of concurrent streams to hold."""
     llm_temperature: float | None = None
     llm_max_tokens: int | None = None
+    llm_top_p: float | None = None
+    llm_thinking_budget: int | None = Field(default=None, ge=0)
+    """Tokens the model may reason with (Anthropic, Gemini, DashScope); 0: none; empty: default."""
 
     tavily_api_key: SecretStr = SecretStr("")
     tavily_base_url: str = "https://api.tavily.com"
@@ -75,10 +84,6 @@ class Settings(BaseSettings):
     @classmethod
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
-
-    @property
-    def llm_configured(self) -> bool:
-        return bool(self.llm_base_url or self.llm_api_key.get_secret_value())
 
     def user_by_key(self) -> dict[str, str]:
         """Parse API_KEYS into key -> user; an empty mapping means auth is off."""

@@ -93,7 +93,8 @@ class ReActAgent(BaseAgent):
                 for block in item.content:
                     if isinstance(block, TextBlock):
                         yield TextEvent(block.text)
-                    elif isinstance(block, ThinkingBlock):
+                    elif isinstance(block, ThinkingBlock) and block.thinking:
+                        # A signature arrives as a thinking block without text: nothing to show.
                         yield ThinkingEvent(block.thinking)
                 if item.usage is not None:
                     state.usage = state.usage + item.usage

@@ -38,6 +38,8 @@ class ToolUseBlock:
     input: dict[str, Any]
     raw_input: str = ""
     """The arguments exactly as the model produced them (kept for display and replay)."""
+    signature: str | None = None
+    """An opaque token some providers attach to a call and require back with it (Gemini)."""
     type: Literal["tool_use"] = "tool_use"
 
 

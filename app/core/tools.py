@@ -27,3 +27,5 @@ class GenerateOptions(TypedDict, total=False):
     tool_choice: ToolChoice
     timeout: float
     """Seconds allowed between two chunks (and before the first)."""
+    thinking_budget: int
+    """Tokens the model may reason with before answering, 0 for none, where the API takes one."""

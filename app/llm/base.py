@@ -3,7 +3,8 @@
 `ChatModel.stream()` is the only public call. It wraps a provider's
 `_stream()` with what no provider should reimplement: retry with backoff
 (only before the first chunk, since a half-streamed answer cannot be taken
-back), `<think>` tag splitting of text deltas, and a span hook for tracing.
+back), `<think>` tag splitting of text deltas, a usage estimate when the
+provider reports none, and a span hook for tracing.
 
 Adding a provider means one subclass implementing `_stream()` (usually with a
 formatter beside it) and one line in `app/llm/registry.py`::
@@ -35,6 +36,7 @@ from app.core.responses import ChatResponse, ModelEvent, Retrying, Usage
 from app.core.tools import GenerateOptions, ToolSchema
 from app.llm.errors import ModelError, ModelHTTPError, ModelNotConfigured
 from app.llm.think import ThinkTagSplitter
+from app.llm.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +66,8 @@ class ModelConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     defaults: GenerateOptions = field(default_factory=lambda: GenerateOptions())
     extra_headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = 60.0
+    """Seconds to wait for each chunk (and the first) unless a call's `timeout` option says."""
 
     @property
     def configured(self) -> bool:
@@ -117,10 +121,13 @@ class ChatModel(ABC):
         config: ModelConfig,
         client: httpx.AsyncClient,
         observer: ModelObserver | None = None,
+        tokens: TokenCounter | None = None,
     ) -> None:
         self.config = config
         self.client = client
         self.observer: ModelObserver = observer or LoggingObserver()
+        self.tokens = tokens
+        """Counts usage the provider does not report; None leaves such usage unknown."""
 
     @property
     def model_name(self) -> str:
@@ -132,7 +139,11 @@ class ChatModel(ABC):
         tools: Sequence[ToolSchema] = (),
         options: GenerateOptions | None = None,
     ) -> AsyncIterator[ModelEvent]:
-        """Yield the response chunks, and a `Retrying` notice before each retry."""
+        """Yield the response chunks, and a `Retrying` notice before each retry.
+
+        The last chunk always has `usage`: the provider's, or counted here
+        (`estimated=True`) when it reported none.
+        """
         if not self.config.configured:
             raise ModelNotConfigured()
         opts: GenerateOptions = {**self.config.defaults, **(options or {})}
@@ -140,24 +151,27 @@ class ChatModel(ABC):
         while True:
             attempt += 1
             started = time.perf_counter()
-            self.observer.on_start(self.provider, self.config.model, attempt)
+            self.observer.on_start(self.config.provider, self.config.model, attempt)
             splitter = ThinkTagSplitter()
             usage: Usage | None = None
+            produced: list[ContentBlock] = []
             delivered = False
             try:
                 async with aclosing(self._stream(messages, tools, opts)) as chunks:
                     async for chunk in chunks:
                         chunk = _split_think(chunk, splitter)
+                        produced.extend(chunk.content)
                         usage = chunk.usage or usage
+                        if chunk.finish_reason and usage is None and self.tokens is not None:
+                            usage = self.tokens.estimate_usage(messages, tools, produced)
+                            chunk.usage = usage
                         delivered = True
                         yield chunk
                 tail = splitter.flush()
                 if tail:
                     yield ChatResponse(content=list(tail))
             except ModelError as exc:
-                self.observer.on_end(
-                    self.provider, self.config.model, time.perf_counter() - started, usage, exc
-                )
+                self._ended(started, usage, exc)
                 if delivered or not exc.retryable or attempt > self.config.retry.max_retries:
                     raise
                 delay = self.config.retry.delay(attempt, exc)
@@ -165,14 +179,14 @@ class ChatModel(ABC):
                 await asyncio.sleep(delay)
                 continue
             except BaseException as exc:
-                self.observer.on_end(
-                    self.provider, self.config.model, time.perf_counter() - started, usage, exc
-                )
+                self._ended(started, usage, exc)
                 raise
-            self.observer.on_end(
-                self.provider, self.config.model, time.perf_counter() - started, usage, None
-            )
+            self._ended(started, usage, None)
             return
+
+    def _ended(self, started: float, usage: Usage | None, error: BaseException | None) -> None:
+        elapsed = time.perf_counter() - started
+        self.observer.on_end(self.config.provider, self.config.model, elapsed, usage, error)
 
     @abstractmethod
     def _stream(

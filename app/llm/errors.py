@@ -6,6 +6,7 @@
     ├── ModelConnectionError   could not connect, or the connection dropped
     ├── ModelTimeout           no chunk within the configured timeout
     └── ModelResponseError     the stream was malformed or reported an error in-band
+        └── ModelContentBlocked  the provider's safety filter refused the prompt or the answer
 
 Each carries a stable `code`; the user-facing text for a code comes from
 `USER_MESSAGES`, never from the provider, so no upstream detail (or key) leaks.
@@ -62,6 +63,12 @@ class ModelResponseError(ModelError):
     code = "LLM_BAD_RESPONSE"
 
 
+class ModelContentBlocked(ModelResponseError):
+    """Asking again gets the same refusal, so it is never retried."""
+
+    code = "LLM_CONTENT_BLOCKED"
+
+
 USER_MESSAGES: dict[str, str] = {
     "LLM_NOT_CONFIGURED": "No language model is configured: set LLM_BASE_URL / LLM_API_KEY.",
     "LLM_RATE_LIMITED": "The language model is rate limited; please try again shortly.",
@@ -70,6 +77,7 @@ USER_MESSAGES: dict[str, str] = {
     "LLM_BAD_REQUEST": "The language model rejected the request.",
     "LLM_TIMEOUT": "The language model did not answer in time.",
     "LLM_BAD_RESPONSE": "The language model sent a response that could not be read.",
+    "LLM_CONTENT_BLOCKED": "The language model's safety filter blocked this request or answer.",
     "LLM_ERROR": "The language model failed.",
     "RETRYING": "The language model call failed; retrying.",
     "INTERNAL_ERROR": "The service failed while answering.",

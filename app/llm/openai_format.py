@@ -40,7 +40,7 @@ class OpenAIChatFormatter:
         }
         body.update((k, v) for k, v in options.items() if k in _SAMPLING_OPTIONS)
         if tools:
-            body["tools"] = [_tool(t) for t in tools]
+            body["tools"] = [function_tool(t) for t in tools]
             if "tool_choice" in options:
                 body["tool_choice"] = _tool_choice(options["tool_choice"])
         return body
@@ -65,7 +65,7 @@ class OpenAIChatFormatter:
         return [out]
 
 
-def _tool(tool: ToolSchema) -> dict[str, Any]:
+def function_tool(tool: ToolSchema) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {
@@ -77,9 +77,12 @@ def _tool(tool: ToolSchema) -> dict[str, Any]:
 
 
 def _tool_choice(choice: ToolChoice) -> str | dict[str, Any]:
-    if choice in _CHOICE_KEYWORDS:
-        return choice
-    return {"type": "function", "function": {"name": choice}}
+    return choice if choice in _CHOICE_KEYWORDS else function_choice(choice)
+
+
+def function_choice(name: str) -> dict[str, Any]:
+    """The `tool_choice` that makes the model call this one tool."""
+    return {"type": "function", "function": {"name": name}}
 
 
 def _tool_call(call: ToolUseBlock) -> dict[str, Any]:

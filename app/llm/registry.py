@@ -1,8 +1,10 @@
 """Which `ChatModel` class serves `LLM_PROVIDER`, and its `ModelConfig` from the settings.
 
-Adding a provider is one module and one line in `PROVIDERS`. Providers named
-in the settings but not built yet fail at start-up with a clear message
-rather than at the first question.
+Adding a provider is one module and one line in `PROVIDERS`. The
+OpenAI-compatible servers the seeds name (DeepSeek, GLM, Qwen's compatible
+mode, vLLM, Ollama) are lines too: the one OpenAI adapter with their
+endpoint, default model and timeout, so `LLM_PROVIDER=deepseek` and a key is
+a whole configuration. `LLM_BASE_URL` and `LLM_MODEL` override any of them.
 """
 
 from __future__ import annotations
@@ -13,44 +15,84 @@ import httpx
 
 from app.config import Settings
 from app.core.tools import GenerateOptions
+from app.llm.anthropic import AnthropicChatModel
 from app.llm.base import ChatModel, ModelConfig, ModelObserver, RetryPolicy
+from app.llm.dashscope import DashScopeChatModel
+from app.llm.gemini import GeminiChatModel
 from app.llm.openai import OpenAIChatModel
+from app.llm.tokens import TokenCounter
+
+LOCAL_TIMEOUT_SECONDS = 300.0
+"""A local server may first load the model into memory: minutes, not seconds."""
 
 
 @dataclass(frozen=True, slots=True)
 class ProviderSpec:
     model_class: type[ChatModel]
     default_base_url: str
-    """Used only when a key is set: without one, an empty base URL means "not configured"."""
+    """Used when a key is set (or the server is local): otherwise an empty
+    base URL means "not configured", and nothing is called."""
     default_model: str
+    """Empty: `LLM_MODEL` must name it (a local server serves what it loaded)."""
+    local: bool = False
+    """Runs beside the service, with no key: its default URL is used as is."""
+    timeout: float = 60.0
+    """Seconds to wait for each chunk, unless `LLM_TIMEOUT_SECONDS` is given."""
 
 
 PROVIDERS: dict[str, ProviderSpec] = {
     "openai": ProviderSpec(OpenAIChatModel, "https://api.openai.com/v1", "gpt-4o-mini"),
+    "anthropic": ProviderSpec(
+        AnthropicChatModel, "https://api.anthropic.com/v1", "claude-sonnet-4-5"
+    ),
+    "gemini": ProviderSpec(
+        GeminiChatModel, "https://generativelanguage.googleapis.com/v1beta", "gemini-2.5-flash"
+    ),
+    "dashscope": ProviderSpec(
+        DashScopeChatModel, "https://dashscope.aliyuncs.com/api/v1", "qwen-plus"
+    ),
+    "deepseek": ProviderSpec(OpenAIChatModel, "https://api.deepseek.com/v1", "deepseek-chat"),
+    "glm": ProviderSpec(OpenAIChatModel, "https://open.bigmodel.cn/api/paas/v4", "glm-4.6"),
+    "qwen": ProviderSpec(
+        OpenAIChatModel, "https://dashscope.aliyuncs.com/compatible-mode/v1", "qwen-plus"
+    ),
+    "vllm": ProviderSpec(
+        OpenAIChatModel, "http://localhost:8000/v1", "", local=True, timeout=LOCAL_TIMEOUT_SECONDS
+    ),
+    "ollama": ProviderSpec(
+        OpenAIChatModel, "http://localhost:11434/v1", "", local=True, timeout=LOCAL_TIMEOUT_SECONDS
+    ),
 }
 
 
 def build_chat_model(
-    settings: Settings, client: httpx.AsyncClient, observer: ModelObserver | None = None
+    settings: Settings,
+    client: httpx.AsyncClient,
+    observer: ModelObserver | None = None,
+    tokens: TokenCounter | None = None,
 ) -> ChatModel:
-    spec = PROVIDERS.get(settings.llm_provider)
-    if spec is None:
-        raise ValueError(
-            f"LLM_PROVIDER={settings.llm_provider!r} is not available yet; "
-            f"choose one of: {', '.join(sorted(PROVIDERS))}"
-        )
-    return spec.model_class(model_config(settings, spec), client, observer)
+    """The configured model; raises `ValueError` for a configuration that cannot work."""
+    spec = PROVIDERS[settings.llm_provider]
+    config = model_config(settings, spec)
+    if config.configured and not config.model:
+        raise ValueError(f"LLM_PROVIDER={settings.llm_provider} needs LLM_MODEL to name the model")
+    return spec.model_class(config, client, observer, tokens or TokenCounter())
 
 
 def model_config(settings: Settings, spec: ProviderSpec) -> ModelConfig:
     base_url = settings.llm_base_url.rstrip("/")
-    if not base_url and settings.llm_api_key.get_secret_value():
+    if not base_url and (spec.local or settings.llm_api_key.get_secret_value()):
         base_url = spec.default_base_url
     defaults = GenerateOptions()
     if settings.llm_temperature is not None:
         defaults["temperature"] = settings.llm_temperature
     if settings.llm_max_tokens is not None:
         defaults["max_tokens"] = settings.llm_max_tokens
+    if settings.llm_top_p is not None:
+        defaults["top_p"] = settings.llm_top_p
+    if settings.llm_thinking_budget is not None:
+        defaults["thinking_budget"] = settings.llm_thinking_budget
+    given = "llm_timeout_seconds" in settings.model_fields_set
     return ModelConfig(
         provider=settings.llm_provider,
         base_url=base_url,
@@ -61,4 +103,5 @@ def model_config(settings: Settings, spec: ProviderSpec) -> ModelConfig:
             max_delay=settings.llm_retry_max_delay_seconds,
         ),
         defaults=defaults,
+        timeout=settings.llm_timeout_seconds if given else spec.timeout,
     )

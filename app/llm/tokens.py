@@ -7,7 +7,8 @@ into tiktoken's cache directory under the names tiktoken looks for, before
 anything asks for an encoding. Call it once at start-up.
 
 Counts serve memory trimming and usage estimates when a provider reports
-none: they are close for OpenAI models and approximate for the others.
+none (`ChatModel.stream()` asks for those): they are close for OpenAI models
+and approximate for the others.
 """
 
 from __future__ import annotations
@@ -16,15 +17,25 @@ import gzip
 import hashlib
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import orjson
 import tiktoken
 
-from app.core.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from app.core.messages import (
+    ContentBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from app.core.responses import ChatResponse, Usage, accumulate
+from app.core.tools import ToolSchema
 
 ENCODINGS = ("cl100k_base", "o200k_base")
 _URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
@@ -83,15 +94,38 @@ class TokenCounter:
 
     def count_messages(self, msgs: Sequence[Msg]) -> int:
         """Tokens a request with these messages costs, approximately; thinking is not sent."""
+        return sum(MESSAGE_OVERHEAD + self.count_content(m.content, thinking=False) for m in msgs)
+
+    def count_content(self, blocks: Iterable[ContentBlock], *, thinking: bool = True) -> int:
         total = 0
-        for msg in msgs:
-            total += MESSAGE_OVERHEAD
-            for block in msg.content:
-                if isinstance(block, TextBlock):
-                    total += self.count(block.text)
-                elif isinstance(block, ToolUseBlock):
-                    arguments = block.raw_input or str(block.input)
-                    total += self.count(block.name) + self.count(arguments)
-                elif isinstance(block, ToolResultBlock):
-                    total += self.count(block.output)
+        for block in blocks:
+            if isinstance(block, TextBlock):
+                total += self.count(block.text)
+            elif isinstance(block, ThinkingBlock):
+                total += self.count(block.thinking) if thinking else 0
+            elif isinstance(block, ToolUseBlock):
+                arguments = block.raw_input or str(block.input)
+                total += self.count(block.name) + self.count(arguments)
+            elif isinstance(block, ToolResultBlock):
+                total += self.count(block.output)
         return total
+
+    def count_tools(self, tools: Sequence[ToolSchema]) -> int:
+        return sum(
+            self.count(t.name)
+            + self.count(t.description)
+            + self.count(orjson.dumps(t.parameters).decode())
+            for t in tools
+        )
+
+    def estimate_usage(
+        self, messages: Sequence[Msg], tools: Sequence[ToolSchema], produced: Iterable[ContentBlock]
+    ) -> Usage:
+        """The usage of a call whose provider reported none: what was sent, what came back."""
+        # Deltas are joined first: counted one by one, word pieces would count too much.
+        whole = accumulate([ChatResponse(content=list(produced))])
+        return Usage(
+            prompt_tokens=self.count_messages(messages) + self.count_tools(tools),
+            completion_tokens=self.count_content(whole.content),
+            estimated=True,
+        )

@@ -12,6 +12,7 @@ import httpx
 from app.config import Settings
 from app.main import create_app
 from tests.support.server import serve
+from tests.support.sse import collect
 
 TEST_LLM_KEY = "sk-test-secret-key-0123456789"
 
@@ -45,3 +46,19 @@ async def running_service(settings: Settings) -> AsyncIterator[httpx.AsyncClient
         httpx.AsyncClient(base_url=url, timeout=10) as client,
     ):
         yield client
+
+
+async def ask(client: httpx.AsyncClient, query: str, conversation: str) -> list[dict[str, Any]]:
+    async with client.stream(
+        "GET", "/agent/chat/stream", params={"query": query, "conversationId": conversation}
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
+        return await collect(response)
+
+
+async def history(client: httpx.AsyncClient, conversation: str) -> list[dict[str, Any]]:
+    response = await client.get(f"/session/{conversation}")
+    assert response.status_code == 200
+    messages: list[dict[str, Any]] = response.json()["data"]["messages"]
+    return messages

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 import pytest
 
-from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import TEST_LLM_KEY, running_service, service_settings
+from tests.integration.service import TEST_LLM_KEY, ask, history, running_service, service_settings
 from tests.support.sse import collect, events, text_of, types
 
 
@@ -60,22 +60,6 @@ def settings_for(backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, **overr
         llm_base_url=fake_llm.base_url,
         **overrides,
     )
-
-
-async def ask(client: httpx.AsyncClient, query: str, conversation: str) -> list[dict[str, Any]]:
-    async with client.stream(
-        "GET", "/agent/chat/stream", params={"query": query, "conversationId": conversation}
-    ) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
-        return await collect(response)
-
-
-async def history(client: httpx.AsyncClient, conversation: str) -> list[dict[str, Any]]:
-    response = await client.get(f"/session/{conversation}")
-    assert response.status_code == 200
-    messages: list[dict[str, Any]] = response.json()["data"]["messages"]
-    return messages
 
 
 async def test_full_turn_searches_answers_and_is_stored(

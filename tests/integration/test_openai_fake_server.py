@@ -22,8 +22,9 @@ from app.llm.base import ChatModel
 from app.llm.errors import ModelConnectionError, ModelResponseError, ModelTimeout
 from app.llm.http import build_http_client
 from app.llm.registry import build_chat_model
-from tests.fakes.openai_server import FakeOpenAI, Reply
-from tests.fakes.openai_wire import run
+from tests.fakes.mock_transport import run
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import Reply
 
 USER = [Msg.text("user", "What is the weather in Oslo and Rome?")]
 WEATHER = ToolSchema(

@@ -22,7 +22,8 @@ from app.store.sessions import SqlSessionStore
 from app.tasks.base import Claim
 from app.tasks.runs import Run
 from app.tools.base import Tool, ToolContext, ToolOutput
-from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import Reply
 from tests.integration.service import service_settings
 
 

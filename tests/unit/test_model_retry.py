@@ -18,7 +18,8 @@ from app.core.messages import Msg, TextBlock
 from app.core.responses import ChatResponse, Retrying, accumulate
 from app.llm.base import RetryPolicy
 from app.llm.errors import ModelConnectionError, ModelHTTPError, ModelNotConfigured
-from tests.fakes.openai_wire import Handler, delta_chunk, mock_model, run, sse
+from tests.fakes.mock_transport import Handler, mock_model, run
+from tests.fakes.openai_wire import delta_chunk, sse
 
 USER = [Msg.text("user", "hi")]
 FAST = RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.01)

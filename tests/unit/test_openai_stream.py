@@ -17,6 +17,7 @@ import pytest
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from app.core.responses import ChatResponse, Usage, accumulate
 from app.core.tools import GenerateOptions, ToolSchema
+from app.llm.base import ChatModel
 from app.llm.errors import (
     ModelConnectionError,
     ModelError,
@@ -24,9 +25,10 @@ from app.llm.errors import (
     ModelResponseError,
     ModelTimeout,
 )
-from app.llm.openai import OpenAIChatModel
 from app.llm.openai_format import OpenAIChatFormatter
-from tests.fakes.openai_wire import Body, delta_chunk, mock_model, sse, streamed, usage_chunk
+from tests.fakes.mock_transport import mock_model, streamed
+from tests.fakes.openai_wire import delta_chunk, sse, usage_chunk
+from tests.fakes.scripted_server import Body
 
 USER = [Msg.text("user", "hi")]
 FIRST = delta_chunk({"role": "assistant", "content": "", "refusal": None})
@@ -44,7 +46,7 @@ def pieces(body: bytes, size: int) -> list[bytes]:
     return [body[i : i + size] for i in range(0, len(body), size)]
 
 
-async def collect(model: OpenAIChatModel, **kwargs: Any) -> list[ChatResponse]:
+async def collect(model: ChatModel, **kwargs: Any) -> list[ChatResponse]:
     out: list[ChatResponse] = []
     async for event in model.stream(kwargs.pop("messages", USER), **kwargs):
         assert isinstance(event, ChatResponse)
