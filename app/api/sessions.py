@@ -88,7 +88,7 @@ def _message(turn: StoredTurn) -> MessageRecord:
     )
 
 
-def _unavailable(exc: StoreUnavailable) -> ApiError:
+def database_unavailable(exc: StoreUnavailable) -> ApiError:
     return ApiError(503, "Service unavailable: the database is down")
 
 
@@ -103,7 +103,7 @@ async def list_conversations(
     try:
         items, total = await services.store.list_conversations(user, page_num, page_size)
     except StoreUnavailable as exc:
-        raise _unavailable(exc) from exc
+        raise database_unavailable(exc) from exc
     records = [
         ConversationRecord(
             conversationId=c.session_id,
@@ -126,7 +126,7 @@ async def get_conversation(
     try:
         turns = await services.store.get_conversation(user, conversation_id)
     except StoreUnavailable as exc:
-        raise _unavailable(exc) from exc
+        raise database_unavailable(exc) from exc
     if not turns:
         raise ApiError(404, "Conversation not found")
     return ok(
@@ -143,11 +143,14 @@ async def get_conversation(
 async def delete_conversation(
     conversation_id: ConversationId, user: UserDep, services: ServicesDep
 ) -> Envelope[Deleted]:
-    """Deletes the conversation's turns in one transaction; 404 when there is nothing to delete."""
+    """Deletes the conversation's turns, and the files no other conversation used, at once.
+
+    404 when there is nothing to delete.
+    """
     try:
-        count = await services.store.delete_conversation(user, conversation_id)
+        deleted = await services.store.delete_conversation(user, conversation_id)
     except StoreUnavailable as exc:
-        raise _unavailable(exc) from exc
-    if count == 0:
+        raise database_unavailable(exc) from exc
+    if deleted.turns == 0:
         raise ApiError(404, "Conversation not found")
-    return ok(Deleted(conversationId=conversation_id, deleted=count))
+    return ok(Deleted(conversationId=conversation_id, deleted=deleted.turns))

@@ -15,10 +15,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlmodel import col, select
 
 from app.store.base import (
+    DeletedConversation,
     NewTurn,
     SessionStore,
     StoredTurn,
@@ -27,7 +29,7 @@ from app.store.base import (
     TurnOutcome,
     TurnStatus,
 )
-from app.store.db import Database
+from app.store.db import MIGRATIONS_DIR, Database
 from app.store.models import AiSession
 from app.store.sessions import SqlSessionStore
 
@@ -258,13 +260,13 @@ async def test_delete_conversation_removes_only_own_rows(store: SessionStore) ->
     await store.add_question(new_turn(user_id="alice", session_id="keep"))
     await store.add_question(new_turn(user_id="bob"))
 
-    assert await store.delete_conversation("alice", "conv-1") == 2
+    assert await store.delete_conversation("alice", "conv-1") == DeletedConversation(2)
 
     assert await store.get_conversation("alice", "conv-1") == []
     assert len(await store.get_conversation("alice", "keep")) == 1
     assert len(await store.get_conversation("bob", "conv-1")) == 1
-    assert await store.delete_conversation("alice", "conv-1") == 0
-    assert await store.delete_conversation("mallory", "conv-1") == 0
+    assert await store.delete_conversation("alice", "conv-1") == DeletedConversation(0)
+    assert await store.delete_conversation("mallory", "conv-1") == DeletedConversation(0)
 
 
 async def test_save_partial_updates_only_running_turns(store: SessionStore) -> None:
@@ -320,7 +322,7 @@ async def test_migrations_are_idempotent(database_url: str) -> None:
         assert len(await SqlSessionStore(db).get_conversation("alice", "conv-1")) == 1
         async with db.begin() as conn:
             version = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
-        assert version == [("0001",)]
+        assert version == [(ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head(),)]
 
 
 async def test_orm_session_reads_the_table(db: Database) -> None:
