@@ -153,4 +153,5 @@ async def delete_conversation(
         raise database_unavailable(exc) from exc
     if deleted.turns == 0:
         raise ApiError(404, "Conversation not found")
+    await services.files.discard_blobs(deleted.blob_keys)
     return ok(Deleted(conversationId=conversation_id, deleted=deleted.turns))
