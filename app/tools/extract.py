@@ -223,7 +223,7 @@ def decode_text(data: bytes) -> str | None:
 
 
 def _encoding_of(data: bytes, *, complete: bool) -> str | None:
-    """UTF-8 (with or without BOM) and BOM-marked UTF-16 first, then a statistical guess.
+    """UTF-8 (with or without BOM) and BOM-marked UTF-16 first, then charset-normalizer's guess.
 
     With `complete` false, `data` is the start of a longer file and may end
     mid-character.
@@ -239,8 +239,14 @@ def _encoding_of(data: bytes, *, complete: bool) -> str | None:
         pass
     if b"\x00" in data:
         return None
-    guess = charset_normalizer.from_bytes(data).best()
-    return None if guess is None else guess.encoding
+    guesses = list(charset_normalizer.from_bytes(data))
+    if not guesses:
+        return None
+    # Short texts fit several encodings equally well; between equals, GB18030 wins,
+    # the encoding the original service's (Chinese-speaking) users most often have.
+    best = guesses[0]
+    tied = (g for g in guesses if (g.chaos, g.coherence) == (best.chaos, best.coherence))
+    return next((g.encoding for g in tied if g.encoding == "gb18030"), best.encoding)
 
 
 def _clean(text: str) -> str:

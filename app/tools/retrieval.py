@@ -1,11 +1,11 @@
 """Finding the passages of one document that answer a question.
 
 - `chunk`: a document becomes passages of about `size` characters, each
-  ending at a paragraph, sentence or word boundary and starting `overlap`
-  characters before the previous one ended, so a fact cut by a boundary is
-  whole in one of them. Each passage knows the pages (paragraphs, lines) it
-  spans. A document no longer than `whole` stays one passage: it is read
-  whole rather than searched.
+  ending at a paragraph, sentence or word boundary. A passage that had to
+  end inside a paragraph is followed by one starting `overlap` characters
+  earlier, so a fact cut there is whole in one of them. Each passage knows
+  the pages (paragraphs, lines) it spans. A document no longer than `whole`
+  stays one passage: it is read whole rather than searched.
 - `Bm25Index`: Okapi BM25 over the passages, needing no model. The tokenizer
   takes words in spaced scripts and character bigrams in Chinese, Japanese
   and Korean, which have no spaces between words.
@@ -81,7 +81,10 @@ def chunk(document: Document, size: int, overlap: int, whole: int) -> list[FileC
             chunks.append(located(a, b))
         if end >= len(text):
             break
-        start = _word_start(text, max(end - overlap, start + 1), end)
+        if text.endswith("\n\n", start, end):
+            start = end  # cut between paragraphs (or pages): nothing was split, no overlap
+        else:
+            start = _word_start(text, max(end - overlap, start + 1), end)
     return chunks
 
 
