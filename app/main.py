@@ -24,6 +24,7 @@ from app.agents.base import AgentDeps, AgentSettings
 from app.agents.registry import build_agents
 from app.agents.turns import TurnService
 from app.api import agent, files, health, sessions
+from app.api.body_limit import BodyLimit
 from app.api.deps import Services
 from app.api.envelope import error_body
 from app.config import Settings
@@ -131,7 +132,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(agent.router)
     app.include_router(sessions.router)
-    app.include_router(files.router, max_body_size=files.body_limit(settings))
+    app.include_router(files.router)
+    app.add_middleware(BodyLimit, path="/file/upload", max_bytes=files.body_limit(settings))
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:

@@ -34,7 +34,7 @@ _STATUS: dict[type[FileError], int] = {UnsupportedFile: 415, FileTooLarge: 413, 
 
 
 def body_limit(settings: Settings) -> int:
-    """The largest upload request body: refused with 413 as it arrives, not once it is on disk."""
+    """The largest upload request body (see api/body_limit.py): the file and its multipart frame."""
     return settings.upload_max_bytes + MULTIPART_OVERHEAD_BYTES
 
 
