@@ -18,9 +18,8 @@ from app.agents.turns import ConversationBusy, DependencyDown, UnknownAgent
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
-from app.api.sessions import database_unavailable
+from app.api.files import find_file
 from app.api.sse import EventStreamResponse
-from app.store.base import StoreUnavailable
 from app.tasks.base import TaskBackendUnavailable
 
 router = APIRouter(prefix="/agent", tags=["agent"])
@@ -98,17 +97,11 @@ async def _stream(
 
 
 async def _check_file(kind: str, file_id: str | None, user: str, services: ServicesDep) -> None:
-    """A named file must be the caller's (404 otherwise, never 403); the file agent needs one."""
-    if not file_id:
-        if kind in KINDS_NEEDING_A_FILE:
-            raise ApiError(400, f"fileId is required for the {kind} agent")
-        return
-    try:
-        file = await services.files.get(user, file_id)
-    except StoreUnavailable as exc:
-        raise database_unavailable(exc) from exc
-    if file is None:
-        raise ApiError(404, "File not found")
+    """A named file must be the caller's (404 otherwise); the file agent needs one."""
+    if file_id:
+        await find_file(services, user, file_id)
+    elif kind in KINDS_NEEDING_A_FILE:
+        raise ApiError(400, f"fileId is required for the {kind} agent")
 
 
 def _add_stream_routes(kind: str, summary: str) -> None:

@@ -6,10 +6,14 @@ every answer the same way. `ApiError` is raised only in routes and deps.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 from fastapi import HTTPException
 from pydantic import BaseModel
+
+from app.store.base import StoreUnavailable
 
 T = TypeVar("T")
 
@@ -31,3 +35,12 @@ class ApiError(HTTPException):
 
 def error_body(status: int, message: str) -> dict[str, Any]:
     return {"code": status, "message": message, "data": None}
+
+
+@contextmanager
+def database_errors() -> Iterator[None]:
+    """A database that cannot be reached inside the block answers 503."""
+    try:
+        yield
+    except StoreUnavailable as exc:
+        raise ApiError(503, "Service unavailable: the database is down") from exc

@@ -17,10 +17,10 @@ from pydantic import BaseModel
 
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
-from app.api.envelope import ApiError, Envelope, ok
-from app.api.sessions import database_unavailable, iso
+from app.api.envelope import ApiError, Envelope, database_errors, ok
+from app.api.sessions import iso
 from app.config import Settings
-from app.store.base import StoredFile, StoreUnavailable
+from app.store.base import StoredFile
 from app.store.blobs import BlobNotFound
 from app.tools.files import EmptyFile, FileError, FileTooLarge, UnsupportedFile
 
@@ -70,11 +70,10 @@ def _info(file: StoredFile) -> FileInfo:
     )
 
 
-async def _find(services: ServicesDep, user: str, file_id: str) -> StoredFile:
-    try:
+async def find_file(services: ServicesDep, user: str, file_id: str) -> StoredFile:
+    """The caller's file, or 404: another user's file is not found, never forbidden."""
+    with database_errors():
         file = await services.files.get(user, file_id)
-    except StoreUnavailable as exc:
-        raise database_unavailable(exc) from exc
     if file is None:
         raise ApiError(404, "File not found")
     return file
@@ -100,11 +99,10 @@ async def upload_file(
     with status `failed` and the reason in `/file/info`.
     """
     try:
-        stored = await services.files.upload(user, file.filename or "", file.file)
+        with database_errors():
+            stored = await services.files.upload(user, file.filename or "", file.file)
     except FileError as exc:
         raise ApiError(_STATUS[type(exc)], str(exc)) from exc
-    except StoreUnavailable as exc:
-        raise database_unavailable(exc) from exc
     return ok(
         UploadedFile(
             fileId=stored.id, fileName=stored.file_name, size=stored.size, mimeType=stored.mime_type
@@ -116,17 +114,15 @@ async def upload_file(
 async def read_file_info(
     file_id: FileId, user: UserDep, services: ServicesDep
 ) -> Envelope[FileInfo]:
-    return ok(_info(await _find(services, user, file_id)))
+    return ok(_info(await find_file(services, user, file_id)))
 
 
 @router.get("/content/{file_id}", summary="A file's extracted text")
 async def read_file_content(file_id: FileId, user: UserDep, services: ServicesDep) -> Envelope[str]:
     """422 when the file has no text (status `failed`, with the reason)."""
-    file = await _find(services, user, file_id)
-    try:
+    file = await find_file(services, user, file_id)
+    with database_errors():
         content = await services.files.content(user, file_id)
-    except StoreUnavailable as exc:
-        raise database_unavailable(exc) from exc
     if content is None:
         raise ApiError(422, f"The file has no extracted text. {file.error or ''}".strip())
     return ok(content)
@@ -134,18 +130,14 @@ async def read_file_content(file_id: FileId, user: UserDep, services: ServicesDe
 
 @router.get("/exists/{file_id}", summary="Whether the caller has this file")
 async def file_exists(file_id: FileId, user: UserDep, services: ServicesDep) -> Envelope[bool]:
-    try:
+    with database_errors():
         return ok(await services.files.get(user, file_id) is not None)
-    except StoreUnavailable as exc:
-        raise database_unavailable(exc) from exc
 
 
 @router.get("/list", summary="The caller's files, newest first")
 async def list_files(user: UserDep, services: ServicesDep) -> Envelope[list[FileInfo]]:
-    try:
+    with database_errors():
         files = await services.files.list_files(user)
-    except StoreUnavailable as exc:
-        raise database_unavailable(exc) from exc
     return ok([_info(f) for f in files])
 
 
@@ -156,7 +148,7 @@ async def list_files(user: UserDep, services: ServicesDep) -> Envelope[list[File
     responses={200: {"content": {"application/octet-stream": {}}, "description": "The file"}},
 )
 async def download_file(file_id: FileId, user: UserDep, services: ServicesDep) -> StreamingResponse:
-    file = await _find(services, user, file_id)
+    file = await find_file(services, user, file_id)
     try:
         chunks: AsyncIterator[bytes] = await services.files.download(file)
     except BlobNotFound as exc:
@@ -179,10 +171,8 @@ async def delete_file(
     file_id: FileId, user: UserDep, services: ServicesDep
 ) -> Envelope[DeletedFile]:
     """Removes the bytes, the text, the passages and their vectors; 404 when not found."""
-    try:
+    with database_errors():
         deleted = await services.files.delete(user, file_id)
-    except StoreUnavailable as exc:
-        raise database_unavailable(exc) from exc
     if not deleted:
         raise ApiError(404, "File not found")
     return ok(DeletedFile(fileId=file_id, deleted=True))

@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
-from app.api.envelope import ApiError, Envelope, ok
-from app.store.base import StoredTurn, StoreUnavailable
+from app.api.envelope import ApiError, Envelope, database_errors, ok
+from app.store.base import StoredTurn
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 
@@ -88,10 +88,6 @@ def _message(turn: StoredTurn) -> MessageRecord:
     )
 
 
-def database_unavailable(exc: StoreUnavailable) -> ApiError:
-    return ApiError(503, "Service unavailable: the database is down")
-
-
 @router.get("/list", summary="List conversations, newest activity first")
 async def list_conversations(
     user: UserDep,
@@ -100,10 +96,8 @@ async def list_conversations(
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=100)] = 10,
 ) -> Envelope[ConversationPage]:
     """One record per conversation: its first question, agent and file."""
-    try:
+    with database_errors():
         items, total = await services.store.list_conversations(user, page_num, page_size)
-    except StoreUnavailable as exc:
-        raise database_unavailable(exc) from exc
     records = [
         ConversationRecord(
             conversationId=c.session_id,
@@ -123,10 +117,8 @@ async def get_conversation(
     conversation_id: ConversationId, user: UserDep, services: ServicesDep
 ) -> Envelope[ConversationDetail]:
     """404 when the conversation does not exist or belongs to someone else."""
-    try:
+    with database_errors():
         turns = await services.store.get_conversation(user, conversation_id)
-    except StoreUnavailable as exc:
-        raise database_unavailable(exc) from exc
     if not turns:
         raise ApiError(404, "Conversation not found")
     return ok(
@@ -147,10 +139,8 @@ async def delete_conversation(
 
     404 when there is nothing to delete.
     """
-    try:
+    with database_errors():
         deleted = await services.store.delete_conversation(user, conversation_id)
-    except StoreUnavailable as exc:
-        raise database_unavailable(exc) from exc
     if deleted.turns == 0:
         raise ApiError(404, "Conversation not found")
     await services.files.discard_blobs(deleted.blob_keys)

@@ -1,4 +1,4 @@
-"""Fixtures the end-to-end tests share: the backend pair to run on, and the fake model."""
+"""Fixtures the integration tests share: the databases and backends to run on, the fake model."""
 
 from __future__ import annotations
 
@@ -7,8 +7,23 @@ from pathlib import Path
 
 import pytest
 
+from app.store.db import Database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.service import Backend
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """Each test runs on SQLite and on PostgreSQL."""
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return url
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    """A migrated database on `database_url`."""
+    async with Database.open(database_url, pool_size=5, migrate=True) as database:
+        yield database
 
 
 @pytest.fixture(params=["sqlite-memory", "postgres-redis"])

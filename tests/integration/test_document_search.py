@@ -67,18 +67,6 @@ class Library:
     blobs: Path
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest) -> str:
-    url: str = request.getfixturevalue(f"{request.param}_url")
-    return url
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[Database]:
-    async with Database.open(database_url, pool_size=5, migrate=True) as database:
-        yield database
-
-
 @pytest.fixture
 async def http() -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(timeout=10) as client:

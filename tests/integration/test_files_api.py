@@ -19,12 +19,6 @@ BOB = {"Authorization": "Bearer key-bob"}
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest) -> str:
-    url: str = request.getfixturevalue(f"{request.param}_url")
-    return url
-
-
 def settings_for(tmp_path: Path, database_url: str, **overrides: Any) -> Settings:
     keys = "key-alice:alice,key-bob:bob"
     return service_settings(tmp_path, database_url, api_keys=keys, **overrides)

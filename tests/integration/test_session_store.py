@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -32,18 +31,6 @@ from app.store.base import (
 from app.store.db import MIGRATIONS_DIR, Database
 from app.store.models import AiSession
 from app.store.sessions import SqlSessionStore
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest) -> str:
-    url: str = request.getfixturevalue(f"{request.param}_url")
-    return url
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[Database]:
-    async with Database.open(database_url, pool_size=5, migrate=True) as database:
-        yield database
 
 
 @pytest.fixture
