@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import bisect
 import math
+import operator
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -36,9 +37,9 @@ RRF_K = 60
 """Reciprocal-rank constant: the customary 60 keeps one list's top hit from dominating."""
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
-_WORD = re.compile(r"[^\W_]+")
+_TOKEN = re.compile(rf"[{_CJK}]+|[^\W_{_CJK}]+")
+"""A run of CJK characters, or a word of other letters and digits."""
 _CJK_CHAR = re.compile(f"[{_CJK}]")
-_CJK_RUN = re.compile(f"([{_CJK}]+)")
 _BREAKS = ("\n\n", "\n", ". ", "。", "! ", "? ", "！", "？", " ")
 _SPACE = re.compile(r"\s")
 
@@ -106,16 +107,15 @@ def _word_start(text: str, position: int, limit: int) -> int:
 
 
 def tokenize(text: str) -> list[str]:
+    runs: list[str] = _TOKEN.findall(text.lower())
+    if not _CJK_CHAR.search(text):
+        return runs  # the common case, in one pass of the regex engine
     tokens: list[str] = []
-    for word in _WORD.findall(text.lower()):
-        if not _CJK_CHAR.search(word):
-            tokens.append(word)
-            continue
-        for part in filter(None, _CJK_RUN.split(word)):
-            if not _CJK_CHAR.match(part) or len(part) == 1:
-                tokens.append(part)
-            else:
-                tokens.extend(part[i : i + 2] for i in range(len(part) - 1))
+    for run in runs:
+        if len(run) > 1 and _CJK_CHAR.match(run):
+            tokens.extend(run[i : i + 2] for i in range(len(run) - 1))
+        else:
+            tokens.append(run)
     return tokens
 
 
@@ -184,4 +184,4 @@ def normalize(vector: Sequence[float]) -> list[float]:
 
 
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:
-    return math.fsum(x * y for x, y in zip(a, b, strict=False))
+    return float(sum(map(operator.mul, a, b)))
