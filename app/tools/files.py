@@ -143,15 +143,15 @@ class FileLibrary:
             await self._check(key, size, file_type)
             await self._store.add_file(record)
         except BaseException:
-            await self._blobs.delete(key)
+            await self._discard(key)
             raise
-        outcome = await self._process(key, file_type)
         try:
+            outcome = await self._process(key, file_type)
             await self._store.finish_file(file_id, outcome)
         except BaseException:
             with contextlib.suppress(StoreError):
                 await self._store.delete_file(user_id, file_id)
-            await self._blobs.delete(key)
+            await self._discard(key)
             raise
         return replace(
             record,
@@ -178,13 +178,13 @@ class FileLibrary:
         key = await self._store.delete_file(user_id, file_id)
         if key is None:
             return False
-        await self._blobs.delete(key)
+        await self._discard(key)
         return True
 
     async def discard_blobs(self, keys: Iterable[str]) -> None:
         """Remove the bytes of files whose rows were deleted elsewhere (with a conversation)."""
         for key in keys:
-            await self._blobs.delete(key)
+            await self._discard(key)
 
     async def search(self, file: StoredFile, query: str) -> Passages:
         """The passages of a `ready` file that best match `query`."""
@@ -200,6 +200,17 @@ class FileLibrary:
         if not order:
             return Passages(chunks[:top_k], whole=False, matched=False)
         return Passages([chunks[i] for i in order], whole=False, matched=True)
+
+    async def _discard(self, key: str) -> None:
+        """Remove bytes whose rows are gone (or never were); a failure is logged, not raised.
+
+        The rows decide what exists: bytes left behind by a failing disk are
+        unreachable, and failing the request over them would hide what did happen.
+        """
+        try:
+            await self._blobs.delete(key)
+        except OSError:
+            log.warning("could not delete blob %s", key, exc_info=True)
 
     async def _check(self, key: str, size: int, file_type: FileType) -> None:
         if size == 0:

@@ -7,6 +7,7 @@ a fake embeddings server over real HTTP (tests/fakes/embeddings_server.py).
 from __future__ import annotations
 
 import io
+import socket
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 from pydantic import SecretStr
 
 from app.llm.embeddings import OpenAIEmbeddings
-from app.store.base import StoredFile
+from app.store.base import StoredFile, StoreUnavailable
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.files import SqlFileStore
@@ -205,6 +206,22 @@ async def test_failed_uploads_leave_nothing_behind(db: Database, tmp_path: Path)
         await upload(lib, "fake.pdf", b"not a pdf at all")
 
     assert await lib.files.list_files("alice") == []
+    assert stored_blobs(lib) == []
+
+
+async def test_a_database_that_is_down_fails_the_upload_and_keeps_no_bytes(
+    tmp_path: Path,
+) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"postgresql+asyncpg://postgres@127.0.0.1:{port}/gone"
+    async with Database.open(url, pool_size=1, migrate=False) as down:
+        lib = library(down, tmp_path)
+
+        with pytest.raises(StoreUnavailable):
+            await upload(lib, "manual.pdf", pdf_bytes(TOPICS))
+
     assert stored_blobs(lib) == []
 
 
