@@ -78,6 +78,18 @@ class Settings(BaseSettings):
     recommendations_enabled: bool = True
     tool_result_display_chars: int = 2000
 
+    embedding_base_url: str = ""
+    """An OpenAI-compatible `/embeddings` endpoint; empty: documents are searched by BM25 alone."""
+    embedding_api_key: SecretStr = SecretStr("")
+    embedding_model: str = "text-embedding-3-small"
+    embedding_batch_size: int = Field(default=64, ge=1)
+    file_chunk_chars: int = Field(default=1000, ge=100)
+    """Length of the passages a document is cut into for search."""
+    file_chunk_overlap_chars: int = Field(default=200, ge=0)
+    file_whole_text_chars: int = Field(default=8000, ge=0)
+    """A document whose text is at most this long is handed to the model whole."""
+    file_search_top_k: int = Field(default=5, ge=1)
+
     log_level: str = "INFO"
 
     @field_validator("data_dir")

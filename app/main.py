@@ -21,17 +21,22 @@ from fastapi.responses import RedirectResponse
 from app.agents.base import AgentDeps, AgentSettings
 from app.agents.registry import build_agents
 from app.agents.turns import TurnService
-from app.api import agent, health, sessions
+from app.api import agent, files, health, sessions
+from app.api.body_limit import BodyLimit
 from app.api.deps import Services
 from app.api.errors import install_error_handlers
 from app.config import Settings
+from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
 from app.llm.registry import build_chat_model
 from app.llm.tokens import TokenCounter, install_encodings
+from app.store.blobs import LocalBlobStore
 from app.store.db import Database
+from app.store.files import SqlFileStore
 from app.store.sessions import SqlSessionStore
 from app.tasks.factory import build_task_manager
 from app.tasks.runs import RunRegistry
+from app.tools.files import FileLibrary, LibrarySettings
 
 log = logging.getLogger("app")
 
@@ -53,6 +58,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await _mark_orphans(store, settings)
         model_client = await stack.enter_async_context(build_http_client(settings))
         tools_client = await stack.enter_async_context(build_http_client(settings))
+        library = FileLibrary(
+            SqlFileStore(db),
+            LocalBlobStore(settings.data_dir / "files"),
+            build_embedder(settings, tools_client),
+            LibrarySettings.from_settings(settings),
+        )
         tasks = build_task_manager(settings, instance_id=uuid.uuid4().hex[:12])
         runs = RunRegistry(tasks, settings.task_ttl_seconds, settings.resume_retention_seconds)
         await tasks.start(runs.stop)
@@ -65,6 +76,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             http=tools_client,
             settings=settings,
             agent=AgentSettings.from_settings(settings),
+            files=library,
         )
         app.state.services = Services(
             settings=settings,
@@ -73,6 +85,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             runs=runs,
             turns=TurnService(build_agents(deps), tasks, runs, settings.task_ttl_seconds),
             users_by_key=settings.user_by_key(),
+            files=library,
         )
         if not deps.model.config.configured:
             log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")
@@ -115,6 +128,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(agent.router)
     app.include_router(sessions.router)
+    app.include_router(files.router)
+    app.add_middleware(BodyLimit, path="/file/upload", max_bytes=files.body_limit(settings))
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:

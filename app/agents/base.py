@@ -48,6 +48,7 @@ from app.llm.errors import ModelError, user_message
 from app.llm.tokens import TokenCounter
 from app.store.base import NewTurn, SessionStore, StoreError, TurnOutcome
 from app.tasks.runs import Run, StopReason
+from app.tools.files import FileLibrary
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,8 @@ class AgentDeps:
     """The pooled client for tools' HTTP calls (not the model's)."""
     settings: Settings
     agent: AgentSettings
+    files: FileLibrary | None = None
+    """Uploaded documents, for the agents that read them."""
 
 
 @dataclass(slots=True)

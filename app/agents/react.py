@@ -67,11 +67,21 @@ class ReActAgent(BaseAgent):
         for note in self.notices(turn):
             yield ThinkingEvent(note)
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
-        messages = [
+        async for event in self.loop(turn, state, tools, self.first_messages(turn, state)):
+            yield event
+
+    def first_messages(self, turn: Turn, state: TurnState) -> list[Msg]:
+        """The system prompt, the conversation so far, and the question."""
+        return [
             Msg.text("system", self.system_prompt(turn)),
             *state.memory,
             Msg.text("user", turn.question),
         ]
+
+    async def loop(
+        self, turn: Turn, state: TurnState, tools: dict[str, Tool], messages: list[Msg]
+    ) -> AsyncIterator[Event]:
+        """Reason and act from `messages` until the model answers without tool calls."""
         max_rounds = self.deps.agent.max_rounds
         for round_no in range(max_rounds + 1):
             final = round_no == max_rounds or not tools

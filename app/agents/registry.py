@@ -7,12 +7,14 @@ The key is the path segment of `/agent/{kind}/stream` and the stored
 from __future__ import annotations
 
 from app.agents.base import AgentDeps, BaseAgent
+from app.agents.file_qa import FileQaAgent
 from app.agents.web_search import WebSearchAgent
 
 AGENT_KINDS = ("chat", "file", "pptx", "deep", "skills")
 
 AGENTS: dict[str, type[BaseAgent]] = {
     WebSearchAgent.agent_type: WebSearchAgent,
+    FileQaAgent.agent_type: FileQaAgent,
 }
 
 

@@ -18,11 +18,13 @@ from app.agents.turns import ConversationBusy, DependencyDown, UnknownAgent
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
+from app.api.files import find_file
 from app.api.sse import EventStreamResponse
 
 router = APIRouter(prefix="/agent", tags=["agent"])
 
 CONVERSATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+KINDS_NEEDING_A_FILE = frozenset({"file"})
 STOP_WAIT_SECONDS = 5.0
 
 
@@ -35,7 +37,11 @@ class StreamParams(BaseModel):
         alias="conversationId",
         description="The conversation; a new one is made when missing.",
     )
-    file_id: str | None = Field(default=None, alias="fileId")
+    file_id: str | None = Field(
+        default=None,
+        alias="fileId",
+        description="An uploaded file to ask about (required by the file agent).",
+    )
     on_disconnect: Literal["continue", "cancel"] | None = Field(
         default=None,
         alias="onDisconnect",
@@ -70,6 +76,7 @@ async def _stream(
     if len(params.query or "") > settings.query_max_chars:
         raise ApiError(413, f"query is longer than {settings.query_max_chars} characters")
     conversation_id = _conversation_id(params.conversation_id)
+    await _check_file(kind, params.file_id, user, services)
     try:
         run = await services.turns.start(kind, user, conversation_id, question, params.file_id)
     except UnknownAgent as exc:
@@ -86,11 +93,20 @@ async def _stream(
     )
 
 
+async def _check_file(kind: str, file_id: str | None, user: str, services: ServicesDep) -> None:
+    """A named file must be the caller's (404 otherwise); the file agent needs one."""
+    if file_id:
+        await find_file(services, user, file_id)
+    elif kind in KINDS_NEEDING_A_FILE:
+        raise ApiError(400, f"fileId is required for the {kind} agent")
+
+
 def _add_stream_routes(kind: str, summary: str) -> None:
     path = f"/{kind}/stream"
     responses: dict[int | str, dict[str, object]] = {
         200: {"content": {"text/event-stream": {}}, "description": "The event stream"},
         400: {"description": "Bad input"},
+        404: {"description": "Unknown fileId"},
         409: {"description": "A task is already running for this conversation"},
         503: {"description": "A dependency is down"},
     }

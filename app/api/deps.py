@@ -12,6 +12,7 @@ from app.config import Settings
 from app.store.base import SessionStore
 from app.tasks.base import TaskManager
 from app.tasks.runs import RunRegistry
+from app.tools.files import FileLibrary
 
 
 @dataclass(slots=True)
@@ -22,6 +23,7 @@ class Services:
     runs: RunRegistry
     turns: TurnService
     users_by_key: dict[str, str]
+    files: FileLibrary
 
 
 def get_services(request: Request) -> Services:

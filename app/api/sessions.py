@@ -134,7 +134,8 @@ async def delete_conversation(
     conversation_id: ConversationId, user: UserDep, services: ServicesDep
 ) -> Envelope[Deleted]:
     """Deletes the conversation's turns in one transaction; 404 when there is nothing to delete."""
-    count = await services.store.delete_conversation(user, conversation_id)
-    if count == 0:
+    deleted = await services.store.delete_conversation(user, conversation_id)
+    if deleted.turns == 0:
         raise ApiError(404, "Conversation not found")
-    return ok(Deleted(conversationId=conversation_id, deleted=count))
+    await services.files.discard_blobs(deleted.blob_keys)
+    return ok(Deleted(conversationId=conversation_id, deleted=deleted.turns))

@@ -5,6 +5,10 @@ One turn is one `ai_session` row: written when the question arrives
 (`finish_turn`), never per token. Every read is scoped to a user, so a
 conversation of another user is simply not found.
 
+An uploaded file is one `ai_file` row (its metadata and extracted text) and
+its passages in `ai_file_chunk`; its bytes are in a `BlobStore` (blobs.py),
+never in the database.
+
     StoreError              base: callers catch this
     └── StoreUnavailable    the database cannot be reached (answer 503)
 """
@@ -89,6 +93,14 @@ class ConversationSummary:
     update_time: datetime
 
 
+@dataclass(slots=True)
+class DeletedConversation:
+    turns: int
+    """Turn rows deleted; 0 when the conversation did not exist (or is another user's)."""
+    blob_keys: list[str] = field(default_factory=list)
+    """Blobs of the files deleted with it (used by no other conversation)."""
+
+
 class SessionStore(Protocol):
     async def add_question(self, turn: NewTurn) -> int:
         """Insert the turn with status `running`; return its row id."""
@@ -130,10 +142,82 @@ class SessionStore(Protocol):
         """All turns, oldest first; empty when it does not exist or is another user's."""
         ...
 
-    async def delete_conversation(self, user_id: str, session_id: str) -> int:
-        """Delete the conversation's rows in one transaction; return how many."""
+    async def delete_conversation(self, user_id: str, session_id: str) -> DeletedConversation:
+        """Delete the conversation's rows and the files only it used, in one transaction.
+
+        The files' bytes are not touched: the caller removes `blob_keys` after the commit.
+        """
         ...
 
     async def ping(self) -> None:
         """Raise `StoreUnavailable` when the database cannot be reached."""
+        ...
+
+
+FileStatus = Literal["processing", "ready", "failed"]
+
+
+@dataclass(slots=True)
+class StoredFile:
+    id: str
+    user_id: str
+    file_name: str
+    mime_type: str
+    size: int
+    blob_key: str
+    status: FileStatus
+    error: str | None
+    embedding_model: str | None
+    create_time: datetime
+    update_time: datetime
+
+
+@dataclass(slots=True)
+class FileChunk:
+    """A passage and where it is: units `first`..`last` (pages, paragraphs or lines)."""
+
+    seq: int
+    unit: str
+    first: int
+    last: int
+    text: str
+    vector: list[float] | None = None
+
+
+@dataclass(slots=True)
+class FileOutcome:
+    """What extraction produced, written in one transaction."""
+
+    status: FileStatus
+    error: str | None = None
+    content: str | None = None
+    chunks: list[FileChunk] = field(default_factory=list)
+    embedding_model: str | None = None
+
+
+class FileStore(Protocol):
+    async def add_file(self, file: StoredFile) -> None:
+        """Record a file whose bytes are stored (status `processing`)."""
+        ...
+
+    async def finish_file(self, file_id: str, outcome: FileOutcome) -> None:
+        """Set the file's status, text and chunks together."""
+        ...
+
+    async def get_file(self, user_id: str, file_id: str) -> StoredFile | None: ...
+
+    async def list_files(self, user_id: str) -> list[StoredFile]:
+        """The user's files, newest first."""
+        ...
+
+    async def file_content(self, user_id: str, file_id: str) -> str | None:
+        """The extracted text; None when the file is not found or has none."""
+        ...
+
+    async def file_chunks(self, user_id: str, file_id: str) -> list[FileChunk]:
+        """The file's passages in document order, with their vectors."""
+        ...
+
+    async def delete_file(self, user_id: str, file_id: str) -> str | None:
+        """Delete the file's rows in one transaction; its blob key, or None if not found."""
         ...

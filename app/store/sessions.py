@@ -17,16 +17,19 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 import orjson
-from sqlalchemy import RowMapping, bindparam, delete, func, insert, select, update
+from sqlalchemy import RowMapping, bindparam, delete, exists, func, insert, select, update
 
 from app.store.base import (
     ConversationSummary,
+    DeletedConversation,
     NewTurn,
     StoredTurn,
     TurnOutcome,
     TurnStatus,
 )
 from app.store.db import Database
+from app.store.files import delete_file_rows
+from app.store.models import AI_FILE as F
 from app.store.models import AI_SESSION as T
 
 _INSERT_QUESTION = insert(T).returning(T.c.id)
@@ -184,12 +187,23 @@ class SqlSessionStore:
             rows = (await conn.execute(stmt)).mappings().all()
         return [_turn(row) for row in rows]
 
-    async def delete_conversation(self, user_id: str, session_id: str) -> int:
-        stmt = delete(T).where(T.c.user_id == user_id, T.c.session_id == session_id)
-        # A transaction, not a lone statement: what else belongs to the conversation
-        # is deleted here too as the schema grows, and all of it must go at once.
+    async def delete_conversation(self, user_id: str, session_id: str) -> DeletedConversation:
+        """Delete the turns and the files no other conversation used, all at once.
+
+        A file is used by a conversation when one of its turns names it; a
+        file never asked about is the user's to delete, not the conversation's.
+        """
+        mine = T.c.user_id == user_id, T.c.session_id == session_id
+        used_here = select(T.c.fileid).where(*mine, T.c.fileid.is_not(None))
+        used_elsewhere = exists().where(T.c.fileid == F.c.id, T.c.session_id != session_id)
+        only_here = select(F.c.id, F.c.blob_key).where(
+            F.c.user_id == user_id, F.c.id.in_(used_here), ~used_elsewhere
+        )
         async with self._db.begin() as conn:
-            return (await conn.execute(stmt)).rowcount
+            files = (await conn.execute(only_here)).all()
+            await delete_file_rows(conn, [row.id for row in files])
+            turns = (await conn.execute(delete(T).where(*mine))).rowcount
+        return DeletedConversation(turns, [row.blob_key for row in files])
 
     async def ping(self) -> None:
         await self._db.ping()

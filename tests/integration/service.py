@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import httpx
 
 from app.config import Settings
 from app.main import create_app
+from tests.fakes.openai_server import FakeOpenAI
 from tests.support.server import serve
 from tests.support.sse import collect
 
@@ -36,6 +38,29 @@ def service_settings(
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)
+
+
+@dataclass
+class Backend:
+    """Where a test app keeps its state: see the `backend` fixture in conftest.py."""
+
+    database_url: str
+    redis_url: str
+    redis_prefix: str
+
+
+def settings_for(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, **overrides: Any
+) -> Settings:
+    """Settings for an app on `backend` whose model is the fake."""
+    return service_settings(
+        tmp_path,
+        backend.database_url,
+        backend.redis_url,
+        redis_prefix=backend.redis_prefix,
+        llm_base_url=fake_llm.base_url,
+        **overrides,
+    )
 
 
 @contextlib.asynccontextmanager

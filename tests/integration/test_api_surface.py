@@ -30,6 +30,13 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/session/{conversation_id}": {"get", "delete"},
         "/health": {"get"},
         "/ready": {"get"},
+        "/file/upload": {"post"},
+        "/file/info/{file_id}": {"get"},
+        "/file/content/{file_id}": {"get"},
+        "/file/exists/{file_id}": {"get"},
+        "/file/list": {"get"},
+        "/file/download/{file_id}": {"get"},
+        "/file/{file_id}": {"delete"},
     }
     assert {path: set(ops) for path, ops in paths.items()} == expected
     assert "text/event-stream" in paths["/agent/chat/stream"]["get"]["responses"]["200"]["content"]

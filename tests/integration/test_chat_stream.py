@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,48 +17,22 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import TEST_LLM_KEY, ask, history, running_service, service_settings
+from tests.integration.service import (
+    TEST_LLM_KEY,
+    Backend,
+    ask,
+    history,
+    running_service,
+    service_settings,
+    settings_for,
+)
 from tests.support.sse import collect, events, text_of, types
-
-
-@dataclass
-class Backend:
-    database_url: str
-    redis_url: str
-    redis_prefix: str
-
-
-@pytest.fixture(params=["sqlite-memory", "postgres-redis"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    prefix: str = request.getfixturevalue("redis_prefix")
-    if request.param == "sqlite-memory":
-        return Backend(f"sqlite+aiosqlite:///{tmp_path}/app.db", "", prefix)
-    return Backend(
-        request.getfixturevalue("postgres_url"), request.getfixturevalue("redis_url"), prefix
-    )
-
-
-@pytest.fixture
-async def fake_llm() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI() as fake:
-        yield fake
 
 
 @pytest.fixture
 async def fake_search() -> AsyncIterator[FakeTavily]:
     async with FakeTavily().running() as fake:
         yield fake
-
-
-def settings_for(backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, **overrides: Any) -> Any:
-    return service_settings(
-        tmp_path,
-        backend.database_url,
-        backend.redis_url,
-        redis_prefix=backend.redis_prefix,
-        llm_base_url=fake_llm.base_url,
-        **overrides,
-    )
 
 
 async def test_full_turn_searches_answers_and_is_stored(

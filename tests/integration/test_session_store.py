@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlmodel import col, select
 
 from app.store.base import (
+    DeletedConversation,
     NewTurn,
     SessionStore,
     StoredTurn,
@@ -27,21 +28,9 @@ from app.store.base import (
     TurnOutcome,
     TurnStatus,
 )
-from app.store.db import Database
+from app.store.db import MIGRATIONS_DIR, Database
 from app.store.models import AiSession
 from app.store.sessions import SqlSessionStore
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
-def database_url(request: pytest.FixtureRequest) -> str:
-    url: str = request.getfixturevalue(f"{request.param}_url")
-    return url
-
-
-@pytest.fixture
-async def db(database_url: str) -> AsyncIterator[Database]:
-    async with Database.open(database_url, pool_size=5, migrate=True) as database:
-        yield database
 
 
 @pytest.fixture
@@ -258,13 +247,13 @@ async def test_delete_conversation_removes_only_own_rows(store: SessionStore) ->
     await store.add_question(new_turn(user_id="alice", session_id="keep"))
     await store.add_question(new_turn(user_id="bob"))
 
-    assert await store.delete_conversation("alice", "conv-1") == 2
+    assert await store.delete_conversation("alice", "conv-1") == DeletedConversation(2)
 
     assert await store.get_conversation("alice", "conv-1") == []
     assert len(await store.get_conversation("alice", "keep")) == 1
     assert len(await store.get_conversation("bob", "conv-1")) == 1
-    assert await store.delete_conversation("alice", "conv-1") == 0
-    assert await store.delete_conversation("mallory", "conv-1") == 0
+    assert await store.delete_conversation("alice", "conv-1") == DeletedConversation(0)
+    assert await store.delete_conversation("mallory", "conv-1") == DeletedConversation(0)
 
 
 async def test_save_partial_updates_only_running_turns(store: SessionStore) -> None:
@@ -320,7 +309,7 @@ async def test_migrations_are_idempotent(database_url: str) -> None:
         assert len(await SqlSessionStore(db).get_conversation("alice", "conv-1")) == 1
         async with db.begin() as conn:
             version = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
-        assert version == [("0001",)]
+        assert version == [(ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head(),)]
 
 
 async def test_orm_session_reads_the_table(db: Database) -> None:

@@ -1,0 +1,65 @@
+"""The file question-answering agent (`/agent/file/stream`): ReAct over one uploaded document.
+
+The document is read only through its search tool, and the first search,
+with the question itself, is made before the model is called: every turn
+shows the tool at work, the model starts from the passages that matter
+(one model round saved), and a model that does not call tools still answers
+from the document. The model may search again with other words.
+
+A file with no readable text (scanned, an image, damaged) is not answered
+from: the turn says why, without asking the model.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Sequence
+
+from app.agents.base import AgentDeps, Turn, TurnState
+from app.agents.react import ReActAgent
+from app.core.events import Event, TextEvent
+from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
+from app.tools.base import Tool
+from app.tools.documents import SCHEMA, DocumentSearch, unreadable_reason
+
+SYSTEM_PROMPT = """You answer questions about a document the user uploaded, from what it says.
+- The search_document tool returns numbered passages of the document, each with its location.
+  The question has already been searched for; search again with other words when the
+  passages do not hold the answer.
+- Cite the location of what you use, like (page 3) or (paragraph 12).
+- When the document does not say, tell the user so; do not fill the gap from general knowledge.
+- Answer in the language of the question, in Markdown, concisely."""
+
+
+class FileQaAgent(ReActAgent):
+    agent_type = "file"
+
+    def __init__(self, deps: AgentDeps) -> None:
+        super().__init__(deps)
+        if deps.files is None:
+            raise ValueError("the file agent needs the file library (AgentDeps.files)")
+        self._files = deps.files
+
+    def system_prompt(self, turn: Turn) -> str:
+        return SYSTEM_PROMPT
+
+    def tools(self, turn: Turn) -> Sequence[Tool]:
+        return (DocumentSearch(self._files, turn.user_id, turn.file_id or ""),)
+
+    async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
+        file = await self._files.get(turn.user_id, turn.file_id or "")
+        tools = {tool.schema.name: tool for tool in self.tools(turn)}
+        search = ToolUseBlock(f"call_{uuid.uuid4().hex}", SCHEMA.name, {"query": turn.question})
+        results: list[ToolResultBlock] = []
+        async for event in self._act(turn, state, tools, [search], results):
+            yield event
+        if file is None or file.status != "ready":
+            yield TextEvent(f"I cannot answer from this file. {unreadable_reason(file)}")
+            return
+        messages = [
+            *self.first_messages(turn, state),
+            Msg("assistant", [search]),
+            Msg("tool", list(results)),
+        ]
+        async for event in self.loop(turn, state, tools, messages):
+            yield event

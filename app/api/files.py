@@ -1,0 +1,172 @@
+"""Uploaded files (API.md "Files"), always scoped to the caller: another user's file is 404.
+
+Answers use the `{code, message, data}` envelope, except the download, which
+is the bytes. An upload is checked, stored, read and searchable before it
+answers, so the next request can use it at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+from urllib.parse import quote
+
+from fastapi import APIRouter, File, Path, UploadFile
+from fastapi.responses import StreamingResponse
+from pydantic import BaseModel
+
+from app.api.auth import UserDep
+from app.api.deps import ServicesDep
+from app.api.envelope import ApiError, Envelope, ok
+from app.api.sessions import iso
+from app.config import Settings
+from app.store.base import StoredFile
+from app.store.blobs import BlobNotFound
+from app.tools.files import EmptyFile, FileError, FileTooLarge, UnsupportedFile
+
+router = APIRouter(prefix="/file", tags=["files"])
+
+FileId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+MULTIPART_OVERHEAD_BYTES = 64 * 1024
+"""Room for the multipart boundaries and headers around the file in an upload's body."""
+
+_STATUS: dict[type[FileError], int] = {UnsupportedFile: 415, FileTooLarge: 413, EmptyFile: 400}
+
+
+def body_limit(settings: Settings) -> int:
+    """The largest upload request body (see api/body_limit.py): the file and its multipart frame."""
+    return settings.upload_max_bytes + MULTIPART_OVERHEAD_BYTES
+
+
+class UploadedFile(BaseModel):
+    fileId: str
+    fileName: str
+    size: int
+    mimeType: str
+
+
+class FileInfo(UploadedFile):
+    status: str
+    """`processing`, `ready` or `failed`."""
+    error: str | None
+    """Why a `failed` file has no text."""
+    createTime: str
+
+
+class DeletedFile(BaseModel):
+    fileId: str
+    deleted: bool
+
+
+def _info(file: StoredFile) -> FileInfo:
+    return FileInfo(
+        fileId=file.id,
+        fileName=file.file_name,
+        size=file.size,
+        mimeType=file.mime_type,
+        status=file.status,
+        error=file.error,
+        createTime=iso(file.create_time),
+    )
+
+
+async def find_file(services: ServicesDep, user: str, file_id: str) -> StoredFile:
+    """The caller's file, or 404: another user's file is not found, never forbidden."""
+    file = await services.files.get(user, file_id)
+    if file is None:
+        raise ApiError(404, "File not found")
+    return file
+
+
+@router.post(
+    "/upload",
+    summary="Upload a document",
+    responses={
+        400: {"description": "No file, or an empty one"},
+        413: {"description": "Larger than UPLOAD_MAX_BYTES"},
+        415: {"description": "Not pdf, docx, txt, md, png or jpg, or content not matching"},
+    },
+)
+async def upload_file(
+    file: Annotated[UploadFile, File(description="The document: pdf, docx, txt, md, png, jpg.")],
+    user: UserDep,
+    services: ServicesDep,
+) -> Envelope[UploadedFile]:
+    """Store the file and extract its text before answering.
+
+    A pdf without a text layer, an image, or a damaged file is still stored,
+    with status `failed` and the reason in `/file/info`.
+    """
+    try:
+        stored = await services.files.upload(user, file.filename or "", file.file)
+    except FileError as exc:
+        raise ApiError(_STATUS[type(exc)], str(exc)) from exc
+    return ok(
+        UploadedFile(
+            fileId=stored.id, fileName=stored.file_name, size=stored.size, mimeType=stored.mime_type
+        )
+    )
+
+
+@router.get("/info/{file_id}", summary="A file's metadata and status")
+async def read_file_info(
+    file_id: FileId, user: UserDep, services: ServicesDep
+) -> Envelope[FileInfo]:
+    return ok(_info(await find_file(services, user, file_id)))
+
+
+@router.get("/content/{file_id}", summary="A file's extracted text")
+async def read_file_content(file_id: FileId, user: UserDep, services: ServicesDep) -> Envelope[str]:
+    """422 when the file has no text (status `failed`, with the reason)."""
+    file = await find_file(services, user, file_id)
+    content = await services.files.content(user, file_id)
+    if content is None:
+        raise ApiError(422, f"The file has no extracted text. {file.error or ''}".strip())
+    return ok(content)
+
+
+@router.get("/exists/{file_id}", summary="Whether the caller has this file")
+async def file_exists(file_id: FileId, user: UserDep, services: ServicesDep) -> Envelope[bool]:
+    return ok(await services.files.get(user, file_id) is not None)
+
+
+@router.get("/list", summary="The caller's files, newest first")
+async def list_files(user: UserDep, services: ServicesDep) -> Envelope[list[FileInfo]]:
+    files = await services.files.list_files(user)
+    return ok([_info(f) for f in files])
+
+
+@router.get(
+    "/download/{file_id}",
+    summary="The stored bytes",
+    response_class=StreamingResponse,
+    responses={200: {"content": {"application/octet-stream": {}}, "description": "The file"}},
+)
+async def download_file(file_id: FileId, user: UserDep, services: ServicesDep) -> StreamingResponse:
+    file = await find_file(services, user, file_id)
+    try:
+        chunks: AsyncIterator[bytes] = await services.files.download(file)
+    except BlobNotFound as exc:
+        raise ApiError(404, "The file's content is missing") from exc
+    return StreamingResponse(
+        chunks,
+        media_type=file.mime_type,
+        headers={
+            "Content-Length": str(file.size),
+            # Inline, so a reference's `#page=N` opens the pdf there; the stored types
+            # are never HTML, and nosniff stops a browser from deciding otherwise.
+            "Content-Disposition": f"inline; filename*=UTF-8''{quote(file.file_name)}",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+@router.delete("/{file_id}", summary="Delete a file")
+async def delete_file(
+    file_id: FileId, user: UserDep, services: ServicesDep
+) -> Envelope[DeletedFile]:
+    """Removes the bytes, the text, the passages and their vectors; 404 when not found."""
+    deleted = await services.files.delete(user, file_id)
+    if not deleted:
+        raise ApiError(404, "File not found")
+    return ok(DeletedFile(fileId=file_id, deleted=True))

@@ -1,0 +1,281 @@
+"""The file library: what happens to an uploaded document, from upload to deletion.
+
+Upload: the name decides the type (only pdf, docx, txt, md, png and jpg),
+the bytes are copied to the blob store under a generated key with the size
+capped, the content must be what the name says, then the text is extracted
+and cut into passages in a worker thread, embedded when an embeddings
+endpoint is configured, and recorded with its status. All of that happens
+before the upload answers, so the next request can use the file at once.
+A file that is what it claims but has no readable text (a scanned pdf, an
+image, a damaged file) is kept with status `failed` and the reason.
+
+Search: the passages of one file that best match a query, or the whole text
+of a file small enough to be one passage.
+
+    FileError
+    ├── UnsupportedFile   the type is not accepted, or the content is not what the name says
+    ├── FileTooLarge      more than UPLOAD_MAX_BYTES
+    └── EmptyFile         no bytes at all
+
+`StoreError` from the database passes through; nothing is left behind when
+an upload fails (no blob, no row).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import unicodedata
+import uuid
+from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path, PurePath
+from typing import BinaryIO
+
+from app.config import Settings
+from app.llm.embeddings import EmbeddingError
+from app.store.base import FileChunk, FileOutcome, FileStore, StoredFile, StoreError
+from app.store.blobs import BlobStore, BlobTooLarge
+from app.tools.extract import (
+    TYPES_BY_EXTENSION,
+    FileType,
+    UnreadableFile,
+    content_matches,
+    extract,
+    type_for_name,
+)
+from app.tools.retrieval import Bm25Index, Embedder, chunk, normalize, rank
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_CHARS = 255
+_UNSAFE_NAME_CHARS = re.compile(r'[\x00-\x1f\x7f<>:"|?*]')
+
+
+class FileError(Exception):
+    pass
+
+
+class UnsupportedFile(FileError):
+    pass
+
+
+class FileTooLarge(FileError):
+    pass
+
+
+class EmptyFile(FileError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class LibrarySettings:
+    max_bytes: int = 50 * 1024 * 1024
+    chunk_chars: int = 1000
+    overlap_chars: int = 200
+    whole_text_chars: int = 8000
+    top_k: int = 5
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> LibrarySettings:
+        return cls(
+            max_bytes=settings.upload_max_bytes,
+            chunk_chars=settings.file_chunk_chars,
+            overlap_chars=settings.file_chunk_overlap_chars,
+            whole_text_chars=settings.file_whole_text_chars,
+            top_k=settings.file_search_top_k,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Passages:
+    passages: list[FileChunk]
+    """Best first; the whole text when `whole`; the document's start when not `matched`."""
+    whole: bool
+    matched: bool
+
+
+class FileLibrary:
+    def __init__(
+        self,
+        store: FileStore,
+        blobs: BlobStore,
+        embedder: Embedder | None,
+        settings: LibrarySettings,
+    ) -> None:
+        self._store = store
+        self._blobs = blobs
+        self._embedder = embedder
+        self._settings = settings
+
+    async def upload(self, user_id: str, name: str, source: BinaryIO) -> StoredFile:
+        file_name = clean_file_name(name)
+        file_type = type_for_name(file_name)
+        if file_type is None:
+            accepted = ", ".join(TYPES_BY_EXTENSION)
+            raise UnsupportedFile(f"Unsupported file type: the accepted types are {accepted}.")
+        file_id = uuid.uuid4().hex
+        key = f"uploads/{file_id}"
+        try:
+            size = await self._blobs.put(key, source, self._settings.max_bytes)
+        except BlobTooLarge as exc:
+            raise FileTooLarge(
+                f"The file is larger than the limit of {self._settings.max_bytes} bytes."
+            ) from exc
+        now = datetime.now(UTC)
+        record = StoredFile(
+            id=file_id,
+            user_id=user_id,
+            file_name=file_name,
+            mime_type=file_type.mime_type,
+            size=size,
+            blob_key=key,
+            status="processing",
+            error=None,
+            embedding_model=None,
+            create_time=now,
+            update_time=now,
+        )
+        try:
+            await self._check(key, size, file_type)
+            await self._store.add_file(record)
+        except BaseException:
+            await self._discard(key)
+            raise
+        try:
+            outcome = await self._process(key, file_type)
+            await self._store.finish_file(file_id, outcome)
+        except BaseException:
+            with contextlib.suppress(StoreError):
+                await self._store.delete_file(user_id, file_id)
+            await self._discard(key)
+            raise
+        return replace(
+            record,
+            status=outcome.status,
+            error=outcome.error,
+            embedding_model=outcome.embedding_model,
+        )
+
+    async def get(self, user_id: str, file_id: str) -> StoredFile | None:
+        return await self._store.get_file(user_id, file_id)
+
+    async def list_files(self, user_id: str) -> list[StoredFile]:
+        return await self._store.list_files(user_id)
+
+    async def content(self, user_id: str, file_id: str) -> str | None:
+        return await self._store.file_content(user_id, file_id)
+
+    async def download(self, file: StoredFile) -> AsyncIterator[bytes]:
+        """The stored bytes; raises `BlobNotFound` if they are gone."""
+        return await self._blobs.read(file.blob_key)
+
+    async def delete(self, user_id: str, file_id: str) -> bool:
+        """Delete the rows (chunks and vectors with them), then the bytes."""
+        key = await self._store.delete_file(user_id, file_id)
+        if key is None:
+            return False
+        await self._discard(key)
+        return True
+
+    async def discard_blobs(self, keys: Iterable[str]) -> None:
+        """Remove the bytes of files whose rows were deleted elsewhere (with a conversation)."""
+        for key in keys:
+            await self._discard(key)
+
+    async def search(self, file: StoredFile, query: str) -> Passages:
+        """The passages of a `ready` file that best match `query`."""
+        chunks = await self._store.file_chunks(file.user_id, file.id)
+        top_k = self._settings.top_k
+        if len(chunks) <= 1:
+            return Passages(chunks, whole=True, matched=True)
+        query_vector = await self._query_vector(file, chunks, query)
+        vectors = [c.vector or [] for c in chunks] if query_vector else None
+        order = await asyncio.to_thread(
+            lambda: rank(Bm25Index([c.text for c in chunks]), query, top_k, vectors, query_vector)
+        )
+        if not order:
+            return Passages(chunks[:top_k], whole=False, matched=False)
+        return Passages([chunks[i] for i in order], whole=False, matched=True)
+
+    async def _discard(self, key: str) -> None:
+        """Remove bytes whose rows are gone (or never were); a failure is logged, not raised.
+
+        The rows decide what exists: bytes left behind by a failing disk are
+        unreachable, and failing the request over them would hide what did happen.
+        """
+        try:
+            await self._blobs.delete(key)
+        except OSError:
+            log.warning("could not delete blob %s", key, exc_info=True)
+
+    async def _check(self, key: str, size: int, file_type: FileType) -> None:
+        if size == 0:
+            raise EmptyFile("The file is empty.")
+        async with self._blobs.local_path(key) as path:
+            if not await asyncio.to_thread(content_matches, path, file_type):
+                raise UnsupportedFile(
+                    f"The file is named as {file_type.label}, but its content is not one."
+                )
+
+    async def _process(self, key: str, file_type: FileType) -> FileOutcome:
+        try:
+            async with self._blobs.local_path(key) as path:
+                text, chunks = await asyncio.to_thread(self._read, path, file_type)
+        except UnreadableFile as exc:
+            return FileOutcome("failed", error=str(exc))
+        model = await self._embed(chunks) if len(chunks) > 1 else None
+        return FileOutcome("ready", content=text, chunks=chunks, embedding_model=model)
+
+    def _read(self, path: Path, file_type: FileType) -> tuple[str, list[FileChunk]]:
+        document = extract(path, file_type)
+        settings = self._settings
+        chunks = chunk(
+            document, settings.chunk_chars, settings.overlap_chars, settings.whole_text_chars
+        )
+        return document.text, chunks
+
+    async def _embed(self, chunks: list[FileChunk]) -> str | None:
+        """Give the chunks vectors; the model's name, or None when there are none."""
+        if self._embedder is None:
+            return None
+        try:
+            vectors = await self._embedder.embed([c.text for c in chunks])
+        except EmbeddingError as exc:
+            log.warning("no embeddings for an upload, it will be searched by BM25 alone: %s", exc)
+            return None
+        for item, vector in zip(chunks, vectors, strict=True):
+            item.vector = normalize(vector)
+        return self._embedder.model
+
+    async def _query_vector(
+        self, file: StoredFile, chunks: list[FileChunk], query: str
+    ) -> list[float] | None:
+        """The query's vector, when the file was embedded by the model configured now."""
+        embedder = self._embedder
+        if embedder is None or file.embedding_model != embedder.model:
+            return None
+        if any(c.vector is None for c in chunks):
+            return None
+        try:
+            (vector,) = await embedder.embed([query])
+        except EmbeddingError as exc:
+            log.warning("no query embedding, searching by BM25 alone: %s", exc)
+            return None
+        return normalize(vector)
+
+
+def clean_file_name(name: str) -> str:
+    """The last path component, without control or reserved characters, at most 255 long.
+
+    Display only: the bytes are stored under a generated key, never under this name.
+    """
+    base = PurePath(name.replace("\\", "/")).name
+    base = _UNSAFE_NAME_CHARS.sub("", unicodedata.normalize("NFC", base)).strip(" .")
+    if len(base) > MAX_NAME_CHARS:
+        suffix = PurePath(base).suffix[:16]
+        base = base[: MAX_NAME_CHARS - len(suffix)] + suffix
+    return base
