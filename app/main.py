@@ -32,7 +32,7 @@ from app.llm.registry import build_chat_model
 from app.llm.tokens import TokenCounter, install_encodings
 from app.store.db import Database
 from app.store.sessions import SqlSessionStore
-from app.tasks.factory import build_task_manager
+from app.tasks.factory import build_shared_logs, build_task_manager
 from app.tasks.runs import RunRegistry
 
 log = logging.getLogger("app")
@@ -56,9 +56,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         model_client = await stack.enter_async_context(build_http_client(settings))
         tools_client = await stack.enter_async_context(build_http_client(settings))
         tasks = build_task_manager(settings, instance_id=uuid.uuid4().hex[:12])
-        runs = RunRegistry(tasks, settings.task_ttl_seconds, settings.resume_retention_seconds)
+        shared_logs = build_shared_logs(settings, tasks)
+        runs = RunRegistry(
+            tasks, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
+        )
         await tasks.start(runs.stop)
         stack.push_async_callback(tasks.close)
+        if shared_logs is not None:
+            stack.push_async_callback(shared_logs.close)
         stack.push_async_callback(runs.shutdown)
         deps = AgentDeps(
             model=build_chat_model(settings, model_client),
