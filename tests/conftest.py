@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
 import uuid
 from collections.abc import Iterator
+from typing import NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -31,13 +33,22 @@ def _reachable(url: str) -> bool:
         return False
 
 
-def require_server(url: str, what: str) -> None:
-    if _reachable(url):
-        return
-    reason = f"{what} is not reachable at {urlsplit(url).netloc}; start it to run this test"
+def unavailable(reason: str) -> NoReturn:
+    """Skip the test for `reason`; under CI fail it instead."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI=true but {reason}")
     pytest.skip(reason)
+
+
+def require_server(url: str, what: str) -> None:
+    if not _reachable(url):
+        unavailable(f"{what} is not reachable at {urlsplit(url).netloc}; start it to run this test")
+
+
+def require_binary(program: str, what: str) -> None:
+    """For tests that start a private server: its program must be installed."""
+    if shutil.which(program) is None:
+        unavailable(f"{what} is not installed; install it to run this test")
 
 
 @pytest.fixture(scope="session")

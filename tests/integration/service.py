@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,9 @@ import httpx
 
 from app.config import Settings
 from app.main import create_app
+from tests.fakes.openai_server import FakeOpenAI
 from tests.support.server import serve
+from tests.support.sse import Event, collect
 
 TEST_LLM_KEY = "sk-test-secret-key-0123456789"
 
@@ -45,3 +48,42 @@ async def running_service(settings: Settings) -> AsyncIterator[httpx.AsyncClient
         httpx.AsyncClient(base_url=url, timeout=10) as client,
     ):
         yield client
+
+
+@dataclass
+class Backend:
+    """Where a test app keeps its turns and tasks (the `backend` fixture picks one)."""
+
+    database_url: str
+    redis_url: str
+    redis_prefix: str
+
+
+def settings_for(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, **overrides: Any
+) -> Settings:
+    return service_settings(
+        tmp_path,
+        backend.database_url,
+        backend.redis_url,
+        redis_prefix=backend.redis_prefix,
+        llm_base_url=fake_llm.base_url,
+        **overrides,
+    )
+
+
+async def ask(client: httpx.AsyncClient, query: str, conversation: str) -> list[Event]:
+    """One whole turn on the web-search agent, read as the original client reads it."""
+    async with client.stream(
+        "GET", "/agent/chat/stream", params={"query": query, "conversationId": conversation}
+    ) as response:
+        assert response.status_code == 200
+        assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
+        return await collect(response)
+
+
+async def history(client: httpx.AsyncClient, conversation: str) -> list[dict[str, Any]]:
+    response = await client.get(f"/session/{conversation}")
+    assert response.status_code == 200
+    messages: list[dict[str, Any]] = response.json()["data"]["messages"]
+    return messages

@@ -7,75 +7,24 @@ on the production pair (PostgreSQL, Redis).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import orjson
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import TEST_LLM_KEY, running_service, service_settings
+from tests.integration.service import (
+    TEST_LLM_KEY,
+    Backend,
+    ask,
+    history,
+    running_service,
+    service_settings,
+    settings_for,
+)
 from tests.support.sse import collect, events, text_of, types
-
-
-@dataclass
-class Backend:
-    database_url: str
-    redis_url: str
-    redis_prefix: str
-
-
-@pytest.fixture(params=["sqlite-memory", "postgres-redis"])
-def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    prefix: str = request.getfixturevalue("redis_prefix")
-    if request.param == "sqlite-memory":
-        return Backend(f"sqlite+aiosqlite:///{tmp_path}/app.db", "", prefix)
-    return Backend(
-        request.getfixturevalue("postgres_url"), request.getfixturevalue("redis_url"), prefix
-    )
-
-
-@pytest.fixture
-async def fake_llm() -> AsyncIterator[FakeOpenAI]:
-    async with FakeOpenAI() as fake:
-        yield fake
-
-
-@pytest.fixture
-async def fake_search() -> AsyncIterator[FakeTavily]:
-    async with FakeTavily().running() as fake:
-        yield fake
-
-
-def settings_for(backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, **overrides: Any) -> Any:
-    return service_settings(
-        tmp_path,
-        backend.database_url,
-        backend.redis_url,
-        redis_prefix=backend.redis_prefix,
-        llm_base_url=fake_llm.base_url,
-        **overrides,
-    )
-
-
-async def ask(client: httpx.AsyncClient, query: str, conversation: str) -> list[dict[str, Any]]:
-    async with client.stream(
-        "GET", "/agent/chat/stream", params={"query": query, "conversationId": conversation}
-    ) as response:
-        assert response.status_code == 200
-        assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
-        return await collect(response)
-
-
-async def history(client: httpx.AsyncClient, conversation: str) -> list[dict[str, Any]]:
-    response = await client.get(f"/session/{conversation}")
-    assert response.status_code == 200
-    messages: list[dict[str, Any]] = response.json()["data"]["messages"]
-    return messages
 
 
 async def test_full_turn_searches_answers_and_is_stored(

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import socket
-import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
 from redis.asyncio import Redis
@@ -33,6 +30,7 @@ from app.tasks import (
     TaskManager,
     build_task_manager,
 )
+from tests.support.processes import RedisServer, free_port
 
 TTL = 30.0
 SHORT_TTL = 0.3
@@ -262,13 +260,6 @@ async def test_stop_reaches_the_owning_instance(redis_url: str, redis_prefix: st
     await delete_keys(redis_url, redis_prefix)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def test_unreachable_redis_fails_fast(redis_prefix: str) -> None:
     url = f"redis://:s3cret-password@127.0.0.1:{free_port()}/0"
     manager = RedisTaskManager(url, redis_prefix, "instance-a")
@@ -311,53 +302,6 @@ async def test_silent_redis_fails_within_timeout(silent_server: str, redis_prefi
         assert time.monotonic() - started_at < 1.5
     finally:
         await manager.close()
-
-
-class RedisServer:
-    """A private redis-server on a free port, which the test may kill and bring back."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._workdir = workdir
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self._process = subprocess.Popen(
-            [
-                "redis-server",
-                *("--port", str(self.port), "--bind", "127.0.0.1"),
-                *("--save", "", "--appendonly", "no", "--dir", str(self._workdir)),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 5.0
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.1).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-
-    def kill(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process.wait()
-            self._process = None
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not on PATH")
-    server = RedisServer(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
 
 
 class ListenerLog(logging.Handler):
