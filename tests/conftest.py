@@ -98,9 +98,21 @@ def redis_url() -> str:
 
 
 @pytest.fixture
-def redis_prefix() -> str:
-    """A key prefix of the test's own, so tests never see each other's keys or channels."""
-    return f"test-{uuid.uuid4().hex[:12]}:"
+def redis_prefix() -> Iterator[str]:
+    """A key prefix of the test's own, so tests never see each other's keys or channels.
+
+    Whatever the test left under it in the shared Redis (claims that would
+    expire, but not soon) is deleted afterwards.
+    """
+    prefix = f"test-{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    if _reachable(REDIS_TEST_URL):
+        import redis
+
+        with redis.Redis.from_url(REDIS_TEST_URL) as client:
+            keys = list(client.scan_iter(match=f"{prefix}*"))
+            if keys:
+                client.delete(*keys)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit, urlunsplit
 from redis.asyncio import Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from app.tasks.base import TaskBackendUnavailable
@@ -27,16 +28,19 @@ def connect(
     `read_timeout` replaces `timeout` for replies, for clients that block
     server-side (XREAD BLOCK) longer than a command normally takes.
     """
-    # No retries, said explicitly: the Redis() constructor of redis-py 6+
-    # defaults to ten with backoff, which would hold every request for
-    # seconds while Redis is down. A pooled connection the server closed
-    # is replaced when checked out, so a Redis restart needs no retry.
+    # One immediate retry, on a broken connection only, said explicitly: the
+    # Redis() constructor of redis-py 6+ defaults to ten with backoff, which
+    # would hold every request for seconds while Redis is down. The one retry
+    # is for the pooled connections a Redis restart left dead, which the pool
+    # does not always notice before use: without it the first command after
+    # a restart fails. Timeouts are not retried, so a Redis that stopped
+    # answering costs one `timeout`, not two.
     return Redis.from_url(
         url,
         decode_responses=decode,
         socket_connect_timeout=timeout,
         socket_timeout=timeout if read_timeout is None else read_timeout,
-        retry=Retry(NoBackoff(), 0),
+        retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
 
 

@@ -19,7 +19,6 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import pytest
-from redis.asyncio import Redis
 
 from app.config import Settings
 from app.tasks import (
@@ -101,18 +100,6 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[tuple[TaskMan
     prefix: str = request.getfixturevalue("redis_prefix")
     async with started(RedisTaskManager(url, prefix, "instance-a")) as runs:
         yield runs.manager, runs
-    await delete_keys(url, prefix)
-
-
-async def delete_keys(url: str, prefix: str) -> None:
-    """Claims left by tests that never release them; they would expire, but not soon."""
-    client = Redis.from_url(url, decode_responses=True)
-    try:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
 
 
 # The contract, for both backends.
@@ -257,7 +244,6 @@ async def test_stop_reaches_the_owning_instance(redis_url: str, redis_prefix: st
         assert run.cancelled()
         assert owner_runs.stops == [("alice", "conv-1")]
         assert await other.current("alice", "conv-1") is None
-    await delete_keys(redis_url, redis_prefix)
 
 
 async def test_unreachable_redis_fails_fast(redis_prefix: str) -> None:
