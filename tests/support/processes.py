@@ -108,6 +108,14 @@ class PostgresServer:
         """Stop at once, dropping every connection, as a crash or a failover would."""
         self._run("pg_ctl", "-D", str(self._data), "-m", "immediate", "-w", "stop")
 
+    def running(self) -> bool:
+        status = subprocess.run(
+            [*self._as_user, str(self._bin / "pg_ctl"), "-D", str(self._data), "status"],
+            stdout=subprocess.DEVNULL,
+            check=False,
+        )
+        return status.returncode == 0
+
     def create_database(self, name: str) -> None:
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", name)
 
@@ -128,7 +136,8 @@ class PostgresServer:
 def _postgres_bin() -> Path:
     found = shutil.which("pg_ctl")
     if found:
-        return Path(found).parent
+        # Resolved: distributions link a few programs onto PATH, not all of them.
+        return Path(found).resolve().parent
     candidates = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"))
     if not candidates:
         unavailable("PostgreSQL's server programs (initdb, pg_ctl) are not installed")
