@@ -100,6 +100,9 @@ class RedisRunLogs:
         cursor = 0
         failing = False
         while True:
+            await log.ready(cursor, self._refresh)
+            if not log.closed and cursor < log.last_id:
+                await asyncio.sleep(_LINGER_SECONDS)
             ended = log.closed
             frames = log.frames_after(cursor)
             try:
@@ -125,9 +128,6 @@ class RedisRunLogs:
             cursor += len(frames)
             if ended:
                 return
-            await log.ready(cursor, self._refresh)
-            if not log.closed and cursor < log.last_id:
-                await asyncio.sleep(_LINGER_SECONDS)
 
     async def latest(self, user_id: str, conversation_id: str) -> str | None:
         claim = await self._tasks.current(user_id, conversation_id)
@@ -142,17 +142,24 @@ class RedisRunLogs:
     ) -> RedisStreamReader | None:
         stream = self._stream_key(task_id)
         with translate_errors(self._where):
-            head = cast(list[Entry], await self._writer.xrange(stream, count=1))
-        if head:
-            number, kind = _entry_id(head[0][0])
-            first_kept = number if kind == _EVENT else number + 1
-            if first_kept > after + 1:
-                raise EventsGone(
-                    f"events {after + 1} to {first_kept - 1} of this run are no longer kept"
-                )
-        elif not await self.is_running(user_id, conversation_id, task_id):
-            return None
-        return RedisStreamReader(self, stream, (user_id, conversation_id, task_id))
+            pipe: Pipeline = self._writer.pipeline(transaction=False)
+            pipe.xrange(stream, count=1)
+            pipe.xrevrange(stream, count=1)
+            head, tail = cast(list[list[Entry]], await pipe.execute())
+        reader = RedisStreamReader(self, stream, (user_id, conversation_id, task_id))
+        if not head:
+            running = await self.is_running(user_id, conversation_id, task_id)
+            return reader if running else None
+        number, kind = _entry_id(head[0][0])
+        first_kept = number if kind == _EVENT else number + 1
+        if first_kept > after + 1:
+            raise EventsGone(
+                f"events {after + 1} to {first_kept - 1} of this run are no longer kept"
+            )
+        number, kind = _entry_id(tail[0][0])
+        if kind == _END and after >= number:
+            reader.end()  # asked from its end, or beyond: nothing more will come
+        return reader
 
     async def is_running(self, user_id: str, conversation_id: str, task_id: str) -> bool:
         """Whether the run still holds its conversation (raises `TaskError` if Redis fails)."""
@@ -233,6 +240,9 @@ class RedisStreamReader:
 
     def finished(self, cursor: int) -> bool:
         return self._ended
+
+    def end(self) -> None:
+        self._ended = True
 
     def _take(self, entries: list[Entry], after: int) -> tuple[bytes, int]:
         frames: list[bytes] = []

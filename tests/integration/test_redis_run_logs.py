@@ -96,6 +96,8 @@ async def test_another_instance_reads_exactly_the_events_after_an_id_live_to_the
         again = await other.reader("alice", "conv-1", claim.task_id, 0)
         assert again is not None
         whole = await read_to_end(again, 0)
+        at_end = await other.reader("alice", "conv-1", claim.task_id, 7)
+        assert at_end is not None
 
     assert replayed == b"".join(log.frames_after(2)[:3])
     assert replayed.startswith(b"id: 3\n")
@@ -103,6 +105,7 @@ async def test_another_instance_reads_exactly_the_events_after_an_id_live_to_the
     assert rest == log.read(5)
     assert whole == log.read(0)
     assert whole.count(b"data: ") == 7
+    assert at_end.finished(7)
 
 
 async def test_events_trimmed_from_the_stream_cannot_be_resumed(
