@@ -13,6 +13,7 @@ import httpx
 from app.config import Settings
 from app.main import create_app
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.tavily_server import FakeTavily
 from tests.support.server import serve
 from tests.support.sse import Event, collect
 
@@ -68,6 +69,24 @@ def settings_for(
         backend.redis_url,
         redis_prefix=backend.redis_prefix,
         llm_base_url=fake_llm.base_url,
+        **overrides,
+    )
+
+
+def settings_with_search(
+    backend: Backend,
+    tmp_path: Path,
+    fake_llm: FakeOpenAI,
+    fake_search: FakeTavily,
+    **overrides: Any,
+) -> Settings:
+    """`settings_for`, with web search pointed at the fake Tavily."""
+    return settings_for(
+        backend,
+        tmp_path,
+        fake_llm,
+        tavily_api_key="tvly-test",
+        tavily_base_url=fake_search.base_url,
         **overrides,
     )
 

@@ -10,13 +10,15 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.integration.service import ask, history, running_service, service_settings
+from tests.support.logs import LogSignal, attached
 from tests.support.processes import PostgresServer, RedisServer
 from tests.support.sse import Event, events, text_of
 
@@ -43,27 +45,24 @@ def private_database(postgres_server: PostgresServer) -> str:
     return postgres_server.url(name)
 
 
-class StoreRetries(logging.Handler):
-    """Wakes the test when the agent reports a failed final store it will retry."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.retrying = asyncio.Event()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "retrying" in record.getMessage():
-            self.retrying.set()
-
-
 @pytest.fixture
-def store_retries() -> Iterator[StoreRetries]:
-    handler = StoreRetries()
-    logger = logging.getLogger("app.agents.base")
-    logger.addHandler(handler)
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
+def store_retries() -> Iterator[LogSignal]:
+    """Seen when the agent reports a failed final store it is about to retry."""
+    with attached("app.agents.base", LogSignal("retrying")) as signal:
+        yield signal
+
+
+async def stream(
+    client: httpx.AsyncClient, params: dict[str, str], at_first_text: Callable[[], Awaitable[None]]
+) -> list[Event]:
+    """Read a whole stream, breaking something (`at_first_text`) once the answer has begun."""
+    seen: list[Event] = []
+    async with client.stream("GET", "/agent/chat/stream", params=params) as response:
+        async for event in events(response):
+            seen.append(event)
+            if event["type"] == "text" and not text_of(seen[:-1]):
+                await at_first_text()
+    return seen
 
 
 @pytest.mark.redis
@@ -83,13 +82,8 @@ async def test_redis_restarted_mid_run_loses_no_answer_and_is_used_again_once_ba
         llm_base_url=fake_llm.base_url,
     )
     params = {"query": "Go on", "conversationId": "c-redis"}
-    seen: list[Event] = []
     async with running_service(settings) as client:
-        async with client.stream("GET", "/agent/chat/stream", params=params) as response:
-            async for event in events(response):
-                seen.append(event)
-                if event["type"] == "text" and not text_of(seen[:-1]):
-                    await asyncio.to_thread(redis_server.kill)
+        seen = await stream(client, params, lambda: asyncio.to_thread(redis_server.kill))
         stored = await history(client, "c-redis")
         asked_at = time.monotonic()
         refused = await client.get("/agent/chat/stream", params=params)
@@ -145,23 +139,22 @@ async def test_a_final_store_that_fails_is_retried_until_the_database_is_back(
     postgres_server: PostgresServer,
     private_database: str,
     fake_llm: FakeOpenAI,
-    store_retries: StoreRetries,
+    store_retries: LogSignal,
 ) -> None:
     fake_llm.script(Reply.text(ANSWER, chunks=3, delay=0.1))
     settings = service_settings(
         tmp_path, private_database, llm_base_url=fake_llm.base_url, store_retry_seconds=0.3
     )
+
+    async def blip() -> None:
+        await asyncio.to_thread(postgres_server.stop)
+        async with asyncio.timeout(10):
+            await store_retries.seen.wait()
+        await asyncio.to_thread(postgres_server.start)
+
     params = {"query": "Keep it", "conversationId": "c-retry"}
-    seen: list[Event] = []
     async with running_service(settings) as client:
-        async with client.stream("GET", "/agent/chat/stream", params=params) as response:
-            async for event in events(response):
-                seen.append(event)
-                if event["type"] == "text" and not text_of(seen[:-1]):
-                    await asyncio.to_thread(postgres_server.stop)
-                    async with asyncio.timeout(10):
-                        await store_retries.retrying.wait()
-                    await asyncio.to_thread(postgres_server.start)
+        seen = await stream(client, params, blip)
         stored = await history(client, "c-retry")
 
     assert seen[-1]["status"] == "completed"
@@ -182,15 +175,8 @@ async def test_a_final_store_that_keeps_failing_is_logged_with_the_conversation(
         tmp_path, private_database, llm_base_url=fake_llm.base_url, store_retry_seconds=0.02
     )
     params = {"query": "Lose it", "conversationId": "c-lost"}
-    seen: list[Event] = []
-    async with (
-        running_service(settings) as client,
-        client.stream("GET", "/agent/chat/stream", params=params) as response,
-    ):
-        async for event in events(response):
-            seen.append(event)
-            if event["type"] == "text" and not text_of(seen[:-1]):
-                await asyncio.to_thread(postgres_server.stop)
+    async with running_service(settings) as client:
+        seen = await stream(client, params, lambda: asyncio.to_thread(postgres_server.stop))
 
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert seen[-1]["type"] == "complete"

@@ -16,7 +16,14 @@ import pytest
 from app.agents.tool_calls import INTERRUPTED_RESULT
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import Backend, ask, history, running_service, settings_for
+from tests.integration.service import (
+    Backend,
+    ask,
+    history,
+    running_service,
+    settings_for,
+    settings_with_search,
+)
 from tests.support.sse import collect, events
 
 
@@ -69,14 +76,7 @@ async def test_a_silent_run_sends_pings_to_keep_proxies_from_cutting_it(
 ) -> None:
     fake_search.hang = True
     fake_llm.script(Reply.tool_calls([("web_search", {"query": "slow"})]))
-    settings = settings_for(
-        backend,
-        tmp_path,
-        fake_llm,
-        sse_ping_seconds=0.1,
-        tavily_api_key="tvly-test",
-        tavily_base_url=fake_search.base_url,
-    )
+    settings = settings_with_search(backend, tmp_path, fake_llm, fake_search, sse_ping_seconds=0.1)
     params = {"query": "Search slowly", "conversationId": "c-ping"}
     lines: list[str] = []
     async with (
@@ -102,13 +102,7 @@ async def test_a_tool_call_cut_short_is_closed_in_the_turn_and_in_the_next_reque
         Reply.tool_calls([("web_search", {"query": "never answered"})], text="Let me look."),
         Reply.text("Second answer."),
     )
-    settings = settings_for(
-        backend,
-        tmp_path,
-        fake_llm,
-        tavily_api_key="tvly-test",
-        tavily_base_url=fake_search.base_url,
-    )
+    settings = settings_with_search(backend, tmp_path, fake_llm, fake_search)
     params = {"query": "First question", "conversationId": "c-cut"}
     async with running_service(settings) as client:
         async with client.stream("GET", "/agent/chat/stream", params=params) as response:

@@ -29,6 +29,7 @@ from app.tasks import (
     TaskManager,
     build_task_manager,
 )
+from tests.support.logs import attached
 from tests.support.processes import RedisServer, free_port
 
 TTL = 30.0
@@ -316,13 +317,8 @@ class ListenerLog(logging.Handler):
 @pytest.fixture
 def listener_log(caplog: pytest.LogCaptureFixture) -> Iterator[ListenerLog]:
     caplog.set_level(logging.INFO, logger="app.tasks.redis")
-    handler = ListenerLog(listeners=2)
-    logger = logging.getLogger("app.tasks.redis")
-    logger.addHandler(handler)
-    try:
+    with attached("app.tasks.redis", ListenerLog(listeners=2)) as handler:
         yield handler
-    finally:
-        logger.removeHandler(handler)
 
 
 @pytest.mark.redis
