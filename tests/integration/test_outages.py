@@ -141,24 +141,29 @@ async def test_a_final_store_that_fails_is_retried_until_the_database_is_back(
     fake_llm: FakeOpenAI,
     store_retries: LogSignal,
 ) -> None:
-    fake_llm.script(Reply.text(ANSWER, chunks=3, delay=0.1))
+    fake_llm.script(Reply.hang(first_text="Kept"))
     settings = service_settings(
         tmp_path, private_database, llm_base_url=fake_llm.base_url, store_retry_seconds=0.3
     )
-
-    async def blip() -> None:
-        await asyncio.to_thread(postgres_server.stop)
-        async with asyncio.timeout(10):
-            await store_retries.seen.wait()
-        await asyncio.to_thread(postgres_server.start)
-
     params = {"query": "Keep it", "conversationId": "c-retry"}
     async with running_service(settings) as client:
+
+        async def blip() -> None:
+            """Stop the run while the database is down; bring it back once a retry is due."""
+            await asyncio.to_thread(postgres_server.stop)
+            stop = asyncio.create_task(
+                client.get("/agent/stop", params={"conversationId": "c-retry"})
+            )
+            async with asyncio.timeout(10):
+                await store_retries.seen.wait()
+            await asyncio.to_thread(postgres_server.start)
+            assert (await stop).json()["success"] is True
+
         seen = await stream(client, params, blip)
         stored = await history(client, "c-retry")
 
-    assert seen[-1]["status"] == "completed"
-    assert (stored[0]["status"], stored[0]["answer"]) == ("completed", ANSWER)
+    assert seen[-1]["status"] == "stopped"
+    assert [(t["status"], t["answer"]) for t in stored] == [("stopped", "Kept")]
 
 
 @pytest.mark.postgres
@@ -170,16 +175,22 @@ async def test_a_final_store_that_keeps_failing_is_logged_with_the_conversation(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.WARNING, logger="app.agents.base")
-    fake_llm.script(Reply.text(ANSWER, chunks=3, delay=0.1))
+    fake_llm.script(Reply.hang(first_text="Lost"))
     settings = service_settings(
         tmp_path, private_database, llm_base_url=fake_llm.base_url, store_retry_seconds=0.02
     )
     params = {"query": "Lose it", "conversationId": "c-lost"}
     async with running_service(settings) as client:
-        seen = await stream(client, params, lambda: asyncio.to_thread(postgres_server.stop))
+
+        async def outage() -> None:
+            """The run ends (stopped) only once the database is down, so its store must fail."""
+            await asyncio.to_thread(postgres_server.stop)
+            await client.get("/agent/stop", params={"conversationId": "c-lost"})
+
+        seen = await stream(client, params, outage)
 
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
-    assert seen[-1]["type"] == "complete"
+    assert seen[-1]["status"] == "stopped"
     assert len(errors) == 1
     assert "c-lost" in errors[0].getMessage()
     assert "5 attempts" in errors[0].getMessage()
