@@ -71,6 +71,12 @@ class Settings(BaseSettings):
     on_disconnect: DisconnectPolicy = "continue"
     resume_retention_seconds: int = 300
     """How long a finished run's events stay readable by `/agent/resume`."""
+    resume_max_events: int = Field(default=10000, ge=1)
+    """Events of one run kept in its Redis Stream for other instances (older ones are trimmed)."""
+    partial_save_seconds: float = Field(default=5.0, gt=0)
+    """How often a running turn's answer so far is stored, so a crash loses at most this much."""
+    store_retry_seconds: float = Field(default=0.5, gt=0)
+    """First wait before retrying a failed final store of a turn; it doubles, 5 attempts in all."""
 
     memory_max_turns: int = 10
     memory_max_tokens: int = 6000

@@ -34,7 +34,7 @@ from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.files import SqlFileStore
 from app.store.sessions import SqlSessionStore
-from app.tasks.factory import build_task_manager
+from app.tasks.factory import build_shared_logs, build_task_manager
 from app.tasks.runs import RunRegistry
 from app.tools.files import FileLibrary, LibrarySettings
 
@@ -65,9 +65,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             LibrarySettings.from_settings(settings),
         )
         tasks = build_task_manager(settings, instance_id=uuid.uuid4().hex[:12])
-        runs = RunRegistry(tasks, settings.task_ttl_seconds, settings.resume_retention_seconds)
+        shared_logs = build_shared_logs(settings, tasks)
+        runs = RunRegistry(
+            tasks, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
+        )
         await tasks.start(runs.stop)
         stack.push_async_callback(tasks.close)
+        if shared_logs is not None:
+            stack.push_async_callback(shared_logs.close)
         stack.push_async_callback(runs.shutdown)
         deps = AgentDeps(
             model=build_chat_model(settings, model_client),

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import socket
 import uuid
 from collections.abc import Iterator
+from typing import NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -31,13 +33,22 @@ def _reachable(url: str) -> bool:
         return False
 
 
-def require_server(url: str, what: str) -> None:
-    if _reachable(url):
-        return
-    reason = f"{what} is not reachable at {urlsplit(url).netloc}; start it to run this test"
+def unavailable(reason: str) -> NoReturn:
+    """Skip the test for `reason`; under CI fail it instead."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI=true but {reason}")
     pytest.skip(reason)
+
+
+def require_server(url: str, what: str) -> None:
+    if not _reachable(url):
+        unavailable(f"{what} is not reachable at {urlsplit(url).netloc}; start it to run this test")
+
+
+def require_binary(program: str, what: str) -> None:
+    """For tests that start a private server: its program must be installed."""
+    if shutil.which(program) is None:
+        unavailable(f"{what} is not installed; install it to run this test")
 
 
 @pytest.fixture(scope="session")
@@ -87,9 +98,21 @@ def redis_url() -> str:
 
 
 @pytest.fixture
-def redis_prefix() -> str:
-    """A key prefix of the test's own, so tests never see each other's keys or channels."""
-    return f"test-{uuid.uuid4().hex[:12]}:"
+def redis_prefix() -> Iterator[str]:
+    """A key prefix of the test's own, so tests never see each other's keys or channels.
+
+    Whatever the test left under it in the shared Redis (claims that would
+    expire, but not soon) is deleted afterwards.
+    """
+    prefix = f"test-{uuid.uuid4().hex[:12]}:"
+    yield prefix
+    if _reachable(REDIS_TEST_URL):
+        import redis
+
+        with redis.Redis.from_url(REDIS_TEST_URL) as client:
+            keys = list(client.scan_iter(match=f"{prefix}*"))
+            if keys:
+                client.delete(*keys)
 
 
 @pytest.fixture

@@ -9,11 +9,17 @@ Subclasses implement only `execute()`, an async generator of events. Whatever
 happens inside it (success, a model error, a bug, a stop, the instance
 shutting down) `run()` stores what was produced with the matching status
 and ends with `complete`, so a turn is never lost and a stream never hangs.
+Tool calls cut short are stored closed, with a synthetic result.
+
+While it runs, the answer so far is saved every `partial_save_seconds`
+(when something new came), so an instance that dies loses at most that
+much; the final store is retried with backoff while the database fails.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from abc import ABC, abstractmethod
@@ -25,6 +31,7 @@ import httpx
 
 from app.agents.memory import load_memory
 from app.agents.recommend import suggest_follow_ups
+from app.agents.tool_calls import closed
 from app.config import Settings
 from app.core.events import (
     CompleteEvent,
@@ -57,7 +64,7 @@ STOP_STATUS: dict[StopReason, RunStatus] = {
     "client_gone": "stopped",
     "shutdown": "interrupted",
 }
-STORE_ATTEMPTS = 3
+STORE_ATTEMPTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +74,9 @@ class AgentSettings:
     max_rounds: int = 5
     recommendations: bool = True
     tool_result_display_chars: int = 2000
+    partial_save_seconds: float = 5.0
+    store_retry_seconds: float = 0.5
+    """The first wait before retrying the final store; it doubles each attempt."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AgentSettings:
@@ -76,6 +86,8 @@ class AgentSettings:
             max_rounds=settings.react_max_rounds,
             recommendations=settings.recommendations_enabled,
             tool_result_display_chars=settings.tool_result_display_chars,
+            partial_save_seconds=settings.partial_save_seconds,
+            store_retry_seconds=settings.store_retry_seconds,
         )
 
 
@@ -118,12 +130,15 @@ class TurnState:
     recommend: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     first_response_ms: int | None = None
+    changes: int = 0
+    """Counts what the periodic partial save would store, so an unchanged turn is not written."""
 
     def add_references(self, refs: list[Reference]) -> None:
         for ref in refs:
             self.references.setdefault(ref.url, ref)
 
     def observe(self, event: Event) -> None:
+        self.changes += 1
         if isinstance(event, TextEvent | ThinkingEvent):
             if self.first_response_ms is None:
                 self.first_response_ms = self.elapsed_ms()
@@ -168,6 +183,8 @@ class BaseAgent(ABC):
         yield StartEvent(turn.conversation_id, turn.row_id, self.agent_type, turn.task_id)
         status: RunStatus = "completed"
         error: ErrorEvent | None = None
+        ended = asyncio.Event()
+        saver = asyncio.create_task(self._save_partials(turn, state, ended))
         try:
             state.memory = await load_memory(self.deps, turn)
             async for event in self.execute(turn, state):
@@ -193,6 +210,11 @@ class BaseAgent(ABC):
             log.exception("agent %s failed in %s", self.agent_type, turn.conversation_id)
             status = "failed"
             error = ErrorEvent("INTERNAL_ERROR", user_message("INTERNAL_ERROR"), type(exc).__name__)
+        finally:
+            # From here on a stop changes nothing: what is left is storing and `complete`.
+            run.settled = True
+            ended.set()
+            await saver
         if error is not None:
             yield error
         await self._store(turn, state, status, error)
@@ -209,6 +231,35 @@ class BaseAgent(ABC):
     def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         """Produce the turn's events; `state.memory` holds the earlier turns as messages."""
 
+    async def _save_partials(self, turn: Turn, state: TurnState, ended: asyncio.Event) -> None:
+        """Until `ended`, store the turn so far every period in which something new came.
+
+        A task of its own rather than a check on each event, so a burst before
+        a long silence is saved too, and the event path never waits on SQL.
+        """
+        period = self.deps.agent.partial_save_seconds
+        saved = 0
+        while not ended.is_set():
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(period):
+                    await ended.wait()
+            if ended.is_set() or state.changes == saved:
+                continue
+            saved = state.changes
+            try:
+                await self.deps.store.save_partial(
+                    turn.row_id,
+                    "".join(state.answer),
+                    "".join(state.thinking),
+                    closed(state.tool_calls),
+                )
+            except StoreError as exc:
+                log.warning(
+                    "could not save the partial answer of conversation %s: %s",
+                    turn.conversation_id,
+                    exc,
+                )
+
     async def _store(
         self,
         turn: Turn,
@@ -216,12 +267,12 @@ class BaseAgent(ABC):
         status: RunStatus,
         error: ErrorEvent | None,
     ) -> None:
-        """Write the answer in one update, retrying a failing database a few times."""
+        """Write the answer in one update, retrying a failing database with backoff."""
         outcome = TurnOutcome(
             answer="".join(state.answer),
             thinking="".join(state.thinking),
             status=status,
-            tools=state.tool_calls,
+            tools=closed(state.tool_calls),
             reference=[r.wire() for r in state.references.values()],
             recommend=state.recommend,
             error=error.code if error else None,
@@ -230,6 +281,7 @@ class BaseAgent(ABC):
             prompt_tokens=state.usage.prompt_tokens,
             completion_tokens=state.usage.completion_tokens,
         )
+        delay = self.deps.agent.store_retry_seconds
         for attempt in range(1, STORE_ATTEMPTS + 1):
             try:
                 await asyncio.shield(self.deps.store.finish_turn(turn.row_id, outcome))
@@ -237,13 +289,23 @@ class BaseAgent(ABC):
             except StoreError as exc:
                 if attempt == STORE_ATTEMPTS:
                     log.error(
-                        "could not store turn %s of conversation %s: %s",
+                        "could not store turn %s of conversation %s (%s attempts), its answer"
+                        " is lost: %s",
                         turn.row_id,
                         turn.conversation_id,
+                        attempt,
                         exc,
                     )
                     return
-                await asyncio.sleep(0.2 * 2**attempt)
+                log.warning(
+                    "could not store turn %s of conversation %s, retrying in %.1fs: %s",
+                    turn.row_id,
+                    turn.conversation_id,
+                    delay,
+                    exc,
+                )
+                await asyncio.sleep(delay)
+                delay *= 2
 
 
 def _detail(exc: ModelError) -> str:

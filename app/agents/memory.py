@@ -1,9 +1,12 @@
 """A conversation's memory: its latest turns, as messages, cut to a token budget.
 
-The window keeps whole turns (question and answer together), newest first,
-until the budget counted with tiktoken is spent; a model never sees half a
-turn. Turns left `running` by an instance that died are marked
-`interrupted` here, by whichever instance next touches the conversation.
+The window keeps whole turns (question, tool calls and answer together),
+newest first, until the budget counted with tiktoken is spent; a model never
+sees half a turn. A turn's tool calls are replayed between its question and
+its answer (see `tool_calls`), calls cut short closed with a synthetic
+result. Turns without any answer text are left out. Turns left `running`
+by an instance that died are marked `interrupted` here, by whichever
+instance next touches the conversation.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from app.agents.tool_calls import replay, text_of
 from app.core.messages import Msg
 from app.llm.tokens import TokenCounter
 from app.store.base import StoredTurn
@@ -38,7 +42,8 @@ def window(turns: Sequence[StoredTurn], tokens: TokenCounter, budget: int) -> li
     for turn in reversed(turns):
         if not turn.answer:
             continue
-        cost = tokens.count(turn.question) + tokens.count(turn.answer) + TURN_OVERHEAD_TOKENS
+        parts = [turn.question, turn.answer, *text_of(turn.tools)]
+        cost = sum(map(tokens.count, parts)) + TURN_OVERHEAD_TOKENS
         if used + cost > budget:
             break
         picked.append(turn)
@@ -46,5 +51,6 @@ def window(turns: Sequence[StoredTurn], tokens: TokenCounter, budget: int) -> li
     messages: list[Msg] = []
     for turn in reversed(picked):
         messages.append(Msg.text("user", turn.question))
+        messages.extend(replay(turn.tools))
         messages.append(Msg.text("assistant", turn.answer or ""))
     return messages

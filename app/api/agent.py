@@ -20,6 +20,7 @@ from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
 from app.api.files import find_file
 from app.api.sse import EventStreamResponse
+from app.tasks.base import EventsGone, TaskBackendUnavailable
 
 router = APIRouter(prefix="/agent", tags=["agent"])
 
@@ -174,7 +175,12 @@ async def stop_task_post(
     summary="Resume a run's event stream",
     response_class=EventStreamResponse,
     status_code=200,
-    responses={404: {"description": "No running or recent run"}},
+    responses={
+        400: {"description": "Last-Event-ID is not a non-negative integer"},
+        404: {"description": "No running or recent run"},
+        410: {"description": "The events after that id are no longer kept"},
+        503: {"description": "The task backend (Redis) is down"},
+    },
 )
 async def resume_stream(
     conversation_id: Annotated[str, Query(alias="conversationId")],
@@ -183,13 +189,22 @@ async def resume_stream(
     last_event_id_header: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
     last_event_id: Annotated[str | None, Query(alias="lastEventId")] = None,
 ) -> EventStreamResponse:
-    """Replay the events after `Last-Event-ID` (header or `lastEventId`), then follow live."""
-    run = services.runs.find(user, conversation_id)
-    if run is None:
-        raise ApiError(404, "No running or recent task for this conversation")
+    """Replay the events after `Last-Event-ID` (header or `lastEventId`), then follow live.
+
+    Works on any instance: the run's events are read from this instance's
+    memory when it runs here, else from the shared log (Redis). A run ends
+    with `complete`; one whose instance died ends with `complete{status: interrupted}`.
+    """
     raw = last_event_id_header or last_event_id or "0"
     if not raw.isdigit():
         raise ApiError(400, "Last-Event-ID must be a non-negative integer")
-    return EventStreamResponse(
-        run.log, after=int(raw), ping_seconds=services.settings.sse_ping_seconds
-    )
+    after = int(raw)
+    try:
+        reader = await services.runs.reader(user, conversation_id, after)
+    except TaskBackendUnavailable as exc:
+        raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
+    except EventsGone as exc:
+        raise ApiError(410, f"Cannot resume: {exc}; read the conversation's history") from exc
+    if reader is None:
+        raise ApiError(404, "No running or recent task for this conversation")
+    return EventStreamResponse(reader, after=after, ping_seconds=services.settings.sse_ping_seconds)

@@ -3,9 +3,12 @@
 Frames are already encoded by the log, so this only copies bytes: one
 `send` per wake-up with everything new, a `: ping` comment when the run has
 been silent for the ping interval, and the end of the body once the log is
-closed and read. A client that goes away is a normal event here, not an
-error: it is noticed through `http.disconnect` (or a failing send), reported
-to `on_disconnect`, and never logged as a traceback.
+closed and read. The log may be this instance's memory or another
+instance's copy in Redis: any `EventLogReader` will do.
+
+A client that goes away is a normal event here, not an error: it is
+noticed through `http.disconnect` (or a failing send), reported to
+`on_disconnect`, and never logged as a traceback.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from app.core.events import PING_FRAME
-from app.tasks.log import RunLog
+from app.tasks.log import EventLogReader
 
 SSE_HEADERS = {
     "cache-control": "no-cache",
@@ -32,7 +35,7 @@ class EventStreamResponse(Response):
 
     def __init__(
         self,
-        log: RunLog,
+        log: EventLogReader,
         *,
         after: int = 0,
         ping_seconds: float = 15.0,
@@ -64,7 +67,8 @@ class EventStreamResponse(Response):
             except OSError:
                 gone = True
             group.cancel_scope.cancel()
-        if gone and not self._log.closed and self._on_disconnect is not None:
+        # A run that already ended ignores the callback (a stop of nothing).
+        if gone and self._on_disconnect is not None:
             self._on_disconnect()
 
     async def _stream(self, send: Send) -> None:

@@ -108,8 +108,14 @@ class SessionStore(Protocol):
 
     async def finish_turn(self, turn_id: int, outcome: TurnOutcome) -> None: ...
 
-    async def save_partial(self, turn_id: int, answer: str, thinking: str) -> None:
-        """Store a running turn's answer so far; no effect once the turn has ended."""
+    async def save_partial(
+        self,
+        turn_id: int,
+        answer: str,
+        thinking: str,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Store a running turn's answer (and tool calls, if given) so far; no effect once ended."""
         ...
 
     async def mark_interrupted(

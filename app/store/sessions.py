@@ -81,13 +81,27 @@ class SqlSessionStore:
         async with self._db.statement() as conn:
             await conn.execute(_FINISH_TURN, params)
 
-    async def save_partial(self, turn_id: int, answer: str, thinking: str) -> None:
+    async def save_partial(
+        self,
+        turn_id: int,
+        answer: str,
+        thinking: str,
+        tools: list[dict[str, Any]] | None = None,
+    ) -> None:
         """Keep the answer so far, so a crash loses only what came after it.
 
         Guarded on `running` so a late periodic save never overwrites a turn
-        that has already been finished or marked interrupted.
+        that has already been finished or marked interrupted. The UPDATE sets
+        exactly the columns given, so `tools=None` leaves them as they are.
         """
-        params = {"turn_id": turn_id, "answer": answer, "thinking": thinking, "update_time": _now()}
+        params: dict[str, Any] = {
+            "turn_id": turn_id,
+            "answer": answer,
+            "thinking": thinking,
+            "update_time": _now(),
+        }
+        if tools is not None:
+            params["tools"] = _dump(tools)
         async with self._db.statement() as conn:
             await conn.execute(_SAVE_PARTIAL, params)
 

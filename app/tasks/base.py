@@ -12,7 +12,8 @@ reference) and `RedisTaskManager` (keys with TTL, pub/sub), both in this
 package.
 
     TaskError                  base
-    └── TaskBackendUnavailable the backend (Redis) cannot be reached (answer 503)
+    ├── TaskBackendUnavailable the backend (Redis) cannot be reached (answer 503)
+    └── EventsGone             a resume asked for events no longer kept (answer 410)
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class TaskError(Exception):
 
 
 class TaskBackendUnavailable(TaskError):
+    pass
+
+
+class EventsGone(TaskError):
     pass
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from app.config import Settings
 from app.tasks.base import TaskManager
+from app.tasks.log import SharedRunLogs
 from app.tasks.memory import InProcessTaskManager
 from app.tasks.redis import RedisTaskManager
+from app.tasks.redis_log import RedisRunLogs
 
 
 def build_task_manager(settings: Settings, instance_id: str) -> TaskManager:
@@ -17,3 +19,18 @@ def build_task_manager(settings: Settings, instance_id: str) -> TaskManager:
     if not settings.redis_url:
         return InProcessTaskManager()
     return RedisTaskManager(settings.redis_url, settings.redis_prefix, instance_id)
+
+
+def build_shared_logs(settings: Settings, tasks: TaskManager) -> SharedRunLogs | None:
+    """Redis Streams with `REDIS_URL`; without it only the in-process logs exist (one instance)."""
+    if not settings.redis_url:
+        return None
+    return RedisRunLogs(
+        settings.redis_url,
+        settings.redis_prefix,
+        tasks,
+        ttl=settings.task_ttl_seconds,
+        retention=settings.resume_retention_seconds,
+        max_events=settings.resume_max_events,
+        max_idle=settings.sse_ping_seconds,
+    )

@@ -5,13 +5,64 @@ that hold a cursor. A reader that fell behind gets everything it missed in
 one batch, so a slow client costs one write per wake-up, not per event.
 Waiting uses plain futures and `call_later` timers rather than a task per
 wait: this is the per-token path.
+
+`RunLog` lives in the memory of the instance running the run. With several
+instances, a `SharedRunLogs` backend (Redis Streams, in `redis_log`) copies
+each log out of band so other instances can read it too; both kinds of
+reader meet the `EventLogReader` protocol, so a response does not care
+where the log it reads is kept.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import Protocol
 
 from app.core.events import Event, encode_data, encode_frame
+from app.tasks.base import Claim
+
+
+class EventLogReader(Protocol):
+    """What an SSE response reads: frames after a cursor, and whether the log has ended."""
+
+    async def wait(self, after: int, idle: float) -> tuple[bytes, int]:
+        """Frames after event id `after` and the new cursor; empty after `idle` silent seconds."""
+        ...
+
+    def finished(self, cursor: int) -> bool:
+        """True once the log has ended and `cursor` is at its end: the response closes."""
+        ...
+
+
+class SharedRunLogs(Protocol):
+    """Run logs published where every instance can read them (the Redis backend).
+
+    Left out: a run's events are never read back by the instance that runs
+    it; its own readers read the in-process `RunLog`.
+    """
+
+    async def publish(self, claim: Claim, log: RunLog) -> None:
+        """Copy `log` out until it is closed and copied; failures are logged, never raised."""
+        ...
+
+    async def latest(self, user_id: str, conversation_id: str) -> str | None:
+        """The task id of the conversation's running or most recent run, if still kept.
+
+        Raises `TaskBackendUnavailable` when the backend cannot be reached.
+        """
+        ...
+
+    async def reader(
+        self, user_id: str, conversation_id: str, task_id: str, after: int
+    ) -> EventLogReader | None:
+        """A reader of that run's log from `after` on; None when nothing of it is kept.
+
+        Raises `EventsGone` when the events right after `after` are no longer
+        kept, and `TaskBackendUnavailable` when the backend cannot be reached.
+        """
+        ...
+
+    async def close(self) -> None: ...
 
 
 class RunLog:
@@ -42,23 +93,32 @@ class RunLog:
         """The frames after event id `after`, joined."""
         return b"".join(self._frames[after:])
 
+    def frames_after(self, after: int) -> list[bytes]:
+        """The frames after event id `after`, one per event (for copying the log elsewhere)."""
+        return self._frames[after:]
+
+    async def ready(self, after: int, idle: float) -> None:
+        """Return once there is a frame after `after`, the log is closed, or `idle` seconds pass."""
+        if after < len(self._frames) or self.closed:
+            return
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        self._waiters.append(waiter)
+        timer = loop.call_later(idle, _resolve, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
     async def wait(self, after: int, idle: float) -> tuple[bytes, int]:
         """Frames after `after` and the new cursor; waits up to `idle` seconds when there are none.
 
         Returns empty bytes on timeout (the caller pings) and when the log is
         closed and fully read (the caller ends).
         """
-        if after >= len(self._frames) and not self.closed:
-            loop = asyncio.get_running_loop()
-            waiter: asyncio.Future[None] = loop.create_future()
-            self._waiters.append(waiter)
-            timer = loop.call_later(idle, _resolve, waiter)
-            try:
-                await waiter
-            finally:
-                timer.cancel()
-                if waiter in self._waiters:
-                    self._waiters.remove(waiter)
+        await self.ready(after, idle)
         return self.read(after), len(self._frames)
 
     def finished(self, cursor: int) -> bool:

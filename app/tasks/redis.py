@@ -27,17 +27,13 @@ import asyncio
 import json
 import logging
 import random
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import suppress
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from app.tasks.base import Claim, StopHandler, TaskBackendUnavailable
+from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
 
 logger = logging.getLogger(__name__)
 
@@ -76,18 +72,8 @@ class RedisTaskManager:
     """
 
     def __init__(self, url: str, prefix: str, instance_id: str, *, timeout: float = 2.0) -> None:
-        # No retries, said explicitly: the Redis() constructor of redis-py 6+
-        # defaults to ten with backoff, which would hold every request for
-        # seconds while Redis is down. A pooled connection the server closed
-        # is replaced when checked out, so a Redis restart needs no retry.
-        self._redis = Redis.from_url(
-            url,
-            decode_responses=True,
-            socket_connect_timeout=timeout,
-            socket_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-        )
-        self._where = _redacted(url)
+        self._redis = connect(url, timeout=timeout)
+        self._where = redacted(url)
         self._prefix = prefix
         self._instance_id = instance_id
         self._stop_channel = f"{prefix}stop"
@@ -133,25 +119,25 @@ class RedisTaskManager:
             }
         )
         key = self._key(claim.user_id, claim.conversation_id)
-        with self._translate_errors():
-            return bool(await self._redis.set(key, value, nx=True, px=_milliseconds(ttl)))
+        with translate_errors(self._where):
+            return bool(await self._redis.set(key, value, nx=True, px=milliseconds(ttl)))
 
     async def refresh(self, claim: Claim, ttl: float) -> bool:
         key = self._key(claim.user_id, claim.conversation_id)
-        with self._translate_errors():
+        with translate_errors(self._where):
             extended = await self._refresh_script(
-                keys=[key], args=[claim.task_id, _milliseconds(ttl)]
+                keys=[key], args=[claim.task_id, milliseconds(ttl)]
             )
         return bool(extended)
 
     async def release(self, claim: Claim) -> None:
         key = self._key(claim.user_id, claim.conversation_id)
         done = _message(claim.user_id, claim.conversation_id)
-        with self._translate_errors():
+        with translate_errors(self._where):
             await self._release_script(keys=[key], args=[claim.task_id, self._done_channel, done])
 
     async def current(self, user_id: str, conversation_id: str) -> Claim | None:
-        with self._translate_errors():
+        with translate_errors(self._where):
             value = await self._redis.get(self._key(user_id, conversation_id))
         if value is None:
             return None
@@ -168,7 +154,7 @@ class RedisTaskManager:
         try:
             # Registered before the existence check: a release landing between
             # the check and the wait still wakes this call.
-            with self._translate_errors():
+            with translate_errors(self._where):
                 if not await self._redis.exists(self._key(user_id, conversation_id)):
                     return False
                 await self._redis.publish(self._stop_channel, _message(user_id, conversation_id))
@@ -183,7 +169,7 @@ class RedisTaskManager:
 
     async def ping(self) -> None:
         """Also fail while the listener reconnects: this instance cannot hear stops then."""
-        with self._translate_errors():
+        with translate_errors(self._where):
             await self._redis.ping()
         if self._listener is not None and not self._subscribed:
             raise TaskBackendUnavailable(
@@ -192,16 +178,6 @@ class RedisTaskManager:
 
     def _key(self, user_id: str, conversation_id: str) -> str:
         return f"{self._prefix}task:{user_id}:{conversation_id}"
-
-    @contextmanager
-    def _translate_errors(self) -> Iterator[None]:
-        """Callers handle one error; its text names the server but never the URL's password."""
-        try:
-            yield
-        except (RedisError, OSError) as exc:
-            raise TaskBackendUnavailable(
-                f"Redis at {self._where} failed: {type(exc).__name__}"
-            ) from exc
 
     async def _listen(self, on_stop: StopHandler) -> None:
         """Hold the one subscription for the manager's lifetime, reconnecting after any loss."""
@@ -276,13 +252,3 @@ async def _deliver_stop(on_stop: StopHandler, user_id: str, conversation_id: str
 
 def _message(user_id: str, conversation_id: str) -> str:
     return json.dumps({"user_id": user_id, "conversation_id": conversation_id})
-
-
-def _milliseconds(ttl: float) -> int:
-    return max(1, round(ttl * 1000))
-
-
-def _redacted(url: str) -> str:
-    """The URL without credentials (user info, or a `password=` query) for messages and logs."""
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2], query=""))

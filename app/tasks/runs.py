@@ -3,8 +3,14 @@
 A run is an asyncio task that drains an agent's event stream into a
 `RunLog`. Responses only read that log, so a client that goes away does not
 lose the answer, and a second client can resume. While the run lives its
-claim is refreshed; when it ends the claim is released and the log is kept
-for `retention` seconds for late readers.
+claim is refreshed (and taken again if Redis lost it in a restart); when it
+ends the claim is released and the log is kept for `retention` seconds for
+late readers. With `SharedRunLogs` (Redis) the log is also copied out, beside
+the run, so other instances can resume it.
+
+The final `complete` is held back until the claim is released: a client
+that asks its next question the moment it reads `complete` must find the
+conversation free, on any instance.
 
 Stopping cancels the task. The agent's generator catches the cancellation,
 stores the partial answer and emits `complete`, so a stop is an orderly end
@@ -20,9 +26,9 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.core.events import Event
-from app.tasks.base import Claim, TaskError, TaskManager
-from app.tasks.log import RunLog
+from app.core.events import CompleteEvent, Event
+from app.tasks.base import Claim, TaskBackendUnavailable, TaskError, TaskManager
+from app.tasks.log import EventLogReader, RunLog, SharedRunLogs
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +42,7 @@ class Run:
     stop_reason: StopReason | None = None
     task: asyncio.Task[None] | None = None
     settled: bool = False
-    """The agent has finished; only the claim release is left, which must not be cancelled."""
+    """Past the point a stop could change: the agent is storing its outcome, or has finished."""
 
     @property
     def running(self) -> bool:
@@ -64,14 +70,44 @@ EventSource = Callable[[Run], AsyncIterator[Event]]
 
 
 class RunRegistry:
-    def __init__(self, tasks: TaskManager, ttl: float, retention: float) -> None:
+    def __init__(
+        self,
+        tasks: TaskManager,
+        ttl: float,
+        retention: float,
+        shared: SharedRunLogs | None = None,
+    ) -> None:
         self._tasks = tasks
         self._ttl = ttl
         self._retention = retention
+        self._shared = shared
         self._runs: dict[tuple[str, str], Run] = {}
 
     def find(self, user_id: str, conversation_id: str) -> Run | None:
         return self._runs.get((user_id, conversation_id))
+
+    async def reader(self, user_id: str, conversation_id: str, after: int) -> EventLogReader | None:
+        """The log of the conversation's running or recent run, wherever it runs; None if none.
+
+        A local run is read from memory, unless the shared logs know of a newer
+        run on another instance. Raises `TaskBackendUnavailable` when the
+        shared logs cannot be asked and there is no local run, and `EventsGone`
+        when the events after `after` are no longer kept.
+        """
+        run = self.find(user_id, conversation_id)
+        if self._shared is None:
+            return None if run is None else run.log
+        try:
+            task_id = await self._shared.latest(user_id, conversation_id)
+        except TaskBackendUnavailable:
+            if run is None:
+                raise
+            return run.log
+        if run is not None and task_id in (None, run.claim.task_id):
+            return run.log
+        if task_id is None:
+            return None
+        return await self._shared.reader(user_id, conversation_id, task_id, after)
 
     def launch(self, claim: Claim, source: EventSource) -> Run:
         """Start the run in the background; the caller already holds `claim`."""
@@ -99,24 +135,48 @@ class RunRegistry:
 
     async def _drive(self, run: Run, source: EventSource) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(run.claim))
+        copier = None
+        if self._shared is not None:
+            copier = asyncio.create_task(self._shared.publish(run.claim, run.log))
+        complete: CompleteEvent | None = None
         try:
             async for event in source(run):
-                run.log.append(event)
+                if isinstance(event, CompleteEvent):
+                    run.settled = True
+                    complete = event
+                else:
+                    run.log.append(event)
         except Exception:
             log.exception("run %s ended with an unhandled error", run.claim.task_id)
         finally:
             run.settled = True
-            run.log.close()
             heartbeat.cancel()
             await self._release(run.claim)
+            if complete is not None:
+                run.log.append(complete)
+            run.log.close()
+            if copier is not None:
+                await self._copied(run, copier)
             asyncio.get_running_loop().call_later(self._retention, self._forget, run)
+
+    async def _copied(self, run: Run, copier: asyncio.Task[None]) -> None:
+        """Wait for the copy to finish; it gives up on its own when Redis is down."""
+        try:
+            await copier
+        except Exception:
+            log.exception("copying run %s to the shared log failed", run.claim.task_id)
 
     async def _heartbeat(self, claim: Claim) -> None:
         interval = max(self._ttl / 3, 0.05)
         while True:
             await asyncio.sleep(interval)
             try:
-                if not await self._tasks.refresh(claim, self._ttl):
+                if await self._tasks.refresh(claim, self._ttl):
+                    continue
+                # Gone rather than taken, when Redis restarted empty: take it again.
+                if await self._tasks.claim(claim, self._ttl):
+                    log.info("run %s claimed %s again", claim.task_id, claim.conversation_id)
+                else:
                     log.warning("run %s lost its claim on %s", claim.task_id, claim.conversation_id)
             except TaskError as exc:
                 log.warning("could not refresh the claim of run %s: %s", claim.task_id, exc)

@@ -1,15 +1,18 @@
-"""Fixtures the integration tests share: the databases and backends to run on, the fake model."""
+"""Fixtures the integration tests share: databases and backends to run on, fake upstreams,
+a private Redis."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from app.store.db import Database
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import Backend
+from tests.support.processes import RedisServer
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -28,7 +31,7 @@ async def db(database_url: str) -> AsyncIterator[Database]:
 
 @pytest.fixture(params=["sqlite-memory", "postgres-redis"])
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
-    """Each test runs twice: on the embedded defaults, and on the production pair."""
+    """The embedded defaults (SQLite, in-process tasks), then the production pair."""
     prefix: str = request.getfixturevalue("redis_prefix")
     if request.param == "sqlite-memory":
         return Backend(f"sqlite+aiosqlite:///{tmp_path}/app.db", "", prefix)
@@ -41,3 +44,20 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
 async def fake_llm() -> AsyncIterator[FakeOpenAI]:
     async with FakeOpenAI() as fake:
         yield fake
+
+
+@pytest.fixture
+async def fake_search() -> AsyncIterator[FakeTavily]:
+    async with FakeTavily().running() as fake:
+        yield fake
+
+
+@pytest.fixture
+def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server of the test's own, which it may kill and start again."""
+    server = RedisServer(tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.kill()

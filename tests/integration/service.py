@@ -13,8 +13,9 @@ import httpx
 from app.config import Settings
 from app.main import create_app
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.tavily_server import FakeTavily
 from tests.support.server import serve
-from tests.support.sse import collect
+from tests.support.sse import Event, collect
 
 TEST_LLM_KEY = "sk-test-secret-key-0123456789"
 
@@ -73,7 +74,26 @@ async def running_service(settings: Settings) -> AsyncIterator[httpx.AsyncClient
         yield client
 
 
-async def ask(client: httpx.AsyncClient, query: str, conversation: str) -> list[dict[str, Any]]:
+def settings_with_search(
+    backend: Backend,
+    tmp_path: Path,
+    fake_llm: FakeOpenAI,
+    fake_search: FakeTavily,
+    **overrides: Any,
+) -> Settings:
+    """`settings_for`, with web search pointed at the fake Tavily."""
+    return settings_for(
+        backend,
+        tmp_path,
+        fake_llm,
+        tavily_api_key="tvly-test",
+        tavily_base_url=fake_search.base_url,
+        **overrides,
+    )
+
+
+async def ask(client: httpx.AsyncClient, query: str, conversation: str) -> list[Event]:
+    """One whole turn on the web-search agent, read as the original client reads it."""
     async with client.stream(
         "GET", "/agent/chat/stream", params={"query": query, "conversationId": conversation}
     ) as response:

@@ -7,7 +7,6 @@ on the production pair (PostgreSQL, Redis).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +26,6 @@ from tests.integration.service import (
     settings_for,
 )
 from tests.support.sse import collect, events, text_of, types
-
-
-@pytest.fixture
-async def fake_search() -> AsyncIterator[FakeTavily]:
-    async with FakeTavily().running() as fake:
-        yield fake
 
 
 async def test_full_turn_searches_answers_and_is_stored(

@@ -261,14 +261,16 @@ async def test_save_partial_updates_only_running_turns(store: SessionStore) -> N
     finished = await store.add_question(new_turn("f"))
     await store.finish_turn(finished, outcome(answer="final"))
 
-    await store.save_partial(running, "partial answer", "partial thought")
+    call = {"id": "call_1", "name": "web_search", "arguments": "{}", "result": "Interrupted"}
+    await store.save_partial(running, "partial answer", "partial thought", [call])
     await store.save_partial(finished, "late partial", "late thought")
 
     [turn] = await store.get_conversation("alice", "r")
-    assert (turn.answer, turn.thinking, turn.status) == (
+    assert (turn.answer, turn.thinking, turn.status, turn.tools) == (
         "partial answer",
         "partial thought",
         "running",
+        [call],
     )
     assert turn.update_time >= turn.create_time
     [done] = await store.get_conversation("alice", "f")

@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import shutil
 import socket
-import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
-from redis.asyncio import Redis
 
 from app.config import Settings
 from app.tasks import (
@@ -33,6 +29,8 @@ from app.tasks import (
     TaskManager,
     build_task_manager,
 )
+from tests.support.logs import attached
+from tests.support.processes import RedisServer, free_port
 
 TTL = 30.0
 SHORT_TTL = 0.3
@@ -103,18 +101,6 @@ async def backend(request: pytest.FixtureRequest) -> AsyncIterator[tuple[TaskMan
     prefix: str = request.getfixturevalue("redis_prefix")
     async with started(RedisTaskManager(url, prefix, "instance-a")) as runs:
         yield runs.manager, runs
-    await delete_keys(url, prefix)
-
-
-async def delete_keys(url: str, prefix: str) -> None:
-    """Claims left by tests that never release them; they would expire, but not soon."""
-    client = Redis.from_url(url, decode_responses=True)
-    try:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}*")]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
 
 
 # The contract, for both backends.
@@ -259,14 +245,6 @@ async def test_stop_reaches_the_owning_instance(redis_url: str, redis_prefix: st
         assert run.cancelled()
         assert owner_runs.stops == [("alice", "conv-1")]
         assert await other.current("alice", "conv-1") is None
-    await delete_keys(redis_url, redis_prefix)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def test_unreachable_redis_fails_fast(redis_prefix: str) -> None:
@@ -313,53 +291,6 @@ async def test_silent_redis_fails_within_timeout(silent_server: str, redis_prefi
         await manager.close()
 
 
-class RedisServer:
-    """A private redis-server on a free port, which the test may kill and bring back."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self._workdir = workdir
-        self._process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self._process = subprocess.Popen(
-            [
-                "redis-server",
-                *("--port", str(self.port), "--bind", "127.0.0.1"),
-                *("--save", "", "--appendonly", "no", "--dir", str(self._workdir)),
-            ],
-            stdout=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 5.0
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.1).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.02)
-
-    def kill(self) -> None:
-        if self._process is not None:
-            self._process.kill()
-            self._process.wait()
-            self._process = None
-
-
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
-    if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not on PATH")
-    server = RedisServer(tmp_path)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.kill()
-
-
 class ListenerLog(logging.Handler):
     """Counts the listeners' outage warnings and wakes the test when all have subscribed again.
 
@@ -386,13 +317,8 @@ class ListenerLog(logging.Handler):
 @pytest.fixture
 def listener_log(caplog: pytest.LogCaptureFixture) -> Iterator[ListenerLog]:
     caplog.set_level(logging.INFO, logger="app.tasks.redis")
-    handler = ListenerLog(listeners=2)
-    logger = logging.getLogger("app.tasks.redis")
-    logger.addHandler(handler)
-    try:
+    with attached("app.tasks.redis", ListenerLog(listeners=2)) as handler:
         yield handler
-    finally:
-        logger.removeHandler(handler)
 
 
 @pytest.mark.redis

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from app.agents.memory import TURN_OVERHEAD_TOKENS, window
+from app.agents.tool_calls import INTERRUPTED_RESULT
+from app.core.messages import ToolResultBlock
 from app.llm.tokens import TokenCounter, install_encodings
 from app.store.base import StoredTurn
 
@@ -18,7 +21,13 @@ def tokens(tmp_path_factory: pytest.TempPathFactory) -> TokenCounter:
     return TokenCounter()
 
 
-def turn(n: int, question: str, answer: str | None, status: str = "completed") -> StoredTurn:
+def turn(
+    n: int,
+    question: str,
+    answer: str | None,
+    status: str = "completed",
+    tools: list[dict[str, Any]] | None = None,
+) -> StoredTurn:
     now = datetime.now(UTC)
     return StoredTurn(
         id=n,
@@ -28,7 +37,7 @@ def turn(n: int, question: str, answer: str | None, status: str = "completed") -
         question=question,
         answer=answer,
         thinking=None,
-        tools=[],
+        tools=tools or [],
         reference=[],
         recommend=[],
         fileid=None,
@@ -67,4 +76,26 @@ def test_a_turn_larger_than_the_budget_is_left_out_not_cut(tokens: TokenCounter)
 
 def test_turns_without_an_answer_are_skipped(tokens: TokenCounter) -> None:
     msgs = window([turn(1, "failed", None, "failed"), turn(2, "q2", "a2")], tokens, budget=1000)
+    assert [m.text_content() for m in msgs] == ["q2", "a2"]
+
+
+def test_tool_calls_sit_between_question_and_answer_each_with_a_result(
+    tokens: TokenCounter,
+) -> None:
+    cut_short = {"id": "call_1", "name": "web_search", "arguments": '{"query": "x"}'}
+    msgs = window([turn(1, "q1", "partial", "stopped", [cut_short])], tokens, budget=1000)
+
+    assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
+    assert [b.id for b in msgs[1].tool_uses()] == ["call_1"]
+    results = [b for b in msgs[2].content if isinstance(b, ToolResultBlock)]
+    assert [(b.tool_use_id, b.output) for b in results] == [("call_1", INTERRUPTED_RESULT)]
+    assert msgs[3].text_content() == "partial"
+
+
+def test_tool_calls_count_against_the_budget(tokens: TokenCounter) -> None:
+    big = {"id": "c", "name": "t", "arguments": "{}", "result": "data " * 400, "isError": False}
+    turns = [turn(1, "q1", "a1", tools=[big]), turn(2, "q2", "a2")]
+
+    msgs = window(turns, tokens, budget=200)
+
     assert [m.text_content() for m in msgs] == ["q2", "a2"]

@@ -1,0 +1,66 @@
+"""A turn's tool calls as stored, and as replayed to the model in later turns.
+
+A stored call is `{id, name, arguments, result, isError}`. A call cut short
+(a stop, a crash, a failure mid-call) has no result yet, and replayed like
+that it would be a tool call without its answer, which every provider
+rejects. `closed()` gives such calls a synthetic result saying they were
+interrupted: the stored turn gets it when the run ends (and in its periodic
+partial saves, so a crash leaves it too), and `replay()` applies it again to
+any record that still lacks one.
+
+Replayed, a turn's calls become one assistant message of tool uses and one
+message of their results, placed between the question and the answer: the
+shape every provider accepts (OpenAI `tool_calls` + `tool` messages,
+Anthropic `tool_use` + `tool_result`, Gemini function call + response).
+Results are replayed as stored, that is cut to the display length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
+
+INTERRUPTED_RESULT = "Interrupted: the tool call did not finish."
+
+ToolCallRecord = dict[str, Any]
+
+
+def closed(calls: list[ToolCallRecord]) -> list[ToolCallRecord]:
+    """The calls, each with a result: the synthetic, failed one where it was missing."""
+    return [
+        call if "result" in call else {**call, "result": INTERRUPTED_RESULT, "isError": True}
+        for call in calls
+    ]
+
+
+def replay(calls: list[ToolCallRecord]) -> list[Msg]:
+    """The calls as messages (none when there were none)."""
+    if not calls:
+        return []
+    uses: list[ToolUseBlock] = []
+    results: list[ToolResultBlock] = []
+    for call in closed(calls):
+        call_id, name = str(call.get("id", "")), str(call.get("name", ""))
+        arguments = str(call.get("arguments") or "{}")
+        uses.append(ToolUseBlock(call_id, name, _input(arguments), raw_input=arguments))
+        results.append(
+            ToolResultBlock(call_id, name, str(call["result"]), bool(call.get("isError")))
+        )
+    return [Msg("assistant", list(uses)), Msg("tool", list(results))]
+
+
+def text_of(calls: list[ToolCallRecord]) -> list[str]:
+    """The parts of the calls a model reads, for counting their tokens."""
+    return [str(part) for call in closed(calls) for part in (call.get("arguments"), call["result"])]
+
+
+def _input(arguments: str) -> dict[str, Any]:
+    """The arguments as an object; a model's malformed JSON is kept only as the raw text."""
+    try:
+        value = orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return {}
+    return value if isinstance(value, dict) else {}

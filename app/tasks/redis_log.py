@@ -1,0 +1,275 @@
+"""Run logs copied to Redis Streams, so a run can be resumed, and seen to end, from any instance.
+
+Keys, under the deployment's prefix:
+
+    events:{task_id}            a Stream. Event n is entry `n-0` holding its SSE
+                                frame (field `f`), so the SSE id and the entry id
+                                are one number; entry `N-1` (field `end`) marks the
+                                end, N being the last event id. Capped near
+                                `max_events` entries; expires `retention` seconds
+                                after the end (while the run lives, TTL plus that).
+    run:{user}:{conversation}   the task id of the conversation's latest run, kept
+                                as long, so a finished run is still found.
+
+The run never waits on Redis: `publish` runs beside it, wakes when the
+in-process log grows, lingers a moment so a burst of tokens becomes one
+batch, and sends each batch as one pipelined round trip. If Redis fails it
+logs once per outage, backs off, and then sends the whole log again
+(entries Redis still has are refused as duplicates and skipped), so the copy
+is complete again once Redis is back, even after a restart that lost it.
+
+A reader on another instance replays with XREAD from the asked id, then
+blocks on XREAD for more. When the run's claim is gone and no end marker
+has come, it waits a short grace for the marker (the owner releases its
+claim just before writing it); if none comes the owner died, and the
+reader ends the stream with `complete{status: interrupted}`, which is what
+the orphaned row becomes.
+
+Left out: consumer groups (every reader reads the whole log), and any
+durability beyond Redis's own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import cast
+
+from redis.asyncio.client import Pipeline
+from redis.exceptions import RedisError, ResponseError
+
+from app.core.events import CompleteEvent, encode_data, encode_frame
+from app.tasks.base import Claim, EventsGone, TaskError, TaskManager
+from app.tasks.log import RunLog
+from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
+
+logger = logging.getLogger(__name__)
+
+_LINGER_SECONDS = 0.02
+"""How long the copier waits after a wake-up for more events, so a burst is one round trip."""
+_RETRY_SECONDS = 1.0
+"""Pause between copy attempts while Redis is failing."""
+_GRACE_SECONDS = 2.0
+"""How long a reader waits for the end marker after the run let go of its claim."""
+_READ_BATCH = 1000
+_EVENT, _END = 0, 1
+"""The sequence part of an entry id: an event, or the end marker."""
+
+Entry = tuple[bytes, dict[bytes, bytes]]
+"""A Stream entry as redis-py returns it undecoded: (id, fields)."""
+
+
+class RedisRunLogs:
+    """The `SharedRunLogs` backend on Redis; build it once per app and `close()` it at shutdown.
+
+    `tasks` answers whether a run still holds its conversation (its liveness);
+    `max_idle` is the longest a reader blocks on Redis before its response pings.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        prefix: str,
+        tasks: TaskManager,
+        *,
+        ttl: float,
+        retention: float,
+        max_events: int,
+        max_idle: float,
+        timeout: float = 2.0,
+    ) -> None:
+        self._writer = connect(url, timeout=timeout, decode=False)
+        # Its own pool: a blocked XREAD holds a connection for up to `max_idle`.
+        self._reader = connect(url, timeout=timeout, read_timeout=max_idle + timeout, decode=False)
+        self._where = redacted(url)
+        self._prefix = prefix
+        self._tasks = tasks
+        self._live_ms = milliseconds(ttl + retention)
+        self._retention_ms = milliseconds(retention)
+        self._refresh = max(ttl / 3, 0.05)
+        self._max_events = max_events
+        self._max_idle = max_idle
+
+    async def close(self) -> None:
+        await self._writer.aclose()
+        await self._reader.aclose()
+
+    async def publish(self, claim: Claim, log: RunLog) -> None:
+        stream = self._stream_key(claim.task_id)
+        pointer = self._pointer_key(claim.user_id, claim.conversation_id)
+        cursor = 0
+        failing = False
+        while True:
+            await log.ready(cursor, self._refresh)
+            if not log.closed and cursor < log.last_id:
+                await asyncio.sleep(_LINGER_SECONDS)
+            ended = log.closed
+            frames = log.frames_after(cursor)
+            try:
+                await self._send(stream, pointer, claim.task_id, cursor, frames, ended)
+            except (RedisError, OSError) as exc:
+                if not failing:
+                    logger.warning(
+                        "cannot copy run %s to Redis at %s (%s): until Redis is back it can"
+                        " be resumed only on this instance",
+                        claim.task_id,
+                        self._where,
+                        type(exc).__name__,
+                    )
+                failing = True
+                if ended:
+                    return
+                cursor = 0
+                await asyncio.sleep(_RETRY_SECONDS)
+                continue
+            if failing:
+                logger.info("run %s is copied to Redis again", claim.task_id)
+                failing = False
+            cursor += len(frames)
+            if ended:
+                return
+
+    async def latest(self, user_id: str, conversation_id: str) -> str | None:
+        claim = await self._tasks.current(user_id, conversation_id)
+        if claim is not None:
+            return claim.task_id
+        with translate_errors(self._where):
+            value = await self._writer.get(self._pointer_key(user_id, conversation_id))
+        return None if value is None else cast(bytes, value).decode()
+
+    async def reader(
+        self, user_id: str, conversation_id: str, task_id: str, after: int
+    ) -> RedisStreamReader | None:
+        stream = self._stream_key(task_id)
+        with translate_errors(self._where):
+            pipe: Pipeline = self._writer.pipeline(transaction=False)
+            pipe.xrange(stream, count=1)
+            pipe.xrevrange(stream, count=1)
+            head, tail = cast(list[list[Entry]], await pipe.execute())
+        reader = RedisStreamReader(self, stream, (user_id, conversation_id, task_id))
+        if not head:
+            running = await self.is_running(user_id, conversation_id, task_id)
+            return reader if running else None
+        number, kind = _entry_id(head[0][0])
+        first_kept = number if kind == _EVENT else number + 1
+        if first_kept > after + 1:
+            raise EventsGone(
+                f"events {after + 1} to {first_kept - 1} of this run are no longer kept"
+            )
+        number, kind = _entry_id(tail[0][0])
+        if kind == _END and after >= number:
+            reader.end()  # asked from its end, or beyond: nothing more will come
+        return reader
+
+    async def is_running(self, user_id: str, conversation_id: str, task_id: str) -> bool:
+        """Whether the run still holds its conversation (raises `TaskError` if Redis fails)."""
+        claim = await self._tasks.current(user_id, conversation_id)
+        return claim is not None and claim.task_id == task_id
+
+    async def entries_after(self, stream: str, after: int, block: float) -> list[Entry]:
+        """The entries after event `after`, waiting up to `block` seconds for the first one."""
+        block_ms = milliseconds(min(block, self._max_idle))
+        reply = cast(
+            list[tuple[bytes, list[Entry]]],
+            await self._reader.xread({stream: f"{after}-0"}, count=_READ_BATCH, block=block_ms),
+        )
+        return [entry for _, entries in reply for entry in entries]
+
+    async def _send(
+        self,
+        stream: str,
+        pointer: str,
+        task_id: str,
+        cursor: int,
+        frames: list[bytes],
+        ended: bool,
+    ) -> None:
+        """One round trip: the new frames, and either a longer life or the end marker."""
+        pipe: Pipeline = self._writer.pipeline(transaction=False)
+        if cursor == 0:
+            pipe.set(pointer, task_id, px=self._live_ms)
+        for number, frame in enumerate(frames, cursor + 1):
+            pipe.xadd(stream, {b"f": frame}, id=f"{number}-0", maxlen=self._max_events)
+        if ended:
+            last = cursor + len(frames)
+            pipe.xadd(stream, {b"end": b""}, id=f"{last}-1", maxlen=self._max_events)
+            pipe.pexpire(stream, self._retention_ms)
+            pipe.set(pointer, task_id, px=self._retention_ms)
+        else:
+            pipe.pexpire(stream, self._live_ms)
+        for result in await pipe.execute(raise_on_error=False):
+            # A resend after an outage finds the entries Redis kept: those are done already.
+            if isinstance(result, ResponseError) and "equal or smaller" not in str(result):
+                raise result
+
+    def _stream_key(self, task_id: str) -> str:
+        return f"{self._prefix}events:{task_id}"
+
+    def _pointer_key(self, user_id: str, conversation_id: str) -> str:
+        return f"{self._prefix}run:{user_id}:{conversation_id}"
+
+
+class RedisStreamReader:
+    """An `EventLogReader` over one run's Stream; it ends at the end marker or the owner's death."""
+
+    def __init__(self, logs: RedisRunLogs, stream: str, run: tuple[str, str, str]) -> None:
+        self._logs = logs
+        self._stream = stream
+        self._run = run
+        """(user id, conversation id, task id) of the run read."""
+        self._ended = False
+
+    async def wait(self, after: int, idle: float) -> tuple[bytes, int]:
+        if self._ended:
+            return b"", after
+        try:
+            entries = await self._logs.entries_after(self._stream, after, idle)
+            if not entries and not await self._logs.is_running(*self._run):
+                entries = await self._logs.entries_after(self._stream, after, _GRACE_SECONDS)
+                if not entries:
+                    self._ended = True
+                    return _interrupted_frame(after + 1), after + 1
+        except (RedisError, OSError, TaskError) as exc:
+            # The stream ends without `complete`: the client reconnects with its last id.
+            logger.warning(
+                "stopped following run %s: Redis failed (%s)", self._run[2], type(exc).__name__
+            )
+            self._ended = True
+            return b"", after
+        return self._take(entries, after)
+
+    def finished(self, cursor: int) -> bool:
+        return self._ended
+
+    def end(self) -> None:
+        self._ended = True
+
+    def _take(self, entries: list[Entry], after: int) -> tuple[bytes, int]:
+        frames: list[bytes] = []
+        cursor = after
+        for entry_id, fields in entries:
+            number, kind = _entry_id(entry_id)
+            if number != (cursor + 1 if kind == _EVENT else cursor):
+                logger.warning(
+                    "events after %d of run %s are no longer kept; ending its resume",
+                    cursor,
+                    self._run[2],
+                )
+                self._ended = True
+                break
+            if kind == _END:
+                self._ended = True
+                break
+            frames.append(fields[b"f"])
+            cursor = number
+        return b"".join(frames), cursor
+
+
+def _entry_id(raw: bytes) -> tuple[int, int]:
+    number, _, kind = raw.partition(b"-")
+    return int(number), int(kind)
+
+
+def _interrupted_frame(event_id: int) -> bytes:
+    event = CompleteEvent(status="interrupted", first_response_time=None, total_response_time=0)
+    return encode_frame(event_id, encode_data(event))

@@ -1,0 +1,197 @@
+"""Dependencies failing under a running service: Redis restarted, the database down.
+
+Each test owns the server it breaks (a private redis-server or PostgreSQL
+cluster on a free port) and never touches the shared ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import Reply
+from tests.integration.service import ask, history, running_service, service_settings
+from tests.support.logs import LogSignal, attached
+from tests.support.processes import PostgresServer, RedisServer
+from tests.support.sse import Event, events, text_of
+
+ANSWER = "The answer arrives in several parts."
+
+
+@pytest.fixture(scope="module")
+def postgres_server() -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def private_database(postgres_server: PostgresServer) -> str:
+    """A fresh database on the private server, which is running when the test starts."""
+    if not postgres_server.running():
+        postgres_server.start()
+    name = f"t_{uuid.uuid4().hex[:10]}"
+    postgres_server.create_database(name)
+    return postgres_server.url(name)
+
+
+@pytest.fixture
+def store_retries() -> Iterator[LogSignal]:
+    """Seen when the agent reports a failed final store it is about to retry."""
+    with attached("app.agents.base", LogSignal("retrying")) as signal:
+        yield signal
+
+
+async def stream(
+    client: httpx.AsyncClient, params: dict[str, str], at_first_text: Callable[[], Awaitable[None]]
+) -> list[Event]:
+    """Read a whole stream, breaking something (`at_first_text`) once the answer has begun."""
+    seen: list[Event] = []
+    async with client.stream("GET", "/agent/chat/stream", params=params) as response:
+        async for event in events(response):
+            seen.append(event)
+            if event["type"] == "text" and not text_of(seen[:-1]):
+                await at_first_text()
+    return seen
+
+
+@pytest.mark.redis
+async def test_redis_restarted_mid_run_loses_no_answer_and_is_used_again_once_back(
+    tmp_path: Path,
+    postgres_url: str,
+    redis_server: RedisServer,
+    redis_prefix: str,
+    fake_llm: FakeOpenAI,
+) -> None:
+    fake_llm.script(Reply.text(ANSWER, chunks=6, delay=0.1), Reply.text("Back again."))
+    settings = service_settings(
+        tmp_path,
+        postgres_url,
+        redis_server.url,
+        redis_prefix=redis_prefix,
+        llm_base_url=fake_llm.base_url,
+    )
+    params = {"query": "Go on", "conversationId": "c-redis"}
+    async with running_service(settings) as client:
+        seen = await stream(client, params, lambda: asyncio.to_thread(redis_server.kill))
+        stored = await history(client, "c-redis")
+        asked_at = time.monotonic()
+        refused = await client.get("/agent/chat/stream", params=params)
+        refused_after = time.monotonic() - asked_at
+        await asyncio.to_thread(redis_server.start)
+        back = await ask(client, "And now?", "c-redis")
+
+    assert seen[-1]["status"] == "completed"
+    assert text_of(seen) == ANSWER
+    assert (stored[0]["status"], stored[0]["answer"]) == ("completed", ANSWER)
+    assert refused.status_code == 503
+    assert "Redis" in refused.json()["message"]
+    assert refused_after < 3.0
+    assert back[-1]["status"] == "completed"
+    assert text_of(back) == "Back again."
+
+
+@pytest.mark.postgres
+async def test_database_down_answers_503_before_streaming_and_recovers(
+    tmp_path: Path,
+    postgres_server: PostgresServer,
+    private_database: str,
+    fake_llm: FakeOpenAI,
+) -> None:
+    fake_llm.script(Reply.text("First."), Reply.text("Second."))
+    settings = service_settings(tmp_path, private_database, llm_base_url=fake_llm.base_url)
+    async with running_service(settings) as client:
+        await ask(client, "One", "c-db")
+        await asyncio.to_thread(postgres_server.stop)
+        asked_at = time.monotonic()
+        refused = await client.get(
+            "/agent/chat/stream", params={"query": "Two", "conversationId": "c-db"}
+        )
+        refused_after = time.monotonic() - asked_at
+        await asyncio.to_thread(postgres_server.start)
+        again = await ask(client, "Three", "c-db")
+        stored = await history(client, "c-db")
+
+    assert refused.status_code == 503
+    assert "database" in refused.json()["message"]
+    assert refused_after < 5.0
+    assert again[-1]["status"] == "completed"
+    assert [(t["question"], t["answer"]) for t in stored] == [
+        ("One", "First."),
+        ("Three", "Second."),
+    ]
+    assert len(fake_llm.requests) == 2
+
+
+@pytest.mark.postgres
+async def test_a_final_store_that_fails_is_retried_until_the_database_is_back(
+    tmp_path: Path,
+    postgres_server: PostgresServer,
+    private_database: str,
+    fake_llm: FakeOpenAI,
+    store_retries: LogSignal,
+) -> None:
+    fake_llm.script(Reply.hang(first_text="Kept"))
+    settings = service_settings(
+        tmp_path, private_database, llm_base_url=fake_llm.base_url, store_retry_seconds=0.3
+    )
+    params = {"query": "Keep it", "conversationId": "c-retry"}
+    async with running_service(settings) as client:
+
+        async def blip() -> None:
+            """Stop the run while the database is down; bring it back once a retry is due."""
+            await asyncio.to_thread(postgres_server.stop)
+            stop = asyncio.create_task(
+                client.get("/agent/stop", params={"conversationId": "c-retry"})
+            )
+            async with asyncio.timeout(10):
+                await store_retries.seen.wait()
+            await asyncio.to_thread(postgres_server.start)
+            assert (await stop).json()["success"] is True
+
+        seen = await stream(client, params, blip)
+        stored = await history(client, "c-retry")
+
+    assert seen[-1]["status"] == "stopped"
+    assert [(t["status"], t["answer"]) for t in stored] == [("stopped", "Kept")]
+
+
+@pytest.mark.postgres
+async def test_a_final_store_that_keeps_failing_is_logged_with_the_conversation(
+    tmp_path: Path,
+    postgres_server: PostgresServer,
+    private_database: str,
+    fake_llm: FakeOpenAI,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.WARNING, logger="app.agents.base")
+    fake_llm.script(Reply.hang(first_text="Lost"))
+    settings = service_settings(
+        tmp_path, private_database, llm_base_url=fake_llm.base_url, store_retry_seconds=0.02
+    )
+    params = {"query": "Lose it", "conversationId": "c-lost"}
+    async with running_service(settings) as client:
+
+        async def outage() -> None:
+            """The run ends (stopped) only once the database is down, so its store must fail."""
+            await asyncio.to_thread(postgres_server.stop)
+            await client.get("/agent/stop", params={"conversationId": "c-lost"})
+
+        seen = await stream(client, params, outage)
+
+    errors = [r for r in caplog.records if r.levelno == logging.ERROR]
+    assert seen[-1]["status"] == "stopped"
+    assert len(errors) == 1
+    assert "c-lost" in errors[0].getMessage()
+    assert "5 attempts" in errors[0].getMessage()
