@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.agents.base import AgentDeps, AgentSettings
@@ -26,6 +26,7 @@ from app.agents.turns import TurnService
 from app.api import agent, health, sessions
 from app.api.deps import Services
 from app.api.envelope import error_body
+from app.api.web import WebPage
 from app.config import Settings
 from app.llm.http import build_http_client
 from app.llm.registry import build_chat_model
@@ -106,6 +107,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    if settings.cors_wildcard_refused():
+        log.warning("CORS_ORIGINS=* is ignored while API_KEYS is set: list the allowed origins")
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_origin_list(),
@@ -119,11 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(health.router)
     app.include_router(agent.router)
     app.include_router(sessions.router)
-
-    @app.get("/", include_in_schema=False)
-    async def root() -> RedirectResponse:
-        return RedirectResponse("/docs")
-
+    app.mount("/", WebPage(), name="web")
     return app
 
 
