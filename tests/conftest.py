@@ -12,6 +12,7 @@ import os
 import socket
 import uuid
 from collections.abc import Iterator
+from typing import NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -34,7 +35,11 @@ def _reachable(url: str) -> bool:
 def require_server(url: str, what: str) -> None:
     if _reachable(url):
         return
-    reason = f"{what} is not reachable at {urlsplit(url).netloc}; start it to run this test"
+    unavailable(f"{what} is not reachable at {urlsplit(url).netloc}; start it to run this test")
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip for want of something on this machine; under CI (`CI=true`), fail instead."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI=true but {reason}")
     pytest.skip(reason)
