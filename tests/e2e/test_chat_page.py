@@ -12,7 +12,7 @@ from app.config import Settings
 from app.main import create_app
 from tests.e2e.conftest import DESKTOP, LOOP, PHONE, Upstreams, artifact
 from tests.fakes.openai_server import Reply
-from tests.support.proxy import CuttableProxy
+from tests.support.proxy import cuttable_proxy
 from tests.support.server import serve
 
 pytestmark = LOOP
@@ -81,6 +81,7 @@ async def test_question_streams_answer_thinking_tools_references_and_follow_ups(
     )
     await page.screenshot(path=artifact("chat-page.png"))
     await page.set_viewport_size(PHONE)
+    await expect(page.locator("#sidebar")).not_to_be_in_viewport()
     await assert_fits_width(page, PHONE["width"])
     await page.screenshot(path=artifact("chat-page-phone.png"))
     await page.set_viewport_size(DESKTOP)
@@ -213,7 +214,7 @@ async def test_dropped_connection_resumes_without_losing_or_repeating_text(
             resumed_after.append(request.headers.get("last-event-id"))
 
     page.on("request", watch)
-    async with serve(create_app(app_settings())) as url, CuttableProxy(url) as proxy:
+    async with serve(create_app(app_settings())) as url, cuttable_proxy(url) as proxy:
         await page.goto(proxy.url)
         turn = await ask(page, "Count to thirty in words")
         await expect(turn.locator(".answer")).to_contain_text("word3")
@@ -242,6 +243,7 @@ async def test_api_key_is_asked_for_and_sent_when_auth_is_on(
         await page.keyboard.type("not-a-key")
         await page.keyboard.press("Enter")
         await expect(page.locator("#auth-message")).to_have_text("The API key was not accepted.")
+        await page.screenshot(path=artifact("chat-page-api-key.png"))
 
         await page.locator("#api-key").fill("key-alice")
         await page.locator("#api-key").press("Enter")
@@ -327,8 +329,10 @@ async def test_phone_screen_has_a_drawer_and_no_sideways_scroll(
     await menu.click()
     await expect(menu).to_have_attribute("aria-expanded", "true")
     await expect(sidebar).to_be_in_viewport()
+    await expect(page.locator(".conversations .open").first).to_be_focused()
     await page.keyboard.press("Escape")
     await expect(sidebar).not_to_be_in_viewport()
+    await expect(menu).to_be_focused()
 
     await page.locator("#new-chat").click()
     await expect(page.locator(".turn")).to_have_count(0)

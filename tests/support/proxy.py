@@ -4,7 +4,7 @@ A browser cannot be told to drop one response midway, but it sees a real
 connection reset when the proxy aborts both sides of every connection it
 carries. New connections go through as before, so the client can reconnect.
 
-    async with CuttableProxy(server_url) as proxy:
+    async with cuttable_proxy(server_url) as proxy:
         ...  # point the client at proxy.url
         proxy.cut()
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from types import TracebackType
+from collections.abc import AsyncIterator
 from urllib.parse import urlsplit
 
 
@@ -22,32 +22,11 @@ class CuttableProxy:
         target = urlsplit(target_url)
         self._host = target.hostname or "127.0.0.1"
         self._port = target.port or 80
-        self._server: asyncio.Server | None = None
         self._links: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter]] = set()
-        self._handlers: set[asyncio.Task[None]] = set()
+        self.handlers: set[asyncio.Task[None]] = set()
         self.url = ""
         self.cuts = 0
         """Connections cut so far."""
-
-    async def __aenter__(self) -> CuttableProxy:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        assert self._server is not None
-        self._server.close()
-        self.cut()
-        for task in self._handlers:
-            task.cancel()
-        if self._handlers:
-            await asyncio.wait(self._handlers)
-        await self._server.wait_closed()
 
     def cut(self) -> None:
         """Reset every open connection, both towards the client and towards the server."""
@@ -57,10 +36,10 @@ class CuttableProxy:
             self.cuts += 1
         self._links.clear()
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._handlers.add(task)
+        self.handlers.add(task)
         upstream_reader, upstream_writer = await asyncio.open_connection(self._host, self._port)
         link = (writer, upstream_writer)
         self._links.add(link)
@@ -78,7 +57,25 @@ class CuttableProxy:
             self._links.discard(link)
             for side in link:
                 side.close()
-            self._handlers.discard(task)
+            self.handlers.discard(task)
+
+
+@contextlib.asynccontextmanager
+async def cuttable_proxy(target_url: str) -> AsyncIterator[CuttableProxy]:
+    """A proxy to `target_url` listening on 127.0.0.1 at a free port, until the block ends."""
+    proxy = CuttableProxy(target_url)
+    server = await asyncio.start_server(proxy.handle, "127.0.0.1", 0)
+    proxy.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    try:
+        yield proxy
+    finally:
+        server.close()
+        proxy.cut()
+        for task in list(proxy.handlers):
+            task.cancel()
+        if proxy.handlers:
+            await asyncio.wait(proxy.handlers)
+        await server.wait_closed()
 
 
 async def _pump(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:

@@ -7,22 +7,18 @@ import { h } from './dom.js';
 
 const PAGE_SIZE = 20;
 
-const AGENT_NAMES = {
-  chat: 'Web search',
-  file: 'File',
-  pptx: 'PowerPoint',
-  deep: 'Deep research',
-  skills: 'Skills',
-};
-
 function when(iso) {
   const date = new Date(iso);
   return Number.isNaN(date.getTime()) ? '' : date.toLocaleString();
 }
 
 export class ConversationList {
-  /** `onOpen(id)` opens a conversation, `onDeleted(id)` follows a deletion, `onError` shows one. */
-  constructor({ list, empty, more, onOpen, onDeleted, onError }) {
+  /**
+   * `onOpen(id)` opens a conversation, `onDeleted(id)` follows a deletion, `onError` shows
+   * one, and `agentName(type)` names an agent as the agent picker does.
+   */
+  constructor({ list, empty, more, onOpen, onDeleted, onError, agentName }) {
+    this.agentName = agentName;
     this.list = list;
     this.empty = empty;
     this.more = more;
@@ -73,7 +69,7 @@ export class ConversationList {
       h(
         'span',
         { class: 'meta' },
-        `${AGENT_NAMES[record.agentType] ?? record.agentType} · ${when(record.updateTime)}`,
+        `${this.agentName(record.agentType)} · ${when(record.updateTime)}`,
       ),
     );
     const remove = h(

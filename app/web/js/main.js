@@ -28,6 +28,7 @@ const ui = {
   apiKeyInput: $('api-key'),
   keyButton: $('key-button'),
   menuButton: $('menu-button'),
+  sidebar: $('sidebar'),
 };
 
 const FILE_AGENTS = new Set(['file', 'skills']);
@@ -52,6 +53,7 @@ const conversations = new ConversationList({
     if (id === state.conversationId) newChat();
   },
   onError: showError,
+  agentName: (type) => [...ui.agent.options].find((o) => o.value === type)?.textContent ?? type,
 });
 
 function newConversationId() {
@@ -127,6 +129,12 @@ function closeSidebar() {
   ui.menuButton.setAttribute('aria-expanded', 'false');
 }
 
+function openSidebar() {
+  document.body.classList.add('sidebar-open');
+  ui.menuButton.setAttribute('aria-expanded', 'true');
+  ui.sidebar.querySelector('button:not([hidden])')?.focus();
+}
+
 /** Read a run into `turn` until it completes; `open(signal)` makes the first request. */
 async function follow(turn, conversationId, open) {
   const controller = new AbortController();
@@ -139,9 +147,7 @@ async function follow(turn, conversationId, open) {
       conversationId,
       signal: controller.signal,
       onEvent: (event) => turn.apply(event),
-      onReconnect: () => {
-        turn.status.textContent = 'Connection lost, reconnecting…';
-      },
+      onReconnect: () => turn.showNotice('Connection lost, reconnecting…'),
     });
   } catch (error) {
     if (error.name === 'AbortError') return;
@@ -212,7 +218,7 @@ async function openConversation(id) {
   }
   setConversation(id);
   clearMessages();
-  if ([...ui.agent.options].some((option) => option.value === detail.agentType)) {
+  if ([...ui.agent.options].some((o) => o.value === detail.agentType)) {
     ui.agent.value = detail.agentType;
   }
   showAgentTools();
@@ -322,11 +328,14 @@ $('forget-key').addEventListener('click', () => {
   showAuth('The key is forgotten. Enter one to go on.');
 });
 ui.menuButton.addEventListener('click', () => {
-  const open = document.body.classList.toggle('sidebar-open');
-  ui.menuButton.setAttribute('aria-expanded', String(open));
+  if (document.body.classList.contains('sidebar-open')) closeSidebar();
+  else openSidebar();
 });
 document.addEventListener('keydown', (event) => {
-  if (event.key === 'Escape' && document.body.classList.contains('sidebar-open')) closeSidebar();
+  if (event.key === 'Escape' && document.body.classList.contains('sidebar-open')) {
+    closeSidebar();
+    ui.menuButton.focus();
+  }
 });
 window.addEventListener('hashchange', () => {
   const match = CONVERSATION_HASH.exec(location.hash);

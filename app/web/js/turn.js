@@ -57,6 +57,7 @@ export class TurnView {
     this.toolItems = new Map();
     this.renderTimer = null;
     this.answerStarted = false;
+    this.noticeShown = false;
 
     this.thinkingBody = h('div', { class: 'thinking-text' });
     this.thinking = h(
@@ -82,7 +83,7 @@ export class TurnView {
       role: 'group',
       'aria-label': 'Follow-up questions',
     });
-    this.status = h('p', { class: 'status' });
+    this.status = h('p', { class: 'status', role: 'status' });
     this.el = h(
       'article',
       { class: 'turn' },
@@ -123,6 +124,10 @@ export class TurnView {
 
   /** Show one stream event; kinds this page does not know are ignored. */
   apply(event) {
+    if (this.noticeShown && event.type !== 'error') {
+      this.noticeShown = false;
+      this.setStatus('running');
+    }
     switch (event.type) {
       case 'thinking':
         this.thinkingText += event.content ?? '';
@@ -153,7 +158,7 @@ export class TurnView {
         this.addFile(event);
         break;
       case 'error':
-        if (event.code === 'RETRYING') this.status.textContent = event.message || 'Retrying…';
+        if (event.code === 'RETRYING') this.showNotice(event.message || 'Retrying…');
         else this.fail(event.message || event.content || 'Something went wrong.');
         break;
       case 'complete':
@@ -262,6 +267,12 @@ export class TurnView {
     );
     this.files.append(h('li', {}, link, h('span', { class: 'muted' }, ` ${sizeText(file.size)}`)));
     this.files.hidden = false;
+  }
+
+  /** A passing note in the status line (a retry, a reconnection), until the next event. */
+  showNotice(text) {
+    this.status.textContent = text;
+    this.noticeShown = true;
   }
 
   fail(message) {
