@@ -9,7 +9,8 @@ CI=true that is a failure.
 
 The browser is shared by all of them, so they all run in one event loop (mark
 each module `pytestmark = LOOP`); each test gets a fresh browser context, and
-an uncaught error in the page fails the test. Screenshots go to `test-artifacts/` (not committed).
+an uncaught error in the page fails the test. Screenshots go to
+`test-artifacts/`, which git ignores.
 """
 
 from __future__ import annotations

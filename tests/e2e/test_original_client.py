@@ -13,7 +13,7 @@ import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
-from playwright.async_api import Page, expect
+from playwright.async_api import FilePayload, Page, expect
 from starlette.applications import Starlette
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
@@ -96,9 +96,13 @@ async def test_original_client_streams_renders_and_manages_history(
         await expect(message).to_contain_text("refs: https://example.test/rust-2024/1")
         await expect(message).to_have_text(re.compile(r"at \d{4}-\d\d-\d\dT"))
 
+        # The file endpoints come with the file agent; with or without them, their
+        # answers must be readable from the client's origin (not a CORS network error).
         await page.locator("#files").click()
-        # The file endpoints come with the file agent; either way the answer is readable here.
         await expect(page.locator("#log li").last).to_have_text(re.compile(r"files: (200|404)"))
+        notes = FilePayload(name="notes.txt", mimeType="text/plain", buffer=b"Some notes.")
+        await page.locator("#upload").set_input_files(files=[notes])
+        await expect(page.locator("#log li").last).to_have_text(re.compile(r"upload: (200|404)"))
 
         await record.locator(".delete").click()
         await expect(page.locator("#records li")).to_have_count(0)
