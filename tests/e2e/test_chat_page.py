@@ -229,6 +229,25 @@ async def test_dropped_connection_resumes_without_losing_or_repeating_text(
     assert int(resumed_after[0] or 0) >= 3
 
 
+async def test_reload_mid_answer_follows_the_answer_live(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    answer = " ".join(f"step{n}" for n in range(1, 41))
+    upstreams.llm.script(Reply.text(answer, delay=0.1))
+    await page.goto(app_url)
+    turn = await ask(page, "Walk me through it")
+    await expect(turn.locator(".answer")).to_contain_text("step2")
+
+    async with page.expect_request("**/agent/resume?**") as rejoin:
+        await page.reload()
+    assert (await rejoin.value).headers["last-event-id"] == "0"
+
+    turn = page.locator(".turn")
+    await expect(turn).to_have_count(1)
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await expect(turn.locator(".answer")).to_have_text(answer)
+
+
 async def test_api_key_is_asked_for_and_sent_when_auth_is_on(
     page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
 ) -> None:
