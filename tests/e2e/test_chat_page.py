@@ -205,7 +205,7 @@ async def test_markdown_sanitiser_blocks_injected_markup(
 async def test_dropped_connection_resumes_without_losing_or_repeating_text(
     page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
 ) -> None:
-    answer = " ".join(f"word{n}" for n in range(1, 31))
+    answer = " ".join(f"word{n}" for n in range(1, 41))
     upstreams.llm.script(Reply.text(answer, delay=0.1))
     resumed_after: list[str | None] = []
 
@@ -216,7 +216,7 @@ async def test_dropped_connection_resumes_without_losing_or_repeating_text(
     page.on("request", watch)
     async with serve(create_app(app_settings())) as url, cuttable_proxy(url) as proxy:
         await page.goto(proxy.url)
-        turn = await ask(page, "Count to thirty in words")
+        turn = await ask(page, "Count to forty in words")
         await expect(turn.locator(".answer")).to_contain_text("word3")
         proxy.cut()
 
@@ -343,6 +343,7 @@ async def test_phone_screen_has_a_drawer_and_no_sideways_scroll(
     turn = await ask(page, "Something short")
     await expect(turn).to_have_attribute("data-status", "completed")
     await assert_fits_width(page, PHONE["width"])
+    await expect(page.locator(".conversations .open")).to_have_count(1)
 
     menu = page.locator("#menu-button")
     await menu.click()

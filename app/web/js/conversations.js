@@ -36,10 +36,19 @@ export class ConversationList {
   /** Reload every page shown so far; throws ApiError for the caller to show. */
   async refresh() {
     const page = await getJson(`/session/list?pageNum=1&pageSize=${PAGE_SIZE * this.pages}`);
+    // Keep the keyboard where it was: on the same conversation, in its new place.
+    const focused = this.list.contains(document.activeElement)
+      ? document.activeElement.closest('li')?.querySelector('button.open')?.dataset.id
+      : null;
     this.list.replaceChildren(...page.records.map((record) => this.item(record)));
     this.empty.hidden = page.records.length > 0;
     this.more.hidden = page.records.length >= page.total;
     this.markCurrent(this.current);
+    if (focused) this.openButton(focused)?.focus();
+  }
+
+  openButton(id) {
+    return [...this.list.querySelectorAll('button.open')].find((b) => b.dataset.id === id);
   }
 
   clear() {

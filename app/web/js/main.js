@@ -132,7 +132,7 @@ function closeSidebar() {
 function openSidebar() {
   document.body.classList.add('sidebar-open');
   ui.menuButton.setAttribute('aria-expanded', 'true');
-  ui.sidebar.querySelector('button:not([hidden])')?.focus();
+  (ui.sidebar.querySelector('button:not([hidden])') ?? ui.sidebar).focus();
 }
 
 /** Read a run into `turn` until it completes; `open(signal)` makes the first request. */
