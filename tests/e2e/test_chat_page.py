@@ -185,7 +185,7 @@ async def assert_sanitised(page: Page, answer: Locator) -> None:
     link = answer.locator("a", has_text="click me")
     assert await link.get_attribute("href") is None
     # The image has failed to load, so an onerror handler would have run by now.
-    await page.wait_for_function("document.querySelector('.answer img').complete")
+    await expect(image).to_have_js_property("complete", True)
     assert await page.evaluate("window.__pwned") is None
 
 
@@ -207,11 +207,11 @@ async def test_dropped_connection_resumes_without_losing_or_repeating_text(
 ) -> None:
     answer = " ".join(f"word{n}" for n in range(1, 41))
     upstreams.llm.script(Reply.text(answer, delay=0.1))
-    resumed_after: list[str | None] = []
+    resumed_after: list[int] = []
 
     def watch(request: Request) -> None:
         if "/agent/resume" in request.url:
-            resumed_after.append(request.headers.get("last-event-id"))
+            resumed_after.append(int(request.headers.get("last-event-id") or 0))
 
     page.on("request", watch)
     async with serve(create_app(app_settings())) as url, cuttable_proxy(url) as proxy:
@@ -225,8 +225,8 @@ async def test_dropped_connection_resumes_without_losing_or_repeating_text(
         await expect(turn.locator(".error")).to_be_hidden()
 
     assert proxy.cuts >= 1
-    assert resumed_after, "the page did not ask /agent/resume"
-    assert int(resumed_after[0] or 0) >= 3
+    # It asked for the events after those it had shown, not for the whole run again.
+    assert max(resumed_after, default=0) >= 3, resumed_after
 
 
 async def test_reload_mid_answer_follows_the_answer_live(

@@ -184,7 +184,8 @@ async function ask(text) {
   await follow(turn, conversationId, (signal) =>
     send(`/agent/${agent}/stream?${params}`, { headers: { Accept: 'text/event-stream' }, signal }),
   );
-  ui.question.focus();
+  // Back to the question box, unless the reader has moved on to something else.
+  if (document.activeElement === document.body) ui.question.focus();
 }
 
 async function stop() {
