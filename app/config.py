@@ -60,7 +60,7 @@ class Settings(BaseSettings):
     api_keys: SecretStr = SecretStr("")
     """`key1:alice,key2:bob`; empty means no authentication and one local user."""
     cors_origins: str = "*"
-    """Comma-separated origins allowed to call the API from a browser."""
+    """Comma-separated origins a browser may call the API from; `*` (any) only without API_KEYS."""
 
     data_dir: Path = Path("./data")
     task_ttl_seconds: int = Field(default=1800, ge=1)
@@ -113,4 +113,18 @@ class Settings(BaseSettings):
         return pairs
 
     def cors_origin_list(self) -> list[str]:
+        """The origins a browser may call from; with API keys, `*` allows no other origin.
+
+        A service with keys names the front ends it trusts: a wildcard would let
+        any web page read its answers with a key the page got hold of.
+        """
+        origins = self._listed_origins()
+        if self.user_by_key():
+            return [o for o in origins if o != "*"]
+        return origins
+
+    def cors_wildcard_refused(self) -> bool:
+        return bool(self.user_by_key()) and "*" in self._listed_origins()
+
+    def _listed_origins(self) -> list[str]:
         return [o.strip() for o in self.cors_origins.split(",") if o.strip()]

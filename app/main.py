@@ -16,7 +16,6 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from fastapi.responses import RedirectResponse
 
 from app.agents.base import AgentDeps, AgentSettings
 from app.agents.registry import build_agents
@@ -25,6 +24,7 @@ from app.api import agent, files, health, sessions
 from app.api.body_limit import BodyLimit
 from app.api.deps import Services
 from app.api.errors import install_error_handlers
+from app.api.web import WebPage
 from app.config import Settings
 from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
@@ -122,6 +122,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    if settings.cors_wildcard_refused():
+        log.warning("CORS_ORIGINS=* is ignored while API_KEYS is set: list the allowed origins")
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_origin_list(),
@@ -135,10 +137,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(sessions.router)
     app.include_router(files.router)
     app.add_middleware(BodyLimit, path="/file/upload", max_bytes=files.body_limit(settings))
-
-    @app.get("/", include_in_schema=False)
-    async def root() -> RedirectResponse:
-        return RedirectResponse("/docs")
+    app.mount("/", WebPage(), name="web")
 
     return app
 

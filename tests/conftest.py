@@ -34,7 +34,7 @@ def _reachable(url: str) -> bool:
 
 
 def unavailable(reason: str) -> NoReturn:
-    """Skip the test for `reason`; under CI fail it instead."""
+    """Skip for want of something on this machine; under CI (`CI=true`), fail instead."""
     if os.environ.get("CI", "").lower() == "true":
         pytest.fail(f"CI=true but {reason}")
     pytest.skip(reason)

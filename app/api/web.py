@@ -1,0 +1,52 @@
+"""The chat page: `app/web/` served as static files at `/`, with no build step.
+
+It is mounted after every API route, so it only answers paths no route
+claims. Its files get a strict Content-Security-Policy: the page runs only
+its own scripts and talks only to its own origin, so even markup that got
+past the Markdown sanitiser could not run a script. What is not a file
+answers the API's JSON 404, whatever the method, so a client that calls a
+wrong path learns that, not "method not allowed".
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.staticfiles import StaticFiles
+from starlette.types import Scope
+
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; "
+        "img-src 'self' data: https:; connect-src 'self'; object-src 'none'; "
+        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+}
+
+
+class WebPage(StaticFiles):
+    def __init__(self, directory: Path = WEB_DIR) -> None:
+        super().__init__(directory=directory, html=True)
+
+    async def get_response(self, path: str, scope: Scope) -> Response:
+        if scope["method"] not in ("GET", "HEAD"):
+            raise HTTPException(status_code=404)
+        return await super().get_response(path, scope)
+
+    def file_response(
+        self,
+        full_path: str | os.PathLike[str],
+        stat_result: os.stat_result,
+        scope: Scope,
+        status_code: int = 200,
+    ) -> Response:
+        response = super().file_response(full_path, stat_result, scope, status_code)
+        response.headers.update(SECURITY_HEADERS)
+        return response

@@ -1,0 +1,88 @@
+// The service's HTTP surface as the page uses it: one place that adds the API key,
+// reads the {code, message, data} envelope, and turns every failure into an ApiError
+// whose message a person can act on. The page is served by the service itself, so
+// every path is relative to this origin and needs no configuration.
+
+const KEY_STORAGE = 'dodo-agent.apiKey';
+
+export class ApiError extends Error {
+  /** `status` is the HTTP status, or 0 when the server could not be reached. */
+  constructor(status, message) {
+    super(message);
+    this.name = 'ApiError';
+    this.status = status;
+  }
+}
+
+export function apiKey() {
+  return localStorage.getItem(KEY_STORAGE) ?? '';
+}
+
+export function saveApiKey(value) {
+  if (value) localStorage.setItem(KEY_STORAGE, value);
+  else localStorage.removeItem(KEY_STORAGE);
+}
+
+function withKey(headers = {}) {
+  const key = apiKey();
+  return key ? { ...headers, Authorization: `Bearer ${key}` } : { ...headers };
+}
+
+/** fetch() with the key; resolves only to a 2xx response, else throws ApiError. */
+export async function send(path, init = {}) {
+  let response;
+  try {
+    response = await fetch(path, { ...init, headers: withKey(init.headers) });
+  } catch (error) {
+    if (error.name === 'AbortError') throw error;
+    throw new ApiError(0, 'The server cannot be reached. Check the connection and try again.');
+  }
+  if (!response.ok) throw await errorOf(response);
+  return response;
+}
+
+/** The `data` of an enveloped answer, or the whole body of one that is not enveloped. */
+export async function getJson(path, init) {
+  const body = await (await send(path, init)).json();
+  return body !== null && typeof body === 'object' && 'code' in body && 'data' in body
+    ? body.data
+    : body;
+}
+
+const FALLBACK = {
+  401: 'This server needs an API key.',
+  404: 'Not found.',
+  409: 'This conversation is still answering: wait for it or stop it.',
+  413: 'That is too large for this server.',
+  501: 'This is not available on this server.',
+  503: 'The service is unavailable right now. Try again in a moment.',
+};
+
+async function errorOf(response) {
+  let message = '';
+  try {
+    const body = await response.json();
+    message = typeof body.message === 'string' ? body.message : '';
+  } catch {
+    // Not JSON (a proxy's error page, say): the status tells enough.
+  }
+  if (response.status === 401) {
+    message = apiKey() ? 'The API key was not accepted.' : FALLBACK[401];
+  }
+  return new ApiError(
+    response.status,
+    message || FALLBACK[response.status] || `The server answered with status ${response.status}.`,
+  );
+}
+
+/** Save a download (a generated file), sending the key, which a plain link cannot. */
+export async function download(url, name) {
+  const blob = await (await send(url)).blob();
+  const link = document.createElement('a');
+  link.href = URL.createObjectURL(blob);
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(link.href), 10_000);
+}

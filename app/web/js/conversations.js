@@ -1,0 +1,116 @@
+// The conversation list (`/session/list`), newest activity first, a page at a time.
+// Deleting takes two presses of the same button, so a slip of the finger or the
+// keyboard does not lose a conversation, and no modal dialog is needed.
+
+import { getJson, send } from './api.js';
+import { h } from './dom.js';
+
+const PAGE_SIZE = 20;
+
+function when(iso) {
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? '' : date.toLocaleString();
+}
+
+export class ConversationList {
+  /**
+   * `onOpen(id)` opens a conversation, `onDeleted(id)` follows a deletion, `onError` shows
+   * one, and `agentName(type)` names an agent as the agent picker does.
+   */
+  constructor({ list, empty, more, onOpen, onDeleted, onError, agentName }) {
+    this.agentName = agentName;
+    this.list = list;
+    this.empty = empty;
+    this.more = more;
+    this.onOpen = onOpen;
+    this.onDeleted = onDeleted;
+    this.onError = onError;
+    this.pages = 1;
+    this.current = null;
+    more.addEventListener('click', () => {
+      this.pages += 1;
+      this.refresh().catch(onError);
+    });
+  }
+
+  /** Reload every page shown so far; throws ApiError for the caller to show. */
+  async refresh() {
+    const page = await getJson(`/session/list?pageNum=1&pageSize=${PAGE_SIZE * this.pages}`);
+    // Keep the keyboard where it was: on the same conversation, in its new place.
+    const focused = this.list.contains(document.activeElement)
+      ? document.activeElement.closest('li')?.querySelector('button.open')?.dataset.id
+      : null;
+    this.list.replaceChildren(...page.records.map((record) => this.item(record)));
+    this.empty.hidden = page.records.length > 0;
+    this.more.hidden = page.records.length >= page.total;
+    this.markCurrent(this.current);
+    if (focused) this.openButton(focused)?.focus();
+  }
+
+  openButton(id) {
+    return [...this.list.querySelectorAll('button.open')].find((b) => b.dataset.id === id);
+  }
+
+  clear() {
+    this.list.replaceChildren();
+    this.empty.hidden = false;
+    this.more.hidden = true;
+  }
+
+  markCurrent(id) {
+    this.current = id;
+    for (const button of this.list.querySelectorAll('button.open')) {
+      if (button.dataset.id === id) button.setAttribute('aria-current', 'true');
+      else button.removeAttribute('aria-current');
+    }
+  }
+
+  item(record) {
+    const open = h(
+      'button',
+      {
+        type: 'button',
+        class: 'open',
+        'data-id': record.conversationId,
+        onclick: () => this.onOpen(record.conversationId),
+      },
+      h('span', { class: 'title' }, record.question),
+      h(
+        'span',
+        { class: 'meta' },
+        `${this.agentName(record.agentType)} · ${when(record.updateTime)}`,
+      ),
+    );
+    const remove = h(
+      'button',
+      {
+        type: 'button',
+        class: 'icon-button delete',
+        'aria-label': `Delete “${record.question}”`,
+        title: 'Delete',
+      },
+      '×',
+    );
+    remove.addEventListener('click', () => {
+      this.remove(record.conversationId, remove).catch(this.onError);
+    });
+    remove.addEventListener('blur', () => this.disarm(remove));
+    return h('li', {}, open, remove);
+  }
+
+  disarm(button) {
+    delete button.dataset.armed;
+    button.textContent = '×';
+  }
+
+  async remove(id, button) {
+    if (!button.dataset.armed) {
+      button.dataset.armed = 'true';
+      button.textContent = 'Delete?';
+      return;
+    }
+    await send(`/session/${encodeURIComponent(id)}`, { method: 'DELETE' });
+    await this.onDeleted(id);
+    await this.refresh();
+  }
+}

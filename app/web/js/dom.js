@@ -1,0 +1,26 @@
+// Building elements without innerHTML: text from the server is always set as text,
+// so only the Markdown renderer (which sanitises) ever turns a string into markup.
+
+/** `h('a', {href, class: 'x'}, 'text', child)`: attributes, then text or nodes. */
+export function h(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === false || value === null || value === undefined) continue;
+    if (name.startsWith('on')) element.addEventListener(name.slice(2), value);
+    else element.setAttribute(name, value === true ? '' : String(value));
+  }
+  element.append(...children.filter((child) => child !== null && child !== undefined));
+  return element;
+}
+
+/** A JSON array that may arrive as an array or as a JSON string of one. */
+export function jsonList(value) {
+  if (Array.isArray(value)) return value;
+  if (typeof value !== 'string' || value === '') return [];
+  try {
+    const parsed = JSON.parse(value);
+    return Array.isArray(parsed) ? parsed : [];
+  } catch {
+    return [];
+  }
+}

@@ -1,0 +1,353 @@
+// The chat page: wires the composer, the agent picker, uploads, the API key and the
+// conversation list to the service. One answer streams at a time. The open
+// conversation lives in the URL (#c=<id>), so a reload shows it again and, if it was
+// still answering, follows the answer live from its first event.
+
+import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
+import { ConversationList } from './conversations.js';
+import { followRun, resumeRequest } from './stream.js';
+import { TurnView } from './turn.js';
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  messages: $('messages'),
+  welcome: $('welcome'),
+  composer: $('composer'),
+  question: $('question'),
+  send: $('send'),
+  stop: $('stop'),
+  agent: $('agent'),
+  attach: $('attach'),
+  fileInput: $('file-input'),
+  fileChip: $('file-chip'),
+  fileName: $('file-name'),
+  notice: $('notice'),
+  noticeText: $('notice-text'),
+  auth: $('auth'),
+  authMessage: $('auth-message'),
+  apiKeyInput: $('api-key'),
+  keyButton: $('key-button'),
+  menuButton: $('menu-button'),
+  sidebar: $('sidebar'),
+};
+
+const FILE_AGENTS = new Set(['file', 'skills']);
+const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
+
+const state = {
+  conversationId: null,
+  /** `{fileId, fileName}` attached for the agents that read a file. */
+  file: null,
+  /** The AbortController of the stream being read, while one is. */
+  reading: null,
+  /** Whether the view follows new content (the reader has not scrolled up). */
+  pinned: true,
+};
+
+const conversations = new ConversationList({
+  list: $('conversations'),
+  empty: $('conversations-empty'),
+  more: $('more-conversations'),
+  onOpen: (id) => openConversation(id),
+  onDeleted: (id) => {
+    if (id === state.conversationId) newChat();
+  },
+  onError: showError,
+  agentName: (type) => [...ui.agent.options].find((o) => o.value === type)?.textContent ?? type,
+});
+
+function newConversationId() {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+function showNotice(message) {
+  ui.noticeText.textContent = message;
+  ui.notice.hidden = false;
+}
+
+function clearNotice() {
+  ui.notice.hidden = true;
+}
+
+function showAuth(message) {
+  ui.authMessage.textContent = message;
+  ui.auth.hidden = false;
+  ui.keyButton.hidden = false;
+  ui.apiKeyInput.value = apiKey();
+  ui.apiKeyInput.focus();
+}
+
+function showError(error) {
+  if (error.name === 'AbortError') return;
+  if (error instanceof ApiError && error.status === 401) showAuth(error.message);
+  else showNotice(error.message || String(error));
+}
+
+function setBusy(busy) {
+  ui.send.disabled = busy;
+  ui.stop.hidden = !busy;
+  ui.messages.setAttribute('aria-busy', String(busy));
+}
+
+function setConversation(id) {
+  state.conversationId = id;
+  const url = id ? `#c=${id}` : `${location.pathname}${location.search}`;
+  history.replaceState(null, '', url);
+  conversations.markCurrent(id);
+}
+
+function clearMessages() {
+  ui.messages.replaceChildren(ui.welcome);
+  ui.welcome.hidden = false;
+}
+
+function addTurn(turn) {
+  ui.welcome.hidden = true;
+  ui.messages.append(turn.el);
+  state.pinned = true;
+  ui.messages.scrollTop = ui.messages.scrollHeight;
+}
+
+function stopReading() {
+  state.reading?.abort();
+  state.reading = null;
+  setBusy(false);
+}
+
+function showFile() {
+  ui.fileChip.hidden = !state.file;
+  ui.fileName.textContent = state.file ? state.file.fileName : '';
+}
+
+function showAgentTools() {
+  ui.attach.hidden = !FILE_AGENTS.has(ui.agent.value);
+}
+
+function closeSidebar() {
+  document.body.classList.remove('sidebar-open');
+  ui.menuButton.setAttribute('aria-expanded', 'false');
+}
+
+function openSidebar() {
+  document.body.classList.add('sidebar-open');
+  ui.menuButton.setAttribute('aria-expanded', 'true');
+  (ui.sidebar.querySelector('button:not([hidden])') ?? ui.sidebar).focus();
+}
+
+/** Read a run into `turn` until it completes; `open(signal)` makes the first request. */
+async function follow(turn, conversationId, open) {
+  const controller = new AbortController();
+  state.reading = controller;
+  setBusy(true);
+  let complete;
+  try {
+    complete = await followRun({
+      open: () => open(controller.signal),
+      conversationId,
+      signal: controller.signal,
+      onEvent: (event) => turn.apply(event),
+      onReconnect: () => turn.showNotice('Connection lost, reconnecting…'),
+    });
+  } catch (error) {
+    if (error.name === 'AbortError') return;
+    if (error instanceof ApiError && error.status === 401) showAuth(error.message);
+    turn.fail(error.message || String(error));
+    turn.setStatus('failed');
+    return;
+  } finally {
+    if (state.reading === controller) {
+      state.reading = null;
+      setBusy(false);
+    }
+  }
+  if (complete === null) await openConversation(conversationId);
+  else conversations.refresh().catch(showError);
+}
+
+async function ask(text) {
+  const question = text.trim();
+  if (!question || state.reading) return;
+  const agent = ui.agent.value;
+  if (agent === 'file' && !state.file) {
+    showNotice('Attach a file first: this agent answers questions about it.');
+    return;
+  }
+  clearNotice();
+  if (!state.conversationId) setConversation(newConversationId());
+  const conversationId = state.conversationId;
+  const params = new URLSearchParams({ query: question, conversationId });
+  if (state.file && FILE_AGENTS.has(agent)) params.set('fileId', state.file.fileId);
+  const turn = new TurnView(question, { onFollowUp: ask });
+  addTurn(turn);
+  ui.question.value = '';
+  await follow(turn, conversationId, (signal) =>
+    send(`/agent/${agent}/stream?${params}`, { headers: { Accept: 'text/event-stream' }, signal }),
+  );
+  // Back to the question box, unless the reader has moved on to something else.
+  if (document.activeElement === document.body) ui.question.focus();
+}
+
+async function stop() {
+  if (!state.conversationId) return;
+  ui.stop.disabled = true;
+  try {
+    const query = new URLSearchParams({ conversationId: state.conversationId });
+    await getJson(`/agent/stop?${query}`);
+  } catch (error) {
+    showError(error);
+  } finally {
+    ui.stop.disabled = false;
+  }
+}
+
+async function openConversation(id) {
+  stopReading();
+  clearNotice();
+  closeSidebar();
+  let detail;
+  try {
+    detail = await getJson(`/session/${encodeURIComponent(id)}`);
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) {
+      newChat();
+      showNotice('That conversation no longer exists.');
+    } else {
+      showError(error);
+    }
+    return;
+  }
+  setConversation(id);
+  clearMessages();
+  if ([...ui.agent.options].some((o) => o.value === detail.agentType)) {
+    ui.agent.value = detail.agentType;
+  }
+  showAgentTools();
+  state.file = detail.fileid ? { fileId: detail.fileid, fileName: 'File of this conversation' } : null;
+  showFile();
+  const turns = detail.messages.map((m) => TurnView.fromStored(m, { onFollowUp: ask }));
+  turns.forEach(addTurn);
+  const last = detail.messages.at(-1);
+  if (last?.status === 'running') await rejoin(turns.at(-1), last.question, id);
+}
+
+/** Follow a turn still answering from its first event, in place of its stored view. */
+async function rejoin(stored, question, id) {
+  const live = new TurnView(question, { onFollowUp: ask });
+  await follow(live, id, async (signal) => {
+    const response = await resumeRequest(id, 0, signal);
+    stored.el.replaceWith(live.el);
+    return response;
+  });
+}
+
+function newChat() {
+  stopReading();
+  setConversation(null);
+  clearMessages();
+  clearNotice();
+  closeSidebar();
+  state.file = null;
+  showFile();
+  ui.question.focus();
+}
+
+async function upload(file) {
+  const form = new FormData();
+  form.append('file', file);
+  ui.fileName.textContent = `Uploading ${file.name}…`;
+  ui.fileChip.hidden = false;
+  try {
+    const data = await getJson('/file/upload', { method: 'POST', body: form });
+    state.file = { fileId: data.fileId, fileName: data.fileName ?? file.name };
+  } catch (error) {
+    state.file = null;
+    if (error instanceof ApiError && [404, 405, 501].includes(error.status)) {
+      showNotice('File upload is not available on this server.');
+    } else {
+      showError(error);
+    }
+  } finally {
+    ui.fileInput.value = '';
+    showFile();
+  }
+}
+
+async function load() {
+  ui.keyButton.hidden = !apiKey();
+  showAgentTools();
+  try {
+    await conversations.refresh();
+  } catch (error) {
+    showError(error);
+    return;
+  }
+  const match = CONVERSATION_HASH.exec(location.hash);
+  if (match) await openConversation(match[1]);
+}
+
+ui.composer.addEventListener('submit', (event) => {
+  event.preventDefault();
+  ask(ui.question.value);
+});
+ui.question.addEventListener('keydown', (event) => {
+  if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    ask(ui.question.value);
+  } else if (event.key === 'Escape' && state.reading) {
+    event.preventDefault();
+    stop();
+  }
+});
+ui.stop.addEventListener('click', stop);
+ui.agent.addEventListener('change', showAgentTools);
+ui.fileInput.addEventListener('change', () => {
+  if (ui.fileInput.files.length) upload(ui.fileInput.files[0]);
+});
+$('file-clear').addEventListener('click', () => {
+  state.file = null;
+  showFile();
+});
+$('new-chat').addEventListener('click', newChat);
+$('notice-close').addEventListener('click', clearNotice);
+ui.keyButton.addEventListener('click', () => {
+  if (ui.auth.hidden) showAuth(apiKey() ? 'Change or forget the API key.' : 'Enter an API key.');
+  else ui.auth.hidden = true;
+});
+$('auth-form').addEventListener('submit', (event) => {
+  event.preventDefault();
+  saveApiKey(ui.apiKeyInput.value.trim());
+  ui.auth.hidden = true;
+  clearNotice();
+  load();
+});
+$('forget-key').addEventListener('click', () => {
+  saveApiKey('');
+  ui.apiKeyInput.value = '';
+  conversations.clear();
+  newChat();
+  showAuth('The key is forgotten. Enter one to go on.');
+});
+ui.menuButton.addEventListener('click', () => {
+  if (document.body.classList.contains('sidebar-open')) closeSidebar();
+  else openSidebar();
+});
+document.addEventListener('keydown', (event) => {
+  if (event.key === 'Escape' && document.body.classList.contains('sidebar-open')) {
+    closeSidebar();
+    ui.menuButton.focus();
+  }
+});
+window.addEventListener('hashchange', () => {
+  const match = CONVERSATION_HASH.exec(location.hash);
+  if (match && match[1] !== state.conversationId) openConversation(match[1]);
+});
+ui.messages.addEventListener('scroll', () => {
+  const { scrollHeight, scrollTop, clientHeight } = ui.messages;
+  state.pinned = scrollHeight - scrollTop - clientHeight < 80;
+});
+new MutationObserver(() => {
+  if (state.pinned) ui.messages.scrollTop = ui.messages.scrollHeight;
+}).observe(ui.messages, { childList: true, subtree: true, characterData: true });
+
+load();

@@ -1,0 +1,297 @@
+// One question and its answer, drawn the same way whether it streams in live or is
+// read back from history: the question, collapsible thinking, the tool timeline, the
+// answer (sanitised Markdown), generated files, references, follow-up questions and
+// a status line. Everything from the server is set as text except the answer.
+
+import { download } from './api.js';
+import { h, jsonList } from './dom.js';
+import { renderMarkdown, safeUrl } from './markdown.js';
+
+const RENDER_EVERY_MS = 50;
+
+const STATUS_TEXT = {
+  running: 'Answering…',
+  completed: 'Answered',
+  stopped: 'Stopped',
+  failed: 'Failed',
+  paused: 'Waiting for your reply',
+  interrupted: 'Interrupted: the server stopped while answering',
+};
+
+function prettyJson(text) {
+  try {
+    return JSON.stringify(JSON.parse(text), null, 2);
+  } catch {
+    return text ?? '';
+  }
+}
+
+/** A one-line hint of a tool call's arguments, e.g. the search query. */
+function argumentsHint(text) {
+  try {
+    const first = Object.values(JSON.parse(text)).find((v) => typeof v === 'string');
+    if (first) return first.length > 80 ? `${first.slice(0, 79)}…` : first;
+  } catch {
+    // Arguments that are not JSON get no hint; they are shown in full below.
+  }
+  return '';
+}
+
+function sizeText(bytes) {
+  if (!Number.isFinite(bytes)) return '';
+  if (bytes < 1024) return `${bytes} B`;
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(1)} KiB`;
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
+
+function durationText(ms) {
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+export class TurnView {
+  /** `onFollowUp(question)` is called when a suggested follow-up is chosen. */
+  constructor(question, { onFollowUp }) {
+    this.onFollowUp = onFollowUp;
+    this.answerText = '';
+    this.thinkingText = '';
+    this.toolItems = new Map();
+    this.renderTimer = null;
+    this.answerStarted = false;
+    this.noticeShown = false;
+
+    this.thinkingBody = h('div', { class: 'thinking-text' });
+    this.thinking = h(
+      'details',
+      { class: 'thinking', hidden: true },
+      h('summary', {}, 'Thinking'),
+      this.thinkingBody,
+    );
+    this.tools = h('ol', { class: 'tools', hidden: true, 'aria-label': 'Tool calls' });
+    this.answer = h('div', { class: 'answer markdown' });
+    this.files = h('ul', { class: 'files', hidden: true, 'aria-label': 'Generated files' });
+    this.error = h('p', { class: 'error', role: 'alert', hidden: true });
+    this.referenceList = h('ol');
+    this.references = h(
+      'section',
+      { class: 'references', hidden: true },
+      h('h3', {}, 'Sources'),
+      this.referenceList,
+    );
+    this.followUps = h('div', {
+      class: 'follow-ups',
+      hidden: true,
+      role: 'group',
+      'aria-label': 'Follow-up questions',
+    });
+    this.status = h('p', { class: 'status', role: 'status' });
+    this.el = h(
+      'article',
+      { class: 'turn' },
+      h('p', { class: 'question' }, question),
+      h(
+        'div',
+        { class: 'reply' },
+        this.thinking,
+        this.tools,
+        this.answer,
+        this.files,
+        this.error,
+        this.references,
+        this.followUps,
+        this.status,
+      ),
+    );
+    this.setStatus('running');
+  }
+
+  /** A turn as `/session/{id}` stores it. */
+  static fromStored(message, handlers) {
+    const turn = new TurnView(message.question, handlers);
+    turn.thinkingText = message.thinking ?? '';
+    turn.answerText = message.answer ?? '';
+    for (const call of message.tools ?? []) {
+      turn.toolStarted(call.id, call.name, call.arguments);
+      if ('result' in call) turn.toolEnded(call.id, call.name, call.result, call.isError);
+    }
+    turn.showReferences(jsonList(message.reference));
+    turn.showFollowUps(jsonList(message.recommend));
+    if (message.error) turn.fail(`This answer failed (${message.error}).`);
+    turn.render();
+    turn.thinking.open = false;
+    if (message.status !== 'running') turn.finish(message.status, message.totalResponseTime);
+    return turn;
+  }
+
+  /** Show one stream event; kinds this page does not know are ignored. */
+  apply(event) {
+    if (this.noticeShown && event.type !== 'error') {
+      this.noticeShown = false;
+      this.setStatus('running');
+    }
+    switch (event.type) {
+      case 'thinking':
+        this.thinkingText += event.content ?? '';
+        if (!this.answerStarted) this.thinking.open = true;
+        this.schedule();
+        break;
+      case 'text':
+        this.answerText += event.content ?? '';
+        if (!this.answerStarted) {
+          this.answerStarted = true;
+          this.thinking.open = false;
+        }
+        this.schedule();
+        break;
+      case 'tool_start':
+        this.toolStarted(event.toolCallId, event.toolName, event.arguments);
+        break;
+      case 'tool_end':
+        this.toolEnded(event.toolCallId, event.toolName, event.result, event.isError);
+        break;
+      case 'reference':
+        this.showReferences(jsonList(event.content));
+        break;
+      case 'recommend':
+        this.showFollowUps(jsonList(event.content));
+        break;
+      case 'file':
+        this.addFile(event);
+        break;
+      case 'error':
+        if (event.code === 'RETRYING') this.showNotice(event.message || 'Retrying…');
+        else this.fail(event.message || event.content || 'Something went wrong.');
+        break;
+      case 'complete':
+        this.finish(event.status, event.totalResponseTime);
+        break;
+      default:
+        break;
+    }
+  }
+
+  schedule() {
+    this.renderTimer ??= setTimeout(() => this.render(), RENDER_EVERY_MS);
+  }
+
+  render() {
+    clearTimeout(this.renderTimer);
+    this.renderTimer = null;
+    if (this.thinkingText.trim()) {
+      this.thinking.hidden = false;
+      this.thinkingBody.textContent = this.thinkingText;
+    }
+    renderMarkdown(this.answer, this.answerText);
+  }
+
+  toolStarted(id, name, args) {
+    const state = h('span', { class: 'tool-state' }, 'running…');
+    const result = h('pre', { class: 'tool-result', hidden: true });
+    const item = h(
+      'li',
+      { class: 'tool running' },
+      h(
+        'details',
+        {},
+        h(
+          'summary',
+          {},
+          h('span', { class: 'tool-name' }, name ?? 'tool'),
+          ' ',
+          h('span', { class: 'tool-hint' }, argumentsHint(args)),
+          ' ',
+          state,
+        ),
+        h('pre', { class: 'tool-args' }, prettyJson(args)),
+        result,
+      ),
+    );
+    this.toolItems.set(id, { item, state, result });
+    this.tools.hidden = false;
+    this.tools.append(item);
+  }
+
+  toolEnded(id, name, result, isError) {
+    if (!this.toolItems.has(id)) this.toolStarted(id, name, '');
+    const entry = this.toolItems.get(id);
+    entry.item.classList.remove('running');
+    entry.item.classList.add(isError ? 'failed' : 'done');
+    entry.state.textContent = isError ? 'failed' : 'done';
+    entry.result.textContent = result ?? '';
+    entry.result.hidden = !result;
+  }
+
+  showReferences(items) {
+    const rows = items
+      .filter((ref) => ref && typeof ref === 'object')
+      .map((ref) => {
+        const url = safeUrl(ref.url);
+        const title = ref.title || ref.url || 'Source';
+        if (!url) return h('li', {}, title);
+        return h(
+          'li',
+          {},
+          h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, title),
+          h('span', { class: 'host' }, ` ${new URL(url).hostname}`),
+        );
+      });
+    this.referenceList.replaceChildren(...rows);
+    this.references.hidden = rows.length === 0;
+  }
+
+  showFollowUps(questions) {
+    const buttons = questions
+      .filter((q) => typeof q === 'string' && q.trim())
+      .map((q) =>
+        h('button', { type: 'button', class: 'follow-up', onclick: () => this.onFollowUp(q) }, q),
+      );
+    this.followUps.replaceChildren(...buttons);
+    this.followUps.hidden = buttons.length === 0;
+  }
+
+  addFile(file) {
+    const url = safeUrl(file.url);
+    if (!url) return;
+    const name = file.name || 'file';
+    const link = h(
+      'a',
+      {
+        href: url,
+        download: name,
+        class: 'download',
+        onclick: (event) => {
+          event.preventDefault();
+          download(url, name).catch((error) => this.fail(error.message));
+        },
+      },
+      `Download ${name}`,
+    );
+    this.files.append(h('li', {}, link, h('span', { class: 'muted' }, ` ${sizeText(file.size)}`)));
+    this.files.hidden = false;
+  }
+
+  /** A passing note in the status line (a retry, a reconnection), until the next event. */
+  showNotice(text) {
+    this.status.textContent = text;
+    this.noticeShown = true;
+  }
+
+  fail(message) {
+    this.error.textContent = message;
+    this.error.hidden = false;
+  }
+
+  finish(status, totalMs) {
+    this.render();
+    for (const { item, state } of this.toolItems.values()) {
+      if (item.classList.contains('running')) state.textContent = status;
+    }
+    this.setStatus(status, totalMs);
+  }
+
+  setStatus(status, totalMs) {
+    this.el.dataset.status = status;
+    let text = STATUS_TEXT[status] ?? status;
+    if (status === 'completed' && Number.isFinite(totalMs)) text += ` in ${durationText(totalMs)}`;
+    this.status.textContent = text;
+  }
+}

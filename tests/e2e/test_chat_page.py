@@ -1,0 +1,363 @@
+"""The chat page served at `/`, used in Chromium as a person would use it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from urllib.parse import parse_qs, urlsplit
+
+from playwright.async_api import FilePayload, Locator, Page, Request, expect
+
+from app.config import Settings
+from app.main import create_app
+from tests.e2e.conftest import DESKTOP, LOOP, PHONE, Upstreams, artifact
+from tests.fakes.scripted_server import Reply
+from tests.support.proxy import cuttable_proxy
+from tests.support.server import serve
+
+pytestmark = LOOP
+
+
+async def ask(page: Page, question: str) -> Locator:
+    """Type a question and press Enter; the new turn."""
+    await page.locator("#question").fill(question)
+    await page.locator("#question").press("Enter")
+    return page.locator(".turn").last
+
+
+async def assert_fits_width(page: Page, width: int) -> None:
+    widths = await page.evaluate(
+        "[document.documentElement.scrollWidth,"
+        " ...[...document.querySelectorAll('.messages, .composer, .topbar')]"
+        ".map(e => e.scrollWidth)]"
+    )
+    assert max(widths) <= width, f"content wider than the {width}px screen: {widths}"
+
+
+async def test_question_streams_answer_thinking_tools_references_and_follow_ups(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(
+        Reply.tool_calls([("web_search", {"query": "python 3.13"})]),
+        Reply.text(
+            "Python **3.13** is out [1].",
+            reasoning="The results say that 3.13 shipped.",
+            delay=0.02,
+        ),
+        Reply.text('["What changed in 3.13?", "Is it faster?", "How do I upgrade?"]'),
+        Reply.text("It is faster in places."),
+    )
+    await page.goto(app_url)
+
+    await expect(page.locator("#question")).to_be_focused()
+    await page.keyboard.type("What is new in Python?")
+    await page.keyboard.press("Enter")
+
+    turn = page.locator(".turn").last
+    await expect(turn.locator(".question")).to_have_text("What is new in Python?")
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await expect(turn.locator(".answer")).to_have_text("Python 3.13 is out [1].")
+    await expect(turn.locator(".answer strong")).to_have_text("3.13")
+    await expect(turn.locator(".status")).to_contain_text("Answered in")
+    await turn.locator(".thinking summary").click()
+    await expect(turn.locator(".thinking-text")).to_contain_text(
+        "The results say that 3.13 shipped."
+    )
+    await expect(turn.locator(".tool .tool-name")).to_have_text(["web_search"])
+    await expect(turn.locator(".tool .tool-hint")).to_have_text(["python 3.13"])
+    await expect(turn.locator(".tool .tool-state")).to_have_text(["done"])
+    references = turn.locator(".references a")
+    await expect(references).to_have_text(["python 3.13 result 1", "python 3.13 result 2"])
+    assert [await a.get_attribute("href") for a in await references.all()] == [
+        "https://example.test/python-3.13/1",
+        "https://example.test/python-3.13/2",
+    ]
+    follow_ups = turn.locator(".follow-up")
+    await expect(follow_ups).to_have_text(
+        ["What changed in 3.13?", "Is it faster?", "How do I upgrade?"]
+    )
+    await expect(page.locator(".conversations .open .title")).to_have_text(
+        ["What is new in Python?"]
+    )
+    await page.screenshot(path=artifact("chat-page.png"))
+    await page.set_viewport_size(PHONE)
+    await expect(page.locator("#sidebar")).not_to_be_in_viewport()
+    await assert_fits_width(page, PHONE["width"])
+    await page.screenshot(path=artifact("chat-page-phone.png"))
+    await page.set_viewport_size(DESKTOP)
+
+    await follow_ups.first.click()
+
+    second = page.locator(".turn").nth(1)
+    await expect(second.locator(".question")).to_have_text("What changed in 3.13?")
+    await expect(second).to_have_attribute("data-status", "completed")
+    await expect(second.locator(".answer")).to_have_text("It is faster in places.")
+    await expect(follow_ups.first).to_be_hidden()
+    # The follow-up went to the same conversation: the model saw the first turn.
+    contents = [m.get("content") for m in upstreams.llm.requests[3]["messages"]]
+    assert "What is new in Python?" in contents
+    assert contents[-1] == "What changed in 3.13?"
+
+
+async def test_stop_ends_the_answer_mid_stream_and_frees_the_conversation(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(
+        Reply.hang(first_text="Partial answer"),
+        Reply.hang(first_text="Another partial"),
+        Reply.text("Fresh answer."),
+    )
+    await page.goto(app_url)
+
+    turn = await ask(page, "Tell me a long story")
+    # The text shows while the model is still writing: it is streamed, not buffered.
+    await expect(turn.locator(".answer")).to_have_text("Partial answer")
+    await expect(turn).to_have_attribute("data-status", "running")
+    await expect(page.locator("#send")).to_be_disabled()
+    await page.locator("#stop").click()
+
+    await expect(turn).to_have_attribute("data-status", "stopped")
+    await expect(turn.locator(".status")).to_have_text("Stopped")
+    await expect(turn.locator(".answer")).to_have_text("Partial answer")
+    await expect(page.locator("#stop")).to_be_hidden()
+    await asyncio.wait_for(upstreams.llm.disconnected.wait(), 10)
+
+    # Escape in the question box stops too, so the keyboard alone will do.
+    second = await ask(page, "Another long one")
+    await expect(second.locator(".answer")).to_have_text("Another partial")
+    await page.locator("#question").press("Escape")
+    await expect(second).to_have_attribute("data-status", "stopped")
+
+    third = await ask(page, "Shorter, please")
+    await expect(third).to_have_attribute("data-status", "completed")
+    await expect(third.locator(".answer")).to_have_text("Fresh answer.")
+    await expect(third.locator(".error")).to_be_hidden()
+
+
+async def test_reload_shows_the_conversation_from_history(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(Reply.text("Paris is the *capital*.", reasoning="An easy one."))
+    await page.goto(app_url)
+    turn = await ask(page, "Capital of France?")
+    await expect(turn).to_have_attribute("data-status", "completed")
+
+    await page.reload()
+
+    turn = page.locator(".turn")
+    await expect(turn).to_have_count(1)
+    await expect(turn.locator(".question")).to_have_text("Capital of France?")
+    await expect(turn.locator(".answer em")).to_have_text("capital")
+    await expect(turn.locator(".status")).to_contain_text("Answered")
+    await turn.locator(".thinking summary").click()
+    await expect(turn.locator(".thinking-text")).to_have_text("An easy one.")
+    current = page.locator(".conversations .open[aria-current=true] .title")
+    await expect(current).to_have_text("Capital of France?")
+
+    # A fresh visit opens it from the list, and deleting takes two presses.
+    await page.goto(app_url)
+    await expect(page.locator(".turn")).to_have_count(0)
+    await page.locator(".conversations .open").first.click()
+    await expect(page.locator(".turn .answer")).to_have_text("Paris is the capital.")
+    delete = page.locator(".conversations .delete")
+    await delete.click()
+    await expect(delete).to_have_text("Delete?")
+    await delete.click()
+    await expect(page.locator(".conversations li")).to_have_count(0)
+    await expect(page.locator(".turn")).to_have_count(0)
+    await page.reload()
+    await expect(page.locator("#conversations-empty")).to_be_visible()
+
+
+INJECTED = (
+    'Look: <img src="missing.png" onerror="window.__pwned = true">'
+    "<script>window.__pwned = true</script> "
+    "[click me](javascript:window.__pwned=true) and **bold**"
+)
+
+
+async def assert_sanitised(page: Page, answer: Locator) -> None:
+    await expect(answer.locator("strong")).to_have_text("bold")
+    await expect(answer.locator("script")).to_have_count(0)
+    image = answer.locator("img")
+    await expect(image).to_have_count(1)
+    assert await image.get_attribute("onerror") is None
+    link = answer.locator("a", has_text="click me")
+    assert await link.get_attribute("href") is None
+    # The image has failed to load, so an onerror handler would have run by now.
+    await expect(image).to_have_js_property("complete", True)
+    assert await page.evaluate("window.__pwned") is None
+
+
+async def test_markdown_sanitiser_blocks_injected_markup(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(Reply.text(INJECTED))
+    await page.goto(app_url)
+    turn = await ask(page, "Say something dangerous")
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await assert_sanitised(page, turn.locator(".answer"))
+
+    await page.reload()
+    await assert_sanitised(page, page.locator(".turn .answer"))
+
+
+async def test_dropped_connection_resumes_without_losing_or_repeating_text(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    answer = " ".join(f"word{n}" for n in range(1, 41))
+    upstreams.llm.script(Reply.text(answer, delay=0.1))
+    resumed_after: list[int] = []
+
+    def watch(request: Request) -> None:
+        if "/agent/resume" in request.url:
+            resumed_after.append(int(request.headers.get("last-event-id") or 0))
+
+    page.on("request", watch)
+    async with serve(create_app(app_settings())) as url, cuttable_proxy(url) as proxy:
+        await page.goto(proxy.url)
+        turn = await ask(page, "Count to forty in words")
+        await expect(turn.locator(".answer")).to_contain_text("word3")
+        proxy.cut()
+
+        await expect(turn).to_have_attribute("data-status", "completed")
+        await expect(turn.locator(".answer")).to_have_text(answer)
+        await expect(turn.locator(".error")).to_be_hidden()
+
+    assert proxy.cuts >= 1
+    # It asked for the events after those it had shown, not for the whole run again.
+    assert max(resumed_after, default=0) >= 3, resumed_after
+
+
+async def test_reload_mid_answer_follows_the_answer_live(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    answer = " ".join(f"step{n}" for n in range(1, 41))
+    upstreams.llm.script(Reply.text(answer, delay=0.1))
+    await page.goto(app_url)
+    turn = await ask(page, "Walk me through it")
+    await expect(turn.locator(".answer")).to_contain_text("step2")
+
+    async with page.expect_request("**/agent/resume?**") as rejoin:
+        await page.reload()
+    assert (await rejoin.value).headers["last-event-id"] == "0"
+
+    turn = page.locator(".turn")
+    await expect(turn).to_have_count(1)
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await expect(turn.locator(".answer")).to_have_text(answer)
+
+
+async def test_api_key_is_asked_for_and_sent_when_auth_is_on(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(Reply.text("Hello Alice."))
+    urls: list[str] = []
+    page.on("request", lambda request: urls.append(request.url))
+    async with serve(create_app(app_settings(api_keys="key-alice:alice"))) as url:
+        await page.goto(url)
+        await expect(page.locator("#auth")).to_be_visible()
+        await expect(page.locator("#auth-message")).to_have_text("This server needs an API key.")
+        await expect(page.locator("#api-key")).to_be_focused()
+        await page.keyboard.type("not-a-key")
+        await page.keyboard.press("Enter")
+        await expect(page.locator("#auth-message")).to_have_text("The API key was not accepted.")
+        await page.screenshot(path=artifact("chat-page-api-key.png"))
+
+        await page.locator("#api-key").fill("key-alice")
+        await page.locator("#api-key").press("Enter")
+        await expect(page.locator("#auth")).to_be_hidden()
+        turn = await ask(page, "Hi there")
+        await expect(turn.locator(".answer")).to_have_text("Hello Alice.")
+
+        await page.reload()
+        await expect(page.locator(".turn .answer")).to_have_text("Hello Alice.")
+        await expect(page.locator("#auth")).to_be_hidden()
+
+    assert not [u for u in urls if "key-alice" in u], "the key must travel in a header only"
+
+
+async def test_errors_are_shown_in_plain_words(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(Reply.error(500), Reply.error(500), Reply.error(500))
+    async with serve(create_app(app_settings(query_max_chars=40))) as url:
+        await page.goto(url)
+        too_long = await ask(page, "Why " * 15)
+        await expect(too_long.locator(".error")).to_have_text("query is longer than 40 characters")
+        await expect(too_long).to_have_attribute("data-status", "failed")
+
+        failed = await ask(page, "Why is the sky blue?")
+        await expect(failed).to_have_attribute("data-status", "failed")
+        await expect(failed.locator(".error")).to_have_text(
+            "The language model is unavailable right now."
+        )
+        await expect(page.locator("#send")).to_be_enabled()
+
+
+async def test_file_agent_uploads_a_file_and_asks_about_it(page: Page, app_url: str) -> None:
+    """The upload endpoints come with the file agent; their answers are given here."""
+    await page.goto(app_url)
+    await expect(page.locator("#attach")).to_be_hidden()
+    await page.locator("#agent").select_option("file")
+    await expect(page.locator("#attach")).to_be_visible()
+    await ask(page, "Summarise it")
+    await expect(page.locator("#notice-text")).to_have_text(
+        "Attach a file first: this agent answers questions about it."
+    )
+    notes = FilePayload(name="notes.txt", mimeType="text/plain", buffer=b"Some notes.")
+
+    missing = {"code": 404, "message": "Not Found", "data": None}
+    await page.route("**/file/upload", lambda route: route.fulfill(status=404, json=missing))
+    await page.locator("#file-input").set_input_files(files=[notes])
+    await expect(page.locator("#notice-text")).to_have_text(
+        "File upload is not available on this server."
+    )
+    await expect(page.locator("#file-chip")).to_be_hidden()
+    await page.unroute("**/file/upload")
+
+    uploaded = {"fileId": "f-123", "fileName": "notes.txt", "size": 11, "mimeType": "text/plain"}
+    body = {"code": 200, "message": "success", "data": uploaded}
+    await page.route("**/file/upload", lambda route: route.fulfill(json=body))
+    async with page.expect_request("**/file/upload") as upload:
+        await page.locator("#file-input").set_input_files(files=[notes])
+    assert 'name="file"; filename="notes.txt"' in ((await upload.value).post_data or "")
+    await expect(page.locator("#file-name")).to_have_text("notes.txt")
+
+    async with page.expect_request("**/agent/file/stream?**") as stream:
+        await ask(page, "Summarise it")
+    query = parse_qs(urlsplit((await stream.value).url).query)
+    assert query["fileId"] == ["f-123"]
+    assert query["query"] == ["Summarise it"]
+
+
+async def test_phone_screen_has_a_drawer_and_no_sideways_scroll(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(Reply.text("A short answer with a `long_identifier_" + "x" * 80 + "`."))
+    await page.set_viewport_size(PHONE)
+    await page.goto(app_url)
+    sidebar = page.locator("#sidebar")
+    await expect(sidebar).not_to_be_in_viewport()
+
+    turn = await ask(page, "Something short")
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await assert_fits_width(page, PHONE["width"])
+    await expect(page.locator(".conversations .open")).to_have_count(1)
+
+    menu = page.locator("#menu-button")
+    await menu.click()
+    await expect(menu).to_have_attribute("aria-expanded", "true")
+    await expect(sidebar).to_be_in_viewport()
+    await expect(page.locator(".conversations .open").first).to_be_focused()
+    await page.keyboard.press("Escape")
+    await expect(sidebar).not_to_be_in_viewport()
+    await expect(menu).to_be_focused()
+
+    await page.locator("#new-chat").click()
+    await expect(page.locator(".turn")).to_have_count(0)
+    await menu.click()
+    await page.locator(".conversations .open").first.click()
+    await expect(sidebar).not_to_be_in_viewport()
+    await expect(page.locator(".turn .answer")).to_contain_text("A short answer")
+    await page.screenshot(path=artifact("chat-page-phone-history.png"))
