@@ -1,0 +1,49 @@
+"""The service as the benchmark runs it: `app.main`'s app, plus a count of SQL statements.
+
+The count is a SQLAlchemy `before_cursor_execute` listener on every engine,
+read at `GET /_bench/statements` (`{"INSERT": n, "SELECT": n, ...}`), so the
+benchmark can say how many statements a turn costs on any database without
+the app carrying a switch for it. It fires a handful of times per turn,
+never per token. `BENCH_HTTPX=httpx2` runs the app on the `httpx2` fork
+(imported under the name `httpx`) to price the HTTP client.
+
+    uvicorn bench.service:app --port 8888
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from collections import Counter
+from typing import Any
+
+from fastapi import FastAPI
+
+if os.environ.get("BENCH_HTTPX", "httpx") != "httpx":
+    sys.modules["httpx"] = importlib.import_module(os.environ["BENCH_HTTPX"])
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from app.main import create_app
+
+
+def build() -> FastAPI:
+    statements: Counter[str] = Counter()
+
+    def count(*args: Any) -> None:
+        statement: str = args[2]
+        statements[statement.lstrip().split(None, 1)[0].upper()] += 1
+
+    event.listen(Engine, "before_cursor_execute", count)
+    app = create_app()
+
+    @app.get("/_bench/statements", include_in_schema=False)
+    async def read_statements() -> dict[str, int]:
+        return dict(statements)
+
+    return app
+
+
+app = build()
