@@ -24,7 +24,9 @@ class Services:
     users_by_key: dict[str, str]
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
+    # `async` on purpose: FastAPI runs a plain `def` dependency in a worker thread,
+    # a thread hop on every request for what is an attribute read.
     services: Services = request.app.state.services
     return services
 
