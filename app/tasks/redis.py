@@ -32,7 +32,7 @@ from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
@@ -43,6 +43,10 @@ logger = logging.getLogger(__name__)
 
 _Key = tuple[str, str]
 
+_MAX_CONNECTIONS = 64
+"""Connections per instance; commands take a millisecond, so a few dozen serve many streams."""
+_POOL_WAIT_SECONDS = 30.0
+"""Longest wait for a free connection: a burst of a thousand claims queues, it is not refused."""
 _BACKOFF_FIRST_SECONDS = 0.05
 _BACKOFF_MAX_SECONDS = 2.0
 
@@ -80,13 +84,18 @@ class RedisTaskManager:
         # defaults to ten with backoff, which would hold every request for
         # seconds while Redis is down. A pooled connection the server closed
         # is replaced when checked out, so a Redis restart needs no retry.
-        self._redis = Redis.from_url(
+        # redis-py's default pool fails the 101st concurrent command with "Too many
+        # connections": a burst of new streams answered 503. This one queues them.
+        pool = BlockingConnectionPool.from_url(
             url,
+            max_connections=_MAX_CONNECTIONS,
+            timeout=_POOL_WAIT_SECONDS,
             decode_responses=True,
             socket_connect_timeout=timeout,
             socket_timeout=timeout,
             retry=Retry(NoBackoff(), 0),
         )
+        self._redis = Redis.from_pool(pool)
         self._where = _redacted(url)
         self._prefix = prefix
         self._instance_id = instance_id
