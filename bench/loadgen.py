@@ -57,6 +57,7 @@ class Stream:
     """One request's timings; times are `time.perf_counter()` seconds."""
 
     sent: float = 0.0
+    first_event: float | None = None
     first_token: float | None = None
     last_token: float | None = None
     complete_at: float | None = None
@@ -104,6 +105,11 @@ class Connection(asyncio.Protocol):
             self._stream.error = f"HTTP {status}"
 
     def on_body(self, body: bytes) -> None:
+        if self._stream.error and self._stream.error.startswith("HTTP") and body.startswith(b"{"):
+            # An error answer: its message says which dependency failed.
+            message = orjson.loads(body).get("message", "")
+            self._stream.error += f" {message}"
+            return
         frames = (self._buffer + body).split(b"\n\n")
         self._buffer = frames.pop()
         stream, now = self._stream, self._now
@@ -111,6 +117,8 @@ class Connection(asyncio.Protocol):
             if frame.startswith(b":"):
                 continue
             stream.events += 1
+            if stream.first_event is None:
+                stream.first_event = now
             if self._marker in frame:
                 stream.tokens += 1
                 if stream.last_token is None:
@@ -186,6 +194,8 @@ class Report:
     turns_per_second: float
     events_per_second: float
     first_token_ms: dict[str, float]
+    first_event_ms: dict[str, float]
+    """Any event, the service's `start` included: the time its set-up takes before the model."""
     gap_ms: dict[str, float]
     stop_ms: dict[str, float] | None = None
 
@@ -313,6 +323,9 @@ class Load:
             events_per_second=events / wall if wall else 0.0,
             first_token_ms=percentiles(
                 [s.first_token - s.sent for s in results if s.first_token is not None]
+            ),
+            first_event_ms=percentiles(
+                [s.first_event - s.sent for s in results if s.first_event is not None]
             ),
             gap_ms=percentiles([g for s in results for g in s.gaps]),
             stop_ms=percentiles(self.stops) if self.args.stop_url else None,

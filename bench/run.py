@@ -196,10 +196,11 @@ class Bench:
             "LOG_LEVEL": "WARNING",
             "BENCH_HTTPX": httpx,
         }
-        url, pid = self.uvicorn(name, "bench.service:app", env)
+        module = "bench.service:bench_app"
+        url, pid = self.uvicorn(name, module, env)
         target = Target(name, "service", url, pid, "", {"same": url}, counts_statements=True)
         if redis_url:
-            other, _ = self.uvicorn(f"{name}-b", "bench.service:app", env | {"AUTO_MIGRATE": "0"})
+            other, _ = self.uvicorn(f"{name}-b", module, env | {"AUTO_MIGRATE": "0"})
             target.stop_urls["across"] = other
         return target
 

@@ -1,4 +1,4 @@
-"""The service as the benchmark runs it: `app.main`'s app, plus a count of SQL statements.
+"""The service as the benchmark runs it: `app.main:app`, plus a count of SQL statements.
 
 The count is a SQLAlchemy `before_cursor_execute` listener on every engine,
 read at `GET /_bench/statements` (`{"INSERT": n, "SELECT": n, ...}`), so the
@@ -7,7 +7,7 @@ the app carrying a switch for it. It fires a handful of times per turn,
 never per token. `BENCH_HTTPX=httpx2` runs the app on the `httpx2` fork
 (imported under the name `httpx`) to price the HTTP client.
 
-    uvicorn bench.service:app --port 8888
+    uvicorn bench.service:bench_app --port 8888
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ if os.environ.get("BENCH_HTTPX", "httpx") != "httpx":
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from app.main import create_app
+import app.main
 
 
 def build() -> FastAPI:
@@ -37,13 +37,13 @@ def build() -> FastAPI:
         statements[statement.lstrip().split(None, 1)[0].upper()] += 1
 
     event.listen(Engine, "before_cursor_execute", count)
-    app = create_app()
+    served: FastAPI = app.main.app  # built as `uvicorn app.main:app` builds it
 
-    @app.get("/_bench/statements", include_in_schema=False)
+    @served.get("/_bench/statements", include_in_schema=False)
     async def read_statements() -> dict[str, int]:
         return dict(statements)
 
-    return app
+    return served
 
 
-app = build()
+bench_app = build()
