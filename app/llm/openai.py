@@ -23,7 +23,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 from uuid import uuid4
 
-import httpx
+import httpx2 as httpx
 import orjson
 
 from app.core.messages import ContentBlock, Msg, TextBlock, ThinkingBlock, ToolUseBlock

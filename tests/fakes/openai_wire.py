@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import orjson
 from pydantic import SecretStr
 

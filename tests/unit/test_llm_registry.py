@@ -7,7 +7,7 @@ still starts, and says so on the first question) rather than calling out.
 
 from __future__ import annotations
 
-import httpx
+import httpx2 as httpx
 import pytest
 from pydantic import SecretStr
 
