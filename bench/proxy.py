@@ -3,7 +3,8 @@
 One route, one pooled httpx client, each upstream chunk's text re-sent as a
 `{"type":"text","content":…}` frame, no database, no task registry, no
 agent. Whatever the real service costs beyond this is what its features
-cost. `BENCH_HTTPX=httpx2` swaps in the `httpx2` fork to price the client.
+cost. `BENCH_HTTPX=httpx2` swaps in the `httpx2` fork (what the service
+uses) to price the client.
 
     BENCH_UPSTREAM_URL=http://127.0.0.1:9000/v1 uvicorn bench.proxy:app --port 9001
 """

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.procs import free_port, proc_stat, raise_open_files_limit
-from bench.servers import REDIS_URL, delete_redis_keys, postgres
+from bench.servers import DEFAULT_REDIS_URL, delete_redis_keys, postgres
 from bench.table import print_report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,19 +106,20 @@ class Bench:
     def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> int:
         """Start a server on a free port and return that port once it answers HTTP."""
         port = free_port()
-        log = (self.workdir / f"{name}.log").open("wb")
-        proc = subprocess.Popen(
-            [sys.executable, *(a.replace("{port}", str(port)) for a in args)],
-            cwd=ROOT,
-            env={**os.environ, **(env or {})},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
+        log = self.workdir / f"{name}.log"
+        with log.open("wb") as output:  # the child holds its own copy
+            proc = subprocess.Popen(
+                [sys.executable, *(a.replace("{port}", str(port)) for a in args)],
+                cwd=ROOT,
+                env={**os.environ, **(env or {})},
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
         self.procs.append(proc)
         deadline = time.monotonic() + 60
         while True:
             if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited at start-up; see {log.name}")
+                raise RuntimeError(f"{name} exited at start-up; see {log}")
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).close()
             except urllib.error.HTTPError:
@@ -241,14 +242,14 @@ class Bench:
         statements = self.statements(target)
         before = proc_stat(target.pid)
         peak = before.rss_bytes
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE)
-        while proc.poll() is None:
-            if sample_rss:
-                peak = max(peak, proc_stat(target.pid).rss_bytes)
-            time.sleep(0.05 if sample_rss else 0.2)
-        after = proc_stat(target.pid)
-        assert proc.stdout is not None
-        report: dict[str, Any] = json.loads(proc.stdout.read())
+        with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE) as proc:
+            while proc.poll() is None:
+                if sample_rss:
+                    peak = max(peak, proc_stat(target.pid).rss_bytes)
+                time.sleep(0.05 if sample_rss else 0.2)
+            after = proc_stat(target.pid)
+            assert proc.stdout is not None
+            report: dict[str, Any] = json.loads(proc.stdout.read())
         report["cpu_seconds"] = after.cpu_seconds - before.cpu_seconds
         report["rss_before"] = before.rss_bytes
         report["rss_peak"] = max(peak, after.rss_bytes)
@@ -299,42 +300,52 @@ class Bench:
         return results
 
 
-def columns(httpx2: bool) -> list[tuple[str, str, str]]:
-    """(column name, what runs, HTTP client) in table order."""
-    clients = ["httpx", "httpx2"] if httpx2 else ["httpx"]
-    out = [(_named("proxy", c), "proxy", c) for c in clients]
-    out += [(_named("service", c), "service", c) for c in clients]
-    out.append(("service (embedded)", "embedded", "httpx"))
+def columns(compare_httpx: bool) -> list[tuple[str, str, str]]:
+    """(column name, what runs, HTTP client) in table order.
+
+    The proxy runs on both clients: httpx is the issue's yardstick, httpx2 the
+    service's own client, so each service column has a proxy on its client.
+    """
+    out = [("proxy", "proxy", "httpx"), ("proxy (httpx2)", "proxy", "httpx2")]
+    out.append(("service", "service", "httpx2"))
+    if compare_httpx:
+        out.append(("service (httpx)", "service", "httpx"))
+    out.append(("service (embedded)", "embedded", "httpx2"))
     return out
 
 
-def _named(base: str, client: str) -> str:
-    return base if client == "httpx" else f"{base} ({client})"
-
-
-def run(sizes: Sizes, *, httpx2: bool, only: set[str]) -> dict[str, Any]:
+def run(
+    sizes: Sizes,
+    *,
+    compare_httpx: bool = False,
+    only: frozenset[str] = frozenset(),
+    postgres_url: str | None = None,
+    redis_url: str = DEFAULT_REDIS_URL,
+) -> dict[str, Any]:
+    """Measure every column and return the raw results (`bench.table` prints them)."""
     raise_open_files_limit()
-    results: dict[str, Any] = {"sizes": asdict(sizes), "targets": {}}
+    results: dict[str, Any] = {"sizes": asdict(sizes), "targets": {}, "clients": {}}
     with tempfile.TemporaryDirectory(prefix="dodo-bench-") as tmp:
         bench = Bench(sizes, Path(tmp))
         try:
-            with postgres(bench.run_id) as database_url:
+            with postgres(bench.run_id, postgres_url) as database_url:
                 results["targets"]["upstream"] = bench.measure(bench.start_upstream())
-                for name, kind, client in columns(httpx2):
+                for name, kind, client in columns(compare_httpx):
                     if only and name not in only and kind not in only:
                         continue
                     with bench.alone():
                         if kind == "proxy":
                             target = bench.start_proxy(name, client)
                         elif kind == "service":
-                            target = bench.start_service(name, database_url, REDIS_URL, client)
+                            target = bench.start_service(name, database_url, redis_url, client)
                         else:
                             sqlite_url = f"sqlite+aiosqlite:///{tmp}/embedded.db"
                             target = bench.start_service(name, sqlite_url, "", client)
                         results["targets"][name] = bench.measure(target)
+                        results["clients"][name] = client
         finally:
             bench.stop()
-            delete_redis_keys(f"bench-{bench.run_id}:")
+            delete_redis_keys(redis_url, f"bench-{bench.run_id}:")
         results["tracebacks"] = sum(
             log.read_text(errors="replace").count("Traceback") for log in Path(tmp).glob("*.log")
         )
@@ -344,7 +355,9 @@ def run(sizes: Sizes, *, httpx2: bool, only: set[str]) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a smoke test")
-    parser.add_argument("--httpx2", action="store_true", help="also run on the httpx2 fork")
+    parser.add_argument(
+        "--httpx", action="store_true", help="also run the service on httpx instead of httpx2"
+    )
     parser.add_argument("--json", type=Path, help="also write every raw figure here")
     parser.add_argument(
         "--only",
@@ -356,8 +369,13 @@ def main(argv: list[str] | None = None) -> None:
     sizes = QUICK if args.quick else FULL
     # A SIGTERM ends the run like Ctrl-C does: the servers it started are stopped.
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    only = {name for name in args.only.split(",") if name}
-    results = run(sizes, httpx2=args.httpx2, only=only)
+    results = run(
+        sizes,
+        compare_httpx=args.httpx,
+        only=frozenset(name for name in args.only.split(",") if name),
+        postgres_url=os.environ.get("BENCH_POSTGRES_URL"),
+        redis_url=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL),
+    )
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1))
     print_report(results)

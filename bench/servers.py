@@ -25,14 +25,16 @@ from urllib.parse import urlsplit, urlunsplit
 
 from bench.procs import free_port
 
-REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/15")
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/15"
 _PG_SETTINGS = ("max_connections=400", "shared_buffers=128MB", "listen_addresses=127.0.0.1")
 
 
 @contextlib.contextmanager
-def postgres(run_id: str) -> Iterator[str]:
-    """An empty database for the run; yields its SQLAlchemy URL."""
-    url = os.environ.get("BENCH_POSTGRES_URL")
+def postgres(run_id: str, url: str | None = None) -> Iterator[str]:
+    """An empty database for the run; yields its SQLAlchemy URL.
+
+    In the server at `url` when given, else in a private server.
+    """
     if url:
         with _database_in(url, f"dodo_bench_{run_id}") as database:
             yield database
@@ -127,10 +129,10 @@ async def _admin(url: str, sql: str) -> None:
         await conn.close()
 
 
-def delete_redis_keys(prefix: str) -> None:
+def delete_redis_keys(url: str, prefix: str) -> None:
     from redis import Redis
 
-    client = Redis.from_url(REDIS_URL)
+    client = Redis.from_url(url)
     try:
         for key in client.scan_iter(match=f"{prefix}*"):
             client.delete(key)

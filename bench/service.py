@@ -4,8 +4,9 @@ The count is a SQLAlchemy `before_cursor_execute` listener on every engine,
 read at `GET /_bench/statements` (`{"INSERT": n, "SELECT": n, ...}`), so the
 benchmark can say how many statements a turn costs on any database without
 the app carrying a switch for it. It fires a handful of times per turn,
-never per token. `BENCH_HTTPX=httpx2` runs the app on the `httpx2` fork
-(imported under the name `httpx`) to price the HTTP client.
+never per token. `BENCH_HTTPX=httpx` runs the app on httpx instead of the
+`httpx2` fork it depends on (imported under the name `httpx2`), to price
+the HTTP client.
 
     uvicorn bench.service:bench_app --port 8888
 """
@@ -20,8 +21,8 @@ from typing import Any
 
 from fastapi import FastAPI
 
-if os.environ.get("BENCH_HTTPX", "httpx") != "httpx":
-    sys.modules["httpx"] = importlib.import_module(os.environ["BENCH_HTTPX"])
+if os.environ.get("BENCH_HTTPX", "httpx2") != "httpx2":
+    sys.modules["httpx2"] = importlib.import_module(os.environ["BENCH_HTTPX"])
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine

@@ -130,16 +130,15 @@ def _ratio(values: tuple[float, ...] | None, base: tuple[float, ...] | None) -> 
     return " / ".join(f"{v / b:.2f}" if b else "—" for v, b in zip(values, base, strict=True))
 
 
-def yardstick(name: str, targets: dict[str, Result]) -> str | None:
-    """The proxy a column is compared with: the one on the same HTTP client, else the plain one.
+def yardstick(name: str, clients: dict[str, str]) -> str | None:
+    """The proxy a service column is compared with: the one on the same HTTP client.
 
-    None for the baselines themselves and when no proxy was measured.
+    None for the upstream and the proxies themselves, and when no such proxy ran.
     """
-    if name == "upstream" or name == "proxy":
+    if name.startswith("proxy") or name not in clients:
         return None
-    client = name[name.find("(") :] if "(" in name and "embedded" not in name else ""
-    for candidate in (f"proxy {client}".strip(), "proxy"):
-        if candidate in targets and candidate != name:
+    for candidate, client in clients.items():
+        if candidate.startswith("proxy") and client == clients[name]:
             return candidate
     return None
 
@@ -150,7 +149,7 @@ def render(results: Result) -> str:
     header = ["figure"]
     for name in targets:
         header.append(name)
-        base = yardstick(name, targets)
+        base = yardstick(name, results["clients"])
         if base is not None:
             header.append(f"× {base}")
     lines = [header, ["---"] * len(header)]
@@ -159,7 +158,7 @@ def render(results: Result) -> str:
         for name, result in targets.items():
             values = _safe(figure, result, upstream)
             row.append(_cell(values))
-            base = yardstick(name, targets)
+            base = yardstick(name, results["clients"])
             if base is not None:
                 row.append(_ratio(values, _safe(figure, targets[base], upstream)))
         lines.append(row)
@@ -180,8 +179,8 @@ def verdicts(results: Result) -> list[str]:
     wide = results["sizes"]["wide"]
     out: list[str] = []
     for name, r in targets.items():
-        base = yardstick(name, targets)
-        if base is None or name.startswith("proxy"):
+        base = yardstick(name, results["clients"])
+        if base is None:
             continue
         checks: list[tuple[str, float, Callable[[float], bool]]] = [
             (
