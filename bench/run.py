@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -321,6 +322,7 @@ def run(
     only: frozenset[str] = frozenset(),
     postgres_url: str | None = None,
     redis_url: str = DEFAULT_REDIS_URL,
+    logs: Path | None = None,
 ) -> dict[str, Any]:
     """Measure every column and return the raw results (`bench.table` prints them)."""
     raise_open_files_limit()
@@ -349,6 +351,10 @@ def run(
         results["tracebacks"] = sum(
             log.read_text(errors="replace").count("Traceback") for log in Path(tmp).glob("*.log")
         )
+        if logs is not None:
+            logs.mkdir(parents=True, exist_ok=True)
+            for log in Path(tmp).glob("*.log"):
+                shutil.copy(log, logs / log.name)
     return results
 
 
@@ -359,6 +365,7 @@ def main(argv: list[str] | None = None) -> None:
         "--httpx", action="store_true", help="also run the service on httpx instead of httpx2"
     )
     parser.add_argument("--json", type=Path, help="also write every raw figure here")
+    parser.add_argument("--logs", type=Path, help="keep the servers' logs in this folder")
     parser.add_argument(
         "--only",
         default="",
@@ -375,6 +382,7 @@ def main(argv: list[str] | None = None) -> None:
         only=frozenset(name for name in args.only.split(",") if name),
         postgres_url=os.environ.get("BENCH_POSTGRES_URL"),
         redis_url=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL),
+        logs=args.logs,
     )
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1))
