@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 from pydantic import SecretStr
 
 from app.llm.embeddings import OpenAIEmbeddings

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-import httpx
+import httpx2 as httpx
 
 from app.agents.memory import load_memory
 from app.agents.recommend import suggest_follow_ups

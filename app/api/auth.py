@@ -17,7 +17,8 @@ from app.api.envelope import ApiError
 LOCAL_USER = "local"
 
 
-def current_user(request: Request, services: ServicesDep) -> str:
+async def current_user(request: Request, services: ServicesDep) -> str:
+    """`async` though it never awaits: a plain `def` dependency costs a worker-thread hop."""
     keys = services.users_by_key
     if not keys:
         return LOCAL_USER

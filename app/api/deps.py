@@ -26,7 +26,9 @@ class Services:
     files: FileLibrary
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
+    # `async` on purpose: FastAPI runs a plain `def` dependency in a worker thread,
+    # a thread hop on every request for what is an attribute read.
     services: Services = request.app.state.services
     return services
 

@@ -28,7 +28,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
-import httpx
+import httpx2 as httpx
 from pydantic import SecretStr
 
 from app.core.messages import ContentBlock, Msg, TextBlock

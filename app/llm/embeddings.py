@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import orjson
 from pydantic import SecretStr
 

@@ -8,7 +8,7 @@ is meant to hold streams, all kept alive between calls.
 
 from __future__ import annotations
 
-import httpx
+import httpx2 as httpx
 
 from app.config import Settings
 

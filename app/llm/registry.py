@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx
+import httpx2 as httpx
 
 from app.config import Settings
 from app.core.tools import GenerateOptions

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, Protocol, TypeVar
 
-import httpx
+import httpx2 as httpx
 import orjson
 
 from app.core.messages import ContentBlock, Msg

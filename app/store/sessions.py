@@ -35,6 +35,15 @@ from app.store.models import AI_SESSION as T
 _INSERT_QUESTION = insert(T).returning(T.c.id)
 _FINISH_TURN = update(T).where(T.c.id == bindparam("turn_id"))
 _SAVE_PARTIAL = update(T).where(T.c.id == bindparam("turn_id"), T.c.status == "running")
+# Memory is read on every turn: built once, a statement skips SQLAlchemy's construction
+# and cache-key work (about a fifth of the read's CPU, measured with cProfile).
+_RECENT_TURNS = (
+    select(T)
+    .where(T.c.user_id == bindparam("user_id"), T.c.session_id == bindparam("session_id"))
+    .order_by(T.c.id.desc())
+    .limit(bindparam("limit"))
+)
+_RECENT_TURNS_BEFORE = _RECENT_TURNS.where(T.c.id < bindparam("before_id"))
 
 
 class SqlSessionStore:
@@ -128,12 +137,12 @@ class SqlSessionStore:
     async def recent_turns(
         self, user_id: str, session_id: str, limit: int, before_id: int | None = None
     ) -> list[StoredTurn]:
-        stmt = select(T).where(T.c.user_id == user_id, T.c.session_id == session_id)
+        params = {"user_id": user_id, "session_id": session_id, "limit": max(limit, 0)}
+        stmt = _RECENT_TURNS
         if before_id is not None:
-            stmt = stmt.where(T.c.id < before_id)
-        stmt = stmt.order_by(T.c.id.desc()).limit(max(limit, 0))
+            stmt, params["before_id"] = _RECENT_TURNS_BEFORE, before_id
         async with self._db.statement() as conn:
-            rows = (await conn.execute(stmt)).mappings().all()
+            rows = (await conn.execute(stmt, params)).mappings().all()
         return [_turn(row) for row in reversed(rows)]
 
     async def list_conversations(

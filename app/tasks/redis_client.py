@@ -11,13 +11,18 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from urllib.parse import urlsplit, urlunsplit
 
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError
 
 from app.tasks.base import TaskBackendUnavailable
+
+MAX_CONNECTIONS = 64
+"""Connections per client; commands take a millisecond, so a few dozen serve many streams."""
+POOL_WAIT_SECONDS = 30.0
+"""Longest wait for a free connection: a burst of a thousand claims queues, it is not refused."""
 
 
 def connect(
@@ -35,13 +40,18 @@ def connect(
     # does not always notice before use: without it the first command after
     # a restart fails. Timeouts are not retried, so a Redis that stopped
     # answering costs one `timeout`, not two.
-    return Redis.from_url(
+    # redis-py's default pool fails the 101st concurrent command with "Too many
+    # connections": a burst of new streams answered 503. This pool queues them.
+    pool = BlockingConnectionPool.from_url(
         url,
+        max_connections=MAX_CONNECTIONS,
+        timeout=POOL_WAIT_SECONDS,
         decode_responses=decode,
         socket_connect_timeout=timeout,
         socket_timeout=timeout if read_timeout is None else read_timeout,
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
+    return Redis.from_pool(pool)
 
 
 def redacted(url: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 
-import httpx
+import httpx2 as httpx
 from pydantic import SecretStr
 
 from app.core.messages import Msg

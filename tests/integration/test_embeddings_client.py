@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import AsyncIterator
 
-import httpx
+import httpx2 as httpx
 import pytest
 from pydantic import SecretStr
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 
-import httpx
+import httpx2 as httpx
 import pytest
 from pydantic import SecretStr
 

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from app.agents.base import AgentDeps, AgentSettings, Turn

@@ -8,7 +8,7 @@ around OpenAI-style messages.
 
 from __future__ import annotations
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolUseBlock

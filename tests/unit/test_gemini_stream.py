@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import httpx
+import httpx2 as httpx
 import orjson
 import pytest
 

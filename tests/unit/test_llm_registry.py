@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import get_args
 
-import httpx
+import httpx2 as httpx
 import pytest
 from pydantic import SecretStr
 

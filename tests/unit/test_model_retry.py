@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-import httpx
+import httpx2 as httpx
 import pytest
 
 from app.core.messages import Msg, TextBlock

@@ -1,0 +1,393 @@
+"""Run the whole benchmark on this machine and print the figures table (bench/README.md).
+
+    .venv/bin/python -m bench.run            # the full run, a few minutes
+    .venv/bin/python -m bench.run --quick    # tiny sizes: checks that everything runs
+
+Everything listens on 127.0.0.1 and runs in a process of its own: the fake
+upstream, the bare proxy, the service (one uvicorn worker) on PostgreSQL and
+Redis plus a second instance for cross-instance stops, the service on its
+embedded defaults (SQLite, in-process registry), and the load generator.
+PostgreSQL and Redis are set up and cleaned up by `bench.servers`.
+
+Each target is started, measured alone and stopped before the next one
+starts; the upstream runs throughout. Server CPU and memory come
+from `/proc/<pid>/stat` around each scenario; memory per open stream is the
+peak RSS while 1,000 streams are open, less the RSS before, divided by 1,000.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.procs import free_port, proc_stat, raise_open_files_limit
+from bench.servers import DEFAULT_REDIS_URL, delete_redis_keys, postgres
+from bench.table import print_report
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    first_event: tuple[tuple[int, int], ...]
+    """(concurrent streams, streams in all) for the time to first event."""
+    first_event_tokens: int
+    delay_ms: float
+    """The upstream's inter-token delay, for every scenario but saturation."""
+    saturation: tuple[int, int]
+    saturation_tokens: int
+    wide: int
+    """Concurrent streams in the wide scenario (1,000 in the full run)."""
+    wide_tokens: int
+    stops: int
+
+
+FULL = Sizes(
+    first_event=((1, 30), (50, 200), (200, 600)),
+    first_event_tokens=20,
+    delay_ms=20,
+    saturation=(64, 3000),
+    saturation_tokens=20,
+    wide=1000,
+    wide_tokens=100,
+    stops=30,
+)
+QUICK = Sizes(
+    first_event=((1, 3), (5, 10), (10, 20)),
+    first_event_tokens=5,
+    delay_ms=5,
+    saturation=(4, 20),
+    saturation_tokens=5,
+    wide=10,
+    wide_tokens=10,
+    stops=3,
+)
+
+
+@dataclass(slots=True)
+class Target:
+    """One column of the table: a server the load generator reads."""
+
+    name: str
+    kind: str
+    """How the load generator reads it: `openai`, `proxy` or `service` (see bench.loadgen)."""
+    url: str
+    pid: int
+    path: str
+    stop_urls: dict[str, str] = field(default_factory=dict)
+    """Where stops go: "same" (this instance) and, with Redis, "across" (another one)."""
+    counts_statements: bool = False
+
+
+class Bench:
+    def __init__(self, sizes: Sizes, workdir: Path) -> None:
+        self.sizes = sizes
+        self.workdir = workdir
+        self.run_id = uuid.uuid4().hex[:8]
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.upstream_url = ""
+
+    # -- processes --------------------------------------------------------
+
+    def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> int:
+        """Start a server on a free port and return that port once it answers HTTP."""
+        port = free_port()
+        log = self.workdir / f"{name}.log"
+        with log.open("wb") as output:  # the child holds its own copy
+            proc = subprocess.Popen(
+                [sys.executable, *(a.replace("{port}", str(port)) for a in args)],
+                cwd=ROOT,
+                env={**os.environ, **(env or {})},
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        self.procs.append(proc)
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"{name} exited at start-up; see {log}")
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).close()
+            except urllib.error.HTTPError:
+                return port  # it answers: up, just without a health route
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"{name} did not start within 60 s") from None
+                time.sleep(0.1)
+            else:
+                return port
+
+    def uvicorn(self, name: str, module: str, env: dict[str, str]) -> tuple[str, int]:
+        port = self.spawn(
+            name,
+            [
+                *("-m", "uvicorn", module, "--host", "127.0.0.1", "--port", "{port}"),
+                *("--workers", "1", "--log-level", "warning", "--backlog", "4096"),
+            ],
+            env,
+        )
+        return f"http://127.0.0.1:{port}", self.procs[-1].pid
+
+    def stop(self, keep: int = 0) -> None:
+        """Stop the processes started after the first `keep` ones (all of them by default)."""
+        stopping, self.procs = self.procs[keep:], self.procs[:keep]
+        for proc in stopping:
+            proc.terminate()
+        for proc in stopping:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+    @contextlib.contextmanager
+    def alone(self) -> Iterator[None]:
+        """What starts in the block stops at its end, so each target is measured alone."""
+        keep = len(self.procs)
+        try:
+            yield
+        finally:
+            self.stop(keep)
+
+    def configure_upstream(self, tokens: int, delay_ms: float) -> None:
+        query = f"/config?tokens={tokens}&delay_ms={delay_ms}"
+        urllib.request.urlopen(self.upstream_url + query, timeout=5).close()
+
+    # -- targets ----------------------------------------------------------
+
+    def start_upstream(self) -> Target:
+        port = self.spawn("upstream", ["-m", "bench.upstream", "--port", "{port}"])
+        self.upstream_url = f"http://127.0.0.1:{port}"
+        return Target(
+            "upstream", "openai", self.upstream_url, self.procs[-1].pid, "/v1/chat/completions"
+        )
+
+    def start_proxy(self, name: str, httpx: str) -> Target:
+        env = {"BENCH_UPSTREAM_URL": self.upstream_url + "/v1", "BENCH_HTTPX": httpx}
+        url, pid = self.uvicorn(name, "bench.proxy:app", env)
+        return Target(name, "proxy", url, pid, "")
+
+    def start_service(self, name: str, database_url: str, redis_url: str, httpx: str) -> Target:
+        env = {
+            "DATABASE_URL": database_url,
+            "REDIS_URL": redis_url,
+            "REDIS_PREFIX": f"bench-{self.run_id}:",
+            "LLM_PROVIDER": "openai",
+            "LLM_BASE_URL": self.upstream_url + "/v1",
+            "LLM_API_KEY": "bench-key",
+            "LLM_MODEL": "bench",
+            "TAVILY_API_KEY": "",
+            "RECOMMENDATIONS_ENABLED": "false",
+            "API_KEYS": "",
+            "DATA_DIR": str(self.workdir / name.replace(" ", "-")),
+            "LOG_LEVEL": "WARNING",
+            "BENCH_HTTPX": httpx,
+        }
+        module = "bench.service:bench_app"
+        url, pid = self.uvicorn(name, module, env)
+        target = Target(name, "service", url, pid, "", {"same": url}, counts_statements=True)
+        if redis_url:
+            other, _ = self.uvicorn(f"{name}-b", module, env | {"AUTO_MIGRATE": "0"})
+            target.stop_urls["across"] = other
+        return target
+
+    # -- scenarios --------------------------------------------------------
+
+    def load(
+        self,
+        target: Target,
+        *,
+        concurrency: int,
+        streams: int,
+        timeout: float,
+        stop_url: str = "",
+        sample_rss: bool = False,
+    ) -> dict[str, Any]:
+        """One load-generator run against `target`, with the server's CPU and memory around it."""
+        argv = [
+            sys.executable,
+            "-m",
+            "bench.loadgen",
+            "--url",
+            target.url,
+            "--kind",
+            target.kind,
+            "--run-id",
+            f"{self.run_id}-{uuid.uuid4().hex[:6]}",
+            "--concurrency",
+            str(concurrency),
+            "--streams",
+            str(streams),
+            "--timeout",
+            str(timeout),
+        ]
+        if target.path:
+            argv += ["--path", target.path]
+        if stop_url:
+            argv += ["--stop-url", stop_url]
+        statements = self.statements(target)
+        before = proc_stat(target.pid)
+        peak = before.rss_bytes
+        with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE) as proc:
+            while proc.poll() is None:
+                if sample_rss:
+                    peak = max(peak, proc_stat(target.pid).rss_bytes)
+                time.sleep(0.05 if sample_rss else 0.2)
+            after = proc_stat(target.pid)
+            assert proc.stdout is not None
+            report: dict[str, Any] = json.loads(proc.stdout.read())
+        report["cpu_seconds"] = after.cpu_seconds - before.cpu_seconds
+        report["rss_before"] = before.rss_bytes
+        report["rss_peak"] = max(peak, after.rss_bytes)
+        if statements is not None:
+            now = self.statements(target) or {}
+            report["statements"] = {k: v - statements.get(k, 0) for k, v in now.items()}
+        print(
+            f"  {report['completed']}/{streams} in {report['wall_seconds']:.1f} s,"
+            f" first event p50 {report['first_token_ms']['p50']:.1f} ms,"
+            f" {report['turns_per_second']:.0f} turns/s, errors {report['errors']}",
+            file=sys.stderr,
+            flush=True,
+        )
+        return report
+
+    def statements(self, target: Target) -> dict[str, int] | None:
+        if not target.counts_statements:
+            return None
+        with urllib.request.urlopen(target.url + "/_bench/statements", timeout=5) as response:
+            counts: dict[str, int] = json.loads(response.read())
+        return counts
+
+    def measure(self, target: Target) -> dict[str, Any]:
+        sizes = self.sizes
+        print(f"measuring {target.name} ...", file=sys.stderr, flush=True)
+        results: dict[str, Any] = {}
+        self.configure_upstream(sizes.saturation_tokens, 0)
+        self.load(target, concurrency=10, streams=50, timeout=60)  # warm-up
+        self.configure_upstream(sizes.first_event_tokens, sizes.delay_ms)
+        for concurrency, streams in sizes.first_event:
+            results[f"first_event_{concurrency}"] = self.load(
+                target, concurrency=concurrency, streams=streams, timeout=120
+            )
+        self.configure_upstream(sizes.saturation_tokens, 0)
+        concurrency, streams = sizes.saturation
+        results["saturation"] = self.load(
+            target, concurrency=concurrency, streams=streams, timeout=180
+        )
+        self.configure_upstream(sizes.wide_tokens, sizes.delay_ms)
+        results["wide"] = self.load(
+            target, concurrency=sizes.wide, streams=sizes.wide, timeout=180, sample_rss=True
+        )
+        self.configure_upstream(1_000_000, sizes.delay_ms)
+        for where, url in target.stop_urls.items():
+            results[f"stop_{where}"] = self.load(
+                target, concurrency=1, streams=sizes.stops, timeout=120, stop_url=url
+            )
+        return results
+
+
+def columns(compare_httpx: bool) -> list[tuple[str, str, str]]:
+    """(column name, what runs, HTTP client) in table order.
+
+    The proxy runs on both clients: httpx is the issue's yardstick, httpx2 the
+    service's own client, so each service column has a proxy on its client.
+    """
+    out = [("proxy", "proxy", "httpx"), ("proxy (httpx2)", "proxy", "httpx2")]
+    out.append(("service", "service", "httpx2"))
+    if compare_httpx:
+        out.append(("service (httpx)", "service", "httpx"))
+    out.append(("service (embedded)", "embedded", "httpx2"))
+    return out
+
+
+def run(
+    sizes: Sizes,
+    *,
+    compare_httpx: bool = False,
+    only: frozenset[str] = frozenset(),
+    postgres_url: str | None = None,
+    redis_url: str = DEFAULT_REDIS_URL,
+    logs: Path | None = None,
+) -> dict[str, Any]:
+    """Measure every column and return the raw results (`bench.table` prints them)."""
+    raise_open_files_limit()
+    results: dict[str, Any] = {"sizes": asdict(sizes), "targets": {}, "clients": {}}
+    with tempfile.TemporaryDirectory(prefix="dodo-bench-") as tmp:
+        bench = Bench(sizes, Path(tmp))
+        try:
+            with postgres(bench.run_id, postgres_url) as database_url:
+                results["targets"]["upstream"] = bench.measure(bench.start_upstream())
+                for name, kind, client in columns(compare_httpx):
+                    if only and name not in only and kind not in only:
+                        continue
+                    with bench.alone():
+                        if kind == "proxy":
+                            target = bench.start_proxy(name, client)
+                        elif kind == "service":
+                            target = bench.start_service(name, database_url, redis_url, client)
+                        else:
+                            sqlite_url = f"sqlite+aiosqlite:///{tmp}/embedded.db"
+                            target = bench.start_service(name, sqlite_url, "", client)
+                        results["targets"][name] = bench.measure(target)
+                        results["clients"][name] = client
+        finally:
+            bench.stop()
+            delete_redis_keys(redis_url, f"bench-{bench.run_id}:")
+        results["tracebacks"] = sum(
+            log.read_text(errors="replace").count("Traceback") for log in Path(tmp).glob("*.log")
+        )
+        if logs is not None:
+            logs.mkdir(parents=True, exist_ok=True)
+            for log in Path(tmp).glob("*.log"):
+                shutil.copy(log, logs / log.name)
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny sizes, a smoke test")
+    parser.add_argument(
+        "--httpx", action="store_true", help="also run the service on httpx instead of httpx2"
+    )
+    parser.add_argument("--json", type=Path, help="also write every raw figure here")
+    parser.add_argument("--logs", type=Path, help="keep the servers' logs in this folder")
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma-separated columns or kinds (proxy, service, embedded) to measure;"
+        " the upstream is always measured",
+    )
+    args = parser.parse_args(argv)
+    sizes = QUICK if args.quick else FULL
+    # A SIGTERM ends the run like Ctrl-C does: the servers it started are stopped.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    results = run(
+        sizes,
+        compare_httpx=args.httpx,
+        only=frozenset(name for name in args.only.split(",") if name),
+        postgres_url=os.environ.get("BENCH_POSTGRES_URL"),
+        redis_url=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL),
+        logs=args.logs,
+    )
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=1))
+    print_report(results)
+
+
+if __name__ == "__main__":
+    main()

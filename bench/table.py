@@ -1,0 +1,237 @@
+"""Turn the raw results of `bench.run` into the figures table and the targets' verdicts.
+
+Kept apart from the run so the table can be printed again from a saved
+`--json` file (`python -m bench.table results.json`) and so the arithmetic
+of each figure sits in one place, next to its label.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+Result = dict[str, Any]
+Figure = Callable[[Result, Result], tuple[float, ...] | None]
+"""(the target's results, the upstream's results) -> one or two numbers, or None (n/a)."""
+
+
+def _pair(report: Result | None, key: str) -> tuple[float, ...] | None:
+    if report is None:
+        return None
+    values = report[key]
+    return (values["p50"], values["p99"])
+
+
+def first_event(concurrency: int) -> Figure:
+    return lambda r, _: _pair(r.get(f"first_event_{concurrency}"), "first_token_ms")
+
+
+def added_first_event(concurrency: int) -> Figure:
+    def figure(r: Result, upstream: Result) -> tuple[float, ...] | None:
+        mine, base = first_event(concurrency)(r, upstream), first_event(concurrency)(upstream, {})
+        if mine is None or base is None or r is upstream:
+            return None
+        return tuple(m - b for m, b in zip(mine, base, strict=True))
+
+    return figure
+
+
+def turns_per_second(r: Result, _: Result) -> tuple[float, ...]:
+    return (r["saturation"]["turns_per_second"],)
+
+
+def events_per_second(r: Result, _: Result) -> tuple[float, ...]:
+    return (r["saturation"]["events_per_second"],)
+
+
+def cpu_per_1000_events(r: Result, _: Result) -> tuple[float, ...]:
+    sat = r["saturation"]
+    return (sat["cpu_seconds"] / max(sat["events"], 1) * 1000,)
+
+
+def wide_completed(r: Result, _: Result) -> tuple[float, ...]:
+    return (r["wide"]["completed"],)
+
+
+def wide_gap(r: Result, _: Result) -> tuple[float, ...]:
+    return (r["wide"]["gap_ms"]["p99"],)
+
+
+def wide_gap_above_upstream(r: Result, upstream: Result) -> tuple[float, ...] | None:
+    if r is upstream:
+        return None
+    return (r["wide"]["gap_ms"]["p99"] - upstream["wide"]["gap_ms"]["p99"],)
+
+
+def wide_first_event(r: Result, _: Result) -> tuple[float, ...] | None:
+    return _pair(r["wide"], "first_token_ms")
+
+
+def memory_per_stream(r: Result, _: Result) -> tuple[float, ...]:
+    wide = r["wide"]
+    return ((wide["rss_peak"] - wide["rss_before"]) / max(wide["streams"], 1) / 1024,)
+
+
+def stop(where: str) -> Figure:
+    return lambda r, _: _pair(r.get(f"stop_{where}"), "stop_ms")
+
+
+def statements_per_turn(r: Result, _: Result) -> tuple[float, ...] | None:
+    sat = r["saturation"]
+    counts = sat.get("statements")
+    if counts is None:
+        return None
+    turns = max(sum(sat["statuses"].values()), 1)
+    writes = sum(counts.get(verb, 0) for verb in ("INSERT", "UPDATE", "DELETE"))
+    return (writes / turns, (sum(counts.values()) - writes) / turns)
+
+
+def figures(sizes: Result) -> list[tuple[str, Figure]]:
+    rows: list[tuple[str, Figure]] = []
+    wide = sizes["wide"]
+    for concurrency, _ in sizes["first_event"]:
+        label = f"first event, {concurrency} concurrent: p50 / p99 ms"
+        rows.append((label, first_event(concurrency)))
+        rows.append(("  added to the upstream's: p50 / p99 ms", added_first_event(concurrency)))
+    rows += [
+        ("saturation (no delay): turns/s", turns_per_second),
+        ("  events/s", events_per_second),
+        ("  server CPU s per 1,000 events", cpu_per_1000_events),
+        (f"{wide} streams, {sizes['delay_ms']:g} ms/token: completed", wide_completed),
+        ("  first event p50 / p99 ms", wide_first_event),
+        ("  p99 gap between events ms", wide_gap),
+        ("  p99 gap above the upstream's ms", wide_gap_above_upstream),
+        ("  memory per open stream KiB", memory_per_stream),
+        ("stop to complete, same instance: p50 / p99 ms", stop("same")),
+        ("stop to complete, across instances: p50 / p99 ms", stop("across")),
+        ("SQL statements per turn: writes / reads", statements_per_turn),
+    ]
+    return rows
+
+
+def _fmt(value: float) -> str:
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def _cell(values: tuple[float, ...] | None) -> str:
+    return "—" if values is None else " / ".join(_fmt(v) for v in values)
+
+
+def _ratio(values: tuple[float, ...] | None, base: tuple[float, ...] | None) -> str:
+    if values is None or base is None:
+        return "—"
+    return " / ".join(f"{v / b:.2f}" if b else "—" for v, b in zip(values, base, strict=True))
+
+
+def yardstick(name: str, clients: dict[str, str]) -> str | None:
+    """The proxy a service column is compared with: the one on the same HTTP client.
+
+    None for the upstream and the proxies themselves, and when no such proxy ran.
+    """
+    if name.startswith("proxy") or name not in clients:
+        return None
+    for candidate, client in clients.items():
+        if candidate.startswith("proxy") and client == clients[name]:
+            return candidate
+    return None
+
+
+def render(results: Result) -> str:
+    targets: dict[str, Result] = results["targets"]
+    upstream = targets["upstream"]
+    header = ["figure"]
+    for name in targets:
+        header.append(name)
+        base = yardstick(name, results["clients"])
+        if base is not None:
+            header.append(f"× {base}")
+    lines = [header, ["---"] * len(header)]
+    for label, figure in figures(results["sizes"]):
+        row = [label]
+        for name, result in targets.items():
+            values = _safe(figure, result, upstream)
+            row.append(_cell(values))
+            base = yardstick(name, results["clients"])
+            if base is not None:
+                row.append(_ratio(values, _safe(figure, targets[base], upstream)))
+        lines.append(row)
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def _safe(figure: Figure, result: Result, upstream: Result) -> tuple[float, ...] | None:
+    try:
+        return figure(result, upstream)
+    except KeyError:
+        return None
+
+
+def verdicts(results: Result) -> list[str]:
+    """The issue's targets, checked for each service column."""
+    targets: dict[str, Result] = results["targets"]
+    upstream = targets["upstream"]
+    wide = results["sizes"]["wide"]
+    out: list[str] = []
+    for name, r in targets.items():
+        base = yardstick(name, results["clients"])
+        if base is None:
+            continue
+        checks: list[tuple[str, float, Callable[[float], bool]]] = [
+            (
+                f"throughput >= 0.7 x {base}",
+                turns_per_second(r, upstream)[0] / turns_per_second(targets[base], upstream)[0],
+                lambda v: v >= 0.7,
+            ),
+            (
+                "added p50 first event at 1 stream < 15 ms",
+                (_safe(added_first_event(1), r, upstream) or (float("nan"),))[0],
+                lambda v: v < 15,
+            ),
+            (
+                f"all {wide} streams complete",
+                wide_completed(r, upstream)[0],
+                lambda v: v == wide,
+            ),
+            (
+                "p99 gap < upstream's + 100 ms",
+                (wide_gap_above_upstream(r, upstream) or (float("nan"),))[0],
+                lambda v: v < 100,
+            ),
+            (
+                "memory per open stream < 100 KiB",
+                memory_per_stream(r, upstream)[0],
+                lambda v: v < 100,
+            ),
+        ]
+        across = _safe(stop("across"), r, upstream)
+        if across is not None:
+            checks.append(("stop p99 across instances < 250 ms", across[1], lambda v: v < 250))
+        statements = _safe(statements_per_turn, r, upstream)
+        if statements is not None:
+            checks.append(("2 writes per turn", statements[0], lambda v: v <= 2.0))
+        for label, value, ok in checks:
+            out.append(f"{name}: {label}: {_fmt(value)} {'PASS' if ok(value) else 'MISS'}")
+    return out
+
+
+def print_report(results: Result) -> None:
+    print(render(results))
+    print()
+    for line in verdicts(results):
+        print(line)
+    print(f"\ntracebacks in the servers' logs: {results.get('tracebacks', 0)}")
+
+
+def main() -> None:
+    results = json.loads(Path(sys.argv[1]).read_text())
+    print_report(results)
+
+
+if __name__ == "__main__":
+    main()
