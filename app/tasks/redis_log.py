@@ -2,21 +2,26 @@
 
 Keys, under the deployment's prefix:
 
-    events:{task_id}            a Stream. Event n is entry `n-0` holding its SSE
-                                frame (field `f`), so the SSE id and the entry id
-                                are one number; entry `N-1` (field `end`) marks the
-                                end, N being the last event id. Capped near
-                                `max_events` entries; expires `retention` seconds
-                                after the end (while the run lives, TTL plus that).
+    events:{task_id}            a Stream of batches. An entry holds the frames of
+                                consecutive events, one field per event named by
+                                its SSE id, and its entry id is `L-0`, L being the
+                                last event it holds; the final entry is `L-1` and
+                                also holds the field `end`. So XREAD after `n-0`
+                                returns exactly the entries holding events after n,
+                                and the end. Capped near `max_events` events;
+                                expires `retention` seconds after the end (while
+                                the run lives, TTL plus that).
     run:{user}:{conversation}   the task id of the conversation's latest run, kept
                                 as long, so a finished run is still found.
 
 The run never waits on Redis: `publish` runs beside it, wakes when the
 in-process log grows, lingers a moment so a burst of tokens becomes one
-batch, and sends each batch as one pipelined round trip. If Redis fails it
-logs once per outage, backs off, and then sends the whole log again
-(entries Redis still has are refused as duplicates and skipped), so the copy
-is complete again once Redis is back, even after a restart that lost it.
+batch, and sends each batch as one entry in one pipelined round trip (an
+entry per event cost a command, an encoding and a reply each: a third of
+the service's CPU at saturation). If Redis fails it logs once per outage,
+backs off, and then sends the whole log again (Redis refuses an entry id it
+already has, and readers skip events they have read), so the copy is
+complete again once Redis is back, even after a restart that lost it.
 
 A reader on another instance replays with XREAD from the asked id, then
 blocks on XREAD for more. When the run's claim is gone and no end marker
@@ -37,6 +42,7 @@ from typing import cast
 
 from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError, ResponseError
+from redis.typing import EncodableT, FieldT
 
 from app.core.events import CompleteEvent, encode_data, encode_frame
 from app.tasks.base import Claim, EventsGone, TaskError, TaskManager
@@ -51,9 +57,13 @@ _RETRY_SECONDS = 1.0
 """Pause between copy attempts while Redis is failing."""
 _GRACE_SECONDS = 2.0
 """How long a reader waits for the end marker after the run let go of its claim."""
-_READ_BATCH = 1000
-_EVENT, _END = 0, 1
-"""The sequence part of an entry id: an event, or the end marker."""
+_READ_BATCH = 100
+"""Entries per XREAD: up to `_ENTRY_EVENTS` events each."""
+_ENTRY_EVENTS = 64
+"""Most events in one entry, so trimming (whole entries) keeps close to `max_events`."""
+_EVENTS, _FINAL = 0, 1
+"""The sequence part of an entry id: a batch of events, or the last batch with the end."""
+_END = b"end"
 
 Entry = tuple[bytes, dict[bytes, bytes]]
 """A Stream entry as redis-py returns it undecoded: (id, fields)."""
@@ -99,14 +109,18 @@ class RedisRunLogs:
         pointer = self._pointer_key(claim.user_id, claim.conversation_id)
         cursor = 0
         failing = False
+        expires_at = 0.0
+        """When the Stream's TTL was last pushed out, on the loop's clock."""
         while True:
             await log.ready(cursor, self._refresh)
             if not log.closed and cursor < log.last_id:
                 await asyncio.sleep(_LINGER_SECONDS)
             ended = log.closed
             frames = log.frames_after(cursor)
+            now = asyncio.get_running_loop().time()
+            extend = cursor == 0 or now - expires_at >= self._refresh
             try:
-                await self._send(stream, pointer, claim.task_id, cursor, frames, ended)
+                await self._send(stream, pointer, claim.task_id, cursor, frames, ended, extend)
             except (RedisError, OSError) as exc:
                 if not failing:
                     logger.warning(
@@ -125,6 +139,8 @@ class RedisRunLogs:
             if failing:
                 logger.info("run %s is copied to Redis again", claim.task_id)
                 failing = False
+            if extend:
+                expires_at = now
             cursor += len(frames)
             if ended:
                 return
@@ -150,14 +166,13 @@ class RedisRunLogs:
         if not head:
             running = await self.is_running(user_id, conversation_id, task_id)
             return reader if running else None
-        number, kind = _entry_id(head[0][0])
-        first_kept = number if kind == _EVENT else number + 1
+        first_kept = _first_event(head[0])
         if first_kept > after + 1:
             raise EventsGone(
                 f"events {after + 1} to {first_kept - 1} of this run are no longer kept"
             )
         number, kind = _entry_id(tail[0][0])
-        if kind == _END and after >= number:
+        if kind == _FINAL and after >= number:
             reader.end()  # asked from its end, or beyond: nothing more will come
         return reader
 
@@ -183,19 +198,33 @@ class RedisRunLogs:
         cursor: int,
         frames: list[bytes],
         ended: bool,
+        extend: bool,
     ) -> None:
-        """One round trip: the new frames, and either a longer life or the end marker."""
+        """One round trip: the new frames, the end marker once ended, and the keys' lives."""
         pipe: Pipeline = self._writer.pipeline(transaction=False)
         if cursor == 0:
             pipe.set(pointer, task_id, px=self._live_ms)
-        for number, frame in enumerate(frames, cursor + 1):
-            pipe.xadd(stream, {b"f": frame}, id=f"{number}-0", maxlen=self._max_events)
+        # Trimming by id, not length: entries hold different numbers of events.
+        oldest = max(0, cursor + len(frames) - self._max_events + 1)
+        chunks = [frames[i : i + _ENTRY_EVENTS] for i in range(0, len(frames), _ENTRY_EVENTS)]
+        if ended and not chunks:
+            chunks = [[]]  # the end marker alone
+        first = cursor + 1
+        for index, chunk in enumerate(chunks, 1):
+            fields: dict[FieldT, EncodableT] = {
+                str(number).encode(): frame for number, frame in enumerate(chunk, first)
+            }
+            final = ended and index == len(chunks)
+            if final:
+                fields[_END] = b""
+            last = first + len(chunk) - 1
+            entry_id = f"{last}-{_FINAL if final else _EVENTS}"
+            pipe.xadd(stream, fields, id=entry_id, minid=oldest, approximate=False)
+            first = last + 1
         if ended:
-            last = cursor + len(frames)
-            pipe.xadd(stream, {b"end": b""}, id=f"{last}-1", maxlen=self._max_events)
             pipe.pexpire(stream, self._retention_ms)
             pipe.set(pointer, task_id, px=self._retention_ms)
-        else:
+        elif extend:
             pipe.pexpire(stream, self._live_ms)
         for result in await pipe.execute(raise_on_error=False):
             # A resend after an outage finds the entries Redis kept: those are done already.
@@ -247,27 +276,37 @@ class RedisStreamReader:
     def _take(self, entries: list[Entry], after: int) -> tuple[bytes, int]:
         frames: list[bytes] = []
         cursor = after
-        for entry_id, fields in entries:
-            number, kind = _entry_id(entry_id)
-            if number != (cursor + 1 if kind == _EVENT else cursor):
-                logger.warning(
-                    "events after %d of run %s are no longer kept; ending its resume",
-                    cursor,
-                    self._run[2],
-                )
-                self._ended = True
-                break
-            if kind == _END:
-                self._ended = True
-                break
-            frames.append(fields[b"f"])
-            cursor = number
+        for _, fields in entries:
+            for name, frame in fields.items():
+                if name == _END:
+                    self._ended = True
+                    return b"".join(frames), cursor
+                number = int(name)
+                if number <= cursor:
+                    continue  # a batch sent again after an outage, or one read in part
+                if number != cursor + 1:
+                    logger.warning(
+                        "events after %d of run %s are no longer kept; ending its resume",
+                        cursor,
+                        self._run[2],
+                    )
+                    self._ended = True
+                    return b"".join(frames), cursor
+                frames.append(frame)
+                cursor = number
         return b"".join(frames), cursor
 
 
 def _entry_id(raw: bytes) -> tuple[int, int]:
     number, _, kind = raw.partition(b"-")
     return int(number), int(kind)
+
+
+def _first_event(entry: Entry) -> int:
+    """The first event an entry holds; for a final entry with no events, the one after it."""
+    entry_id, fields = entry
+    numbers = [int(name) for name in fields if name != _END]
+    return min(numbers) if numbers else _entry_id(entry_id)[0] + 1
 
 
 def _interrupted_frame(event_id: int) -> bytes:

@@ -170,3 +170,51 @@ async def test_the_copy_is_whole_again_after_redis_restarts(
         copied = await read_to_end(reader, 0)
 
     assert copied == log.read(0)
+
+
+async def test_a_long_run_read_live_from_the_start_arrives_whole_and_in_order(
+    redis_url: str, redis_prefix: str
+) -> None:
+    async with instance(redis_url, redis_prefix) as (other, _):
+        async with owned_run(redis_url, redis_prefix) as (claim, log):
+            append(log, "first")
+            reader = await other.reader("alice", "conv-1", claim.task_id, 0)
+            assert reader is not None
+            read, cursor = b"", 0
+            for burst in range(5):  # bursts longer and shorter than a Stream entry holds
+                append(log, *(f"b{burst}-{n}" for n in range(burst * 40)))
+                while cursor < log.last_id and not reader.finished(cursor):
+                    data, cursor = await reader.wait(cursor, IDLE)
+                    read += data
+        read += await read_to_end(reader, cursor)
+
+    assert log.last_id == 401
+    assert read == log.read(0)
+
+
+async def test_a_copy_sent_again_over_what_redis_kept_is_read_without_repeats(
+    redis_url: str, redis_prefix: str
+) -> None:
+    claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
+    log = RunLog()
+    async with instance(redis_url, redis_prefix) as (owner, tasks):
+        assert await tasks.claim(claim, 30)
+        # A copier that gave up part way (as after a timeout), then a new one from the start.
+        first = asyncio.create_task(owner.publish(claim, log))
+        append(log, *(f"w{n}" for n in range(10)))
+        reader = await owner.reader("alice", "conv-1", claim.task_id, 0)
+        assert reader is not None
+        cursor = 0
+        while cursor < 10 and not reader.finished(cursor):
+            _, cursor = await reader.wait(cursor, IDLE)
+        first.cancel()
+        append(log, *(f"x{n}" for n in range(90)))
+        await tasks.release(claim)
+        log.close()
+        await owner.publish(claim, log)
+        again = await owner.reader("alice", "conv-1", claim.task_id, 0)
+        assert again is not None
+        copied = await read_to_end(again, 0)
+
+    assert copied == log.read(0)
+    assert copied.count(b"data: ") == 100
