@@ -51,10 +51,14 @@ class Sizes:
     """The upstream's inter-token delay, for every scenario but saturation."""
     saturation: tuple[int, int]
     saturation_tokens: int
+    long_answers: tuple[int, int]
+    """(streams, tokens each) at saturation's concurrency: where fixed costs matter less."""
     wide: int
     """Concurrent streams in the wide scenario (1,000 in the full run)."""
     wide_tokens: int
     stops: int
+    floor_turns: int
+    """Turns of storage and Redis work alone (bench.floor)."""
 
 
 FULL = Sizes(
@@ -63,9 +67,11 @@ FULL = Sizes(
     delay_ms=20,
     saturation=(64, 3000),
     saturation_tokens=20,
+    long_answers=(1000, 200),
     wide=1000,
     wide_tokens=100,
     stops=30,
+    floor_turns=2000,
 )
 QUICK = Sizes(
     first_event=((1, 3), (5, 10), (10, 20)),
@@ -73,9 +79,11 @@ QUICK = Sizes(
     delay_ms=5,
     saturation=(4, 20),
     saturation_tokens=5,
+    long_answers=(10, 20),
     wide=10,
     wide_tokens=10,
     stops=3,
+    floor_turns=20,
 )
 
 
@@ -289,6 +297,11 @@ class Bench:
         results["saturation"] = self.load(
             target, concurrency=concurrency, streams=streams, timeout=180
         )
+        streams, tokens = sizes.long_answers
+        self.configure_upstream(tokens, 0)
+        results["long_answers"] = self.load(
+            target, concurrency=concurrency, streams=streams, timeout=180
+        )
         self.configure_upstream(sizes.wide_tokens, sizes.delay_ms)
         results["wide"] = self.load(
             target, concurrency=sizes.wide, streams=sizes.wide, timeout=180, sample_rss=True
@@ -299,6 +312,18 @@ class Bench:
                 target, concurrency=1, streams=sizes.stops, timeout=120, stop_url=url
             )
         return results
+
+    def floor(self, database_url: str, redis_url: str) -> dict[str, Any]:
+        """What a turn's storage and Redis work cost alone (bench.floor), in its own process."""
+        print("measuring the floor ...", file=sys.stderr, flush=True)
+        argv = [
+            *(sys.executable, "-m", "bench.floor", "--database-url", database_url),
+            *("--redis-url", redis_url, "--prefix", f"bench-{self.run_id}:floor:"),
+            *("--turns", str(self.sizes.floor_turns)),
+        ]
+        output = subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.PIPE).stdout
+        floor: dict[str, Any] = json.loads(output)
+        return floor
 
 
 def columns(compare_httpx: bool) -> list[tuple[str, str, str]]:
@@ -345,6 +370,8 @@ def run(
                             target = bench.start_service(name, sqlite_url, "", client)
                         results["targets"][name] = bench.measure(target)
                         results["clients"][name] = client
+                    if kind == "service" and "floor" not in results:
+                        results["floor"] = bench.floor(database_url, redis_url)
         finally:
             bench.stop()
             delete_redis_keys(redis_url, f"bench-{bench.run_id}:")

@@ -43,6 +43,10 @@ def turns_per_second(r: Result, _: Result) -> tuple[float, ...]:
     return (r["saturation"]["turns_per_second"],)
 
 
+def long_turns_per_second(r: Result, _: Result) -> tuple[float, ...]:
+    return (r["long_answers"]["turns_per_second"],)
+
+
 def events_per_second(r: Result, _: Result) -> tuple[float, ...]:
     return (r["saturation"]["events_per_second"],)
 
@@ -50,6 +54,11 @@ def events_per_second(r: Result, _: Result) -> tuple[float, ...]:
 def cpu_per_1000_events(r: Result, _: Result) -> tuple[float, ...]:
     sat = r["saturation"]
     return (sat["cpu_seconds"] / max(sat["events"], 1) * 1000,)
+
+
+def cpu_ms_per_turn(r: Result, _: Result) -> tuple[float, ...]:
+    sat = r["saturation"]
+    return (sat["cpu_seconds"] / max(sat["completed"], 1) * 1000,)
 
 
 def wide_completed(r: Result, _: Result) -> tuple[float, ...]:
@@ -100,6 +109,11 @@ def figures(sizes: Result) -> list[tuple[str, Figure]]:
         ("saturation (no delay): turns/s", turns_per_second),
         ("  events/s", events_per_second),
         ("  server CPU s per 1,000 events", cpu_per_1000_events),
+        ("  server CPU ms per turn", cpu_ms_per_turn),
+        (
+            f"saturation, {sizes['long_answers'][1]}-token answers: turns/s",
+            long_turns_per_second,
+        ),
         (f"{wide} streams, {sizes['delay_ms']:g} ms/token: completed", wide_completed),
         ("  first event p50 / p99 ms", wide_first_event),
         ("  p99 gap between events ms", wide_gap),
@@ -220,8 +234,33 @@ def verdicts(results: Result) -> list[str]:
     return out
 
 
+def floor_lines(results: Result) -> list[str]:
+    """The floor (bench.floor) set against the proxy: the best ratio this contract allows.
+
+    At saturation each server spends its one core, so throughput is the inverse
+    of CPU per turn. A service that did nothing but relay like the proxy plus
+    its storage and Redis work could reach at most proxy / (proxy + floor).
+    """
+    floor = results.get("floor")
+    targets: dict[str, Result] = results["targets"]
+    base = yardstick("service", results["clients"])
+    if floor is None or base is None or base not in targets:
+        return []
+    proxy = cpu_ms_per_turn(targets[base], {})[0]
+    store, redis = floor["store_cpu_ms"], floor["redis_cpu_ms"]
+    return [
+        f"floor: storage {_fmt(store)} ms + Redis {_fmt(redis)} ms of CPU per turn;"
+        f" {base} {_fmt(proxy)} ms per turn, so 0.7 x {base} leaves"
+        f" {_fmt(proxy / 0.7 - proxy)} ms for all the service adds",
+        f"floor: best ratio possible with storage alone {proxy / (proxy + store):.2f},"
+        f" with storage and Redis {proxy / (proxy + store + redis):.2f}",
+    ]
+
+
 def print_report(results: Result) -> None:
     print(render(results))
+    for line in floor_lines(results):
+        print(line)
     print()
     for line in verdicts(results):
         print(line)

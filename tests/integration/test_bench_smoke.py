@@ -9,7 +9,7 @@ stream completed, and the statement count, which does not depend on speed.
 from __future__ import annotations
 
 from bench.run import Sizes, run
-from bench.table import figures, render, statements_per_turn
+from bench.table import figures, floor_lines, render, statements_per_turn
 from tests.conftest import POSTGRES_TEST_URL, require_server
 
 TINY = Sizes(
@@ -18,9 +18,11 @@ TINY = Sizes(
     delay_ms=2,
     saturation=(2, 6),
     saturation_tokens=3,
+    long_answers=(4, 6),
     wide=4,
     wide_tokens=3,
     stops=2,
+    floor_turns=4,
 )
 
 
@@ -34,7 +36,8 @@ def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
     for name, scenarios in targets.items():
         for scenario, report in scenarios.items():
             assert report["completed"] == report["streams"], (name, scenario, report["errors"])
-    assert set(targets["service"]) >= {"saturation", "wide", "stop_same", "stop_across"}
+    scenarios_run = set(targets["service"])
+    assert scenarios_run >= {"saturation", "long_answers", "wide", "stop_same", "stop_across"}
     assert "stop_across" not in targets["service (embedded)"]
     upstream = targets["upstream"]
     for name in ("service", "service (embedded)"):
@@ -43,4 +46,8 @@ def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
     table = render(results)
     for label, _ in figures(results["sizes"]):
         assert label in table
+    assert results["floor"]["turns"] == 4
+    assert results["floor"]["store_cpu_ms"] > 0
+    assert results["floor"]["redis_cpu_ms"] > 0
+    assert len(floor_lines(results)) == 2
     assert results["tracebacks"] == 0
