@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -40,6 +41,9 @@ from app.tasks.runs import RunRegistry
 from app.tools.files import FileLibrary, LibrarySettings
 
 log = logging.getLogger("app")
+
+_SWITCH_INTERVAL_SECONDS = 0.0005
+"""How long the served process's busy thread keeps the GIL from one that asks for it."""
 
 
 @asynccontextmanager
@@ -160,5 +164,11 @@ def __getattr__(name: str) -> FastAPI:
         # routes, models; ~125k objects) never dies, so full collections skip it.
         # Without this each one walked it: 115 ms pauses in every open stream.
         gc.freeze()
+        # The event loop rarely waits, so a thread that needs the GIL (each
+        # aiosqlite statement takes several turns on its thread) waited the full
+        # 5 ms switch interval every time: with 1,000 streams on SQLite that held
+        # statements over 30 s in the pool and failed turns. 0.5 ms fixed it
+        # (bench/README.md); with no such threads running it changes nothing.
+        sys.setswitchinterval(_SWITCH_INTERVAL_SECONDS)
         return served
     raise AttributeError(name)
