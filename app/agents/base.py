@@ -65,6 +65,8 @@ STOP_STATUS: dict[StopReason, RunStatus] = {
     "shutdown": "interrupted",
 }
 STORE_ATTEMPTS = 5
+_SHOWN = (TextEvent, ThinkingEvent)
+"""Events whose content is the answer or the thinking (a tuple: `A | B` is built per call)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +141,7 @@ class TurnState:
 
     def observe(self, event: Event) -> None:
         self.changes += 1
-        if isinstance(event, TextEvent | ThinkingEvent):
+        if isinstance(event, _SHOWN):
             if self.first_response_ms is None:
                 self.first_response_ms = self.elapsed_ms()
             (self.answer if isinstance(event, TextEvent) else self.thinking).append(event.content)

@@ -200,8 +200,6 @@ class ChatModel(ABC):
 
 def _split_think(chunk: ChatResponse, splitter: ThinkTagSplitter) -> ChatResponse:
     """Route `<think>…</think>` spans of text deltas to thinking blocks."""
-    if not any(isinstance(b, TextBlock) for b in chunk.content):
-        return chunk
     content: list[ContentBlock] = []
     for block in chunk.content:
         if isinstance(block, TextBlock):
