@@ -17,7 +17,7 @@ Keys, under the deployment's prefix:
 The run never waits on Redis: `publish` runs beside it, wakes when the
 in-process log grows, lingers a moment so a burst of tokens becomes one
 batch, and sends each batch as one entry in one pipelined round trip (an
-entry per event cost a command, an encoding and a reply each: a third of
+entry per event cost a command, an encoding and a reply each: a seventh of
 the service's CPU at saturation). If Redis fails it logs once per outage,
 backs off, and then sends the whole log again (Redis refuses an entry id it
 already has, and readers skip events they have read), so the copy is
