@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 Result = dict[str, Any]
+THROUGHPUT_TARGET = 0.7
+"""The issue's target: service turns/s at saturation as a share of the proxy's."""
 Figure = Callable[[Result, Result], tuple[float, ...] | None]
 """(the target's results, the upstream's results) -> one or two numbers, or None (n/a)."""
 
@@ -198,9 +200,9 @@ def verdicts(results: Result) -> list[str]:
             continue
         checks: list[tuple[str, float, Callable[[float], bool]]] = [
             (
-                f"throughput >= 0.7 x {base}",
+                f"throughput >= {THROUGHPUT_TARGET} x {base}",
                 turns_per_second(r, upstream)[0] / turns_per_second(targets[base], upstream)[0],
-                lambda v: v >= 0.7,
+                lambda v: v >= THROUGHPUT_TARGET,
             ),
             (
                 "added p50 first event at 1 stream < 15 ms",
@@ -250,8 +252,8 @@ def floor_lines(results: Result) -> list[str]:
     store, redis = floor["store_cpu_ms"], floor["redis_cpu_ms"]
     return [
         f"floor: storage {_fmt(store)} ms + Redis {_fmt(redis)} ms of CPU per turn;"
-        f" {base} {_fmt(proxy)} ms per turn, so 0.7 x {base} leaves"
-        f" {_fmt(proxy / 0.7 - proxy)} ms for all the service adds",
+        f" {base} {_fmt(proxy)} ms per turn, so {THROUGHPUT_TARGET} x {base} leaves"
+        f" {_fmt(proxy / THROUGHPUT_TARGET - proxy)} ms for all the service adds",
         f"floor: best ratio possible with storage alone {proxy / (proxy + store):.2f},"
         f" with storage and Redis {proxy / (proxy + store + redis):.2f}",
     ]

@@ -20,12 +20,11 @@ class ThinkTagSplitter:
         self._pending = ""
 
     def feed(self, text: str) -> list[TextBlock | ThinkingBlock]:
+        out: list[TextBlock | ThinkingBlock] = []
         if not self._pending and "<" not in text:
             # Nearly every token: no tag can start or end in it. This runs per token.
-            out: list[TextBlock | ThinkingBlock] = []
             self._emit(out, text)
             return out
-        out = []
         buf = self._pending + text
         self._pending = ""
         while buf:
