@@ -43,6 +43,8 @@ class Run:
     task: asyncio.Task[None] | None = None
     settled: bool = False
     """Past the point a stop could change: the agent is storing its outcome, or has finished."""
+    forget: asyncio.TimerHandle | None = None
+    """When the ended run's log stops being kept for late readers."""
 
     @property
     def running(self) -> bool:
@@ -128,10 +130,21 @@ class RunRegistry:
         return True
 
     async def shutdown(self) -> None:
-        """Stop every local run (stored as interrupted) and wait for them to finish storing."""
-        pending = [r.task for r in self._runs.values() if r.task and r.stop("shutdown")]
+        """Stop every local run (stored as interrupted) and wait for all of them to end.
+
+        A run past the point a stop could change is still storing its outcome,
+        so it is waited for too: nothing of a run may outlive the app's
+        database and clients. The logs kept for late readers go with the app.
+        """
+        for run in self._runs.values():
+            run.stop("shutdown")
+        pending = [r.task for r in self._runs.values() if r.task is not None and not r.task.done()]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        for run in self._runs.values():
+            if run.forget is not None:
+                run.forget.cancel()
+        self._runs.clear()
 
     async def _drive(self, run: Run, source: EventSource) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(run.claim))
@@ -151,13 +164,15 @@ class RunRegistry:
         finally:
             run.settled = True
             heartbeat.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await heartbeat
             await self._release(run.claim)
             if complete is not None:
                 run.log.append(complete)
             run.log.close()
             if copier is not None:
                 await self._copied(run, copier)
-            asyncio.get_running_loop().call_later(self._retention, self._forget, run)
+            run.forget = asyncio.get_running_loop().call_later(self._retention, self._forget, run)
 
     async def _copied(self, run: Run, copier: asyncio.Task[None]) -> None:
         """Wait for the copy to finish; it gives up on its own when Redis is down."""

@@ -15,7 +15,10 @@ an uncaught error in the page fails the test. Screenshots go to
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
+import threading
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,6 +73,45 @@ async def browser(chromium: Path) -> AsyncIterator[Browser]:
             yield browser
         finally:
             await browser.close()
+
+
+def _sockets() -> set[str]:
+    """This process's open sockets (their inodes): the app's, the fakes' and their clients'."""
+    found = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        with contextlib.suppress(OSError):
+            target = os.readlink(fd)
+            if target.startswith("socket:"):
+                found.add(target)
+    return found
+
+
+@pytest_asyncio.fixture(loop_scope="package", autouse=True)
+async def leaves_nothing_running() -> AsyncIterator[None]:
+    """Fail a test that leaves tasks, threads or sockets behind in the shared loop.
+
+    The browser tests share one event loop, so a run, heartbeat or upstream
+    call that outlived its test's app would go on inside the next test, and
+    fail it instead. Autouse, so it is torn down after every other fixture of
+    the test: what is still there then has outlived its owner.
+    """
+    tasks = asyncio.all_tasks()
+    threads = set(threading.enumerate())
+    sockets = _sockets()
+    yield
+    current = asyncio.current_task()
+    left_tasks = [t for t in asyncio.all_tasks() - tasks if t is not current and not t.done()]
+    # The loop's default executor keeps its idle workers for the loop's life; work in
+    # one is awaited by a task, which the check above would have found.
+    left_threads = [
+        t
+        for t in set(threading.enumerate()) - threads
+        if t.is_alive() and not t.name.startswith("asyncio_")
+    ]
+    left_sockets = _sockets() - sockets
+    assert not left_tasks, f"tasks outlived the test: {left_tasks}"
+    assert not left_threads, f"threads outlived the test: {left_threads}"
+    assert not left_sockets, f"sockets outlived the test: {sorted(left_sockets)}"
 
 
 @pytest_asyncio.fixture(loop_scope="package")

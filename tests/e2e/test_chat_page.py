@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Callable
 from urllib.parse import parse_qs, urlsplit
 
-from playwright.async_api import FilePayload, Locator, Page, Request, expect
+from playwright.async_api import FilePayload, Locator, Page, Request, Route, expect
 
 from app.config import Settings
 from app.main import create_app
@@ -293,6 +293,36 @@ async def test_errors_are_shown_in_plain_words(
             "The language model is unavailable right now."
         )
         await expect(page.locator("#send")).to_be_enabled()
+
+
+async def test_a_question_asked_while_the_list_loads_keeps_its_turn(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    """The page once opened the URL's conversation when its list arrived, even when the
+    reader had asked a question meanwhile: that aborted the question's request and
+    reported the new conversation as gone."""
+    upstreams.llm.script(Reply.text("Blue light scatters most."))
+    listed = asyncio.Event()
+
+    async def hold_the_first_list(route: Route) -> None:
+        await listed.wait()
+        await route.continue_()
+
+    async with serve(create_app(app_settings(query_max_chars=40))) as url:
+        await page.route("**/session/list?**", hold_the_first_list)
+        await page.goto(url)
+        await ask(page, "Why " * 15)
+        too_long = page.locator(".turn").first
+        await expect(too_long.locator(".error")).to_have_text("query is longer than 40 characters")
+
+        async with page.expect_response("**/session/list?**"):
+            listed.set()
+        answered = await ask(page, "Why is the sky blue?")
+        await expect(answered).to_have_attribute("data-status", "completed")
+        await expect(answered.locator(".answer")).to_have_text("Blue light scatters most.")
+        await expect(page.locator(".turn")).to_have_count(2)
+        await expect(too_long.locator(".error")).to_have_text("query is longer than 40 characters")
+        await expect(page.locator("#notice")).to_be_hidden()
 
 
 async def test_file_agent_uploads_a_file_and_asks_about_it(page: Page, app_url: str) -> None:

@@ -58,14 +58,29 @@ const FALLBACK = {
   503: 'The service is unavailable right now. Try again in a moment.',
 };
 
-async function errorOf(response) {
-  let message = '';
+/** The server's own message in an error body: the envelope's `message`, or FastAPI's `detail`. */
+function messageIn(text) {
+  let body;
   try {
-    const body = await response.json();
-    message = typeof body.message === 'string' ? body.message : '';
+    body = JSON.parse(text);
   } catch {
-    // Not JSON (a proxy's error page, say): the status tells enough.
+    return ''; // Not JSON (a proxy's error page, say): the status tells enough.
   }
+  if (body === null || typeof body !== 'object') return '';
+  if (typeof body.message === 'string') return body.message;
+  return typeof body.detail === 'string' ? body.detail : '';
+}
+
+async function errorOf(response) {
+  // Reading the body can only fail by an abort (the reader moved on) or a dropped
+  // connection; an abort must reach the caller as one, not turn into a fallback text.
+  let text = '';
+  try {
+    text = await response.text();
+  } catch (error) {
+    if (error.name === 'AbortError') throw error;
+  }
+  let message = messageIn(text);
   if (response.status === 401) {
     message = apiKey() ? 'The API key was not accepted.' : FALLBACK[401];
   }

@@ -276,13 +276,17 @@ async function upload(file) {
 async function load() {
   ui.keyButton.hidden = !apiKey();
   showAgentTools();
+  const hash = location.hash;
   try {
     await conversations.refresh();
   } catch (error) {
     showError(error);
     return;
   }
-  const match = CONVERSATION_HASH.exec(location.hash);
+  // A question asked (or a chat opened) while the list loaded has changed the hash:
+  // the reader has moved on, and opening the old one would abort what they started.
+  if (location.hash !== hash) return;
+  const match = CONVERSATION_HASH.exec(hash);
   if (match) await openConversation(match[1]);
 }
 
