@@ -12,15 +12,15 @@ import gc
 import logging
 import sys
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 
-from app.agents.base import AgentDeps, AgentSettings
-from app.agents.registry import build_agents
+from app.agents.base import AgentCore, AgentSettings
+from app.agents.registry import AGENTS, AgentEntry, build_agents
 from app.agents.turns import TurnService
 from app.api import agent, files, health, sessions
 from app.api.body_limit import BodyLimit
@@ -28,17 +28,17 @@ from app.api.deps import Services
 from app.api.errors import install_error_handlers
 from app.api.web import WebPage
 from app.config import Settings
+from app.documents.library import DocumentLibrary, LibrarySettings
 from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
 from app.llm.registry import build_chat_model
 from app.llm.tokens import TokenCounter, install_encodings
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
-from app.store.files import SqlFileStore
+from app.store.file_store import SqlFileStore
 from app.store.sessions import SqlSessionStore
 from app.tasks.factory import build_shared_logs, build_task_manager
 from app.tasks.runs import RunRegistry
-from app.tools.files import FileLibrary, LibrarySettings
 
 log = logging.getLogger("app")
 
@@ -63,7 +63,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await _mark_orphans(store, settings)
         model_client = await stack.enter_async_context(build_http_client(settings))
         tools_client = await stack.enter_async_context(build_http_client(settings))
-        library = FileLibrary(
+        library = DocumentLibrary(
             SqlFileStore(db),
             LocalBlobStore(settings.data_dir / "files"),
             build_embedder(settings, tools_client),
@@ -76,28 +76,31 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         await tasks.start(runs.stop)
         stack.push_async_callback(tasks.close)
-        if shared_logs is not None:
-            stack.push_async_callback(shared_logs.close)
+        stack.push_async_callback(shared_logs.close)
         stack.push_async_callback(runs.shutdown)
-        deps = AgentDeps(
+        core = AgentCore(
             model=build_chat_model(settings, model_client),
             store=store,
             tokens=TokenCounter(),
             http=tools_client,
-            settings=settings,
-            agent=AgentSettings.from_settings(settings),
-            files=library,
+            limits=AgentSettings.from_settings(settings),
+            documents=library,
         )
         app.state.services = Services(
             settings=settings,
             store=store,
             tasks=tasks,
             runs=runs,
-            turns=TurnService(build_agents(deps), tasks, runs, settings.task_ttl_seconds),
+            turns=TurnService(
+                build_agents(core, settings, app.state.agents),
+                tasks,
+                runs,
+                settings.task_ttl_seconds,
+            ),
             users_by_key=settings.user_by_key(),
             files=library,
         )
-        if not deps.model.config.configured:
+        if not core.model.config.configured:
             log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")
         yield
 
@@ -117,7 +120,8 @@ async def _mark_orphans(store: SqlSessionStore, settings: Settings) -> None:
         log.warning("marked %d orphaned turn(s) as interrupted", count)
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, agents: Sequence[AgentEntry] = AGENTS) -> FastAPI:
+    """The app; `agents` builds the agents of the registry's kinds (tests swap in their own)."""
     settings = settings or Settings()
     _configure_logging(settings.log_level)
     app = FastAPI(
@@ -127,6 +131,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.agents = agents
     if settings.cors_wildcard_refused():
         log.warning("CORS_ORIGINS=* is ignored while API_KEYS is set: list the allowed origins")
     app.add_middleware(

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.documents --pages 100 300 --searches 20
 
 Builds pdfs of N pages with fpdf2 (about 1,900 characters a page), uploads
-each through the real FileLibrary on a temporary SQLite database, then times
+each through the real DocumentLibrary on a temporary SQLite database, then times
 searches, by BM25 alone and hybrid against the local fake embeddings server
 (tests/fakes/embeddings_server.py, so the figures include real HTTP but not a
 real model's latency). Prints medians in milliseconds.
@@ -22,12 +22,12 @@ from pathlib import Path
 import httpx2 as httpx
 from pydantic import SecretStr
 
+from app.documents.library import DocumentLibrary, LibrarySettings
+from app.documents.retrieval import Embedder
 from app.llm.embeddings import OpenAIEmbeddings
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
-from app.store.files import SqlFileStore
-from app.tools.files import FileLibrary, LibrarySettings
-from app.tools.retrieval import Embedder
+from app.store.file_store import SqlFileStore
 from tests.fakes.embeddings_server import FakeEmbeddings
 from tests.support.documents import pdf_bytes
 
@@ -72,7 +72,7 @@ async def measure(root: Path, pages: int, searches: int, embedder: Embedder | No
     data = pdf_bytes([page(n) for n in range(1, pages + 1)])
     url = f"sqlite+aiosqlite:///{root}/bench.db"
     async with Database.open(url, pool_size=5, migrate=True) as db:
-        library = FileLibrary(
+        library = DocumentLibrary(
             SqlFileStore(db), LocalBlobStore(root / "blobs"), embedder, LibrarySettings()
         )
         started = time.perf_counter()

@@ -2,14 +2,17 @@
 
     begin()   save the question row (before the response starts, so a database
               that is down answers 503 and a rejected request writes nothing)
-    run()     start -> load memory -> execute() -> references -> follow-ups
-              -> store the answer (one update) -> complete
+    start()   the turn as the runner drives it (`AgentTurn`):
+      events()    start -> load memory -> execute() -> references -> follow-ups
+      conclude()  store the answer (one update) -> `complete`
 
-Subclasses implement only `execute()`, an async generator of events. Whatever
-happens inside it (success, a model error, a bug, a stop, the instance
-shutting down) `run()` stores what was produced with the matching status
-and ends with `complete`, so a turn is never lost and a stream never hangs.
-Tool calls cut short are stored closed, with a synthetic result.
+Subclasses implement only `execute()`, an async generator of events, and
+own how it ends: `completed`, or `paused` when the agent waits for the
+user (`state.pause()`). The runner owns the rest: a stop cancels
+`events()` and the turn is stored `stopped` (or `interrupted` when the
+instance shuts down); a model error or a bug is stored `failed`, with an
+`error` event before `complete`. So a turn is never lost and a stream
+never hangs. Tool calls cut short are stored closed, with a synthetic result.
 
 While it runs, the answer so far is saved every `partial_save_seconds`
 (when something new came), so an instance that dies loses at most that
@@ -25,18 +28,19 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar, Literal
 
 import httpx2 as httpx
 
 from app.agents.memory import load_memory
 from app.agents.recommend import suggest_follow_ups
-from app.agents.tool_calls import closed
+from app.agents.tool_history import closed
 from app.config import Settings
 from app.core.events import (
     CompleteEvent,
     ErrorEvent,
     Event,
+    FileEvent,
     RecommendEvent,
     Reference,
     ReferenceEvent,
@@ -49,24 +53,21 @@ from app.core.events import (
 )
 from app.core.messages import Msg
 from app.core.responses import Usage
+from app.core.run import Conclusion, NeverStopped, StopSignal
 from app.core.tools import GenerateOptions
+from app.documents.library import DocumentLibrary
 from app.llm.base import ChatModel
 from app.llm.errors import ModelError, user_message
 from app.llm.tokens import TokenCounter
-from app.store.base import NewTurn, SessionStore, StoreError, TurnOutcome
-from app.tasks.runs import Run, StopReason
-from app.tools.files import FileLibrary
+from app.store.base import NewTurn, SessionStore, StoreError, ToolCall, TurnFile, TurnOutcome
 
 log = logging.getLogger(__name__)
 
-STOP_STATUS: dict[StopReason, RunStatus] = {
-    "stopped": "stopped",
-    "client_gone": "stopped",
-    "shutdown": "interrupted",
-}
 STORE_ATTEMPTS = 5
 _SHOWN = (TextEvent, ThinkingEvent)
 """Events whose content is the answer or the thinking (a tuple: `A | B` is built per call)."""
+
+AgentOutcome = Literal["completed", "paused"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,18 +95,21 @@ class AgentSettings:
 
 
 @dataclass(slots=True)
-class AgentDeps:
-    """What agents share for the app's life; built once in the lifespan."""
+class AgentCore:
+    """What every agent shares for the app's life; built once in the lifespan.
+
+    An agent's own dependencies (a search tool, a template library) are
+    built by its factory in the registry, not added here.
+    """
 
     model: ChatModel
     store: SessionStore
     tokens: TokenCounter
     http: httpx.AsyncClient
     """The pooled client for tools' HTTP calls (not the model's)."""
-    settings: Settings
-    agent: AgentSettings
-    files: FileLibrary | None = None
-    """Uploaded documents, for the agents that read them."""
+    limits: AgentSettings
+    documents: DocumentLibrary | None = None
+    """Uploaded and generated files, for the agents that read or make them."""
 
 
 @dataclass(slots=True)
@@ -121,19 +125,27 @@ class Turn:
 
 @dataclass(slots=True)
 class TurnState:
-    """What a run accumulates; `execute()` adds usage and references here."""
+    """What a run accumulates; `execute()` adds usage and references here, and may pause."""
 
     started: float = field(default_factory=time.perf_counter)
+    stop: StopSignal = field(default_factory=NeverStopped)
+    """Whether a stop was asked: a long step may check it and end early."""
     memory: list[Msg] = field(default_factory=list)
     answer: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
     references: dict[str, Reference] = field(default_factory=dict)
     recommend: list[str] = field(default_factory=list)
+    files: list[TurnFile] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    outcome: AgentOutcome = "completed"
     first_response_ms: int | None = None
     changes: int = 0
     """Counts what the periodic partial save would store, so an unchanged turn is not written."""
+
+    def pause(self) -> None:
+        """End the turn `paused`: the agent waits for the user (a question, a confirmation)."""
+        self.outcome = "paused"
 
     def add_references(self, refs: list[Reference]) -> None:
         for ref in refs:
@@ -147,16 +159,21 @@ class TurnState:
             (self.answer if isinstance(event, TextEvent) else self.thinking).append(event.content)
         elif isinstance(event, ToolStartEvent):
             self.tool_calls.append(
-                {"id": event.tool_call_id, "name": event.tool_name, "arguments": event.arguments}
+                ToolCall(id=event.tool_call_id, name=event.tool_name, arguments=event.arguments)
             )
         elif isinstance(event, ToolEndEvent):
-            for call in reversed(self.tool_calls):
-                if call["id"] == event.tool_call_id:
-                    call.update(result=event.result, isError=event.is_error)
+            for index in range(len(self.tool_calls) - 1, -1, -1):
+                call = self.tool_calls[index]
+                if call.id == event.tool_call_id:
+                    self.tool_calls[index] = call.model_copy(
+                        update={"result": event.result, "is_error": event.is_error}
+                    )
                     break
+        elif isinstance(event, FileEvent):
+            self.files.append(TurnFile.model_validate(event))
 
     def tool_names(self) -> list[str]:
-        return list(dict.fromkeys(call["name"] for call in self.tool_calls))
+        return list(dict.fromkeys(call.name for call in self.tool_calls))
 
     def elapsed_ms(self) -> int:
         return int((time.perf_counter() - self.started) * 1000)
@@ -165,12 +182,12 @@ class TurnState:
 class BaseAgent(ABC):
     agent_type: ClassVar[str]
 
-    def __init__(self, deps: AgentDeps) -> None:
-        self.deps = deps
+    def __init__(self, core: AgentCore) -> None:
+        self.core = core
 
     async def begin(self, turn: Turn) -> None:
         """Store the question (status `running`); raises `StoreError` when that fails."""
-        turn.row_id = await self.deps.store.add_question(
+        turn.row_id = await self.core.store.add_question(
             NewTurn(
                 session_id=turn.conversation_id,
                 user_id=turn.user_id,
@@ -180,66 +197,21 @@ class BaseAgent(ABC):
             )
         )
 
-    async def run(self, turn: Turn, run: Run) -> AsyncIterator[Event]:
-        state = TurnState()
-        yield StartEvent(turn.conversation_id, turn.row_id, self.agent_type, turn.task_id)
-        status: RunStatus = "completed"
-        error: ErrorEvent | None = None
-        ended = asyncio.Event()
-        saver = asyncio.create_task(self._save_partials(turn, state, ended))
-        try:
-            state.memory = await load_memory(self.deps, turn)
-            async for event in self.execute(turn, state):
-                state.observe(event)
-                yield event
-            if state.references:
-                yield ReferenceEvent(list(state.references.values()))
-            if self.deps.agent.recommendations:
-                state.recommend = await suggest_follow_ups(
-                    self.deps.model, turn.question, "".join(state.answer)
-                )
-                if state.recommend:
-                    yield RecommendEvent(state.recommend)
-        except asyncio.CancelledError:
-            task = asyncio.current_task()
-            if task is not None:
-                task.uncancel()
-            status = STOP_STATUS[run.stop_reason or "stopped"]
-        except ModelError as exc:
-            status = "failed"
-            error = ErrorEvent(exc.code, user_message(exc.code), _detail(exc))
-        except Exception as exc:
-            log.exception("agent %s failed in %s", self.agent_type, turn.conversation_id)
-            status = "failed"
-            error = ErrorEvent("INTERNAL_ERROR", user_message("INTERNAL_ERROR"), type(exc).__name__)
-        finally:
-            # From here on a stop changes nothing: what is left is storing and `complete`.
-            run.settled = True
-            ended.set()
-            await saver
-        if error is not None:
-            yield error
-        await self._store(turn, state, status, error)
-        yield CompleteEvent(
-            status=status,
-            first_response_time=state.first_response_ms,
-            total_response_time=state.elapsed_ms(),
-            tools=state.tool_names(),
-            prompt_tokens=state.usage.prompt_tokens,
-            completion_tokens=state.usage.completion_tokens,
-        )
+    def start(self, turn: Turn) -> AgentTurn:
+        """The stored turn (`begin()` first) as the runner drives it."""
+        return AgentTurn(self, turn)
 
     @abstractmethod
     def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         """Produce the turn's events; `state.memory` holds the earlier turns as messages."""
 
-    async def _save_partials(self, turn: Turn, state: TurnState, ended: asyncio.Event) -> None:
+    async def save_partials(self, turn: Turn, state: TurnState, ended: asyncio.Event) -> None:
         """Until `ended`, store the turn so far every period in which something new came.
 
         A task of its own rather than a check on each event, so a burst before
         a long silence is saved too, and the event path never waits on SQL.
         """
-        period = self.deps.agent.partial_save_seconds
+        period = self.core.limits.partial_save_seconds
         saved = 0
         while not ended.is_set():
             with contextlib.suppress(TimeoutError):
@@ -249,7 +221,7 @@ class BaseAgent(ABC):
                 continue
             saved = state.changes
             try:
-                await self.deps.store.save_partial(
+                await self.core.store.save_partial(
                     turn.row_id,
                     "".join(state.answer),
                     "".join(state.thinking),
@@ -262,7 +234,7 @@ class BaseAgent(ABC):
                     exc,
                 )
 
-    async def _store(
+    async def store(
         self,
         turn: Turn,
         state: TurnState,
@@ -277,16 +249,17 @@ class BaseAgent(ABC):
             tools=closed(state.tool_calls),
             reference=[r.wire() for r in state.references.values()],
             recommend=state.recommend,
+            files=state.files,
             error=error.code if error else None,
             first_response_time=state.first_response_ms,
             total_response_time=state.elapsed_ms(),
             prompt_tokens=state.usage.prompt_tokens,
             completion_tokens=state.usage.completion_tokens,
         )
-        delay = self.deps.agent.store_retry_seconds
+        delay = self.core.limits.store_retry_seconds
         for attempt in range(1, STORE_ATTEMPTS + 1):
             try:
-                await asyncio.shield(self.deps.store.finish_turn(turn.row_id, outcome))
+                await asyncio.shield(self.core.store.finish_turn(turn.row_id, outcome))
                 return
             except StoreError as exc:
                 if attempt == STORE_ATTEMPTS:
@@ -308,6 +281,71 @@ class BaseAgent(ABC):
                 )
                 await asyncio.sleep(delay)
                 delay *= 2
+
+
+class AgentTurn:
+    """One turn of an agent in the runner's two phases (`RunProgram` in tasks/runs.py)."""
+
+    def __init__(self, agent: BaseAgent, turn: Turn) -> None:
+        self.agent = agent
+        self.turn = turn
+        self.state = TurnState()
+        self._error: ErrorEvent | None = None
+        self._ended = asyncio.Event()
+        self._saver: asyncio.Task[None] | None = None
+
+    async def events(self, stop: StopSignal) -> AsyncIterator[Event]:
+        agent, turn, state, core = self.agent, self.turn, self.state, self.agent.core
+        state.stop = stop
+        yield StartEvent(turn.conversation_id, turn.row_id, agent.agent_type, turn.task_id)
+        self._saver = asyncio.create_task(agent.save_partials(turn, state, self._ended))
+        limits = core.limits
+        try:
+            state.memory = await load_memory(
+                core.store,
+                core.tokens,
+                turn.user_id,
+                turn.conversation_id,
+                turn.row_id,
+                limits.memory_max_turns,
+                limits.memory_max_tokens,
+            )
+            async for event in agent.execute(turn, state):
+                state.observe(event)
+                yield event
+            if state.references:
+                yield ReferenceEvent(list(state.references.values()))
+            if limits.recommendations and state.outcome == "completed":
+                state.recommend = await suggest_follow_ups(
+                    core.model, turn.question, "".join(state.answer)
+                )
+                if state.recommend:
+                    yield RecommendEvent(state.recommend)
+        except ModelError as exc:
+            self._error = ErrorEvent(exc.code, user_message(exc.code), _detail(exc))
+        except Exception as exc:
+            log.exception("agent %s failed in %s", agent.agent_type, turn.conversation_id)
+            self._error = ErrorEvent(
+                "INTERNAL_ERROR", user_message("INTERNAL_ERROR"), type(exc).__name__
+            )
+
+    async def conclude(self, stopped: RunStatus | None) -> Conclusion:
+        """Store the turn with its status, then say how it ended."""
+        state, error = self.state, self._error
+        self._ended.set()
+        if self._saver is not None:
+            await self._saver
+        status: RunStatus = stopped or ("failed" if error else state.outcome)
+        await self.agent.store(self.turn, state, status, error)
+        complete = CompleteEvent(
+            status=status,
+            first_response_time=state.first_response_ms,
+            total_response_time=state.elapsed_ms(),
+            tools=state.tool_names(),
+            prompt_tokens=state.usage.prompt_tokens,
+            completion_tokens=state.usage.completion_tokens,
+        )
+        return Conclusion(complete, [error] if error else [])
 
 
 def _detail(exc: ModelError) -> str:

@@ -15,10 +15,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Sequence
 
-from app.agents.base import AgentDeps, Turn, TurnState
+from app.agents.base import AgentCore, Turn, TurnState
 from app.agents.react import ReActAgent
+from app.config import Settings
 from app.core.events import Event, TextEvent
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
+from app.documents.library import DocumentLibrary
 from app.tools.base import Tool
 from app.tools.documents import SCHEMA, DocumentSearch, unreadable_reason
 
@@ -34,11 +36,9 @@ SYSTEM_PROMPT = """You answer questions about a document the user uploaded, from
 class FileQaAgent(ReActAgent):
     agent_type = "file"
 
-    def __init__(self, deps: AgentDeps) -> None:
-        super().__init__(deps)
-        if deps.files is None:
-            raise ValueError("the file agent needs the file library (AgentDeps.files)")
-        self._files = deps.files
+    def __init__(self, core: AgentCore, files: DocumentLibrary) -> None:
+        super().__init__(core)
+        self._files = files
 
     def system_prompt(self, turn: Turn) -> str:
         return SYSTEM_PROMPT
@@ -63,3 +63,9 @@ class FileQaAgent(ReActAgent):
         ]
         async for event in self.loop(turn, state, tools, messages):
             yield event
+
+
+def build(core: AgentCore, settings: Settings) -> FileQaAgent:
+    if core.documents is None:
+        raise ValueError("the file agent needs the document library (AgentCore.documents)")
+    return FileQaAgent(core, core.documents)

@@ -3,7 +3,7 @@
 The window keeps whole turns (question, tool calls and answer together),
 newest first, until the budget counted with tiktoken is spent; a model never
 sees half a turn. A turn's tool calls are replayed between its question and
-its answer (see `tool_calls`), calls cut short closed with a synthetic
+its answer (see `tool_history`), calls cut short closed with a synthetic
 result. Turns without any answer text are left out. Turns left `running`
 by an instance that died are marked `interrupted` here, by whichever
 instance next touches the conversation.
@@ -12,27 +12,30 @@ instance next touches the conversation.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
-from app.agents.tool_calls import replay, text_of
+from app.agents.tool_history import replay, text_of
 from app.core.messages import Msg
 from app.llm.tokens import TokenCounter
-from app.store.base import StoredTurn
-
-if TYPE_CHECKING:
-    from app.agents.base import AgentDeps, Turn
+from app.store.base import SessionStore, StoredTurn
 
 TURN_OVERHEAD_TOKENS = 8
 """Role and separator tokens of the two messages of a turn."""
 
 
-async def load_memory(deps: AgentDeps, turn: Turn) -> list[Msg]:
-    turns = await deps.store.recent_turns(
-        turn.user_id, turn.conversation_id, deps.agent.memory_max_turns, before_id=turn.row_id
-    )
+async def load_memory(
+    store: SessionStore,
+    tokens: TokenCounter,
+    user_id: str,
+    conversation_id: str,
+    before_id: int,
+    max_turns: int,
+    max_tokens: int,
+) -> list[Msg]:
+    """The window of the conversation's turns before row `before_id`."""
+    turns = await store.recent_turns(user_id, conversation_id, max_turns, before_id=before_id)
     if any(t.status == "running" for t in turns):
-        await deps.store.mark_interrupted(session_id=turn.conversation_id, user_id=turn.user_id)
-    return window(turns, deps.tokens, deps.agent.memory_max_tokens)
+        await store.mark_interrupted(session_id=conversation_id, user_id=user_id)
+    return window(turns, tokens, max_tokens)
 
 
 def window(turns: Sequence[StoredTurn], tokens: TokenCounter, budget: int) -> list[Msg]:

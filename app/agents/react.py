@@ -82,7 +82,7 @@ class ReActAgent(BaseAgent):
         self, turn: Turn, state: TurnState, tools: dict[str, Tool], messages: list[Msg]
     ) -> AsyncIterator[Event]:
         """Reason and act from `messages` until the model answers without tool calls."""
-        max_rounds = self.deps.agent.max_rounds
+        max_rounds = self.core.limits.max_rounds
         for round_no in range(max_rounds + 1):
             final = round_no == max_rounds or not tools
             if round_no == max_rounds and tools:
@@ -91,7 +91,7 @@ class ReActAgent(BaseAgent):
                 return
             chunks: list[ChatResponse] = []
             schemas = [] if final else [t.schema for t in tools.values()]
-            async for item in self.deps.model.stream(messages, schemas, turn.options):
+            async for item in self.core.model.stream(messages, schemas, turn.options):
                 if isinstance(item, Retrying):
                     yield ErrorEvent(
                         "RETRYING",
@@ -138,7 +138,7 @@ class ReActAgent(BaseAgent):
         queue: asyncio.Queue[Event | None] = asyncio.Queue()
         outputs: list[ToolOutput] = [ToolOutput("") for _ in calls]
         ctx = ToolContext(turn.user_id, turn.conversation_id, queue.put_nowait)
-        limit = self.deps.agent.tool_result_display_chars
+        limit = self.core.limits.tool_result_display_chars
 
         async def call_one(index: int, call: ToolUseBlock) -> None:
             try:

@@ -1,22 +1,66 @@
-"""Which agent serves which stream path: one line per agent.
+"""Every agent kind the service knows: one entry each, and the only list of kinds.
 
 The key is the path segment of `/agent/{kind}/stream` and the stored
-`agent_type`. Kinds the contract names but that are not built yet answer 501.
+`agent_type`. An entry says what its agent needs (a file, or accepts one;
+whether it suggests follow-ups) and how it is built: a factory that takes
+the shared core and the settings, and builds the agent's own dependencies
+itself. A kind the contract names but this build has no factory for
+answers 501. The routes, the 400 for a missing file and the 501 all come
+from here, so adding an agent is one module plus one entry.
 """
 
 from __future__ import annotations
 
-from app.agents.base import AgentDeps, BaseAgent
-from app.agents.file_qa import FileQaAgent
-from app.agents.web_search import WebSearchAgent
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
-AGENT_KINDS = ("chat", "file", "pptx", "deep", "skills")
+from app.agents import file_qa, web_search
+from app.agents.base import AgentCore, BaseAgent
+from app.config import Settings
 
-AGENTS: dict[str, type[BaseAgent]] = {
-    WebSearchAgent.agent_type: WebSearchAgent,
-    FileQaAgent.agent_type: FileQaAgent,
-}
+AgentFactory = Callable[[AgentCore, Settings], BaseAgent]
 
 
-def build_agents(deps: AgentDeps) -> dict[str, BaseAgent]:
-    return {kind: cls(deps) for kind, cls in AGENTS.items()}
+@dataclass(frozen=True, slots=True)
+class AgentEntry:
+    kind: str
+    name: str
+    """What a person calls it (the page's agent list, the docs)."""
+    summary: str
+    factory: AgentFactory | None = None
+    """None: named by the contract, not built in this version (501)."""
+    needs_file: bool = False
+    accepts_file: bool = False
+    follow_ups: bool = True
+    """Whether its answers end with suggested follow-up questions (when enabled)."""
+
+    @property
+    def built(self) -> bool:
+        return self.factory is not None
+
+
+AGENTS: tuple[AgentEntry, ...] = (
+    AgentEntry("chat", "Web search", "Web-search agent stream", web_search.build),
+    AgentEntry(
+        "file",
+        "Ask a file",
+        "File question-answering agent stream",
+        file_qa.build,
+        needs_file=True,
+        accepts_file=True,
+    ),
+    AgentEntry("pptx", "PowerPoint", "PowerPoint builder agent stream"),
+    AgentEntry("deep", "Deep research", "Deep research agent stream"),
+    AgentEntry("skills", "Skills", "Skills agent stream", accepts_file=True),
+)
+
+BY_KIND = {entry.kind: entry for entry in AGENTS}
+
+
+def build_agents(
+    core: AgentCore, settings: Settings, entries: Iterable[AgentEntry] = AGENTS
+) -> dict[str, BaseAgent]:
+    """The agents of this build, by kind; kinds without a factory are left out (501)."""
+    return {
+        entry.kind: entry.factory(core, settings) for entry in entries if entry.factory is not None
+    }

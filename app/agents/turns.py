@@ -83,4 +83,4 @@ class TurnService:
             if isinstance(exc, StoreError):
                 raise DependencyDown("the database is unavailable") from exc
             raise
-        return self._runs.launch(claim, lambda run: agent.run(turn, run))
+        return self._runs.launch(claim, agent.start(turn))

@@ -8,8 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from app.agents.base import AgentDeps, Turn
+from app.agents.base import AgentCore, Turn
 from app.agents.react import ReActAgent
+from app.config import Settings
 from app.tools.base import Tool
 from app.tools.web_search import TavilySearch
 
@@ -28,15 +29,9 @@ Answer in the language of the question, in Markdown, concisely."""
 class WebSearchAgent(ReActAgent):
     agent_type = "chat"
 
-    def __init__(self, deps: AgentDeps) -> None:
-        super().__init__(deps)
-        settings = deps.settings
-        key = settings.tavily_api_key
-        self._search: Tool | None = (
-            TavilySearch(deps.http, settings.tavily_base_url, key, settings.tavily_max_results)
-            if key.get_secret_value()
-            else None
-        )
+    def __init__(self, core: AgentCore, search: Tool | None) -> None:
+        super().__init__(core)
+        self._search = search
 
     def system_prompt(self, turn: Turn) -> str:
         template = SYSTEM_PROMPT if self._search else NO_SEARCH_PROMPT
@@ -51,3 +46,14 @@ class WebSearchAgent(ReActAgent):
         return [
             "Web search is not configured (no TAVILY_API_KEY): answering from the model alone.\n"
         ]
+
+
+def build(core: AgentCore, settings: Settings) -> WebSearchAgent:
+    """With a Tavily key, the agent searches; without one, it answers from the model alone."""
+    key = settings.tavily_api_key
+    search = (
+        TavilySearch(core.http, settings.tavily_base_url, key, settings.tavily_max_results)
+        if key.get_secret_value()
+        else None
+    )
+    return WebSearchAgent(core, search)

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Body, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turns import ConversationBusy, DependencyDown, UnknownAgent
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
@@ -25,7 +26,6 @@ from app.tasks.base import EventsGone, TaskBackendUnavailable
 router = APIRouter(prefix="/agent", tags=["agent"])
 
 CONVERSATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-KINDS_NEEDING_A_FILE = frozenset({"file"})
 STOP_WAIT_SECONDS = 5.0
 
 
@@ -68,16 +68,16 @@ def _conversation_id(value: str | None) -> str:
 
 
 async def _stream(
-    kind: str, params: StreamParams, user: str, services: ServicesDep
+    entry: AgentEntry, params: StreamParams, user: str, services: ServicesDep
 ) -> EventStreamResponse:
-    settings = services.settings
+    settings, kind = services.settings, entry.kind
     question = (params.query or "").strip()
     if not question:
         raise ApiError(400, "query is required and must not be empty")
     if len(params.query or "") > settings.query_max_chars:
         raise ApiError(413, f"query is longer than {settings.query_max_chars} characters")
     conversation_id = _conversation_id(params.conversation_id)
-    await _check_file(kind, params.file_id, user, services)
+    await _check_file(entry, params.file_id, user, services)
     try:
         run = await services.turns.start(kind, user, conversation_id, question, params.file_id)
     except UnknownAgent as exc:
@@ -94,40 +94,43 @@ async def _stream(
     )
 
 
-async def _check_file(kind: str, file_id: str | None, user: str, services: ServicesDep) -> None:
-    """A named file must be the caller's (404 otherwise); the file agent needs one."""
+async def _check_file(
+    entry: AgentEntry, file_id: str | None, user: str, services: ServicesDep
+) -> None:
+    """A named file must be the caller's (404 otherwise); some agents need one."""
     if file_id:
         await find_file(services, user, file_id)
-    elif kind in KINDS_NEEDING_A_FILE:
-        raise ApiError(400, f"fileId is required for the {kind} agent")
+    elif entry.needs_file:
+        raise ApiError(400, f"fileId is required for the {entry.kind} agent")
 
 
-def _add_stream_routes(kind: str, summary: str) -> None:
-    path = f"/{kind}/stream"
+def _add_stream_routes(entry: AgentEntry) -> None:
+    kind, path = entry.kind, f"/{entry.kind}/stream"
     responses: dict[int | str, dict[str, object]] = {
         200: {"content": {"text/event-stream": {}}, "description": "The event stream"},
         400: {"description": "Bad input"},
         404: {"description": "Unknown fileId"},
         409: {"description": "A task is already running for this conversation"},
+        501: {"description": "This agent is not available in this version"},
         503: {"description": "A dependency is down"},
     }
 
     async def stream_get(
         params: Annotated[StreamParams, Query()], user: UserDep, services: ServicesDep
     ) -> EventStreamResponse:
-        return await _stream(kind, params, user, services)
+        return await _stream(entry, params, user, services)
 
     async def stream_post(
         params: Annotated[StreamParams, Body()], user: UserDep, services: ServicesDep
     ) -> EventStreamResponse:
-        return await _stream(kind, params, user, services)
+        return await _stream(entry, params, user, services)
 
     for method, endpoint in (("GET", stream_get), ("POST", stream_post)):
         router.add_api_route(
             path,
             endpoint,
             methods=[method],
-            summary=summary,
+            summary=entry.summary,
             description=__doc__ or "",
             response_class=EventStreamResponse,
             status_code=200,
@@ -136,14 +139,8 @@ def _add_stream_routes(kind: str, summary: str) -> None:
         )
 
 
-for _kind, _summary in (
-    ("chat", "Web-search agent stream"),
-    ("file", "File question-answering agent stream"),
-    ("pptx", "PowerPoint builder agent stream"),
-    ("deep", "Deep research agent stream"),
-    ("skills", "Skills agent stream"),
-):
-    _add_stream_routes(_kind, _summary)
+for _entry in AGENTS:
+    _add_stream_routes(_entry)
 
 
 async def _stop(conversation_id: str, user: str, services: ServicesDep) -> StopResult:

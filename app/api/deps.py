@@ -9,10 +9,10 @@ from fastapi import Depends, Request
 
 from app.agents.turns import TurnService
 from app.config import Settings
+from app.documents.library import DocumentLibrary
 from app.store.base import SessionStore
 from app.tasks.base import TaskManager
 from app.tasks.runs import RunRegistry
-from app.tools.files import FileLibrary
 
 
 @dataclass(slots=True)
@@ -23,7 +23,7 @@ class Services:
     runs: RunRegistry
     turns: TurnService
     users_by_key: dict[str, str]
-    files: FileLibrary
+    files: DocumentLibrary
 
 
 async def get_services(request: Request) -> Services:

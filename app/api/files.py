@@ -18,11 +18,11 @@ from pydantic import BaseModel
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
-from app.api.sessions import iso
 from app.config import Settings
+from app.core.wire import iso
+from app.documents.library import EmptyFile, FileError, FileTooLarge, UnsupportedFile
 from app.store.base import StoredFile
 from app.store.blobs import BlobNotFound
-from app.tools.files import EmptyFile, FileError, FileTooLarge, UnsupportedFile
 
 router = APIRouter(prefix="/file", tags=["files"])
 
@@ -50,6 +50,8 @@ class FileInfo(UploadedFile):
     """`processing`, `ready` or `failed`."""
     error: str | None
     """Why a `failed` file has no text."""
+    source: str
+    """`upload` (sent by the user) or `generated` (made by an agent)."""
     createTime: str
 
 
@@ -66,6 +68,7 @@ def _info(file: StoredFile) -> FileInfo:
         mimeType=file.mime_type,
         status=file.status,
         error=file.error,
+        source=file.source,
         createTime=iso(file.create_time),
     )
 

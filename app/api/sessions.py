@@ -2,90 +2,69 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from pydantic import BaseModel
+from pydantic import Field
 
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
-from app.store.base import StoredTurn
+from app.core.wire import WireModel, WireTime
+from app.store.base import ToolCall, TurnFile
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 
 ConversationId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 
 
-class ConversationRecord(BaseModel):
-    conversationId: str
+class ConversationRecord(WireModel):
+    conversation_id: str = Field(validation_alias="session_id")
     question: str
-    agentType: str
+    agent_type: str
     fileid: str | None
-    createTime: str
-    updateTime: str
+    create_time: WireTime
+    update_time: WireTime
 
 
-class ConversationPage(BaseModel):
+class ConversationPage(WireModel):
     records: list[ConversationRecord]
     total: int
-    pageNum: int
-    pageSize: int
+    page_num: int
+    page_size: int
 
 
-class MessageRecord(BaseModel):
+class MessageRecord(WireModel):
+    """One turn as the history shows it: the stored turn less its owner and keys."""
+
     id: int
     question: str
     answer: str | None
     thinking: str | None
-    tools: list[dict[str, Any]]
+    tools: list[ToolCall]
     reference: list[dict[str, str]]
     recommend: list[str]
+    files: list[TurnFile]
     fileid: str | None
     status: str
     error: str | None
-    firstResponseTime: int | None
-    totalResponseTime: int | None
-    promptTokens: int
-    completionTokens: int
-    createTime: str
+    first_response_time: int | None
+    total_response_time: int | None
+    prompt_tokens: int
+    completion_tokens: int
+    create_time: WireTime
 
 
-class ConversationDetail(BaseModel):
-    conversationId: str
-    agentType: str
+class ConversationDetail(WireModel):
+    conversation_id: str
+    agent_type: str
     fileid: str | None
     messages: list[MessageRecord]
 
 
-class Deleted(BaseModel):
-    conversationId: str
+class Deleted(WireModel):
+    conversation_id: str
     deleted: int
-
-
-def iso(moment: datetime) -> str:
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
-
-
-def _message(turn: StoredTurn) -> MessageRecord:
-    return MessageRecord(
-        id=turn.id,
-        question=turn.question,
-        answer=turn.answer,
-        thinking=turn.thinking,
-        tools=turn.tools,
-        reference=turn.reference,
-        recommend=turn.recommend,
-        fileid=turn.fileid,
-        status=turn.status,
-        error=turn.error,
-        firstResponseTime=turn.first_response_time,
-        totalResponseTime=turn.total_response_time,
-        promptTokens=turn.prompt_tokens,
-        completionTokens=turn.completion_tokens,
-        createTime=iso(turn.create_time),
-    )
 
 
 @router.get("/list", summary="List conversations, newest activity first")
@@ -97,18 +76,10 @@ async def list_conversations(
 ) -> Envelope[ConversationPage]:
     """One record per conversation: its first question, agent and file."""
     items, total = await services.store.list_conversations(user, page_num, page_size)
-    records = [
-        ConversationRecord(
-            conversationId=c.session_id,
-            question=c.question,
-            agentType=c.agent_type,
-            fileid=c.fileid,
-            createTime=iso(c.create_time),
-            updateTime=iso(c.update_time),
-        )
-        for c in items
-    ]
-    return ok(ConversationPage(records=records, total=total, pageNum=page_num, pageSize=page_size))
+    records = [ConversationRecord.model_validate(c) for c in items]
+    return ok(
+        ConversationPage(records=records, total=total, page_num=page_num, page_size=page_size)
+    )
 
 
 @router.get("/{conversation_id}", summary="A conversation's turns, oldest first")
@@ -121,10 +92,10 @@ async def get_conversation(
         raise ApiError(404, "Conversation not found")
     return ok(
         ConversationDetail(
-            conversationId=conversation_id,
-            agentType=turns[0].agent_type,
+            conversation_id=conversation_id,
+            agent_type=turns[0].agent_type,
             fileid=next((t.fileid for t in turns if t.fileid), None),
-            messages=[_message(t) for t in turns],
+            messages=[MessageRecord.model_validate(t) for t in turns],
         )
     )
 
@@ -138,4 +109,4 @@ async def delete_conversation(
     if deleted.turns == 0:
         raise ApiError(404, "Conversation not found")
     await services.files.discard_blobs(deleted.blob_keys)
-    return ok(Deleted(conversationId=conversation_id, deleted=deleted.turns))
+    return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))

@@ -17,9 +17,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
+
+from app.core.wire import WireModel
 
 TurnStatus = Literal["running", "completed", "stopped", "failed", "paused", "interrupted"]
+
+
+class ToolCall(WireModel):
+    """One tool call of a turn; `result` is None while it runs (or if it never finished)."""
+
+    id: str
+    name: str
+    arguments: str = ""
+    result: str | None = None
+    is_error: bool = False
+
+
+class TurnFile(WireModel):
+    """A file the turn made (a deck, a report), as its `file` event and the history show it."""
+
+    file_id: str
+    name: str
+    url: str
+    size: int
+    mime_type: str
 
 
 class StoreError(Exception):
@@ -47,10 +69,10 @@ class TurnOutcome:
     answer: str
     thinking: str
     status: TurnStatus
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    """Tool calls in order: `{id, name, arguments, result, isError}`."""
+    tools: list[ToolCall] = field(default_factory=list)
     reference: list[dict[str, str]] = field(default_factory=list)
     recommend: list[str] = field(default_factory=list)
+    files: list[TurnFile] = field(default_factory=list)
     error: str | None = None
     first_response_time: int | None = None
     total_response_time: int | None = None
@@ -67,9 +89,10 @@ class StoredTurn:
     question: str
     answer: str | None
     thinking: str | None
-    tools: list[dict[str, Any]]
+    tools: list[ToolCall]
     reference: list[dict[str, str]]
     recommend: list[str]
+    files: list[TurnFile]
     fileid: str | None
     status: TurnStatus
     error: str | None
@@ -113,7 +136,7 @@ class SessionStore(Protocol):
         turn_id: int,
         answer: str,
         thinking: str,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[ToolCall] | None = None,
     ) -> None:
         """Store a running turn's answer (and tool calls, if given) so far; no effect once ended."""
         ...
@@ -161,6 +184,7 @@ class SessionStore(Protocol):
 
 
 FileStatus = Literal["processing", "ready", "failed"]
+FileSource = Literal["upload", "generated"]
 
 
 @dataclass(slots=True)
@@ -176,6 +200,9 @@ class StoredFile:
     embedding_model: str | None
     create_time: datetime
     update_time: datetime
+    source: FileSource = "upload"
+    session_id: str | None = None
+    """The conversation that made a generated file; it is deleted with it."""
 
 
 @dataclass(slots=True)

@@ -14,23 +14,27 @@ the same however long the history is.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import orjson
 from sqlalchemy import RowMapping, bindparam, delete, exists, func, insert, select, update
 
+from app.core.wire import WireModel
 from app.store.base import (
     ConversationSummary,
     DeletedConversation,
     NewTurn,
     StoredTurn,
+    ToolCall,
+    TurnFile,
     TurnOutcome,
-    TurnStatus,
 )
 from app.store.db import Database
-from app.store.files import delete_file_rows
+from app.store.file_store import delete_file_rows
 from app.store.models import AI_FILE as F
 from app.store.models import AI_SESSION as T
+
+R = TypeVar("R", bound=WireModel)
 
 _INSERT_QUESTION = insert(T).returning(T.c.id)
 _FINISH_TURN = update(T).where(T.c.id == bindparam("turn_id"))
@@ -77,9 +81,10 @@ class SqlSessionStore:
             "answer": outcome.answer,
             "thinking": outcome.thinking,
             "status": outcome.status,
-            "tools": _dump(outcome.tools),
+            "tools": _dump_records(outcome.tools),
             "reference": _dump(outcome.reference),
             "recommend": _dump(outcome.recommend),
+            "files": _dump_records(outcome.files),
             "error": outcome.error,
             "first_response_time": outcome.first_response_time,
             "total_response_time": outcome.total_response_time,
@@ -95,7 +100,7 @@ class SqlSessionStore:
         turn_id: int,
         answer: str,
         thinking: str,
-        tools: list[dict[str, Any]] | None = None,
+        tools: list[ToolCall] | None = None,
     ) -> None:
         """Keep the answer so far, so a crash loses only what came after it.
 
@@ -110,7 +115,7 @@ class SqlSessionStore:
             "update_time": _now(),
         }
         if tools is not None:
-            params["tools"] = _dump(tools)
+            params["tools"] = _dump_records(tools)
         async with self._db.statement() as conn:
             await conn.execute(_SAVE_PARTIAL, params)
 
@@ -219,8 +224,10 @@ class SqlSessionStore:
         mine = T.c.user_id == user_id, T.c.session_id == session_id
         used_here = select(T.c.fileid).where(*mine, T.c.fileid.is_not(None))
         used_elsewhere = exists().where(T.c.fileid == F.c.id, T.c.session_id != session_id)
+        uploaded_for_it = F.c.id.in_(used_here) & ~used_elsewhere
+        made_by_it = (F.c.source == "generated") & (F.c.session_id == session_id)
         only_here = select(F.c.id, F.c.blob_key).where(
-            F.c.user_id == user_id, F.c.id.in_(used_here), ~used_elsewhere
+            F.c.user_id == user_id, uploaded_for_it | made_by_it
         )
         async with self._db.begin() as conn:
             files = (await conn.execute(only_here)).all()
@@ -241,6 +248,14 @@ def _dump(value: list[Any]) -> str:
     return orjson.dumps(value, default=str).decode()
 
 
+def _dump_records(records: list[ToolCall] | list[TurnFile]) -> str:
+    return _dump([record.wire() for record in records])
+
+
+def _records(kind: type[R], text: str | None) -> list[R]:
+    return [kind.model_validate(item) for item in _load(text)]
+
+
 def _load(text: str | None) -> list[Any]:
     """Decode a JSON column; rows written before the run ended hold NULL there."""
     if not text:
@@ -249,24 +264,13 @@ def _load(text: str | None) -> list[Any]:
 
 
 def _turn(row: RowMapping) -> StoredTurn:
+    """The columns are the record's fields, name for name; the JSON ones decoded."""
     return StoredTurn(
-        id=row["id"],
-        session_id=row["session_id"],
-        user_id=row["user_id"],
-        agent_type=row["agent_type"],
-        question=row["question"],
-        answer=row["answer"],
-        thinking=row["thinking"],
-        tools=_load(row["tools"]),
-        reference=_load(row["reference"]),
-        recommend=_load(row["recommend"]),
-        fileid=row["fileid"],
-        status=cast(TurnStatus, row["status"]),
-        error=row["error"],
-        first_response_time=row["first_response_time"],
-        total_response_time=row["total_response_time"],
-        prompt_tokens=row["prompt_tokens"],
-        completion_tokens=row["completion_tokens"],
-        create_time=row["create_time"],
-        update_time=row["update_time"],
+        **{
+            **row,
+            "tools": _records(ToolCall, row["tools"]),
+            "reference": _load(row["reference"]),
+            "recommend": _load(row["recommend"]),
+            "files": _records(TurnFile, row["files"]),
+        }
     )

@@ -15,8 +15,8 @@ from app.tasks.base import (
     TaskManager,
 )
 from app.tasks.factory import build_shared_logs, build_task_manager
-from app.tasks.log import EventLogReader, RunLog, SharedRunLogs
-from app.tasks.memory import InProcessTaskManager
+from app.tasks.in_process import InProcessTaskManager
+from app.tasks.log import EventLogReader, LocalRunLogs, RunLog, SharedRunLogs
 from app.tasks.redis import RedisTaskManager
 from app.tasks.redis_log import RedisRunLogs
 
@@ -25,6 +25,7 @@ __all__ = [
     "EventLogReader",
     "EventsGone",
     "InProcessTaskManager",
+    "LocalRunLogs",
     "RedisRunLogs",
     "RedisTaskManager",
     "RunLog",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from app.config import Settings
 from app.tasks.base import TaskManager
-from app.tasks.log import SharedRunLogs
-from app.tasks.memory import InProcessTaskManager
+from app.tasks.in_process import InProcessTaskManager
+from app.tasks.log import LocalRunLogs, SharedRunLogs
 from app.tasks.redis import RedisTaskManager
 from app.tasks.redis_log import RedisRunLogs
 
@@ -21,10 +21,10 @@ def build_task_manager(settings: Settings, instance_id: str) -> TaskManager:
     return RedisTaskManager(settings.redis_url, settings.redis_prefix, instance_id)
 
 
-def build_shared_logs(settings: Settings, tasks: TaskManager) -> SharedRunLogs | None:
+def build_shared_logs(settings: Settings, tasks: TaskManager) -> SharedRunLogs:
     """Redis Streams with `REDIS_URL`; without it only the in-process logs exist (one instance)."""
     if not settings.redis_url:
-        return None
+        return LocalRunLogs()
     return RedisRunLogs(
         settings.redis_url,
         settings.redis_prefix,

@@ -10,7 +10,8 @@ wait: this is the per-token path.
 instances, a `SharedRunLogs` backend (Redis Streams, in `redis_log`) copies
 each log out of band so other instances can read it too; both kinds of
 reader meet the `EventLogReader` protocol, so a response does not care
-where the log it reads is kept.
+where the log it reads is kept. One instance alone has `LocalRunLogs`:
+the same interface, with nothing to copy and no other instance to ask.
 """
 
 from __future__ import annotations
@@ -63,6 +64,24 @@ class SharedRunLogs(Protocol):
         ...
 
     async def close(self) -> None: ...
+
+
+class LocalRunLogs:
+    """The `SharedRunLogs` of an instance that runs alone: every log is its own, in memory."""
+
+    async def publish(self, claim: Claim, log: RunLog) -> None:
+        return None
+
+    async def latest(self, user_id: str, conversation_id: str) -> str | None:
+        return None
+
+    async def reader(
+        self, user_id: str, conversation_id: str, task_id: str, after: int
+    ) -> EventLogReader | None:
+        return None
+
+    async def close(self) -> None:
+        return None
 
 
 class RunLog:

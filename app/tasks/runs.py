@@ -8,13 +8,15 @@ ends the claim is released and the log is kept for `retention` seconds for
 late readers. With `SharedRunLogs` (Redis) the log is also copied out, beside
 the run, so other instances can resume it.
 
+A run is driven in two phases (`RunProgram`): its events, which a stop
+cancels, then its conclusion, which nothing cancels: the agent stores the
+turn (the partial answer, when stopped) and hands back `complete`. The
+runner alone marks the run settled between the two, and decides the
+status a stop is stored with from the reason given here.
+
 The final `complete` is held back until the claim is released: a client
 that asks its next question the moment it reads `complete` must find the
 conversation free, on any instance.
-
-Stopping cancels the task. The agent's generator catches the cancellation,
-stores the partial answer and emits `complete`, so a stop is an orderly end
-and not a lost turn; the reason given here decides the stored status.
 """
 
 from __future__ import annotations
@@ -22,17 +24,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
-from app.core.events import CompleteEvent, Event
+from app.core.events import Event, RunStatus
+from app.core.run import Conclusion, StopSignal
 from app.tasks.base import Claim, TaskBackendUnavailable, TaskError, TaskManager
 from app.tasks.log import EventLogReader, RunLog, SharedRunLogs
 
 log = logging.getLogger(__name__)
 
 StopReason = Literal["stopped", "client_gone", "shutdown"]
+STOP_STATUS: dict[StopReason, RunStatus] = {
+    "stopped": "stopped",
+    "client_gone": "stopped",
+    "shutdown": "interrupted",
+}
+"""A turn cut by a stop is stored `stopped`; by its instance shutting down, `interrupted`."""
+
+
+class RunProgram(Protocol):
+    """An agent's turn as the runner drives it."""
+
+    def events(self, stop: StopSignal) -> AsyncIterator[Event]:
+        """The turn's events until it ends or a stop cancels it."""
+        ...
+
+    async def conclude(self, stopped: RunStatus | None) -> Conclusion:
+        """Store the turn; `stopped` is its status when a stop cut it short, else None."""
+        ...
 
 
 @dataclass(slots=True)
@@ -49,6 +70,10 @@ class Run:
     @property
     def running(self) -> bool:
         return self.task is not None and not self.task.done() and not self.settled
+
+    @property
+    def stop_requested(self) -> bool:
+        return self.stop_reason is not None
 
     def stop(self, reason: StopReason) -> bool:
         """Cancel the run once; the first reason given is the one stored.
@@ -68,16 +93,13 @@ class Run:
             self.task.cancel()
 
 
-EventSource = Callable[[Run], AsyncIterator[Event]]
-
-
 class RunRegistry:
     def __init__(
         self,
         tasks: TaskManager,
         ttl: float,
         retention: float,
-        shared: SharedRunLogs | None = None,
+        shared: SharedRunLogs,
     ) -> None:
         self._tasks = tasks
         self._ttl = ttl
@@ -97,8 +119,6 @@ class RunRegistry:
         when the events after `after` are no longer kept.
         """
         run = self.find(user_id, conversation_id)
-        if self._shared is None:
-            return None if run is None else run.log
         try:
             task_id = await self._shared.latest(user_id, conversation_id)
         except TaskBackendUnavailable:
@@ -111,11 +131,11 @@ class RunRegistry:
             return None
         return await self._shared.reader(user_id, conversation_id, task_id, after)
 
-    def launch(self, claim: Claim, source: EventSource) -> Run:
+    def launch(self, claim: Claim, program: RunProgram) -> Run:
         """Start the run in the background; the caller already holds `claim`."""
         run = Run(claim)
         self._runs[(claim.user_id, claim.conversation_id)] = run
-        run.task = asyncio.create_task(self._drive(run, source), name=f"run-{claim.task_id}")
+        run.task = asyncio.create_task(self._drive(run, program), name=f"run-{claim.task_id}")
         return run
 
     async def stop(
@@ -146,19 +166,15 @@ class RunRegistry:
                 run.forget.cancel()
         self._runs.clear()
 
-    async def _drive(self, run: Run, source: EventSource) -> None:
+    async def _drive(self, run: Run, program: RunProgram) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(run.claim))
-        copier = None
-        if self._shared is not None:
-            copier = asyncio.create_task(self._shared.publish(run.claim, run.log))
-        complete: CompleteEvent | None = None
+        copier = asyncio.create_task(self._shared.publish(run.claim, run.log))
+        conclusion: Conclusion | None = None
         try:
-            async for event in source(run):
-                if isinstance(event, CompleteEvent):
-                    run.settled = True
-                    complete = event
-                else:
-                    run.log.append(event)
+            stopped = await self._events(run, program)
+            conclusion = await program.conclude(stopped)
+            for event in conclusion.events:
+                run.log.append(event)
         except Exception:
             log.exception("run %s ended with an unhandled error", run.claim.task_id)
         finally:
@@ -167,12 +183,26 @@ class RunRegistry:
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
             await self._release(run.claim)
-            if complete is not None:
-                run.log.append(complete)
+            if conclusion is not None:
+                run.log.append(conclusion.complete)
             run.log.close()
-            if copier is not None:
-                await self._copied(run, copier)
+            await self._copied(run, copier)
             run.forget = asyncio.get_running_loop().call_later(self._retention, self._forget, run)
+
+    async def _events(self, run: Run, program: RunProgram) -> RunStatus | None:
+        """Append the run's events until it ends; the status to store if a stop cut it."""
+        try:
+            async for event in program.events(run):
+                run.log.append(event)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            return STOP_STATUS[run.stop_reason or "stopped"]
+        finally:
+            # From here on a stop changes nothing: what is left is storing and `complete`.
+            run.settled = True
+        return None
 
     async def _copied(self, run: Run, copier: asyncio.Task[None]) -> None:
         """Wait for the copy to finish; it gives up on its own when Redis is down."""

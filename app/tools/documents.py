@@ -14,9 +14,9 @@ from typing import Any
 
 from app.core.events import Reference
 from app.core.tools import ToolSchema
+from app.documents.library import DocumentLibrary
 from app.store.base import FileChunk, StoredFile
 from app.tools.base import ToolContext, ToolOutput
-from app.tools.files import FileLibrary
 
 REFERENCE_EXCERPT_CHARS = 500
 
@@ -41,7 +41,7 @@ SCHEMA = ToolSchema(
 class DocumentSearch:
     schema = SCHEMA
 
-    def __init__(self, library: FileLibrary, user_id: str, file_id: str) -> None:
+    def __init__(self, library: DocumentLibrary, user_id: str, file_id: str) -> None:
         self._library = library
         self._user_id = user_id
         self._file_id = file_id

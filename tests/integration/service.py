@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from app.agents.registry import AGENTS, AgentEntry
 from app.config import Settings
 from app.main import create_app
 from tests.fakes.openai_server import FakeOpenAI
@@ -65,10 +66,12 @@ def settings_for(
 
 
 @contextlib.asynccontextmanager
-async def running_service(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+async def running_service(
+    settings: Settings, agents: Sequence[AgentEntry] = AGENTS
+) -> AsyncIterator[httpx.AsyncClient]:
     """The app on a real socket, and a client pointed at it."""
     async with (
-        serve(create_app(settings)) as url,
+        serve(create_app(settings, agents)) as url,
         httpx.AsyncClient(base_url=url, timeout=10) as client,
     ):
         yield client

@@ -16,13 +16,13 @@ import httpx2 as httpx
 import pytest
 from pydantic import SecretStr
 
+from app.documents.library import DocumentLibrary, FileTooLarge, LibrarySettings, UnsupportedFile
+from app.documents.retrieval import Embedder
 from app.llm.embeddings import OpenAIEmbeddings
 from app.store.base import StoredFile, StoreUnavailable
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
-from app.store.files import SqlFileStore
-from app.tools.files import FileLibrary, FileTooLarge, LibrarySettings, UnsupportedFile
-from app.tools.retrieval import Embedder
+from app.store.file_store import SqlFileStore
 from tests.fakes.embeddings_server import FakeEmbeddings
 from tests.support.documents import pdf_bytes
 
@@ -64,7 +64,7 @@ CAR_STORY = [
 
 @dataclass
 class Library:
-    files: FileLibrary
+    files: DocumentLibrary
     blobs: Path
 
 
@@ -87,7 +87,9 @@ def library(
     embedder: Embedder | None = None,
 ) -> Library:
     root = tmp_path / "blobs"
-    return Library(FileLibrary(SqlFileStore(db), LocalBlobStore(root), embedder, settings), root)
+    return Library(
+        DocumentLibrary(SqlFileStore(db), LocalBlobStore(root), embedder, settings), root
+    )
 
 
 def embedder_for(fake: FakeEmbeddings, http: httpx.AsyncClient) -> OpenAIEmbeddings:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.tools.extract import (
+from app.documents.extract import (
     DOCX,
     JPEG,
     MARKDOWN,

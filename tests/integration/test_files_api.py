@@ -82,6 +82,7 @@ async def test_upload_then_every_endpoint(tmp_path: Path, database_url: str) -> 
         "mimeType": "application/pdf",
         "status": "ready",
         "error": None,
+        "source": "upload",
         "createTime": record["createTime"],
     }
     assert record["createTime"].endswith("Z")

@@ -10,7 +10,7 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from app.agents.base import AgentDeps, AgentSettings, Turn
+from app.agents.base import AgentCore, AgentSettings, Turn
 from app.agents.react import FINAL_ROUND_NOTE, ReActAgent
 from app.core.events import Event, Reference
 from app.core.messages import Msg, ToolResultBlock
@@ -19,12 +19,11 @@ from app.llm.registry import build_chat_model
 from app.llm.tokens import TokenCounter, install_encodings
 from app.store.db import Database
 from app.store.sessions import SqlSessionStore
-from app.tasks.base import Claim
-from app.tasks.runs import Run
 from app.tools.base import Tool, ToolContext, ToolOutput
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import service_settings
+from tests.support.turns import drive_turn
 
 
 class Boom:
@@ -83,7 +82,7 @@ class ToolAgent(ReActAgent):
 
 
 @pytest.fixture
-async def deps(tmp_path: Path) -> AsyncIterator[tuple[AgentDeps, FakeOpenAI]]:
+async def deps(tmp_path: Path) -> AsyncIterator[tuple[AgentCore, FakeOpenAI]]:
     install_encodings(tmp_path / "tiktoken")
     async with (
         FakeOpenAI() as fake,
@@ -92,27 +91,23 @@ async def deps(tmp_path: Path) -> AsyncIterator[tuple[AgentDeps, FakeOpenAI]]:
     ):
         settings = service_settings(tmp_path, "unused", llm_base_url=fake.base_url)
         yield (
-            AgentDeps(
+            AgentCore(
                 model=build_chat_model(settings, client),
                 store=SqlSessionStore(db),
                 tokens=TokenCounter(),
                 http=client,
-                settings=settings,
-                agent=AgentSettings(max_rounds=2, recommendations=False),
+                limits=AgentSettings(max_rounds=2, recommendations=False),
             ),
             fake,
         )
 
 
 async def run_turn(agent: ReActAgent, question: str = "Go") -> list[Event]:
-    turn = Turn("c1", "u1", question, "t1")
-    await agent.begin(turn)
-    run = Run(Claim("u1", "c1", "t1", "chat"))
-    return [event async for event in agent.run(turn, run)]
+    return await drive_turn(agent, Turn("c1", "u1", question, "t1"))
 
 
 async def test_a_tool_that_raises_becomes_an_error_result_for_the_model(
-    deps: tuple[AgentDeps, FakeOpenAI],
+    deps: tuple[AgentCore, FakeOpenAI],
 ) -> None:
     agent_deps, fake = deps
     agent = ToolAgent(agent_deps)
@@ -131,7 +126,7 @@ async def test_a_tool_that_raises_becomes_an_error_result_for_the_model(
 
 
 async def test_parallel_calls_run_concurrently_and_results_keep_call_order(
-    deps: tuple[AgentDeps, FakeOpenAI],
+    deps: tuple[AgentCore, FakeOpenAI],
 ) -> None:
     agent_deps, fake = deps
     agent = ToolAgent(agent_deps)
@@ -155,7 +150,7 @@ async def test_parallel_calls_run_concurrently_and_results_keep_call_order(
 
 
 async def test_after_max_rounds_one_last_call_without_tools_answers(
-    deps: tuple[AgentDeps, FakeOpenAI],
+    deps: tuple[AgentCore, FakeOpenAI],
 ) -> None:
     agent_deps, fake = deps
     agent = ToolAgent(agent_deps)
@@ -176,7 +171,7 @@ async def test_after_max_rounds_one_last_call_without_tools_answers(
     assert "".join(e.content for e in events if e.type == "text") == "Here is what I have."
 
 
-async def test_a_hook_can_end_the_loop(deps: tuple[AgentDeps, FakeOpenAI]) -> None:
+async def test_a_hook_can_end_the_loop(deps: tuple[AgentCore, FakeOpenAI]) -> None:
     agent_deps, fake = deps
     hook = StopAfterFirstAnswer()
     agent = ToolAgent(agent_deps)

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.agents.tool_calls import INTERRUPTED_RESULT
+from app.agents.tool_history import INTERRUPTED_RESULT
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily

@@ -25,6 +25,8 @@ from app.store.base import (
     StoredTurn,
     StoreError,
     StoreUnavailable,
+    ToolCall,
+    TurnFile,
     TurnOutcome,
     TurnStatus,
 )
@@ -81,6 +83,7 @@ async def test_question_round_trips_as_running_turn(store: SessionStore) -> None
         tools=[],
         reference=[],
         recommend=[],
+        files=[],
         fileid="f-1",
         status="running",
         error=None,
@@ -98,14 +101,21 @@ async def test_question_round_trips_as_running_turn(store: SessionStore) -> None
 async def test_finish_turn_round_trips_every_field(store: SessionStore) -> None:
     turn_id = await store.add_question(new_turn())
     tools = [
-        {
-            "id": "call_1",
-            "name": "web_search",
-            "arguments": '{"q": "sse"}',
-            "result": 'ünïcode ✓ and "quotes"',
-            "isError": False,
-            "nested": {"n": 1, "list": [1.5, None]},
-        }
+        ToolCall(
+            id="call_1",
+            name="web_search",
+            arguments='{"q": "sse"}',
+            result='ünïcode ✓ and "quotes"',
+        )
+    ]
+    files = [
+        TurnFile(
+            file_id="f-9",
+            name="deck.pptx",
+            url="/file/download/f-9",
+            size=2048,
+            mime_type="application/vnd.openxmlformats-officedocument.presentationml.presentation",
+        )
     ]
     reference = [{"url": "https://example.org", "title": "Example", "content": "text"}]
     recommend = ["Why?", "How?", "What next?"]
@@ -119,6 +129,7 @@ async def test_finish_turn_round_trips_every_field(store: SessionStore) -> None:
             tools=tools,
             reference=reference,
             recommend=recommend,
+            files=files,
             error="The model timed out.",
             first_response_time=120,
             total_response_time=3400,
@@ -136,6 +147,7 @@ async def test_finish_turn_round_trips_every_field(store: SessionStore) -> None:
         "The model timed out.",
     )
     assert (turn.tools, turn.reference, turn.recommend) == (tools, reference, recommend)
+    assert turn.files == files
     assert (turn.first_response_time, turn.total_response_time) == (120, 3400)
     assert (turn.prompt_tokens, turn.completion_tokens) == (321, 45)
     assert (turn.question, turn.agent_type, turn.fileid) == ("What is SSE?", "chat", None)
@@ -261,7 +273,7 @@ async def test_save_partial_updates_only_running_turns(store: SessionStore) -> N
     finished = await store.add_question(new_turn("f"))
     await store.finish_turn(finished, outcome(answer="final"))
 
-    call = {"id": "call_1", "name": "web_search", "arguments": "{}", "result": "Interrupted"}
+    call = ToolCall(id="call_1", name="web_search", arguments="{}", result="Interrupted")
     await store.save_partial(running, "partial answer", "partial thought", [call])
     await store.save_partial(finished, "late partial", "late thought")
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from app.agents.memory import TURN_OVERHEAD_TOKENS, window
-from app.agents.tool_calls import INTERRUPTED_RESULT
+from app.agents.tool_history import INTERRUPTED_RESULT
 from app.core.messages import ToolResultBlock
 from app.llm.tokens import TokenCounter, install_encodings
-from app.store.base import StoredTurn
+from app.store.base import StoredTurn, ToolCall
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +25,7 @@ def turn(
     question: str,
     answer: str | None,
     status: str = "completed",
-    tools: list[dict[str, Any]] | None = None,
+    tools: list[ToolCall] | None = None,
 ) -> StoredTurn:
     now = datetime.now(UTC)
     return StoredTurn(
@@ -40,6 +39,7 @@ def turn(
         tools=tools or [],
         reference=[],
         recommend=[],
+        files=[],
         fileid=None,
         status=status,  # type: ignore[arg-type]
         error=None,
@@ -82,7 +82,7 @@ def test_turns_without_an_answer_are_skipped(tokens: TokenCounter) -> None:
 def test_tool_calls_sit_between_question_and_answer_each_with_a_result(
     tokens: TokenCounter,
 ) -> None:
-    cut_short = {"id": "call_1", "name": "web_search", "arguments": '{"query": "x"}'}
+    cut_short = ToolCall(id="call_1", name="web_search", arguments='{"query": "x"}')
     msgs = window([turn(1, "q1", "partial", "stopped", [cut_short])], tokens, budget=1000)
 
     assert [m.role for m in msgs] == ["user", "assistant", "tool", "assistant"]
@@ -93,7 +93,7 @@ def test_tool_calls_sit_between_question_and_answer_each_with_a_result(
 
 
 def test_tool_calls_count_against_the_budget(tokens: TokenCounter) -> None:
-    big = {"id": "c", "name": "t", "arguments": "{}", "result": "data " * 400, "isError": False}
+    big = ToolCall(id="c", name="t", arguments="{}", result="data " * 400)
     turns = [turn(1, "q1", "a1", tools=[big]), turn(2, "q2", "a2")]
 
     msgs = window(turns, tokens, budget=200)

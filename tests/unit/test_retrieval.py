@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 import re
 
-from app.tools.extract import Document, Section
-from app.tools.retrieval import Bm25Index, chunk, fuse, normalize, rank, tokenize
+from app.documents.extract import Document, Section
+from app.documents.retrieval import Bm25Index, chunk, fuse, normalize, rank, tokenize
 
 
 def pages(*texts: str) -> Document:

@@ -21,7 +21,7 @@ from typing import cast
 from sqlalchemy import RowMapping, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.store.base import FileChunk, FileOutcome, FileStatus, StoredFile
+from app.store.base import FileChunk, FileOutcome, StoredFile
 from app.store.db import Database
 from app.store.models import AI_FILE as F
 from app.store.models import AI_FILE_CHUNK as C
@@ -47,6 +47,8 @@ class SqlFileStore:
             "embedding_model": file.embedding_model,
             "create_time": file.create_time,
             "update_time": file.update_time,
+            "source": file.source,
+            "session_id": file.session_id,
         }
         async with self._db.statement() as conn:
             await conn.execute(insert(F), values)
@@ -155,16 +157,5 @@ def _unpack_vector(data: bytes) -> list[float]:
 
 
 def _file(row: RowMapping) -> StoredFile:
-    return StoredFile(
-        id=row["id"],
-        user_id=row["user_id"],
-        file_name=row["file_name"],
-        mime_type=row["mime_type"],
-        size=row["size"],
-        blob_key=row["blob_key"],
-        status=cast(FileStatus, row["status"]),
-        error=row["error"],
-        embedding_model=row["embedding_model"],
-        create_time=row["create_time"],
-        update_time=row["update_time"],
-    )
+    """The metadata columns are the record's fields, name for name."""
+    return StoredFile(**row)

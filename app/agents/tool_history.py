@@ -1,6 +1,6 @@
 """A turn's tool calls as stored, and as replayed to the model in later turns.
 
-A stored call is `{id, name, arguments, result, isError}`. A call cut short
+A stored call is a `ToolCall` record. A call cut short
 (a stop, a crash, a failure mid-call) has no result yet, and replayed like
 that it would be a tool call without its answer, which every provider
 rejects. `closed()` gives such calls a synthetic result saying they were
@@ -22,39 +22,37 @@ from typing import Any
 import orjson
 
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
+from app.store.base import ToolCall
 
 INTERRUPTED_RESULT = "Interrupted: the tool call did not finish."
 
-ToolCallRecord = dict[str, Any]
 
-
-def closed(calls: list[ToolCallRecord]) -> list[ToolCallRecord]:
+def closed(calls: list[ToolCall]) -> list[ToolCall]:
     """The calls, each with a result: the synthetic, failed one where it was missing."""
     return [
-        call if "result" in call else {**call, "result": INTERRUPTED_RESULT, "isError": True}
+        call
+        if call.result is not None
+        else call.model_copy(update={"result": INTERRUPTED_RESULT, "is_error": True})
         for call in calls
     ]
 
 
-def replay(calls: list[ToolCallRecord]) -> list[Msg]:
+def replay(calls: list[ToolCall]) -> list[Msg]:
     """The calls as messages (none when there were none)."""
     if not calls:
         return []
     uses: list[ToolUseBlock] = []
     results: list[ToolResultBlock] = []
     for call in closed(calls):
-        call_id, name = str(call.get("id", "")), str(call.get("name", ""))
-        arguments = str(call.get("arguments") or "{}")
-        uses.append(ToolUseBlock(call_id, name, _input(arguments), raw_input=arguments))
-        results.append(
-            ToolResultBlock(call_id, name, str(call["result"]), bool(call.get("isError")))
-        )
+        arguments = call.arguments or "{}"
+        uses.append(ToolUseBlock(call.id, call.name, _input(arguments), raw_input=arguments))
+        results.append(ToolResultBlock(call.id, call.name, call.result or "", call.is_error))
     return [Msg("assistant", list(uses)), Msg("tool", list(results))]
 
 
-def text_of(calls: list[ToolCallRecord]) -> list[str]:
+def text_of(calls: list[ToolCall]) -> list[str]:
     """The parts of the calls a model reads, for counting their tokens."""
-    return [str(part) for call in closed(calls) for part in (call.get("arguments"), call["result"])]
+    return [part for call in closed(calls) for part in (call.arguments, call.result or "")]
 
 
 def _input(arguments: str) -> dict[str, Any]:

@@ -9,6 +9,10 @@ before the upload answers, so the next request can use the file at once.
 A file that is what it claims but has no readable text (a scanned pdf, an
 image, a damaged file) is kept with status `failed` and the reason.
 
+Generated files (a deck, a skill's output) are stored the same way, with
+`source: generated` and the conversation that made them, which takes them
+along when it is deleted; their `file` event comes from `generated_event`.
+
 Search: the passages of one file that best match a query, or the whole text
 of a file small enough to be one passage.
 
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import logging
 import re
 import unicodedata
@@ -36,10 +41,8 @@ from pathlib import Path, PurePath
 from typing import BinaryIO
 
 from app.config import Settings
-from app.llm.embeddings import EmbeddingError
-from app.store.base import FileChunk, FileOutcome, FileStore, StoredFile, StoreError
-from app.store.blobs import BlobStore, BlobTooLarge
-from app.tools.extract import (
+from app.core.events import FileEvent
+from app.documents.extract import (
     TYPES_BY_EXTENSION,
     FileType,
     UnreadableFile,
@@ -47,7 +50,10 @@ from app.tools.extract import (
     extract,
     type_for_name,
 )
-from app.tools.retrieval import Bm25Index, Embedder, chunk, normalize, rank
+from app.documents.retrieval import Bm25Index, Embedder, chunk, normalize, rank
+from app.llm.embeddings import EmbeddingError
+from app.store.base import FileChunk, FileOutcome, FileStore, StoredFile, StoreError
+from app.store.blobs import BlobStore, BlobTooLarge
 
 log = logging.getLogger(__name__)
 
@@ -98,7 +104,7 @@ class Passages:
     matched: bool
 
 
-class FileLibrary:
+class DocumentLibrary:
     def __init__(
         self,
         store: FileStore,
@@ -125,20 +131,7 @@ class FileLibrary:
             raise FileTooLarge(
                 f"The file is larger than the limit of {self._settings.max_bytes} bytes."
             ) from exc
-        now = datetime.now(UTC)
-        record = StoredFile(
-            id=file_id,
-            user_id=user_id,
-            file_name=file_name,
-            mime_type=file_type.mime_type,
-            size=size,
-            blob_key=key,
-            status="processing",
-            error=None,
-            embedding_model=None,
-            create_time=now,
-            update_time=now,
-        )
+        record = _new_file(file_id, user_id, file_name, file_type.mime_type, size, key)
         try:
             await self._check(key, size, file_type)
             await self._store.add_file(record)
@@ -159,6 +152,30 @@ class FileLibrary:
             error=outcome.error,
             embedding_model=outcome.embedding_model,
         )
+
+    async def add_generated(
+        self, user_id: str, conversation_id: str, name: str, data: bytes, mime_type: str
+    ) -> StoredFile:
+        """Keep a file an agent made for the user: listed, downloadable, `ready` at once.
+
+        It belongs to the conversation that made it and is deleted with it.
+        Nothing is left behind when storing fails.
+        """
+        file_id = uuid.uuid4().hex
+        key = f"generated/{file_id}"
+        size = await self._blobs.put(key, io.BytesIO(data), len(data))
+        record = replace(
+            _new_file(file_id, user_id, clean_file_name(name), mime_type, size, key),
+            status="ready",
+            source="generated",
+            session_id=conversation_id,
+        )
+        try:
+            await self._store.add_file(record)
+        except BaseException:
+            await self._discard(key)
+            raise
+        return record
 
     async def get(self, user_id: str, file_id: str) -> StoredFile | None:
         return await self._store.get_file(user_id, file_id)
@@ -268,6 +285,26 @@ class FileLibrary:
         return normalize(vector)
 
 
+def _new_file(
+    file_id: str, user_id: str, name: str, mime_type: str, size: int, key: str
+) -> StoredFile:
+    """The record of bytes just stored: an upload, until its text is extracted."""
+    now = datetime.now(UTC)
+    return StoredFile(
+        id=file_id,
+        user_id=user_id,
+        file_name=name,
+        mime_type=mime_type,
+        size=size,
+        blob_key=key,
+        status="processing",
+        error=None,
+        embedding_model=None,
+        create_time=now,
+        update_time=now,
+    )
+
+
 def clean_file_name(name: str) -> str:
     """The last path component, without control or reserved characters, at most 255 long.
 
@@ -279,3 +316,14 @@ def clean_file_name(name: str) -> str:
         suffix = PurePath(base).suffix[:16]
         base = base[: MAX_NAME_CHARS - len(suffix)] + suffix
     return base
+
+
+def generated_event(file: StoredFile) -> FileEvent:
+    """The `file` event that hands a generated file to the user (and to the turn's history)."""
+    return FileEvent(
+        file_id=file.id,
+        name=file.file_name,
+        url=f"/file/download/{file.id}",
+        size=file.size,
+        mime_type=file.mime_type,
+    )

@@ -28,8 +28,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
+from app.documents.extract import Document
 from app.store.base import FileChunk
-from app.tools.extract import Document
 
 BM25_K1 = 1.2
 BM25_B = 0.75

@@ -1,0 +1,38 @@
+"""What a run and its agent say to each other, in both directions, and nothing more.
+
+The runner (tasks/runs.py) owns the task: it cancels it on a stop, decides
+which status a stop is stored with, and knows when the turn is past the
+point a stop could change. The agent owns its outcome: it reads whether a
+stop was asked through `StopSignal` (to end a long step early, say) and
+hands back a `Conclusion` once it has stored the turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from app.core.events import CompleteEvent, Event
+
+
+class StopSignal(Protocol):
+    @property
+    def stop_requested(self) -> bool:
+        """True once someone asked the run to stop; the cancel follows at once."""
+        ...
+
+
+class NeverStopped:
+    """The signal of a run nobody can stop (a turn driven directly, in a test or a script)."""
+
+    @property
+    def stop_requested(self) -> bool:
+        return False
+
+
+@dataclass(slots=True)
+class Conclusion:
+    """How a stored turn ends on the wire: `events` (an error, say), then `complete`."""
+
+    complete: CompleteEvent
+    events: list[Event] = field(default_factory=list)
