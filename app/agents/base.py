@@ -53,7 +53,7 @@ from app.core.events import (
 )
 from app.core.messages import Msg
 from app.core.responses import Usage
-from app.core.run import Conclusion, NeverStopped, StopSignal
+from app.core.run import Conclusion, ConversationKey, NeverStopped, StopSignal
 from app.core.tools import GenerateOptions
 from app.documents.library import DocumentLibrary
 from app.llm.base import ChatModel
@@ -114,13 +114,21 @@ class AgentCore:
 
 @dataclass(slots=True)
 class Turn:
-    conversation_id: str
-    user_id: str
+    key: ConversationKey
+    """The conversation and its owner, as the run's claim has them."""
     question: str
     task_id: str
     file_id: str | None = None
     row_id: int = 0
     options: GenerateOptions = field(default_factory=lambda: GenerateOptions())
+
+    @property
+    def user_id(self) -> str:
+        return self.key.user_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self.key.conversation_id
 
 
 @dataclass(slots=True)

@@ -68,8 +68,7 @@ class TurnService:
         if not claimed:
             raise ConversationBusy(conversation_id)
         turn = Turn(
-            conversation_id=conversation_id,
-            user_id=user_id,
+            key=claim.key,
             question=question,
             task_id=claim.task_id,
             file_id=file_id,

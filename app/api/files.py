@@ -13,13 +13,13 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, File, Path, UploadFile
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel
+from pydantic import AliasChoices, Field
 
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.config import Settings
-from app.core.wire import iso
+from app.core.wire import WireModel, WireTime
 from app.documents.library import EmptyFile, FileError, FileTooLarge, UnsupportedFile
 from app.store.base import StoredFile
 from app.store.blobs import BlobNotFound
@@ -38,11 +38,13 @@ def body_limit(settings: Settings) -> int:
     return settings.upload_max_bytes + MULTIPART_OVERHEAD_BYTES
 
 
-class UploadedFile(BaseModel):
-    fileId: str
-    fileName: str
+class UploadedFile(WireModel):
+    """A stored file as the upload answers it; the rest of the record is in `FileInfo`."""
+
+    file_id: str = Field(validation_alias=AliasChoices("id", "file_id"))
+    file_name: str
     size: int
-    mimeType: str
+    mime_type: str
 
 
 class FileInfo(UploadedFile):
@@ -52,25 +54,12 @@ class FileInfo(UploadedFile):
     """Why a `failed` file has no text."""
     source: str
     """`upload` (sent by the user) or `generated` (made by an agent)."""
-    createTime: str
+    create_time: WireTime
 
 
-class DeletedFile(BaseModel):
-    fileId: str
+class DeletedFile(WireModel):
+    file_id: str
     deleted: bool
-
-
-def _info(file: StoredFile) -> FileInfo:
-    return FileInfo(
-        fileId=file.id,
-        fileName=file.file_name,
-        size=file.size,
-        mimeType=file.mime_type,
-        status=file.status,
-        error=file.error,
-        source=file.source,
-        createTime=iso(file.create_time),
-    )
 
 
 async def find_file(services: ServicesDep, user: str, file_id: str) -> StoredFile:
@@ -104,18 +93,14 @@ async def upload_file(
         stored = await services.files.upload(user, file.filename or "", file.file)
     except FileError as exc:
         raise ApiError(_STATUS[type(exc)], str(exc)) from exc
-    return ok(
-        UploadedFile(
-            fileId=stored.id, fileName=stored.file_name, size=stored.size, mimeType=stored.mime_type
-        )
-    )
+    return ok(UploadedFile.model_validate(stored))
 
 
 @router.get("/info/{file_id}", summary="A file's metadata and status")
 async def read_file_info(
     file_id: FileId, user: UserDep, services: ServicesDep
 ) -> Envelope[FileInfo]:
-    return ok(_info(await find_file(services, user, file_id)))
+    return ok(FileInfo.model_validate(await find_file(services, user, file_id)))
 
 
 @router.get("/content/{file_id}", summary="A file's extracted text")
@@ -136,7 +121,7 @@ async def file_exists(file_id: FileId, user: UserDep, services: ServicesDep) -> 
 @router.get("/list", summary="The caller's files, newest first")
 async def list_files(user: UserDep, services: ServicesDep) -> Envelope[list[FileInfo]]:
     files = await services.files.list_files(user)
-    return ok([_info(f) for f in files])
+    return ok([FileInfo.model_validate(f) for f in files])
 
 
 @router.get(
@@ -172,4 +157,4 @@ async def delete_file(
     deleted = await services.files.delete(user, file_id)
     if not deleted:
         raise ApiError(404, "File not found")
-    return ok(DeletedFile(fileId=file_id, deleted=True))
+    return ok(DeletedFile(file_id=file_id, deleted=True))

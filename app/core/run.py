@@ -15,6 +15,14 @@ from typing import Protocol
 from app.core.events import CompleteEvent, Event
 
 
+@dataclass(frozen=True, slots=True)
+class ConversationKey:
+    """Whose conversation: the one key a task claim, a run and a turn share."""
+
+    user_id: str
+    conversation_id: str
+
+
 class StopSignal(Protocol):
     @property
     def stop_requested(self) -> bool:

@@ -22,6 +22,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from app.core.run import ConversationKey
+
 
 class TaskError(Exception):
     pass
@@ -41,6 +43,10 @@ class Claim:
     conversation_id: str
     task_id: str
     agent_type: str
+
+    @property
+    def key(self) -> ConversationKey:
+        return ConversationKey(self.user_id, self.conversation_id)
 
 
 StopHandler = Callable[[str, str], Awaitable[bool]]

@@ -15,9 +15,8 @@ import time
 from contextlib import suppress
 from dataclasses import dataclass, field
 
+from app.core.run import ConversationKey
 from app.tasks.base import Claim, StopHandler
-
-_Key = tuple[str, str]
 
 
 @dataclass(slots=True)
@@ -31,7 +30,7 @@ class _Held:
 
 class InProcessTaskManager:
     def __init__(self) -> None:
-        self._held: dict[_Key, _Held] = {}
+        self._held: dict[ConversationKey, _Held] = {}
         self._on_stop: StopHandler | None = None
 
     async def start(self, on_stop: StopHandler) -> None:
@@ -43,34 +42,34 @@ class InProcessTaskManager:
         self._on_stop = None
 
     async def claim(self, claim: Claim, ttl: float) -> bool:
-        key = (claim.user_id, claim.conversation_id)
+        key = claim.key
         if self._live(key) is not None:
             return False
         self._held[key] = _Held(claim, time.monotonic() + ttl)
         return True
 
     async def refresh(self, claim: Claim, ttl: float) -> bool:
-        held = self._live((claim.user_id, claim.conversation_id))
+        held = self._live(claim.key)
         if held is None or held.claim.task_id != claim.task_id:
             return False
         held.expires_at = time.monotonic() + ttl
         return True
 
     async def release(self, claim: Claim) -> None:
-        key = (claim.user_id, claim.conversation_id)
+        key = claim.key
         held = self._live(key)
         if held is not None and held.claim.task_id == claim.task_id:
             del self._held[key]
             held.released.set()
 
     async def current(self, user_id: str, conversation_id: str) -> Claim | None:
-        held = self._live((user_id, conversation_id))
+        held = self._live(ConversationKey(user_id, conversation_id))
         return None if held is None else held.claim
 
     async def request_stop(self, user_id: str, conversation_id: str, wait: float) -> bool:
         if self._on_stop is None:
             raise RuntimeError("start() the task manager before stopping tasks")
-        held = self._live((user_id, conversation_id))
+        held = self._live(ConversationKey(user_id, conversation_id))
         if held is None:
             return False
         await self._on_stop(user_id, conversation_id)
@@ -84,7 +83,7 @@ class InProcessTaskManager:
     async def ping(self) -> None:
         """Always reachable: the registry is this process."""
 
-    def _live(self, key: _Key) -> _Held | None:
+    def _live(self, key: ConversationKey) -> _Held | None:
         """The claim on `key` unless its TTL ran out, in which case it is dropped here."""
         held = self._held.get(key)
         if held is not None and held.expires_at <= time.monotonic():

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from app.core.events import Event, RunStatus
-from app.core.run import Conclusion, StopSignal
+from app.core.run import Conclusion, ConversationKey, StopSignal
 from app.tasks.base import Claim, TaskBackendUnavailable, TaskError, TaskManager
 from app.tasks.log import EventLogReader, RunLog, SharedRunLogs
 
@@ -105,10 +105,10 @@ class RunRegistry:
         self._ttl = ttl
         self._retention = retention
         self._shared = shared
-        self._runs: dict[tuple[str, str], Run] = {}
+        self._runs: dict[ConversationKey, Run] = {}
 
     def find(self, user_id: str, conversation_id: str) -> Run | None:
-        return self._runs.get((user_id, conversation_id))
+        return self._runs.get(ConversationKey(user_id, conversation_id))
 
     async def reader(self, user_id: str, conversation_id: str, after: int) -> EventLogReader | None:
         """The log of the conversation's running or recent run, wherever it runs; None if none.
@@ -134,7 +134,7 @@ class RunRegistry:
     def launch(self, claim: Claim, program: RunProgram) -> Run:
         """Start the run in the background; the caller already holds `claim`."""
         run = Run(claim)
-        self._runs[(claim.user_id, claim.conversation_id)] = run
+        self._runs[claim.key] = run
         run.task = asyncio.create_task(self._drive(run, program), name=f"run-{claim.task_id}")
         return run
 
@@ -233,6 +233,5 @@ class RunRegistry:
             log.warning("could not release run %s (it expires by TTL): %s", claim.task_id, exc)
 
     def _forget(self, run: Run) -> None:
-        key = (run.claim.user_id, run.claim.conversation_id)
-        if self._runs.get(key) is run:
-            del self._runs[key]
+        if self._runs.get(run.claim.key) is run:
+            del self._runs[run.claim.key]

@@ -14,6 +14,7 @@ from app.agents.base import AgentCore, AgentSettings, Turn
 from app.agents.react import FINAL_ROUND_NOTE, ReActAgent
 from app.core.events import Event, Reference
 from app.core.messages import Msg, ToolResultBlock
+from app.core.run import ConversationKey
 from app.core.tools import ToolSchema
 from app.llm.registry import build_chat_model
 from app.llm.tokens import TokenCounter, install_encodings
@@ -103,7 +104,7 @@ async def deps(tmp_path: Path) -> AsyncIterator[tuple[AgentCore, FakeOpenAI]]:
 
 
 async def run_turn(agent: ReActAgent, question: str = "Go") -> list[Event]:
-    return await drive_turn(agent, Turn("c1", "u1", question, "t1"))
+    return await drive_turn(agent, Turn(ConversationKey("u1", "c1"), question, "t1"))
 
 
 async def test_a_tool_that_raises_becomes_an_error_result_for_the_model(
