@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
@@ -51,12 +51,26 @@ class StreamParams(BaseModel):
 
 
 class StopParams(BaseModel):
-    conversation_id: str = Field(alias="conversationId")
+    model_config = ConfigDict(populate_by_name=True)
+
+    conversation_id: str | None = Field(
+        default=None, alias="conversationId", description="The conversation to stop."
+    )
 
 
 class StopResult(BaseModel):
     success: bool
     message: str
+
+
+Params = TypeVar("Params", bound=BaseModel)
+
+
+def _merged(query: Params, body: Params | None) -> Params:
+    """A POST's fields: the JSON body's, and the query string's where the body has none."""
+    if body is None:
+        return query
+    return query.model_copy(update=body.model_dump(exclude_unset=True))
 
 
 def _conversation_id(value: str | None) -> str:
@@ -118,9 +132,12 @@ def _add_stream_routes(kind: str, summary: str) -> None:
         return await _stream(kind, params, user, services)
 
     async def stream_post(
-        params: Annotated[StreamParams, Body()], user: UserDep, services: ServicesDep
+        query: Annotated[StreamParams, Query()],
+        user: UserDep,
+        services: ServicesDep,
+        body: Annotated[StreamParams | None, Body()] = None,
     ) -> EventStreamResponse:
-        return await _stream(kind, params, user, services)
+        return await _stream(kind, _merged(query, body), user, services)
 
     for method, endpoint in (("GET", stream_get), ("POST", stream_post)):
         router.add_api_route(
@@ -146,7 +163,9 @@ for _kind, _summary in (
     _add_stream_routes(_kind, _summary)
 
 
-async def _stop(conversation_id: str, user: str, services: ServicesDep) -> StopResult:
+async def _stop(conversation_id: str | None, user: str, services: ServicesDep) -> StopResult:
+    if not conversation_id:
+        raise ApiError(400, "conversationId is required, in the query string or the JSON body")
     if await services.tasks.request_stop(user, conversation_id, STOP_WAIT_SECONDS):
         return StopResult(success=True, message="The task was stopped")
     return StopResult(success=False, message="No task is running for this conversation")
@@ -164,10 +183,16 @@ async def stop_task_get(
 
 @router.post("/stop", summary="Stop the conversation's running task")
 async def stop_task_post(
-    params: Annotated[StopParams, Body()], user: UserDep, services: ServicesDep
+    query: Annotated[StopParams, Query()],
+    user: UserDep,
+    services: ServicesDep,
+    body: Annotated[StopParams | None, Body()] = None,
 ) -> StopResult:
-    """Stop the running task from any instance; stopping twice is safe (`success: false`)."""
-    return await _stop(params.conversation_id, user, services)
+    """Stop the running task from any instance; stopping twice is safe (`success: false`).
+
+    `conversationId` comes in the query string or the JSON body.
+    """
+    return await _stop(_merged(query, body).conversation_id, user, services)
 
 
 @router.get(

@@ -317,6 +317,28 @@ async def test_post_takes_the_same_fields_as_json(
     assert text_of(evts) == "Posted."
 
 
+@pytest.mark.parametrize("where", ["params", "json"])
+async def test_post_stream_and_stop_take_fields_from_the_query_string_or_the_body(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, where: str
+) -> None:
+    fake_llm.script(Reply.hang(first_text="Partial"))
+    ask_fields: dict[str, Any] = {where: {"query": "Hi", "conversationId": "c-p"}}
+    stop_fields: dict[str, Any] = {where: {"conversationId": "c-p"}}
+    async with running_service(settings_for(backend, tmp_path, fake_llm)) as client:
+        async with client.stream("POST", "/agent/chat/stream", **ask_fields) as response:
+            seen = []
+            async for event in events(response):
+                seen.append(event)
+                if event["type"] == "text":
+                    stop = await client.post("/agent/stop", **stop_fields)
+        missing = await client.post("/agent/stop")
+
+    assert stop.json() == {"success": True, "message": "The task was stopped"}
+    assert seen[-1]["status"] == "stopped"
+    assert missing.status_code == 400
+    assert "conversationId" in missing.json()["message"]
+
+
 async def test_users_see_only_their_own_conversations(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
