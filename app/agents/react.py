@@ -29,7 +29,7 @@ from app.core.events import (
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from app.core.responses import ChatResponse, Retrying, accumulate
 from app.llm.errors import user_message
-from app.tools.base import Tool, ToolContext, ToolOutput
+from app.tools.base import Announced, Tool, ToolContext, ToolOutput
 
 log = logging.getLogger(__name__)
 
@@ -141,9 +141,13 @@ class ReActAgent(BaseAgent):
         limit = self.deps.agent.tool_result_display_chars
 
         async def call_one(index: int, call: ToolUseBlock) -> None:
+            tool = tools.get(call.name)
             try:
+                note = tool.notice(call.input) if isinstance(tool, Announced) else None
+                if note:
+                    queue.put_nowait(ThinkingEvent(note))
                 queue.put_nowait(ToolStartEvent(call.name, call.id, _arguments(call)))
-                outputs[index] = await _invoke(tools.get(call.name), call.name, call.input, ctx)
+                outputs[index] = await _invoke(tool, call.name, call.input, ctx)
                 out = outputs[index]
                 queue.put_nowait(ToolEndEvent(call.name, call.id, out.text[:limit], out.is_error))
             finally:

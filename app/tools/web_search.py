@@ -13,7 +13,7 @@ import httpx2 as httpx
 import orjson
 from pydantic import SecretStr
 
-from app.core.events import Reference, ThinkingEvent
+from app.core.events import Reference
 from app.core.tools import ToolSchema
 from app.tools.base import ToolContext, ToolOutput
 
@@ -42,11 +42,14 @@ class TavilySearch:
         self._key = api_key
         self._max_results = max_results
 
+    def notice(self, args: dict[str, Any]) -> str | None:
+        query = _query(args)
+        return f"Searching the web: {query}\n" if query else None
+
     async def __call__(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
-        query = str(args.get("query") or "").strip()
+        query = _query(args)
         if not query:
             return ToolOutput("The search needs a non-empty `query`.", is_error=True)
-        ctx.emit(ThinkingEvent(f"Searching the web: {query}\n"))
         try:
             response = await self._client.post(
                 self._url,
@@ -73,3 +76,7 @@ class TavilySearch:
             for n, ref in enumerate(references, 1)
         ]
         return ToolOutput("\n\n".join(lines), references=references)
+
+
+def _query(args: dict[str, Any]) -> str:
+    return str(args.get("query") or "").strip()

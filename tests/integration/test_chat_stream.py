@@ -24,6 +24,7 @@ from tests.integration.service import (
     running_service,
     service_settings,
     settings_for,
+    settings_with_search,
 )
 from tests.support.sse import collect, events, text_of, types
 
@@ -50,8 +51,8 @@ async def test_full_turn_searches_answers_and_is_stored(
 
     assert types(evts) == [
         "start",
-        "tool_start",
         "thinking",
+        "tool_start",
         "tool_end",
         "text",
         "reference",
@@ -60,7 +61,7 @@ async def test_full_turn_searches_answers_and_is_stored(
     ]
     assert [e["_id"] for e in evts] == list(range(1, len(evts) + 1))
     assert evts[0]["conversationId"] == "conv-1"
-    assert "python 3.13" in text_of(evts, "thinking")
+    assert evts[1]["content"] == "Searching the web: python 3.13\n"
     tool_start = next(e for e in evts if e["type"] == "tool_start")
     tool_end = next(e for e in evts if e["type"] == "tool_end")
     assert tool_start["toolCallId"] == tool_end["toolCallId"]
@@ -113,6 +114,30 @@ async def test_second_turn_sends_the_first_as_memory(
         ("user", "How many people live there?"),
     ]
     assert [t["answer"] for t in stored] == ["Paris is the capital.", "About 2.1 million."]
+
+
+async def test_each_search_is_announced_before_its_tool_start(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, fake_search: FakeTavily
+) -> None:
+    fake_llm.script(
+        Reply.tool_calls([("web_search", {"query": "rust"}), ("web_search", {"query": "go"})]),
+        Reply.text("Both."),
+    )
+    settings = settings_with_search(backend, tmp_path, fake_llm, fake_search)
+    async with running_service(settings) as client:
+        evts = await ask(client, "Rust or Go?", "c-order")
+
+    progress = [
+        (e["type"], e.get("content") or orjson.loads(e["arguments"])["query"])
+        for e in evts
+        if e["type"] in ("thinking", "tool_start")
+    ]
+    assert progress == [
+        ("thinking", "Searching the web: rust\n"),
+        ("tool_start", "rust"),
+        ("thinking", "Searching the web: go\n"),
+        ("tool_start", "go"),
+    ]
 
 
 async def test_stop_mid_stream_stores_the_partial_answer(

@@ -65,8 +65,8 @@ async def test_a_web_search_turn_on_every_provider(
 
     assert types(evts) == [
         "start",
-        "tool_start",
         "thinking",
+        "tool_start",
         "tool_end",
         "thinking",
         "text",
