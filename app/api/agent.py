@@ -14,10 +14,11 @@ from typing import Annotated, Literal, TypeVar
 from fastapi import APIRouter, Body, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.agents.registry import AGENT_KINDS
 from app.agents.turns import ConversationBusy, DependencyDown, UnknownAgent
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
-from app.api.envelope import ApiError
+from app.api.envelope import ApiError, Envelope, ok
 from app.api.files import find_file
 from app.api.sse import EventStreamResponse
 from app.tasks.base import EventsGone, TaskBackendUnavailable
@@ -26,6 +27,15 @@ router = APIRouter(prefix="/agent", tags=["agent"])
 
 CONVERSATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 KINDS_NEEDING_A_FILE = frozenset({"file"})
+KINDS_ACCEPTING_A_FILE = frozenset({"file", "skills"})
+AGENT_NAMES = {
+    "chat": "Web search",
+    "file": "Ask a file",
+    "pptx": "PowerPoint",
+    "deep": "Deep research",
+    "skills": "Skills",
+}
+"""What the chat page calls each kind in its agent picker."""
 STOP_WAIT_SECONDS = 5.0
 
 
@@ -56,6 +66,16 @@ class StopParams(BaseModel):
     conversation_id: str | None = Field(
         default=None, alias="conversationId", description="The conversation to stop."
     )
+
+
+class AgentKind(BaseModel):
+    kind: str = Field(description="The path segment of `/agent/{kind}/stream`.")
+    name: str = Field(description="What to call it in a picker.")
+    available: bool = Field(
+        description="This service runs it; a stream for an unavailable kind answers 501."
+    )
+    needsFile: bool = Field(description="A stream must name a `fileId`.")
+    acceptsFile: bool = Field(description="A stream may name a `fileId`.")
 
 
 class StopResult(BaseModel):
@@ -161,6 +181,27 @@ for _kind, _summary in (
     ("skills", "Skills agent stream"),
 ):
     _add_stream_routes(_kind, _summary)
+
+
+@router.get("/kinds", summary="The agents this service offers")
+async def list_agent_kinds(user: UserDep, services: ServicesDep) -> Envelope[list[AgentKind]]:
+    """Every agent kind the API names, and whether this build, so configured, runs it.
+
+    The chat page fills its agent picker from this, so it never offers one that answers 501.
+    """
+    running = services.turns.kinds()
+    return ok(
+        [
+            AgentKind(
+                kind=kind,
+                name=AGENT_NAMES.get(kind, kind),
+                available=kind in running,
+                needsFile=kind in KINDS_NEEDING_A_FILE,
+                acceptsFile=kind in KINDS_ACCEPTING_A_FILE,
+            )
+            for kind in AGENT_KINDS
+        ]
+    )
 
 
 async def _stop(conversation_id: str | None, user: str, services: ServicesDep) -> StopResult:
