@@ -135,6 +135,10 @@ class TurnState:
     changes: int = 0
     """Counts what the periodic partial save would store, so an unchanged turn is not written."""
 
+    def add_usage(self, usage: Usage) -> None:
+        """Every model call of the turn adds here, the follow-ups' and a stopped one's too."""
+        self.usage = self.usage + usage
+
     def add_references(self, refs: list[Reference]) -> None:
         for ref in refs:
             self.references.setdefault(ref.url, ref)
@@ -196,7 +200,7 @@ class BaseAgent(ABC):
                 yield ReferenceEvent(list(state.references.values()))
             if self.deps.agent.recommendations:
                 state.recommend = await suggest_follow_ups(
-                    self.deps.model, turn.question, "".join(state.answer)
+                    self.deps.model, turn.question, "".join(state.answer), state.add_usage
                 )
                 if state.recommend:
                     yield RecommendEvent(state.recommend)
@@ -227,6 +231,7 @@ class BaseAgent(ABC):
             tools=state.tool_names(),
             prompt_tokens=state.usage.prompt_tokens,
             completion_tokens=state.usage.completion_tokens,
+            usage_estimated=state.usage.estimated,
         )
 
     @abstractmethod

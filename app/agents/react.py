@@ -91,7 +91,8 @@ class ReActAgent(BaseAgent):
                 return
             chunks: list[ChatResponse] = []
             schemas = [] if final else [t.schema for t in tools.values()]
-            async for item in self.deps.model.stream(messages, schemas, turn.options):
+            stream = self.deps.model.stream(messages, schemas, turn.options, state.add_usage)
+            async for item in stream:
                 if isinstance(item, Retrying):
                     yield ErrorEvent(
                         "RETRYING",
@@ -106,8 +107,6 @@ class ReActAgent(BaseAgent):
                     elif isinstance(block, ThinkingBlock) and block.thinking:
                         # A signature arrives as a thinking block without text: nothing to show.
                         yield ThinkingEvent(block.thinking)
-                if item.usage is not None:
-                    state.usage = state.usage + item.usage
             response = accumulate(chunks)
             calls = [b for b in response.content if isinstance(b, ToolUseBlock)]
             messages.append(Msg("assistant", response.content))

@@ -169,6 +169,8 @@ class CompleteEvent:
     tools: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    usage_estimated: bool = False
+    """Some of the usage was counted locally: a call cut short, or a provider that reported none."""
     type: Literal["complete"] = "complete"
 
     def wire(self) -> dict[str, Any]:
@@ -181,6 +183,7 @@ class CompleteEvent:
             "usage": {
                 "promptTokens": self.prompt_tokens,
                 "completionTokens": self.completion_tokens,
+                "estimated": self.usage_estimated,
             },
         }
 

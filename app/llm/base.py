@@ -6,6 +6,13 @@
 back), `<think>` tag splitting of text deltas, a usage estimate when the
 provider reports none, and a span hook for tracing.
 
+Usage is what a turn costs, so every call that reached the provider is
+counted, through the caller's `on_usage`: the provider's figures for a call
+that finished, and a tiktoken estimate (its prompt and the text received,
+`estimated=True`) for one cut short by a stop, a timeout or a dropped stream,
+since providers report usage only at the end of an answer. A call refused
+before its first chunk (an error status, no connection) is not counted.
+
 Adding a provider means one subclass implementing `_stream()` (usually with a
 formatter beside it) and one line in `app/llm/registry.py`::
 
@@ -23,7 +30,7 @@ import logging
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
@@ -39,6 +46,9 @@ from app.llm.think import ThinkTagSplitter
 from app.llm.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
+
+UsageSink = Callable[[Usage], None]
+"""Told the usage of each call a `stream()` made (see the module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +148,13 @@ class ChatModel(ABC):
         messages: Sequence[Msg],
         tools: Sequence[ToolSchema] = (),
         options: GenerateOptions | None = None,
+        on_usage: UsageSink | None = None,
     ) -> AsyncIterator[ModelEvent]:
         """Yield the response chunks, and a `Retrying` notice before each retry.
 
         The last chunk always has `usage`: the provider's, or counted here
-        (`estimated=True`) when it reported none.
+        (`estimated=True`) when it reported none. `on_usage` is told the usage
+        of every call made, a cut one's included.
         """
         if not self.config.configured:
             raise ModelNotConfigured()
@@ -172,6 +184,8 @@ class ChatModel(ABC):
                     yield ChatResponse(content=list(tail))
             except ModelError as exc:
                 self._ended(started, usage, exc)
+                if delivered:
+                    self._count_cut(on_usage, messages, tools, produced)
                 if delivered or not exc.retryable or attempt > self.config.retry.max_retries:
                     raise
                 delay = self.config.retry.delay(attempt, exc)
@@ -179,10 +193,29 @@ class ChatModel(ABC):
                 await asyncio.sleep(delay)
                 continue
             except BaseException as exc:
+                # Cancelled (a stop, a timeout) or closed while the call was out: the
+                # prompt was sent, so it counts even if no chunk came yet.
                 self._ended(started, usage, exc)
+                if usage is None:
+                    self._count_cut(on_usage, messages, tools, produced)
+                elif on_usage is not None:
+                    on_usage(usage)
                 raise
             self._ended(started, usage, None)
+            if usage is not None and on_usage is not None:
+                on_usage(usage)
             return
+
+    def _count_cut(
+        self,
+        on_usage: UsageSink | None,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolSchema],
+        produced: list[ContentBlock],
+    ) -> None:
+        """Count a call cut short: the provider's figures come only at the end of an answer."""
+        if on_usage is not None and self.tokens is not None:
+            on_usage(self.tokens.estimate_usage(messages, tools, produced))
 
     def _ended(self, started: float, usage: Usage | None, error: BaseException | None) -> None:
         elapsed = time.perf_counter() - started

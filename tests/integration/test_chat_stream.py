@@ -116,6 +116,26 @@ async def test_second_turn_sends_the_first_as_memory(
     assert [t["answer"] for t in stored] == ["Paris is the capital.", "About 2.1 million."]
 
 
+async def test_usage_totals_every_model_call_of_the_turn_follow_ups_included(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, fake_search: FakeTavily
+) -> None:
+    fake_llm.script(
+        Reply.tool_calls([("web_search", {"query": "tea"})], usage=(100, 10)),
+        Reply.text("Tea is a drink [1].", usage=(200, 20)),
+        Reply.text('["Green?", "Black?", "Oolong?"]', usage=(50, 5)),
+    )
+    settings = settings_with_search(
+        backend, tmp_path, fake_llm, fake_search, recommendations_enabled=True
+    )
+    async with running_service(settings) as client:
+        evts = await ask(client, "What is tea?", "c-usage")
+        stored = await history(client, "c-usage")
+
+    assert "recommend" in types(evts)
+    assert evts[-1]["usage"] == {"promptTokens": 350, "completionTokens": 35, "estimated": False}
+    assert (stored[0]["promptTokens"], stored[0]["completionTokens"]) == (350, 35)
+
+
 async def test_each_search_is_announced_before_its_tool_start(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, fake_search: FakeTavily
 ) -> None:
@@ -173,6 +193,15 @@ async def test_stop_mid_stream_stores_the_partial_answer(
         ("stopped", "Partial ans"),
         ("completed", "Fresh answer."),
     ]
+    # The cut call reported no usage: its prompt and the text received are counted.
+    usage = seen[-1]["usage"]
+    assert usage["promptTokens"] > 0
+    assert usage["completionTokens"] > 0
+    assert usage["estimated"] is True
+    assert (stored[0]["promptTokens"], stored[0]["completionTokens"]) == (
+        usage["promptTokens"],
+        usage["completionTokens"],
+    )
 
 
 async def test_stop_during_a_tool_call_cancels_the_tool(
