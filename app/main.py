@@ -97,6 +97,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             turns=TurnService(build_agents(deps), tasks, runs, settings.task_ttl_seconds),
             users_by_key=settings.user_by_key(),
             files=library,
+            model=deps.model,
         )
         if not deps.model.config.configured:
             log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")

@@ -211,7 +211,7 @@ class BaseAgent(ABC):
             status = STOP_STATUS[run.stop_reason or "stopped"]
         except ModelError as exc:
             status = "failed"
-            error = ErrorEvent(exc.code, user_message(exc.code), _detail(exc))
+            error = ErrorEvent(exc.code, user_message(exc.code), exc.describe())
         except Exception as exc:
             log.exception("agent %s failed in %s", self.agent_type, turn.conversation_id)
             status = "failed"
@@ -313,9 +313,3 @@ class BaseAgent(ABC):
                 )
                 await asyncio.sleep(delay)
                 delay *= 2
-
-
-def _detail(exc: ModelError) -> str:
-    """A short, safe description: the error class and status, never upstream text."""
-    status = getattr(exc, "status", None)
-    return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")

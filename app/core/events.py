@@ -144,7 +144,11 @@ class FileEvent:
 
 @dataclass(slots=True)
 class ErrorEvent:
-    """A failure shown to the user; `message` comes from a fixed table, never from upstream."""
+    """A failure shown to the user.
+
+    `message` comes from a fixed table, never from upstream; `detail` is for
+    diagnosing it: what was called and what the upstream said (bounded, key scrubbed).
+    """
 
     code: str
     message: str

@@ -41,12 +41,15 @@ from pydantic import SecretStr
 from app.core.messages import ContentBlock, Msg, TextBlock
 from app.core.responses import ChatResponse, ModelEvent, Retrying, Usage
 from app.core.tools import GenerateOptions, ToolSchema
+from app.core.urls import public_url
 from app.llm.errors import ModelError, ModelHTTPError, ModelNotConfigured
 from app.llm.think import ThinkTagSplitter
 from app.llm.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
+CHECK_TIMEOUT_SECONDS = 10.0
+"""The longest `check()` waits for the model's first chunk."""
 UsageSink = Callable[[Usage], None]
 """Told the usage of each call a `stream()` made (see the module docstring)."""
 
@@ -143,6 +146,11 @@ class ChatModel(ABC):
     def model_name(self) -> str:
         return self.config.model
 
+    @property
+    def endpoint_url(self) -> str:
+        """What a call goes to, fit for a log line or an error (no key, no query string)."""
+        return public_url(self.config.base_url)
+
     async def stream(
         self,
         messages: Sequence[Msg],
@@ -184,11 +192,14 @@ class ChatModel(ABC):
                     yield ChatResponse(content=list(tail))
             except ModelError as exc:
                 self._ended(started, usage, exc)
+                exc.url = exc.url or self.endpoint_url
                 if delivered:
                     self._count_cut(on_usage, messages, tools, produced)
                 if delivered or not exc.retryable or attempt > self.config.retry.max_retries:
+                    self._log_failure(exc, attempt, None)
                     raise
                 delay = self.config.retry.delay(attempt, exc)
+                self._log_failure(exc, attempt, delay)
                 yield Retrying(attempt=attempt, delay=delay, reason=exc.code)
                 await asyncio.sleep(delay)
                 continue
@@ -205,6 +216,41 @@ class ChatModel(ABC):
             if usage is not None and on_usage is not None:
                 on_usage(usage)
             return
+
+    async def check(self) -> None:
+        """Make one tiny call (one token, no reasoning, no retry); raise its `ModelError`.
+
+        For `/ready?deep=1`: the same request path a turn takes, so it finds what a
+        turn would (a base URL without `/v1`, a wrong port, a refused key).
+        """
+        if not self.config.configured:
+            raise ModelNotConfigured()
+        options: GenerateOptions = {
+            **self.config.defaults,
+            "max_tokens": 1,
+            "thinking_budget": 0,
+            "timeout": CHECK_TIMEOUT_SECONDS,
+        }
+        try:
+            async with aclosing(self._stream([Msg.text("user", "ping")], (), options)) as chunks:
+                async for _ in chunks:
+                    pass
+        except ModelError as exc:
+            exc.url = exc.url or self.endpoint_url
+            self._log_failure(exc, 1, None)
+            raise
+
+    def _log_failure(self, exc: ModelError, attempt: int, retry_in: float | None) -> None:
+        """One WARNING per failed call: enough to tell a wrong URL from a down server."""
+        log.warning(
+            "model call failed (provider=%s model=%s status=%s attempt=%d, %s): %s",
+            self.config.provider,
+            self.config.model,
+            getattr(exc, "status", "-"),
+            attempt,
+            f"retrying in {retry_in:.1f}s" if retry_in is not None else "giving up",
+            exc.describe(),
+        )
 
     def _count_cut(
         self,
