@@ -1,4 +1,4 @@
-"""The OpenAPI pages work on a network without internet: nothing is fetched from another host."""
+"""The OpenAPI page works on a network without internet: nothing is fetched from another host."""
 
 from __future__ import annotations
 
@@ -40,15 +40,6 @@ async def test_docs_list_the_endpoints_with_outside_requests_blocked(
     await expect(
         page.locator('.opblock-summary-path[data-path="/agent/stop"]').first
     ).to_be_visible()
-    assert blocked == []
-
-
-async def test_redoc_lists_the_endpoints_with_outside_requests_blocked(
-    page: Page, app_url: str
-) -> None:
-    blocked = await offline(page, app_url)
-
-    await page.goto(f"{app_url}/redoc")
-
-    await expect(page.get_by_role("heading", name="Web-search agent stream").first).to_be_visible()
+    # Whatever the page fetches late (images, a validator badge) has been asked for by now.
+    await page.wait_for_load_state("networkidle")
     assert blocked == []
