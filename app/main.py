@@ -25,6 +25,7 @@ from app.agents.turns import TurnService
 from app.api import agent, files, health, sessions
 from app.api.body_limit import BodyLimit
 from app.api.deps import Services
+from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.web import WebPage
 from app.config import Settings
@@ -99,6 +100,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             ),
             users_by_key=settings.user_by_key(),
             files=library,
+            model=core.model,
         )
         if not core.model.config.configured:
             log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")
@@ -129,6 +131,8 @@ def create_app(settings: Settings | None = None, agents: Sequence[AgentEntry] = 
         version="0.1.0",
         summary="Agent chat service: live SSE streams of ReAct agents, persisted and stoppable.",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.agents = agents
@@ -147,6 +151,7 @@ def create_app(settings: Settings | None = None, agents: Sequence[AgentEntry] = 
     app.include_router(sessions.router)
     app.include_router(files.router)
     app.add_middleware(BodyLimit, path="/file/upload", max_bytes=files.body_limit(settings))
+    install_docs(app)
     app.mount("/", WebPage(), name="web")
 
     return app

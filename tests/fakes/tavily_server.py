@@ -26,6 +26,8 @@ class FakeTavily:
     hang: bool = False
     """When set, searches never answer (to test stopping during a tool call)."""
     started: asyncio.Event = field(default_factory=asyncio.Event)
+    fail_status: int | None = None
+    """When set, searches answer this status with Tavily's error shape, naming the key sent."""
     base_url: str = ""
 
     async def _search(self, request: Request) -> JSONResponse:
@@ -36,6 +38,10 @@ class FakeTavily:
         self.started.set()
         if self.hang:
             await asyncio.Event().wait()
+        if self.fail_status is not None:
+            sent = request.headers.get("authorization", "")
+            error = f"Unauthorized: invalid API key ({sent})."
+            return JSONResponse({"detail": {"error": error}}, status_code=self.fail_status)
         slug = query.replace(" ", "-")
         results = [
             {

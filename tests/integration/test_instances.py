@@ -181,7 +181,7 @@ async def test_a_stop_sent_to_the_other_instance_stops_the_run_within_a_second(
     assert seen[-1]["type"] == "complete"
     assert seen[-1]["status"] == "stopped"
     assert resumed == seen
-    assert types(seen) == ["start", "tool_start", "thinking", "tool_end", "text", "complete"]
+    assert types(seen) == ["start", "thinking", "tool_start", "tool_end", "text", "complete"]
     assert model_requests == 2
     assert fake_search.queries == ["stoppable"]
     assert again["success"] is False
