@@ -12,19 +12,18 @@ import pytest
 
 from app.agents.base import AgentDeps, AgentSettings, Turn
 from app.agents.react import FINAL_ROUND_NOTE, ReActAgent
-from app.core.events import Event, Reference
+from app.core.events import Reference
 from app.core.messages import Msg, ToolResultBlock
 from app.core.tools import ToolSchema
 from app.llm.registry import build_chat_model
 from app.llm.tokens import TokenCounter, install_encodings
 from app.store.db import Database
 from app.store.sessions import SqlSessionStore
-from app.tasks.base import Claim
-from app.tasks.runs import Run
 from app.tools.base import Tool, ToolContext, ToolOutput
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import service_settings
+from tests.support.agents import run_turn
 
 
 class Boom:
@@ -104,13 +103,6 @@ async def deps(tmp_path: Path) -> AsyncIterator[tuple[AgentDeps, FakeOpenAI]]:
         )
 
 
-async def run_turn(agent: ReActAgent, question: str = "Go") -> list[Event]:
-    turn = Turn("c1", "u1", question, "t1")
-    await agent.begin(turn)
-    run = Run(Claim("u1", "c1", "t1", "chat"))
-    return [event async for event in agent.run(turn, run)]
-
-
 async def test_a_tool_that_raises_becomes_an_error_result_for_the_model(
     deps: tuple[AgentDeps, FakeOpenAI],
 ) -> None:
@@ -119,7 +111,7 @@ async def test_a_tool_that_raises_becomes_an_error_result_for_the_model(
     agent.test_tools = (Boom(),)
     fake.script(Reply.tool_calls([("boom", {})]), Reply.text("Sorry, the tool failed."))
 
-    events = await run_turn(agent)
+    events = await run_turn(agent, "Go")
 
     tool_end = next(e for e in events if e.type == "tool_end")
     assert tool_end.is_error
@@ -141,7 +133,7 @@ async def test_parallel_calls_run_concurrently_and_results_keep_call_order(
         Reply.text("Both gates opened."),
     )
 
-    events = await run_turn(agent)
+    events = await run_turn(agent, "Go")
 
     kinds = [e.type for e in events if e.type in ("tool_start", "tool_end")]
     assert kinds == ["tool_start", "tool_start", "tool_end", "tool_end"]
@@ -166,7 +158,7 @@ async def test_after_max_rounds_one_last_call_without_tools_answers(
         Reply.text("Here is what I have."),
     )
 
-    events = await run_turn(agent)
+    events = await run_turn(agent, "Go")
 
     assert len(fake.requests) == 3
     assert "tools" in fake.requests[1]
@@ -184,7 +176,7 @@ async def test_a_hook_can_end_the_loop(deps: tuple[AgentDeps, FakeOpenAI]) -> No
     agent.hooks = (hook,)
     fake.script(Reply.tool_calls([("boom", {})]))
 
-    events = await run_turn(agent)
+    events = await run_turn(agent, "Go")
 
     assert hook.seen == ["before_reasoning", "after_reasoning"]
     assert not any(e.type == "tool_start" for e in events)
