@@ -228,6 +228,8 @@ async def test_stop_during_a_tool_call_cancels_the_tool(
                     stop = await client.get("/agent/stop", params={"conversationId": "c-tool"})
                     assert stop.json()["success"] is True
         stored = await history(client, "c-tool")
+        async with asyncio.timeout(10):
+            await fake_search.disconnected.wait()
 
     assert seen[-1]["status"] == "stopped"
     assert len(fake_llm.requests) == 1
