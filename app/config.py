@@ -95,6 +95,17 @@ class Settings(BaseSettings):
     file_whole_text_chars: int = Field(default=8000, ge=0)
     """A document whose text is at most this long is handed to the model whole."""
     file_search_top_k: int = Field(default=5, ge=1)
+    file_max_inflated_bytes: int = Field(default=128 * 1024 * 1024, ge=1)
+    """Bytes a docx may unpack to, or one pdf stream inflate to; beyond: `failed` (a zip bomb)."""
+    file_max_pages: int = Field(default=2000, ge=1)
+    file_max_chars: int = Field(default=5_000_000, ge=1)
+    """Characters of text one document may yield."""
+    file_parse_memory_mb: int = Field(default=1024, ge=256)
+    """Address space of the child process that reads one document."""
+    file_parse_seconds: float = Field(default=60.0, gt=0)
+    """Wall time a document may take to read, in its child process."""
+    file_parse_workers: int = Field(default=2, ge=1)
+    """Documents read at once; more uploads wait their turn."""
 
     log_level: str = "INFO"
 
