@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     task_ttl_seconds: int = Field(default=1800, ge=1)
     query_max_chars: int = Field(default=32000, ge=1)
     upload_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    request_headers_max_bytes: int = Field(default=32 * 1024, ge=1024)
+    """Largest total size of a request's headers; larger answers 431."""
 
     sse_ping_seconds: float = Field(default=15.0, gt=0)
     on_disconnect: DisconnectPolicy = "continue"

@@ -23,7 +23,7 @@ from app.agents.base import AgentCore, AgentSettings
 from app.agents.registry import AGENTS, AgentEntry, build_agents
 from app.agents.turns import TurnService
 from app.api import agent, files, health, sessions
-from app.api.body_limit import BodyLimit
+from app.api.body_limit import BodyLimit, request_max_bytes
 from app.api.deps import Services
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
@@ -145,6 +145,14 @@ def create_app(
     app.state.model = model
     if settings.cors_wildcard_refused():
         log.warning("CORS_ORIGINS=* is ignored while API_KEYS is set: list the allowed origins")
+    # Inside CORS, so a refusal carries the CORS headers a browser needs to read it.
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=request_max_bytes(settings.query_max_chars),
+        per_path={"/file/upload": files.body_limit(settings)},
+        max_header_bytes=settings.request_headers_max_bytes,
+        max_query_bytes=request_max_bytes(settings.query_max_chars),
+    )
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_origin_list(),
@@ -157,7 +165,6 @@ def create_app(
     app.include_router(agent.router)
     app.include_router(sessions.router)
     app.include_router(files.router)
-    app.add_middleware(BodyLimit, path="/file/upload", max_bytes=files.body_limit(settings))
     install_docs(app)
     app.mount("/", WebPage(), name="web")
 

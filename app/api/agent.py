@@ -26,7 +26,9 @@ from app.tasks.base import EventsGone, TaskBackendUnavailable
 
 router = APIRouter(prefix="/agent", tags=["agent"])
 
-CONVERSATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+EVENT_ID = re.compile(r"[0-9]{1,18}")
+"""An event id as we send them; ASCII digits only, and short enough to stay an int64."""
 STOP_WAIT_SECONDS = 5.0
 
 
@@ -87,7 +89,11 @@ def _merged(query: Params, body: Params | None) -> Params:
 def _conversation_id(value: str | None) -> str:
     if value is None or value == "":
         return uuid.uuid4().hex
-    if not CONVERSATION_ID.match(value):
+    return _valid_conversation_id(value)
+
+
+def _valid_conversation_id(value: str) -> str:
+    if not CONVERSATION_ID.fullmatch(value):
         raise ApiError(400, "conversationId must match ^[A-Za-z0-9_-]{1,128}$")
     return value
 
@@ -195,6 +201,7 @@ async def list_agent_kinds(user: UserDep, services: ServicesDep) -> Envelope[lis
 async def _stop(conversation_id: str | None, user: str, services: ServicesDep) -> StopResult:
     if not conversation_id:
         raise ApiError(400, "conversationId is required, in the query string or the JSON body")
+    _valid_conversation_id(conversation_id)
     if await services.tasks.request_stop(user, conversation_id, STOP_WAIT_SECONDS):
         return StopResult(success=True, message="The task was stopped")
     return StopResult(success=False, message="No task is running for this conversation")
@@ -230,7 +237,7 @@ async def stop_task_post(
     response_class=EventStreamResponse,
     status_code=200,
     responses={
-        400: {"description": "Last-Event-ID is not a non-negative integer"},
+        400: {"description": "Bad conversationId, or Last-Event-ID not a non-negative integer"},
         404: {"description": "No running or recent run"},
         410: {"description": "The events after that id are no longer kept"},
         503: {"description": "The task backend (Redis) is down"},
@@ -249,8 +256,9 @@ async def resume_stream(
     memory when it runs here, else from the shared log (Redis). A run ends
     with `complete`; one whose instance died ends with `complete{status: interrupted}`.
     """
+    _valid_conversation_id(conversation_id)
     raw = last_event_id_header or last_event_id or "0"
-    if not raw.isdigit():
+    if not EVENT_ID.fullmatch(raw):
         raise ApiError(400, "Last-Event-ID must be a non-negative integer")
     after = int(raw)
     try:
