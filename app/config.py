@@ -69,6 +69,12 @@ class Settings(BaseSettings):
     request_headers_max_bytes: int = Field(default=32 * 1024, ge=1024)
     """Largest total size of a request's headers; larger answers 431."""
 
+    max_streams_per_user: int = Field(default=8, ge=0)
+    """Streams (running turns) one user may have at once; more answer 429. 0: no limit."""
+    streams_per_minute: int = Field(default=30, ge=0)
+    """New streams per user and minute (a token bucket: a minute's worth may come at once)."""
+    uploads_per_minute: int = Field(default=20, ge=0)
+
     sse_ping_seconds: float = Field(default=15.0, gt=0)
     on_disconnect: DisconnectPolicy = "continue"
     resume_retention_seconds: int = 300

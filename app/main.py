@@ -30,6 +30,7 @@ from app.api.errors import install_error_handlers
 from app.api.web import WebPage
 from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
+from app.limits import build_user_limits
 from app.llm.base import ChatModel
 from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
@@ -77,6 +78,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             tasks, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
         )
         await tasks.start(runs.stop)
+        limits = build_user_limits(settings)
+        stack.push_async_callback(limits.close)
         stack.push_async_callback(tasks.close)
         stack.push_async_callback(shared_logs.close)
         stack.push_async_callback(runs.shutdown)
@@ -102,6 +105,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             users_by_key=settings.user_by_key(),
             files=library,
             model=core.model,
+            limits=limits,
         )
         if not core.model.config.configured:
             log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")

@@ -23,6 +23,7 @@ from app.api.files import find_file
 from app.api.sse import EventStreamResponse
 from app.core.wire import WireModel
 from app.tasks.base import EventsGone, TaskBackendUnavailable
+from app.tasks.runs import OnEnd, Run
 
 router = APIRouter(prefix="/agent", tags=["agent"])
 
@@ -109,20 +110,44 @@ async def _stream(
         raise ApiError(413, f"query is longer than {settings.query_max_chars} characters")
     conversation_id = _conversation_id(params.conversation_id)
     await _check_file(entry, params.file_id, user, services)
+    if kind not in services.turns.kinds():
+        raise ApiError(501, f"The {kind} agent is not available in this version")
+    slot = await services.limits.open_stream(user, uuid.uuid4().hex)
     try:
-        run = await services.turns.start(kind, user, conversation_id, question, params.file_id)
-    except UnknownAgent as exc:
-        raise ApiError(501, f"The {kind} agent is not available in this version") from exc
-    except ConversationBusy as exc:
-        raise ApiError(409, "A task is already running for this conversation") from exc
-    except DependencyDown as exc:
-        raise ApiError(503, f"Service unavailable: {exc}") from exc
+        await services.limits.take(user, "stream")
+        run = await _start(services, entry, user, conversation_id, question, params, slot.release)
+    except BaseException:
+        await slot.release()
+        raise
     policy = params.on_disconnect or settings.on_disconnect
     return EventStreamResponse(
         run.log,
         ping_seconds=settings.sse_ping_seconds,
         on_disconnect=(lambda: run.stop("client_gone")) if policy == "cancel" else None,
     )
+
+
+async def _start(
+    services: ServicesDep,
+    entry: AgentEntry,
+    user: str,
+    conversation_id: str,
+    question: str,
+    params: StreamParams,
+    on_end: OnEnd,
+) -> Run:
+    """Start the turn; the stream slot is given back (`on_end`) once the turn is stored."""
+    kind = entry.kind
+    try:
+        return await services.turns.start(
+            kind, user, conversation_id, question, params.file_id, on_end=on_end
+        )
+    except UnknownAgent as exc:
+        raise ApiError(501, f"The {kind} agent is not available in this version") from exc
+    except ConversationBusy as exc:
+        raise ApiError(409, "A task is already running for this conversation") from exc
+    except DependencyDown as exc:
+        raise ApiError(503, f"Service unavailable: {exc}") from exc
 
 
 async def _check_file(
@@ -142,6 +167,9 @@ def _add_stream_routes(entry: AgentEntry) -> None:
         400: {"description": "Bad input"},
         404: {"description": "Unknown fileId"},
         409: {"description": "A task is already running for this conversation"},
+        429: {
+            "description": "Over a per-user limit (streams at once, or a minute); see Retry-After"
+        },
         501: {"description": "This agent is not available in this version"},
         503: {"description": "A dependency is down"},
     }

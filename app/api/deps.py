@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from app.agents.turns import TurnService
 from app.config import Settings
 from app.documents.library import DocumentLibrary
+from app.limits import UserLimits
 from app.llm.base import ChatModel
 from app.store.base import SessionStore
 from app.tasks.base import TaskManager
@@ -26,6 +27,7 @@ class Services:
     users_by_key: dict[str, str]
     files: DocumentLibrary
     model: ChatModel
+    limits: UserLimits
 
 
 async def get_services(request: Request) -> Services:

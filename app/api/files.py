@@ -85,6 +85,7 @@ async def find_file(services: ServicesDep, user: str, file_id: str) -> StoredFil
         400: {"description": "No file, or an empty one"},
         413: {"description": "Larger than UPLOAD_MAX_BYTES"},
         415: {"description": "Not pdf, docx, txt, md, png or jpg, or content not matching"},
+        429: {"description": "Over the user's uploads a minute; see Retry-After"},
     },
 )
 async def upload_file(
@@ -95,8 +96,10 @@ async def upload_file(
     """Store the file and extract its text before answering.
 
     A pdf without a text layer, an image, or a damaged file is still stored,
-    with status `failed` and the reason in `/file/info`.
+    with status `failed` and the reason in `/file/info`. Over the user's
+    uploads a minute: 429 with `Retry-After`.
     """
+    await services.limits.take(user, "upload")
     try:
         stored = await services.files.upload(user, file.filename or "", file.file)
     except FileError as exc:
