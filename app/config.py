@@ -7,6 +7,8 @@ Secrets are `SecretStr` so they never print in a repr, a log or an error.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -18,6 +20,15 @@ Provider = Literal[
 ]
 """The adapters, then OpenAI-compatible servers preset with their endpoint (app/llm/registry.py)."""
 DisconnectPolicy = Literal["continue", "cancel"]
+
+
+HASHED_KEY = "sha256:"
+_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def key_digest(key: str) -> str:
+    """How API keys are held and compared: the SHA-256 of the key, in hex."""
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 class Settings(BaseSettings):
@@ -58,7 +69,7 @@ class Settings(BaseSettings):
     tavily_max_results: int = 5
 
     api_keys: SecretStr = SecretStr("")
-    """`key1:alice,key2:bob`; empty means no authentication and one local user."""
+    """`key1:alice,key2:bob` (a key may be given as `sha256:<hex>:carol`); empty: no auth."""
     cors_origins: str = "*"
     """Comma-separated origins a browser may call the API from; `*` (any) only without API_KEYS."""
 
@@ -123,12 +134,29 @@ class Settings(BaseSettings):
         return value.expanduser()
 
     def user_by_key(self) -> dict[str, str]:
-        """Parse API_KEYS into key -> user; an empty mapping means auth is off."""
+        """Parse API_KEYS into the SHA-256 (hex) of each key -> user; empty means auth is off.
+
+        A key is listed as itself (`key:alice`) or as its SHA-256
+        (`sha256:<hex>:alice`, what `printf %s key | sha256sum` prints), so a
+        configuration need not hold the keys it accepts (a malformed one is a
+        `ValueError`, raised when the app is built). Only digests are
+        kept, and a caller's key is hashed before it is compared: every
+        comparison is of two equally long strings, in constant time.
+        """
         pairs: dict[str, str] = {}
-        for item in self.api_keys.get_secret_value().split(","):
-            key, sep, user = item.strip().partition(":")
-            if key and sep and user:
-                pairs[key.strip()] = user.strip()
+        for number, item in enumerate(self.api_keys.get_secret_value().split(","), 1):
+            item = item.strip()
+            if item.startswith(HASHED_KEY):
+                digest, _, user = item.removeprefix(HASHED_KEY).partition(":")
+                digest = digest.strip().lower()
+                if not (_SHA256_HEX.fullmatch(digest) and user.strip()):
+                    # Said by position, not shown: the entry may be a key with a typo.
+                    raise ValueError(f"API_KEYS entry {number} must be sha256:<64 hex digits>:user")
+            else:
+                key, sep, user = item.partition(":")
+                digest = key_digest(key.strip()) if key.strip() and sep else ""
+            if digest and user.strip():
+                pairs[digest] = user.strip()
         return pairs
 
     def cors_origin_list(self) -> list[str]:

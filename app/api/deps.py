@@ -25,6 +25,7 @@ class Services:
     runs: RunRegistry
     turns: TurnService
     users_by_key: dict[str, str]
+    """The SHA-256 (hex) of each API key -> its user; empty: no authentication."""
     files: DocumentLibrary
     model: ChatModel
     limits: UserLimits
