@@ -68,6 +68,13 @@ class Settings(BaseSettings):
     tavily_base_url: str = "https://api.tavily.com"
     tavily_max_results: int = 5
 
+    outbound_allowlist: str = ""
+    """Hosts, addresses or CIDR ranges that a chosen URL may reach though not public."""
+    outbound_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1)
+    """Most of one fetched page that is read; the rest is cut."""
+    outbound_timeout_seconds: float = Field(default=20.0, gt=0)
+    """Longest a fetch of a chosen URL may take, redirects included."""
+
     api_keys: SecretStr = SecretStr("")
     """`key1:alice,key2:bob` (a key may be given as `sha256:<hex>:carol`); empty: no auth."""
     cors_origins: str = "*"
