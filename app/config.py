@@ -54,6 +54,8 @@ class Settings(BaseSettings):
     Only when given (environment, `.env`) does it replace the provider's own
     default: 60 s, or 300 s for local servers, which may load the model first."""
     llm_connect_timeout_seconds: float = 10.0
+    llm_max_response_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    """Most bytes one model call's streamed answer may take; beyond, the turn fails."""
     llm_max_retries: int = 3
     llm_retry_max_delay_seconds: float = 20.0
     llm_max_connections: int = 1000
