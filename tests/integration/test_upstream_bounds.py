@@ -2,7 +2,8 @@
 
 Over HTTP, on the web-search agent: an answer far larger than allowed
 (streamed word by word, or as one huge chunk), a model that never sends
-its headers, and one that stops in the middle of its answer.
+its headers, one that stops in the middle of its answer, and a search
+provider that answers 50 MB (a tool error; the turn goes on).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
+from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import ask, history, running_service, service_settings
 from tests.support.sse import text_of
 
@@ -94,3 +96,28 @@ async def test_a_model_that_stops_mid_answer_times_out_and_keeps_the_start(
     assert [e["code"] for e in evts if e["type"] == "error"] == ["LLM_TIMEOUT"]
     assert evts[-1]["status"] == "failed"
     assert stored["answer"] == "Half an"
+
+
+async def test_a_search_answer_of_50_mb_is_a_tool_error_and_the_turn_completes(
+    tmp_path: Path, fake_llm: FakeOpenAI, fake_search: FakeTavily
+) -> None:
+    fake_search.padding_bytes = 50 * 1024 * 1024
+    fake_llm.script(
+        Reply.tool_calls([("web_search", {"query": "tea"})]),
+        Reply.text("The search failed, so from memory: tea is a drink."),
+    )
+    settings = service_settings(
+        tmp_path,
+        sqlite(tmp_path),
+        llm_base_url=fake_llm.base_url,
+        tavily_api_key="tvly-test",
+        tavily_base_url=fake_search.base_url,
+    )
+    async with running_service(settings) as client:
+        evts = await ask(client, "What is tea?", "c-tea")
+
+    [tool_end] = [e for e in evts if e["type"] == "tool_end"]
+    assert tool_end["isError"] is True
+    assert tool_end["result"] == "Web search returned an answer too large to read."
+    assert evts[-1]["status"] == "completed"
+    assert text_of(evts) == "The search failed, so from memory: tea is a drink."
