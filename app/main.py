@@ -27,6 +27,7 @@ from app.api.body_limit import BodyLimit, request_max_bytes
 from app.api.deps import Services
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
+from app.api.openapi_errors import document_errors
 from app.api.web import WebPage
 from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
@@ -169,6 +170,7 @@ def create_app(
     app.include_router(agent.router)
     app.include_router(sessions.router)
     app.include_router(files.router)
+    document_errors(app)
     install_docs(app)
     app.mount("/", WebPage(), name="web")
 

@@ -2,7 +2,7 @@
 
 Every non-streaming operation gets a bounded number of generated requests,
 valid and invalid, and must answer without a 5xx and with a body that
-matches the schema it documents. The streams and resume get property tests
+matches the schema it documents (errors: the envelope). The streams and resume get property tests
 of their own, over query, ids, agent and headers: each request is refused
 with a 4xx in the envelope or its stream ends with `complete`. The service
 runs on its own thread, since both call it through blocking clients.
@@ -23,7 +23,11 @@ import schemathesis
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.generation.case import Case
-from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from app.agents.registry import AGENTS
 from app.config import Settings
@@ -62,6 +66,24 @@ def api_document() -> dict[str, Any]:
 schema = schemathesis.openapi.from_dict(api_document())
 
 
+def test_every_error_is_documented_as_the_envelope() -> None:
+    """A client generated from the document reads errors as they are sent."""
+    document = api_document()
+    errors = {
+        (path, method, status): response["content"]["application/json"]["schema"]["$ref"]
+        for path, item in document["paths"].items()
+        for method, operation in item.items()
+        for status, response in operation["responses"].items()
+        if status[0] in "45"
+    }
+
+    assert errors
+    assert set(errors.values()) == {"#/components/schemas/ErrorEnvelope"}
+    operations = [op for item in document["paths"].values() for op in item.values()]
+    assert all("4XX" in op["responses"] for op in operations)
+    assert "HTTPValidationError" not in str(document)
+
+
 @schema.exclude(path_regex=r"/(stream|resume)$").parametrize()
 @hypothesis.settings(
     max_examples=EXAMPLES_PER_OPERATION,
@@ -72,7 +94,12 @@ schema = schemathesis.openapi.from_dict(api_document())
 def test_no_operation_answers_5xx_or_off_its_schema(service_url: str, case: Case[Any]) -> None:
     case.call_and_validate(
         base_url=service_url,
-        checks=[not_a_server_error, response_schema_conformance, content_type_conformance],
+        checks=[
+            not_a_server_error,
+            status_code_conformance,
+            response_schema_conformance,
+            content_type_conformance,
+        ],
     )
 
 
