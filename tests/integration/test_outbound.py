@@ -21,6 +21,7 @@ from app.core.outbound import (
     fetch,
     guarded_client,
 )
+from tests.support.tcp import tcp_server
 
 
 @dataclass
@@ -39,22 +40,23 @@ async def counting_server(
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         server_state.connections += 1
         await reader.readuntil(b"\r\n\r\n")
+        writer.write(response())
+        await writer.drain()
         if answer is None:
             await reader.read()
-        elif location is not None:
-            writer.write(
+
+    def response() -> bytes:
+        if answer is None:
+            return b""
+        if location is not None:
+            return (
                 f"HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n".encode()
             )
-        else:
-            head = f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(answer)}"
-            writer.write(head.encode() + b"\r\n\r\n" + answer)
-        await writer.drain()
-        writer.close()
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: {len(answer)}"
+        return head.encode() + b"\r\n\r\n" + answer
 
-    server = await asyncio.start_server(handle, host, 0)
-    port = server.sockets[0].getsockname()[1]
-    server_state.url = f"http://{host}:{port}/"
-    async with server:
+    async with tcp_server(handle, host) as port:
+        server_state.url = f"http://{host}:{port}/"
         yield server_state
 
 

@@ -18,6 +18,7 @@ from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import ask, history, running_service, service_settings
 from tests.support.sse import text_of
+from tests.support.tcp import tcp_server
 
 LIMIT = 20_000
 
@@ -59,11 +60,9 @@ async def silent_model() -> AsyncIterator[str]:
 
     async def swallow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.read()
-        writer.close()
 
-    server = await asyncio.start_server(swallow, "127.0.0.1", 0)
-    async with server:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1"
+    async with tcp_server(swallow) as port:
+        yield f"http://127.0.0.1:{port}/v1"
 
 
 async def test_a_model_that_never_sends_headers_times_out_into_an_error(
