@@ -60,7 +60,10 @@ from app.store.blobs import BlobStore, BlobTooLarge
 log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 255
-_UNSAFE_NAME_CHARS = re.compile(r'[\x00-\x1f\x7f<>:"|?*]')
+_UNSAFE_NAME_CHARS = re.compile(r'[<>:"|?*]')
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+"""Controls, format characters (bidi overrides that show `gnp.exe` as `exe.png`, zero-width
+spaces) and line breaks: nothing a name should hide or reorder."""
 
 
 class FileError(Exception):
@@ -317,12 +320,17 @@ def _new_file(
 
 
 def clean_file_name(name: str) -> str:
-    """The last path component, without control or reserved characters, at most 255 long.
+    """The last path component, NFC, without invisible or reserved characters, at most 255 long.
 
     Display only: the bytes are stored under a generated key, never under this name.
     """
     base = PurePath(name.replace("\\", "/")).name
-    base = _UNSAFE_NAME_CHARS.sub("", unicodedata.normalize("NFC", base)).strip(" .")
+    base = "".join(
+        c
+        for c in unicodedata.normalize("NFC", base)
+        if unicodedata.category(c) not in _INVISIBLE_CATEGORIES
+    )
+    base = _UNSAFE_NAME_CHARS.sub("", base).strip(" .")
     if len(base) > MAX_NAME_CHARS:
         suffix = PurePath(base).suffix[:16]
         base = base[: MAX_NAME_CHARS - len(suffix)] + suffix
