@@ -7,6 +7,8 @@ Secrets are `SecretStr` so they never print in a repr, a log or an error.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from pathlib import Path
 from typing import Literal
 
@@ -18,6 +20,15 @@ Provider = Literal[
 ]
 """The adapters, then OpenAI-compatible servers preset with their endpoint (app/llm/registry.py)."""
 DisconnectPolicy = Literal["continue", "cancel"]
+
+
+HASHED_KEY = "sha256:"
+_SHA256_HEX = re.compile(r"[0-9a-fA-F]{64}")
+
+
+def key_digest(key: str) -> str:
+    """How API keys are held and compared: the SHA-256 of the key, in hex."""
+    return hashlib.sha256(key.encode()).hexdigest()
 
 
 class Settings(BaseSettings):
@@ -43,6 +54,8 @@ class Settings(BaseSettings):
     Only when given (environment, `.env`) does it replace the provider's own
     default: 60 s, or 300 s for local servers, which may load the model first."""
     llm_connect_timeout_seconds: float = 10.0
+    llm_max_response_bytes: int = Field(default=32 * 1024 * 1024, ge=1024)
+    """Most bytes one model call's streamed answer may take; beyond, the turn fails."""
     llm_max_retries: int = 3
     llm_retry_max_delay_seconds: float = 20.0
     llm_max_connections: int = 1000
@@ -57,8 +70,15 @@ class Settings(BaseSettings):
     tavily_base_url: str = "https://api.tavily.com"
     tavily_max_results: int = 5
 
+    outbound_allowlist: str = ""
+    """Hosts, addresses or CIDR ranges that a chosen URL may reach though not public."""
+    outbound_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1)
+    """Most of one fetched page that is read; the rest is cut."""
+    outbound_timeout_seconds: float = Field(default=20.0, gt=0)
+    """Longest a fetch of a chosen URL may take, redirects included."""
+
     api_keys: SecretStr = SecretStr("")
-    """`key1:alice,key2:bob`; empty means no authentication and one local user."""
+    """`key1:alice,key2:bob` (a key may be given as `sha256:<hex>:carol`); empty: no auth."""
     cors_origins: str = "*"
     """Comma-separated origins a browser may call the API from; `*` (any) only without API_KEYS."""
 
@@ -66,6 +86,14 @@ class Settings(BaseSettings):
     task_ttl_seconds: int = Field(default=1800, ge=1)
     query_max_chars: int = Field(default=32000, ge=1)
     upload_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
+    request_headers_max_bytes: int = Field(default=32 * 1024, ge=1024)
+    """Largest total size of a request's headers; larger answers 431."""
+
+    max_streams_per_user: int = Field(default=8, ge=0)
+    """Streams (running turns) one user may have at once; more answer 429. 0: no limit."""
+    streams_per_minute: int = Field(default=30, ge=0)
+    """New streams per user and minute (a token bucket: a minute's worth may come at once)."""
+    uploads_per_minute: int = Field(default=20, ge=0)
 
     sse_ping_seconds: float = Field(default=15.0, gt=0)
     on_disconnect: DisconnectPolicy = "continue"
@@ -95,6 +123,17 @@ class Settings(BaseSettings):
     file_whole_text_chars: int = Field(default=8000, ge=0)
     """A document whose text is at most this long is handed to the model whole."""
     file_search_top_k: int = Field(default=5, ge=1)
+    file_max_inflated_bytes: int = Field(default=128 * 1024 * 1024, ge=1)
+    """Bytes a docx may unpack to, or one pdf stream inflate to; beyond: `failed` (a zip bomb)."""
+    file_max_pages: int = Field(default=2000, ge=1)
+    file_max_chars: int = Field(default=5_000_000, ge=1)
+    """Characters of text one document may yield."""
+    file_parse_memory_mb: int = Field(default=1024, ge=256)
+    """Address space of the child process that reads one document."""
+    file_parse_seconds: float = Field(default=60.0, gt=0)
+    """Wall time a document may take to read, in its child process."""
+    file_parse_workers: int = Field(default=2, ge=1)
+    """Documents read at once; more uploads wait their turn."""
 
     log_level: str = "INFO"
 
@@ -104,12 +143,29 @@ class Settings(BaseSettings):
         return value.expanduser()
 
     def user_by_key(self) -> dict[str, str]:
-        """Parse API_KEYS into key -> user; an empty mapping means auth is off."""
+        """Parse API_KEYS into the SHA-256 (hex) of each key -> user; empty means auth is off.
+
+        A key is listed as itself (`key:alice`) or as its SHA-256
+        (`sha256:<hex>:alice`, what `printf %s key | sha256sum` prints), so a
+        configuration need not hold the keys it accepts (a malformed one is a
+        `ValueError`, raised when the app is built). Only digests are
+        kept, and a caller's key is hashed before it is compared: every
+        comparison is of two equally long strings, in constant time.
+        """
         pairs: dict[str, str] = {}
-        for item in self.api_keys.get_secret_value().split(","):
-            key, sep, user = item.strip().partition(":")
-            if key and sep and user:
-                pairs[key.strip()] = user.strip()
+        for number, item in enumerate(self.api_keys.get_secret_value().split(","), 1):
+            item = item.strip()
+            if item.startswith(HASHED_KEY):
+                digest, _, user = item.removeprefix(HASHED_KEY).partition(":")
+                digest = digest.strip().lower()
+                if not (_SHA256_HEX.fullmatch(digest) and user.strip()):
+                    # Said by position, not shown: the entry may be a key with a typo.
+                    raise ValueError(f"API_KEYS entry {number} must be sha256:<64 hex digits>:user")
+            else:
+                key, sep, user = item.partition(":")
+                digest = key_digest(key.strip()) if key.strip() and sep else ""
+            if digest and user.strip():
+                pairs[digest] = user.strip()
         return pairs
 
     def cors_origin_list(self) -> list[str]:

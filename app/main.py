@@ -23,13 +23,15 @@ from app.agents.base import AgentCore, AgentSettings
 from app.agents.registry import AGENTS, AgentEntry, build_agents
 from app.agents.turns import TurnService
 from app.api import agent, files, health, sessions
-from app.api.body_limit import BodyLimit
+from app.api.body_limit import BodyLimit, request_max_bytes
 from app.api.deps import Services
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
+from app.api.openapi_errors import document_errors
 from app.api.web import WebPage
 from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
+from app.limits import build_user_limits
 from app.llm.base import ChatModel
 from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
@@ -77,6 +79,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             tasks, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
         )
         await tasks.start(runs.stop)
+        limits = build_user_limits(settings)
+        stack.push_async_callback(limits.close)
         stack.push_async_callback(tasks.close)
         stack.push_async_callback(shared_logs.close)
         stack.push_async_callback(runs.shutdown)
@@ -102,6 +106,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             users_by_key=settings.user_by_key(),
             files=library,
             model=core.model,
+            limits=limits,
         )
         if not core.model.config.configured:
             log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")
@@ -145,6 +150,14 @@ def create_app(
     app.state.model = model
     if settings.cors_wildcard_refused():
         log.warning("CORS_ORIGINS=* is ignored while API_KEYS is set: list the allowed origins")
+    # Inside CORS, so a refusal carries the CORS headers a browser needs to read it.
+    app.add_middleware(
+        BodyLimit,
+        max_bytes=request_max_bytes(settings.query_max_chars),
+        per_path={"/file/upload": files.body_limit(settings)},
+        max_header_bytes=settings.request_headers_max_bytes,
+        max_query_bytes=request_max_bytes(settings.query_max_chars),
+    )
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_origin_list(),
@@ -157,7 +170,7 @@ def create_app(
     app.include_router(agent.router)
     app.include_router(sessions.router)
     app.include_router(files.router)
-    app.add_middleware(BodyLimit, path="/file/upload", max_bytes=files.body_limit(settings))
+    document_errors(app)
     install_docs(app)
     app.mount("/", WebPage(), name="web")
 

@@ -202,6 +202,9 @@ class Bench:
             "TAVILY_API_KEY": "",
             "RECOMMENDATIONS_ENABLED": "false",
             "API_KEYS": "",
+            # Its thousand streams all come from the one local user: no per-user limits.
+            "MAX_STREAMS_PER_USER": "0",
+            "STREAMS_PER_MINUTE": "0",
             "DATA_DIR": str(self.workdir / name.replace(" ", "-")),
             "LOG_LEVEL": "WARNING",
             "BENCH_HTTPX": httpx,

@@ -20,7 +20,7 @@ from app.agents.base import BaseAgent, Turn
 from app.core.tools import GenerateOptions
 from app.store.base import StoreError
 from app.tasks.base import Claim, TaskBackendUnavailable, TaskManager
-from app.tasks.runs import Run, RunRegistry
+from app.tasks.runs import OnEnd, Run, RunRegistry
 
 
 class TurnError(Exception):
@@ -60,7 +60,9 @@ class TurnService:
         question: str,
         file_id: str | None = None,
         options: GenerateOptions | None = None,
+        on_end: OnEnd | None = None,
     ) -> Run:
+        """Claim, store the question, launch; `on_end` runs when the run has stored its turn."""
         agent = self._agents.get(kind)
         if agent is None:
             raise UnknownAgent(kind)
@@ -86,4 +88,4 @@ class TurnService:
             if isinstance(exc, StoreError):
                 raise DependencyDown("the database is unavailable") from exc
             raise
-        return self._runs.launch(claim, agent.start(turn))
+        return self._runs.launch(claim, agent.start(turn), on_end)

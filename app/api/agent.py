@@ -23,10 +23,13 @@ from app.api.files import find_file
 from app.api.sse import EventStreamResponse
 from app.core.wire import WireModel
 from app.tasks.base import EventsGone, TaskBackendUnavailable
+from app.tasks.runs import OnEnd, Run
 
 router = APIRouter(prefix="/agent", tags=["agent"])
 
-CONVERSATION_ID = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
+CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+EVENT_ID = re.compile(r"[0-9]{1,18}")
+"""An event id as we send them; ASCII digits only, and short enough to stay an int64."""
 STOP_WAIT_SECONDS = 5.0
 
 
@@ -87,7 +90,11 @@ def _merged(query: Params, body: Params | None) -> Params:
 def _conversation_id(value: str | None) -> str:
     if value is None or value == "":
         return uuid.uuid4().hex
-    if not CONVERSATION_ID.match(value):
+    return _valid_conversation_id(value)
+
+
+def _valid_conversation_id(value: str) -> str:
+    if not CONVERSATION_ID.fullmatch(value):
         raise ApiError(400, "conversationId must match ^[A-Za-z0-9_-]{1,128}$")
     return value
 
@@ -103,20 +110,44 @@ async def _stream(
         raise ApiError(413, f"query is longer than {settings.query_max_chars} characters")
     conversation_id = _conversation_id(params.conversation_id)
     await _check_file(entry, params.file_id, user, services)
+    if kind not in services.turns.kinds():
+        raise ApiError(501, f"The {kind} agent is not available in this version")
+    slot = await services.limits.open_stream(user, uuid.uuid4().hex)
     try:
-        run = await services.turns.start(kind, user, conversation_id, question, params.file_id)
-    except UnknownAgent as exc:
-        raise ApiError(501, f"The {kind} agent is not available in this version") from exc
-    except ConversationBusy as exc:
-        raise ApiError(409, "A task is already running for this conversation") from exc
-    except DependencyDown as exc:
-        raise ApiError(503, f"Service unavailable: {exc}") from exc
+        await services.limits.take(user, "stream")
+        run = await _start(services, entry, user, conversation_id, question, params, slot.release)
+    except BaseException:
+        await slot.release()
+        raise
     policy = params.on_disconnect or settings.on_disconnect
     return EventStreamResponse(
         run.log,
         ping_seconds=settings.sse_ping_seconds,
         on_disconnect=(lambda: run.stop("client_gone")) if policy == "cancel" else None,
     )
+
+
+async def _start(
+    services: ServicesDep,
+    entry: AgentEntry,
+    user: str,
+    conversation_id: str,
+    question: str,
+    params: StreamParams,
+    on_end: OnEnd,
+) -> Run:
+    """Start the turn; the stream slot is given back (`on_end`) once the turn is stored."""
+    kind = entry.kind
+    try:
+        return await services.turns.start(
+            kind, user, conversation_id, question, params.file_id, on_end=on_end
+        )
+    except UnknownAgent as exc:
+        raise ApiError(501, f"The {kind} agent is not available in this version") from exc
+    except ConversationBusy as exc:
+        raise ApiError(409, "A task is already running for this conversation") from exc
+    except DependencyDown as exc:
+        raise ApiError(503, f"Service unavailable: {exc}") from exc
 
 
 async def _check_file(
@@ -136,6 +167,9 @@ def _add_stream_routes(entry: AgentEntry) -> None:
         400: {"description": "Bad input"},
         404: {"description": "Unknown fileId"},
         409: {"description": "A task is already running for this conversation"},
+        429: {
+            "description": "Over a per-user limit (streams at once, or a minute); see Retry-After"
+        },
         501: {"description": "This agent is not available in this version"},
         503: {"description": "A dependency is down"},
     }
@@ -195,6 +229,7 @@ async def list_agent_kinds(user: UserDep, services: ServicesDep) -> Envelope[lis
 async def _stop(conversation_id: str | None, user: str, services: ServicesDep) -> StopResult:
     if not conversation_id:
         raise ApiError(400, "conversationId is required, in the query string or the JSON body")
+    _valid_conversation_id(conversation_id)
     if await services.tasks.request_stop(user, conversation_id, STOP_WAIT_SECONDS):
         return StopResult(success=True, message="The task was stopped")
     return StopResult(success=False, message="No task is running for this conversation")
@@ -230,7 +265,7 @@ async def stop_task_post(
     response_class=EventStreamResponse,
     status_code=200,
     responses={
-        400: {"description": "Last-Event-ID is not a non-negative integer"},
+        400: {"description": "Bad conversationId, or Last-Event-ID not a non-negative integer"},
         404: {"description": "No running or recent run"},
         410: {"description": "The events after that id are no longer kept"},
         503: {"description": "The task backend (Redis) is down"},
@@ -249,8 +284,9 @@ async def resume_stream(
     memory when it runs here, else from the shared log (Redis). A run ends
     with `complete`; one whose instance died ends with `complete{status: interrupted}`.
     """
+    _valid_conversation_id(conversation_id)
     raw = last_event_id_header or last_event_id or "0"
-    if not raw.isdigit():
+    if not EVENT_ID.fullmatch(raw):
         raise ApiError(400, "Last-Event-ID must be a non-negative integer")
     after = int(raw)
     try:

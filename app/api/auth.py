@@ -1,7 +1,9 @@
 """Who is calling: an API key maps to a user; without `API_KEYS` everyone is one local user.
 
 Streams also accept `?access_token=` because `EventSource` cannot send
-headers. Keys are compared in constant time.
+headers. Only the SHA-256 of each key is held (config.py, `user_by_key`); a
+caller's key is hashed and compared with every digest, in constant time and
+without stopping at a match, so timing tells nothing about any key.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from fastapi import Depends, Request
 
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
+from app.config import key_digest
 
 LOCAL_USER = "local"
 
@@ -25,9 +28,10 @@ async def current_user(request: Request, services: ServicesDep) -> str:
     scheme, _, token = request.headers.get("authorization", "").partition(" ")
     if scheme.lower() != "bearer" or not token:
         token = request.query_params.get("access_token", "")
+    digest = key_digest(token.strip())
     user = None
-    for key, owner in keys.items():
-        if hmac.compare_digest(key.encode(), token.strip().encode()):
+    for known, owner in keys.items():
+        if hmac.compare_digest(known, digest):
             user = owner
     if user is None:
         raise ApiError(401, "A valid API key is required", {"WWW-Authenticate": "Bearer"})

@@ -1,4 +1,9 @@
-"""A cap on request bodies of one path, enforced as the body arrives, answered in the envelope.
+"""Caps on what one request may send (headers, query string, body), answered in the envelope.
+
+Every cap answers before the app reads what is over it, so a request of
+hostile size costs no more than the cap: headers and the query string are
+measured as they arrive at the app (431, 414), the body as it streams in
+(413). The body cap is one for every path, larger for uploads.
 
 FastAPI's own `max_body_size` answers a too-large declared `Content-Length`
 with a plain-text 413 that replaces whatever the app sends; this one raises
@@ -6,40 +11,79 @@ an `ApiError` from the body stream instead, so the 413 goes through the
 app's error handler (the `{code, message, data}` envelope, CORS headers).
 A declared length over the cap fails the first read, before any byte is
 taken; a chunked body fails the moment it passes the cap, so an upload
-never fills the disk first.
+never fills the disk first. Headers and query string are refused here, with
+the envelope written directly, since no route is reached.
+
+The server in front (uvicorn, a proxy) still reads the head of a request
+before the app sees it: bounding that memory is the proxy's job.
 """
 
 from __future__ import annotations
 
+from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.envelope import ApiError
+from app.api.envelope import ApiError, error_body
+
+ENCODED_BYTES_PER_CHAR = 12
+"""The most a character of `query` takes on the wire: an emoji percent-encoded, or JSON-escaped."""
+OTHER_FIELDS_BYTES = 16 * 1024
+
+
+def request_max_bytes(query_max_chars: int) -> int:
+    """The largest query string or JSON body: the longest `query` however encoded, and the rest."""
+    return query_max_chars * ENCODED_BYTES_PER_CHAR + OTHER_FIELDS_BYTES
 
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, path: str, max_bytes: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        max_bytes: int,
+        *,
+        per_path: dict[str, int] | None = None,
+        max_header_bytes: int,
+        max_query_bytes: int,
+    ) -> None:
         self.app = app
-        self.path = path
         self.max_bytes = max_bytes
+        self.per_path = per_path or {}
+        self.max_header_bytes = max_header_bytes
+        self.max_query_bytes = max_query_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != self.path:
+        if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            await refusal(scope, receive, send)
+            return
+        max_bytes = self.per_path.get(scope["path"], self.max_bytes)
         declared = Headers(scope=scope).get("content-length", "")
-        too_large = ApiError(413, f"The request body is larger than {self.max_bytes} bytes")
+        too_large = ApiError(413, f"The request body is larger than {max_bytes} bytes")
         received = 0
 
         async def limited() -> Message:
             nonlocal received
-            if declared.isdigit() and int(declared) > self.max_bytes:
+            if declared.isdigit() and int(declared) > max_bytes:
                 raise too_large
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                if received > max_bytes:
                     raise too_large
             return message
 
         await self.app(scope, limited, send)
+
+    def _refusal(self, scope: Scope) -> JSONResponse | None:
+        header_bytes = sum(len(name) + len(value) + 4 for name, value in scope["headers"])
+        if header_bytes > self.max_header_bytes:
+            message = f"The request headers are larger than {self.max_header_bytes} bytes"
+            return JSONResponse(error_body(431, message), status_code=431)
+        if len(scope.get("query_string", b"")) > self.max_query_bytes:
+            message = f"The query string is longer than {self.max_query_bytes} bytes"
+            return JSONResponse(error_body(414, message), status_code=414)
+        return None

@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from app.agents.turns import TurnService
 from app.config import Settings
 from app.documents.library import DocumentLibrary
+from app.limits import UserLimits
 from app.llm.base import ChatModel
 from app.store.base import SessionStore
 from app.tasks.base import TaskManager
@@ -24,8 +25,10 @@ class Services:
     runs: RunRegistry
     turns: TurnService
     users_by_key: dict[str, str]
+    """The SHA-256 (hex) of each API key -> its user; empty: no authentication."""
     files: DocumentLibrary
     model: ChatModel
+    limits: UserLimits
 
 
 async def get_services(request: Request) -> Services:

@@ -1,5 +1,7 @@
 """Every error answers in the `{code, message, data}` envelope, with a message a user can act on.
 
+A user over one of their limits (`LimitExceeded`, from app/limits) is 429
+with `Retry-After`, from wherever it is checked.
 Dependencies that are down surface as `StoreUnavailable` / `TaskBackendUnavailable`
 from anywhere below the routes; they are mapped to 503 here, once, instead of
 in every route. Unexpected errors are logged and answered without detail.
@@ -16,6 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.envelope import error_body
+from app.limits import LimitExceeded
 from app.store.base import StoreUnavailable
 from app.tasks.base import TaskBackendUnavailable
 
@@ -29,6 +32,7 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(
         TaskBackendUnavailable, _dependency_down("the task backend (Redis) is unavailable")
     )
+    app.add_exception_handler(LimitExceeded, _over_limit)
     app.add_exception_handler(Exception, _unexpected_error)
 
 
@@ -56,6 +60,15 @@ def _dependency_down(what: str) -> Callable[[Request, Exception], Awaitable[JSON
         return JSONResponse(error_body(503, f"Service unavailable: {what}"), status_code=503)
 
     return handler
+
+
+async def _over_limit(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LimitExceeded)
+    return JSONResponse(
+        error_body(429, str(exc)),
+        status_code=429,
+        headers={"Retry-After": str(exc.retry_after)},
+    )
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:

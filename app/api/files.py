@@ -30,6 +30,14 @@ FileId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
 """Room for the multipart boundaries and headers around the file in an upload's body."""
 
+INLINE_TYPES = frozenset(
+    {"application/pdf", "image/png", "image/jpeg", "image/gif", "image/webp", "text/plain"}
+)
+ACTIVE_TYPES = frozenset(
+    {"text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "text/javascript"}
+)
+"""Types a browser renders or runs as part of a page."""
+
 _STATUS: dict[type[FileError], int] = {UnsupportedFile: 415, FileTooLarge: 413, EmptyFile: 400}
 
 
@@ -77,6 +85,7 @@ async def find_file(services: ServicesDep, user: str, file_id: str) -> StoredFil
         400: {"description": "No file, or an empty one"},
         413: {"description": "Larger than UPLOAD_MAX_BYTES"},
         415: {"description": "Not pdf, docx, txt, md, png or jpg, or content not matching"},
+        429: {"description": "Over the user's uploads a minute; see Retry-After"},
     },
 )
 async def upload_file(
@@ -87,8 +96,10 @@ async def upload_file(
     """Store the file and extract its text before answering.
 
     A pdf without a text layer, an image, or a damaged file is still stored,
-    with status `failed` and the reason in `/file/info`.
+    with status `failed` and the reason in `/file/info`. Over the user's
+    uploads a minute: 429 with `Retry-After`.
     """
+    await services.limits.take(user, "upload")
     try:
         stored = await services.files.upload(user, file.filename or "", file.file)
     except FileError as exc:
@@ -136,17 +147,36 @@ async def download_file(file_id: FileId, user: UserDep, services: ServicesDep) -
         chunks: AsyncIterator[bytes] = await services.files.download(file)
     except BlobNotFound as exc:
         raise ApiError(404, "The file's content is missing") from exc
+    media_type, disposition = download_type(file.mime_type)
     return StreamingResponse(
         chunks,
-        media_type=file.mime_type,
+        media_type=media_type,
         headers={
             "Content-Length": str(file.size),
-            # Inline, so a reference's `#page=N` opens the pdf there; the stored types
-            # are never HTML, and nosniff stops a browser from deciding otherwise.
-            "Content-Disposition": f"inline; filename*=UTF-8''{quote(file.file_name)}",
+            "Content-Disposition": f"{disposition}; filename*=UTF-8''{quote(file.file_name)}",
             "X-Content-Type-Options": "nosniff",
         },
     )
+
+
+def download_type(mime_type: str) -> tuple[str, str]:
+    """The type a download is served as, and whether a browser may show it (`inline`).
+
+    Only types a browser shows without running anything are inline: a pdf
+    (so a reference's `#page=N` opens there), raster images, and text, sent
+    as `text/plain` so markdown or anything else textual is never rendered.
+    Everything else, HTML and SVG above all (they run script in our origin),
+    is an `attachment`; types that a browser would render even so are sent
+    as bytes. With nosniff the browser keeps to the type given.
+    """
+    base = mime_type.partition(";")[0].strip().lower()
+    if base in INLINE_TYPES:
+        return base, "inline"
+    if not base or base in ACTIVE_TYPES or base.endswith(("+xml", "/xml")):
+        return "application/octet-stream", "attachment"
+    if base.startswith("text/"):
+        return "text/plain", "inline"
+    return base, "attachment"
 
 
 @router.delete("/{file_id}", summary="Delete a file")

@@ -15,6 +15,9 @@ from app.store.base import ToolCall, TurnFile
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 
+MAX_PAGE_NUM = 1_000_000
+"""Far past any real history, and small enough that the row offset stays an int64."""
+
 ConversationId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 
 
@@ -71,7 +74,7 @@ class Deleted(WireModel):
 async def list_conversations(
     user: UserDep,
     services: ServicesDep,
-    page_num: Annotated[int, Query(alias="pageNum", ge=1)] = 1,
+    page_num: Annotated[int, Query(alias="pageNum", ge=1, le=MAX_PAGE_NUM)] = 1,
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=100)] = 10,
 ) -> Envelope[ConversationPage]:
     """One record per conversation: its first question, agent and file."""

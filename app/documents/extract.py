@@ -6,10 +6,13 @@ so a renamed binary is refused rather than stored as something it is not.
 Text comes out in sections that know where they are (page of a pdf,
 paragraph of a docx, lines of a text file), so an answer can cite them.
 
-Everything here blocks (parsers read whole files): callers run it in a
-worker thread. A file that is what it claims but yields no text (a scanned
-pdf, a damaged file, an image) raises `UnreadableFile` with a sentence a
-user understands; the upload is then kept with status `failed`.
+Everything here blocks (parsers read whole files): `extract` runs in a
+child process with limits (documents/isolated.py), and reads within a
+`Budget` (bytes inflated, pages, characters) so a decompression bomb stops
+at the budget rather than at the memory limit. A file that is what it
+claims but yields no text (a scanned pdf, a damaged file, an image, a
+bomb) raises `UnreadableFile` with a sentence a user understands; the
+upload is then kept with status `failed`.
 
 Left out: text recognition (OCR) and image description (no vision model),
 legacy .doc, spreadsheets and slides, and pdf/docx headers and footers.
@@ -25,8 +28,10 @@ from typing import Literal
 
 import charset_normalizer
 import docx
+import pypdf
 from docx.text.paragraph import Paragraph
 from pypdf import PasswordType, PdfReader
+from pypdf.errors import LimitReachedError
 
 SNIFF_BYTES = 64 * 1024
 DETECT_BYTES = 256 * 1024
@@ -83,6 +88,24 @@ class UnreadableFile(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class Budget:
+    """How much one document may cost to read: a real document stays far below each."""
+
+    inflated_bytes: int = 128 * 1024 * 1024
+    """Bytes a docx's parts, or one pdf stream, may unpack to."""
+    pages: int = 2000
+    chars: int = 5_000_000
+    """Characters of text the whole document may yield."""
+
+    def check_chars(self, count: int, file_type: FileType) -> None:
+        if count > self.chars:
+            raise UnreadableFile(
+                f"This is {file_type.label} with more than {self.chars:,} characters of text, "
+                "more than can be read."
+            )
+
+
+@dataclass(frozen=True, slots=True)
 class Section:
     first: int
     last: int
@@ -131,31 +154,34 @@ def content_matches(path: Path, expected: FileType) -> bool:
     return _encoding_of(head, complete=len(head) < SNIFF_BYTES) is not None
 
 
-def extract(path: Path, file_type: FileType) -> Document:
+def extract(path: Path, file_type: FileType, budget: Budget) -> Document:
     """The file's text in located sections; raises `UnreadableFile`."""
     if file_type.kind == "pdf":
-        return _pdf(path)
+        return _pdf(path, budget)
     if file_type.kind == "docx":
-        return _docx(path)
+        return _docx(path, budget)
     if file_type.kind == "text":
-        return _text(path, file_type)
+        return _text(path, file_type, budget)
     raise UnreadableFile(
         f"This is {file_type.label}: reading images needs a vision model, and none is configured."
     )
 
 
-def _pdf(path: Path) -> Document:
-    sections: list[Section] = []
+def _pdf(path: Path, budget: Budget) -> Document:
     try:
-        reader = PdfReader(path)
-        if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
-            raise UnreadableFile("The PDF is protected by a password.")
-        for number, page in enumerate(reader.pages, 1):
-            text = _clean(page.extract_text() or "")
-            if text:
-                sections.append(Section(number, number, text))
-    except UnreadableFile:
+        # pypdf's own caps on what one stream may inflate to (75 MB each by default).
+        with pypdf.apply_configuration(
+            maximum_declared_stream_length=budget.inflated_bytes,
+            zlib_maximum_output_length=budget.inflated_bytes,
+            lzw_maximum_output_length=budget.inflated_bytes,
+            run_length_maximum_output_length=budget.inflated_bytes,
+            array_based_stream_maximum_output_length=budget.inflated_bytes,
+        ):
+            sections = _pdf_pages(PdfReader(path), budget)
+    except (UnreadableFile, MemoryError):
         raise
+    except LimitReachedError as exc:
+        raise UnreadableFile(_bomb(PDF, budget)) from exc
     except Exception as exc:
         # A damaged pdf can make the parser raise nearly anything; all of it means the same.
         raise UnreadableFile("The PDF could not be read: the file may be damaged.") from exc
@@ -167,10 +193,39 @@ def _pdf(path: Path) -> Document:
     return Document("page", sections)
 
 
-def _docx(path: Path) -> Document:
-    """Body paragraphs and table rows in document order, numbered as a reader counts them."""
+def _pdf_pages(reader: PdfReader, budget: Budget) -> list[Section]:
+    if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
+        raise UnreadableFile("The PDF is protected by a password.")
+    if len(reader.pages) > budget.pages:
+        raise UnreadableFile(
+            f"The PDF has {len(reader.pages):,} pages; at most {budget.pages:,} can be read."
+        )
+    sections: list[Section] = []
+    chars = 0
+    for number, page in enumerate(reader.pages, 1):
+        # `extract_text` treats a stream over the limit as empty, which would blame the
+        # file for having no text; reading the contents first names the real reason.
+        page.get_contents()
+        text = _clean(page.extract_text() or "")
+        chars += len(text)
+        budget.check_chars(chars, PDF)
+        if text:
+            sections.append(Section(number, number, text))
+    return sections
+
+
+def _docx(path: Path, budget: Budget) -> Document:
+    """Body paragraphs and table rows in document order, numbered as a reader counts them.
+
+    The zip's parts are measured before any is unpacked: the sizes it
+    declares bind, since `zipfile` reads no byte past them.
+    """
     texts: list[str] = []
     try:
+        with zipfile.ZipFile(path) as archive:
+            inflated = sum(info.file_size for info in archive.infolist())
+        if inflated > budget.inflated_bytes:
+            raise UnreadableFile(_bomb(DOCX, budget))
         for block in docx.Document(str(path)).iter_inner_content():
             if isinstance(block, Paragraph):
                 texts.append(block.text)
@@ -179,18 +234,22 @@ def _docx(path: Path) -> Document:
                     " | ".join(dict.fromkeys(cell.text.strip() for cell in row.cells))
                     for row in block.rows
                 )
+    except (UnreadableFile, MemoryError):
+        raise
     except Exception as exc:
         raise UnreadableFile("The Word document could not be read: it may be damaged.") from exc
+    budget.check_chars(sum(map(len, texts)), DOCX)
     paragraphs = [t for t in map(_clean, texts) if t]
     if not paragraphs:
         raise UnreadableFile("The Word document contains no text.")
     return Document("paragraph", [Section(n, n, t) for n, t in enumerate(paragraphs, 1)])
 
 
-def _text(path: Path, file_type: FileType) -> Document:
+def _text(path: Path, file_type: FileType, budget: Budget) -> Document:
     text = decode_text(path.read_bytes())
     if text is None:
         raise UnreadableFile(f"The encoding of {file_type.label} could not be recognised.")
+    budget.check_chars(len(text), file_type)
     sections: list[Section] = []
     block: list[str] = []
     first = 1
@@ -247,6 +306,14 @@ def _encoding_of(data: bytes, *, complete: bool) -> str | None:
     best = guesses[0]
     tied = (g for g in guesses if (g.chaos, g.coherence) == (best.chaos, best.coherence))
     return next((g.encoding for g in tied if g.encoding == "gb18030"), best.encoding)
+
+
+def _bomb(file_type: FileType, budget: Budget) -> str:
+    limit = budget.inflated_bytes // (1024 * 1024)
+    return (
+        f"This is {file_type.label} that unpacks to more than {limit} MB, "
+        "more than can be read: it may be built to overload the reader."
+    )
 
 
 def _clean(text: str) -> str:

@@ -3,7 +3,8 @@
 Upload: the name decides the type (only pdf, docx, txt, md, png and jpg),
 the bytes are copied to the blob store under a generated key with the size
 capped, the content must be what the name says, then the text is extracted
-and cut into passages in a worker thread, embedded when an embeddings
+in a child process with limits (documents/isolated.py, at most
+`parse_workers` at once) and cut into passages in a worker thread, embedded when an embeddings
 endpoint is configured, and recorded with its status. All of that happens
 before the upload answers, so the next request can use the file at once.
 A file that is what it claims but has no readable text (a scanned pdf, an
@@ -35,21 +36,22 @@ import re
 import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import BinaryIO
 
 from app.config import Settings
 from app.core.events import FileEvent
 from app.documents.extract import (
     TYPES_BY_EXTENSION,
+    Budget,
     FileType,
     UnreadableFile,
     content_matches,
-    extract,
     type_for_name,
 )
+from app.documents.isolated import ParseLimits, extract_isolated
 from app.documents.retrieval import Bm25Index, Embedder, chunk, normalize, rank
 from app.llm.embeddings import EmbeddingError
 from app.store.base import FileChunk, FileOutcome, FileStore, StoredFile, StoreError
@@ -58,7 +60,10 @@ from app.store.blobs import BlobStore, BlobTooLarge
 log = logging.getLogger(__name__)
 
 MAX_NAME_CHARS = 255
-_UNSAFE_NAME_CHARS = re.compile(r'[\x00-\x1f\x7f<>:"|?*]')
+_UNSAFE_NAME_CHARS = re.compile(r'[<>:"|?*]')
+_INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp"})
+"""Controls, format characters (bidi overrides that show `gnp.exe` as `exe.png`, zero-width
+spaces) and line breaks: nothing a name should hide or reorder."""
 
 
 class FileError(Exception):
@@ -84,6 +89,8 @@ class LibrarySettings:
     overlap_chars: int = 200
     whole_text_chars: int = 8000
     top_k: int = 5
+    parsing: ParseLimits = field(default_factory=ParseLimits)
+    parse_workers: int = 2
 
     @classmethod
     def from_settings(cls, settings: Settings) -> LibrarySettings:
@@ -93,6 +100,16 @@ class LibrarySettings:
             overlap_chars=settings.file_chunk_overlap_chars,
             whole_text_chars=settings.file_whole_text_chars,
             top_k=settings.file_search_top_k,
+            parsing=ParseLimits(
+                Budget(
+                    inflated_bytes=settings.file_max_inflated_bytes,
+                    pages=settings.file_max_pages,
+                    chars=settings.file_max_chars,
+                ),
+                memory_bytes=settings.file_parse_memory_mb * 1024 * 1024,
+                seconds=settings.file_parse_seconds,
+            ),
+            parse_workers=settings.file_parse_workers,
         )
 
 
@@ -116,6 +133,7 @@ class DocumentLibrary:
         self._blobs = blobs
         self._embedder = embedder
         self._settings = settings
+        self._parsing = asyncio.Semaphore(settings.parse_workers)
 
     async def upload(self, user_id: str, name: str, source: BinaryIO) -> StoredFile:
         file_name = clean_file_name(name)
@@ -239,21 +257,17 @@ class DocumentLibrary:
                 )
 
     async def _process(self, key: str, file_type: FileType) -> FileOutcome:
+        settings = self._settings
         try:
-            async with self._blobs.local_path(key) as path:
-                text, chunks = await asyncio.to_thread(self._read, path, file_type)
+            async with self._parsing, self._blobs.local_path(key) as path:
+                document = await extract_isolated(path, file_type, settings.parsing)
         except UnreadableFile as exc:
             return FileOutcome("failed", error=str(exc))
-        model = await self._embed(chunks) if len(chunks) > 1 else None
-        return FileOutcome("ready", content=text, chunks=chunks, embedding_model=model)
-
-    def _read(self, path: Path, file_type: FileType) -> tuple[str, list[FileChunk]]:
-        document = extract(path, file_type)
-        settings = self._settings
-        chunks = chunk(
-            document, settings.chunk_chars, settings.overlap_chars, settings.whole_text_chars
+        chunks = await asyncio.to_thread(
+            chunk, document, settings.chunk_chars, settings.overlap_chars, settings.whole_text_chars
         )
-        return document.text, chunks
+        model = await self._embed(chunks) if len(chunks) > 1 else None
+        return FileOutcome("ready", content=document.text, chunks=chunks, embedding_model=model)
 
     async def _embed(self, chunks: list[FileChunk]) -> str | None:
         """Give the chunks vectors; the model's name, or None when there are none."""
@@ -306,12 +320,17 @@ def _new_file(
 
 
 def clean_file_name(name: str) -> str:
-    """The last path component, without control or reserved characters, at most 255 long.
+    """The last path component, NFC, without invisible or reserved characters, at most 255 long.
 
     Display only: the bytes are stored under a generated key, never under this name.
     """
     base = PurePath(name.replace("\\", "/")).name
-    base = _UNSAFE_NAME_CHARS.sub("", unicodedata.normalize("NFC", base)).strip(" .")
+    base = "".join(
+        c
+        for c in unicodedata.normalize("NFC", base)
+        if unicodedata.category(c) not in _INVISIBLE_CATEGORIES
+    )
+    base = _UNSAFE_NAME_CHARS.sub("", base).strip(" .")
     if len(base) > MAX_NAME_CHARS:
         suffix = PurePath(base).suffix[:16]
         base = base[: MAX_NAME_CHARS - len(suffix)] + suffix

@@ -81,6 +81,9 @@ class ModelConfig:
     extra_headers: dict[str, str] = field(default_factory=dict)
     timeout: float = 60.0
     """Seconds to wait for each chunk (and the first) unless a call's `timeout` option says."""
+    max_response_bytes: int = 32 * 1024 * 1024
+    """Most bytes one call's answer may take on the wire: bounds an answer that never ends,
+    and the memory of one that comes as a single huge event."""
 
     @property
     def configured(self) -> bool:

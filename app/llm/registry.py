@@ -104,4 +104,5 @@ def model_config(settings: Settings, spec: ProviderSpec) -> ModelConfig:
         ),
         defaults=defaults,
         timeout=settings.llm_timeout_seconds if given else spec.timeout,
+        max_response_bytes=settings.llm_max_response_bytes,
     )

@@ -193,7 +193,13 @@ class StreamingChatModel(ChatModel):
                     raise await self._http_error(response)
                 parser = self.parser()
                 decoder = SSEDecoder()
+                received = 0
                 async for raw in response.aiter_bytes():
+                    received += len(raw)
+                    if received > self.config.max_response_bytes:
+                        raise ModelResponseError(
+                            f"the answer was longer than {self.config.max_response_bytes} bytes"
+                        )
                     if parser.ended:
                         # Read the body to its end so the connection returns to the pool.
                         continue

@@ -122,4 +122,7 @@ async def _chunks(handle: BinaryIO) -> AsyncIterator[bytes]:
         while chunk := await asyncio.to_thread(handle.read, CHUNK_BYTES):
             yield chunk
     finally:
-        await asyncio.to_thread(handle.close)
+        # Closed here, not in a thread: when the client goes, the response's cancel scope
+        # cancels every await in this `finally` too, and the file would stay open until
+        # the garbage collector found it. Closing a file opened for reading does not block.
+        handle.close()

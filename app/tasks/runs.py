@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -43,6 +43,7 @@ STOP_STATUS: dict[StopReason, RunStatus] = {
     "shutdown": "interrupted",
 }
 """A turn cut by a stop is stored `stopped`; by its instance shutting down, `interrupted`."""
+OnEnd = Callable[[], Awaitable[None]]
 
 
 class RunProgram(Protocol):
@@ -132,11 +133,17 @@ class RunRegistry:
             return None
         return await self._shared.reader(user_id, conversation_id, task_id, after)
 
-    def launch(self, claim: Claim, program: RunProgram) -> Run:
-        """Start the run in the background; the caller already holds `claim`."""
+    def launch(self, claim: Claim, program: RunProgram, on_end: OnEnd | None = None) -> Run:
+        """Start the run in the background; the caller already holds `claim`.
+
+        `on_end` runs once the turn is stored, before the claim is released,
+        so whoever waits for the release (a stop) sees what it frees too.
+        """
         run = Run(claim)
         self._runs[claim.key] = run
-        run.task = asyncio.create_task(self._drive(run, program), name=f"run-{claim.task_id}")
+        run.task = asyncio.create_task(
+            self._drive(run, program, on_end), name=f"run-{claim.task_id}"
+        )
         return run
 
     async def stop(
@@ -167,7 +174,7 @@ class RunRegistry:
                 run.forget.cancel()
         self._runs.clear()
 
-    async def _drive(self, run: Run, program: RunProgram) -> None:
+    async def _drive(self, run: Run, program: RunProgram, on_end: OnEnd | None) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(run.claim))
         copier = asyncio.create_task(self._shared.publish(run.claim, run.log))
         conclusion: Conclusion | None = None
@@ -183,6 +190,11 @@ class RunRegistry:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
+            if on_end is not None:
+                try:
+                    await on_end()
+                except Exception:
+                    log.exception("run %s: its end hook failed", run.claim.task_id)
             await self._release(run.claim)
             run.log.end(conclusion.complete if conclusion is not None else None)
             await self._copied(run, copier)

@@ -24,6 +24,8 @@ from app.tools.base import ToolContext, ToolOutput
 log = logging.getLogger(__name__)
 
 _LOGGED_BODY_CHARS = 300
+MAX_RESPONSE_BYTES = 2 * 1024 * 1024
+"""Most of a search answer read: five results are tens of KB, so more means a broken upstream."""
 SCHEMA = ToolSchema(
     name="web_search",
     description=(
@@ -58,19 +60,24 @@ class TavilySearch:
         if not query:
             return ToolOutput("The search needs a non-empty `query`.", is_error=True)
         try:
-            response = await self._client.post(
+            async with self._client.stream(
+                "POST",
                 self._url,
                 json={"query": query, "max_results": self._max_results, "search_depth": "basic"},
                 headers={"Authorization": f"Bearer {self._key.get_secret_value()}"},
-            )
+            ) as response:
+                content = await _read_at_most(response, MAX_RESPONSE_BYTES)
         except httpx.HTTPError as exc:
             self._log_failure("-", f"{type(exc).__name__}: {exc}")
             return ToolOutput(f"Web search failed ({type(exc).__name__}).", is_error=True)
         if response.status_code != 200:
-            self._log_failure(response.status_code, response.text)
+            self._log_failure(response.status_code, (content or b"").decode("utf-8", "replace"))
             return ToolOutput(f"Web search failed (HTTP {response.status_code}).", is_error=True)
+        if content is None:
+            self._log_failure(200, f"an answer of more than {MAX_RESPONSE_BYTES} bytes")
+            return ToolOutput("Web search returned an answer too large to read.", is_error=True)
         try:
-            results = orjson.loads(response.content).get("results") or []
+            results = orjson.loads(content).get("results") or []
         except (orjson.JSONDecodeError, AttributeError):
             return ToolOutput("Web search returned an unreadable answer.", is_error=True)
         references = [
@@ -96,6 +103,16 @@ class TavilySearch:
             status,
             message.strip()[:_LOGGED_BODY_CHARS],
         )
+
+
+async def _read_at_most(response: httpx.Response, limit: int) -> bytes | None:
+    """The body, or None as soon as it passes `limit` bytes (the rest is never read)."""
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) > limit:
+            return None
+    return bytes(body)
 
 
 def _query(args: dict[str, Any]) -> str:

@@ -8,9 +8,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from tests.support.server import serve
@@ -30,9 +31,11 @@ class FakeTavily:
     """When set, searches answer this status with Tavily's error shape, naming the key sent."""
     disconnected: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when a client gave up on a search that was hanging: the tool call was cancelled."""
+    padding_bytes: int = 0
+    """When set, answers carry this many bytes more, streamed (a provider gone wrong)."""
     base_url: str = ""
 
-    async def _search(self, request: Request) -> JSONResponse:
+    async def _search(self, request: Request) -> Response:
         body: dict[str, Any] = await request.json()
         query = str(body.get("query", ""))
         self.queries.append(query)
@@ -58,7 +61,12 @@ class FakeTavily:
             }
             for n in range(1, self.results_per_query + 1)
         ]
-        return JSONResponse({"query": query, "results": results, "response_time": 0.01})
+        answer = {"query": query, "results": results, "response_time": 0.01}
+        if self.padding_bytes:
+            return StreamingResponse(
+                _padded(answer, self.padding_bytes), media_type="application/json"
+            )
+        return JSONResponse(answer)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[FakeTavily]:
@@ -66,3 +74,12 @@ class FakeTavily:
         async with serve(app, lifespan="off") as url:
             self.base_url = url
             yield self
+
+
+async def _padded(answer: dict[str, Any], padding: int) -> AsyncIterator[bytes]:
+    """`answer` with a `padding` field of that many bytes, a megabyte at a time."""
+    yield orjson.dumps(answer)[:-1] + b', "padding": "'
+    block = b"x" * (1024 * 1024)
+    for start in range(0, padding, len(block)):
+        yield block[: padding - start]
+    yield b'"}'

@@ -14,6 +14,7 @@ from app.documents.extract import (
     PDF,
     PNG,
     TEXT,
+    Budget,
     FileType,
     UnreadableFile,
     content_matches,
@@ -40,7 +41,7 @@ def test_types_come_from_the_extension_case_insensitively() -> None:
 def test_pdf_text_comes_out_per_page(tmp_path: Path) -> None:
     path = write(tmp_path, pdf_bytes(["Apples grow on trees.", "", "Pumps move water."]))
 
-    document = extract(path, PDF)
+    document = extract(path, PDF, Budget())
 
     assert document.unit == "page"
     assert [(s.first, s.last, s.text) for s in document.sections] == [
@@ -54,14 +55,14 @@ def test_a_scanned_pdf_says_it_has_no_text(tmp_path: Path) -> None:
 
     assert content_matches(path, PDF)
     with pytest.raises(UnreadableFile, match=r"scanned image.*\(OCR\) is not available"):
-        extract(path, PDF)
+        extract(path, PDF, Budget())
 
 
 def test_a_damaged_pdf_says_so(tmp_path: Path) -> None:
     path = write(tmp_path, pdf_bytes(["Some text."])[:300])
 
     with pytest.raises(UnreadableFile, match="could not be read: the file may be damaged"):
-        extract(path, PDF)
+        extract(path, PDF, Budget())
 
 
 def test_docx_paragraphs_and_table_rows_are_numbered_in_order(tmp_path: Path) -> None:
@@ -70,7 +71,7 @@ def test_docx_paragraphs_and_table_rows_are_numbered_in_order(tmp_path: Path) ->
     path = write(tmp_path, data)
 
     assert content_matches(path, DOCX)
-    document = extract(path, DOCX)
+    document = extract(path, DOCX, Budget())
 
     assert document.unit == "paragraph"
     assert [(s.first, s.text) for s in document.sections] == [
@@ -87,7 +88,7 @@ def test_a_damaged_docx_is_a_docx_that_cannot_be_read(tmp_path: Path) -> None:
 
     assert content_matches(path, DOCX)
     with pytest.raises(UnreadableFile, match="Word document could not be read"):
-        extract(path, DOCX)
+        extract(path, DOCX, Budget())
 
 
 def test_a_zip_that_is_not_a_word_document_is_refused(tmp_path: Path) -> None:
@@ -116,14 +117,14 @@ def test_text_encodings_are_detected(tmp_path: Path, data: bytes, expected: str)
     path = write(tmp_path, data)
 
     assert content_matches(path, TEXT)
-    assert extract(path, TEXT).text == expected
+    assert extract(path, TEXT, Budget()).text == expected
 
 
 def test_text_sections_carry_line_numbers(tmp_path: Path) -> None:
     lines = ["# Title", "", "First paragraph,", "two lines.", "", "", *[f"l{i}" for i in range(25)]]
     path = write(tmp_path, "\r\n".join(lines).encode())
 
-    document = extract(path, MARKDOWN)
+    document = extract(path, MARKDOWN, Budget())
 
     assert document.unit == "line"
     assert [(s.first, s.last) for s in document.sections] == [(1, 1), (3, 4), (7, 26), (27, 31)]
@@ -156,4 +157,4 @@ def test_images_are_recognised_but_need_a_vision_model(tmp_path: Path) -> None:
     assert content_matches(png, PNG)
     assert content_matches(jpeg, JPEG)
     with pytest.raises(UnreadableFile, match="needs a vision model, and none is configured"):
-        extract(png, PNG)
+        extract(png, PNG, Budget())

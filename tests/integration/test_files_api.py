@@ -245,10 +245,16 @@ async def test_the_client_path_is_never_used(tmp_path: Path, sqlite_url: str) ->
     async with service(settings) as client:
         unix = (await upload(client, "../../etc/passwd.txt", b"root")).json()["data"]
         windows = (await upload(client, "C:\\Users\\x\\evil<1>|?.md", b"# hi")).json()["data"]
+        spoof = "in\u202evoice\u200b\x85\u2028 e\u0301t\u00e9" + "x" * 400 + ".txt"
+        hidden = (await upload(client, spoof, b"text")).json()["data"]
 
     assert unix["fileName"] == "passwd.txt"
     assert windows["fileName"] == "evil1.md"
-    assert sorted(p.name for p in blobs(settings)) == sorted([unix["fileId"], windows["fileId"]])
+    # No bidi override or invisible character survives; the name is NFC and bounded.
+    assert hidden["fileName"] == "invoice \u00e9t\u00e9" + "x" * 240 + ".txt"
+    assert len(hidden["fileName"]) == 255
+    stored = sorted(p.name for p in blobs(settings))
+    assert stored == sorted([unix["fileId"], windows["fileId"], hidden["fileId"]])
     assert all(p.parent == settings.data_dir / "files" / "uploads" for p in blobs(settings))
 
 

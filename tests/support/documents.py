@@ -7,6 +7,8 @@ document it reads, so what it contains is visible next to the assertion.
 from __future__ import annotations
 
 import io
+import zipfile
+import zlib
 from collections.abc import Sequence
 
 import docx
@@ -53,3 +55,55 @@ def image_bytes(kind: str = "PNG") -> bytes:
     out = io.BytesIO()
     Image.new("RGB", (8, 8), "red").save(out, kind)
     return out.getvalue()
+
+
+MB = 1024 * 1024
+
+
+def docx_bomb_bytes(inflated_mb: int) -> bytes:
+    """A Word document whose `word/document.xml` unpacks to `inflated_mb` MB of paragraphs.
+
+    Written a megabyte at a time, so building it costs the test no memory;
+    it compresses about a thousandfold.
+    """
+    with zipfile.ZipFile(io.BytesIO(docx_bytes(["Bomb"]))) as source:
+        parts = {name: source.read(name) for name in source.namelist()}
+    head, _, tail = parts.pop("word/document.xml").partition(b"<w:body>")
+    paragraph = b"<w:p><w:r><w:t>boom boom boom boom</w:t></w:r></w:p>"
+    block = paragraph * (MB // len(paragraph))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
+        for name, data in parts.items():
+            archive.writestr(name, data)
+        with archive.open("word/document.xml", "w", force_zip64=True) as part:
+            part.write(head + b"<w:body>")
+            for _ in range(inflated_mb):
+                part.write(block)
+            part.write(tail[tail.index(b"</w:body>") :])
+    return out.getvalue()
+
+
+def pdf_bomb_bytes(inflated_mb: int) -> bytes:
+    """A one-page pdf whose content stream is Flate that inflates to `inflated_mb` MB."""
+    deflate = zlib.compressobj(9)
+    operators = b"0 0 m 1 1 l S\n" * (MB // 14)
+    stream = b"".join(deflate.compress(operators) for _ in range(inflated_mb)) + deflate.flush()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream),
+    ]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        xref,
+    )
+    return bytes(out)

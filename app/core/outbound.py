@@ -1,0 +1,205 @@
+"""Requests to URLs that a model, a user or a remote document chose: the SSRF guard.
+
+A web page fetch, an image URL in a deck, an MCP or A2A server from user
+settings: whoever picks the URL could point it at the service's own
+network (Redis, the database, a cloud's metadata service at
+169.254.169.254). Every such request goes through `guarded_client`, whose
+connections are checked where they are made: the host is resolved, and
+only addresses on the public internet (or named by `OUTBOUND_ALLOWLIST`)
+are connected to. Checking at connect time, on the address actually
+dialled, covers every redirect and a DNS answer that changes between a
+check and the connection (rebinding); a proxy would hide the destination,
+so the client uses none.
+
+`fetch` adds the bounds a fetched page needs: at most `max_bytes` of body
+(the rest is cut, and said so) and one deadline for the whole exchange,
+redirects included.
+
+    OutboundError           base: `str()` is fit to show a model or a user
+    ├── BlockedDestination  the host resolves only to refused addresses
+    └── FetchFailed         not http(s), unreachable, too slow, or an HTTP error
+
+Left out: what to do with the bytes (that is the agent's tool), robots.txt,
+and caching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpcore2
+import httpx2 as httpx
+
+from app.config import Settings
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+class OutboundError(Exception):
+    pass
+
+
+class BlockedDestination(OutboundError):
+    pass
+
+
+class FetchFailed(OutboundError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class OutboundPolicy:
+    """Which destinations a chosen URL may reach: the public internet, and what is allowed."""
+
+    hosts: frozenset[str] = frozenset()
+    """Host names allowed whatever they resolve to (an intranet wiki)."""
+    networks: tuple[IPNetwork, ...] = ()
+    """Addresses and ranges allowed though not public."""
+
+    @classmethod
+    def parse(cls, allowlist: str) -> OutboundPolicy:
+        """`OUTBOUND_ALLOWLIST`: host names, addresses or CIDR ranges, comma-separated."""
+        hosts: set[str] = set()
+        networks: list[IPNetwork] = []
+        for item in (part.strip() for part in allowlist.split(",")):
+            if not item:
+                continue
+            try:
+                networks.append(ipaddress.ip_network(item.strip("[]"), strict=False))
+            except ValueError:
+                hosts.add(item.lower().rstrip("."))
+        return cls(frozenset(hosts), tuple(networks))
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> OutboundPolicy:
+        return cls.parse(settings.outbound_allowlist)
+
+    def allows_host(self, host: str) -> bool:
+        return host.lower().rstrip(".") in self.hosts
+
+    def allows_address(self, address: IPAddress) -> bool:
+        """Public unicast addresses; loopback, private, link-local, metadata and the rest only
+        when allowed. An IPv4 address written as IPv6 (`::ffff:127.0.0.1`) is judged as IPv4."""
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if any(address in network for network in self.networks):
+            return True
+        return address.is_global and not address.is_multicast
+
+
+class GuardedNetwork(httpcore2.AsyncNetworkBackend):
+    """httpcore's network layer, dialling only addresses the policy allows.
+
+    TLS still names the host (httpcore sends the request's host as SNI and
+    checks the certificate against it); only the address dialled is pinned.
+    """
+
+    def __init__(self, policy: OutboundPolicy, inner: httpcore2.AsyncNetworkBackend) -> None:
+        self._policy = policy
+        self._inner = inner
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        address = await self._allowed_address(host, port, timeout)
+        return await self._inner.connect_tcp(
+            str(address), port, timeout, local_address, socket_options
+        )
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+        socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        raise BlockedDestination("Unix sockets are not reachable from outside")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+    async def _allowed_address(self, host: str, port: int, seconds: float | None) -> IPAddress:
+        try:
+            async with asyncio.timeout(seconds):
+                found = await asyncio.get_running_loop().getaddrinfo(
+                    host, port, type=socket.SOCK_STREAM
+                )
+        except (OSError, TimeoutError) as exc:
+            raise httpcore2.ConnectError(f"{host} could not be resolved") from exc
+        addresses = [ipaddress.ip_address(info[4][0]) for info in found]
+        if self._policy.allows_host(host):
+            return addresses[0]
+        allowed = [a for a in addresses if self._policy.allows_address(a)]
+        if not allowed:
+            raise BlockedDestination(
+                f"{host} is a private, local or metadata address, which may not be fetched"
+            )
+        return allowed[0]
+
+
+def guarded_client(
+    policy: OutboundPolicy, *, timeout: float, max_redirects: int = 5
+) -> httpx.AsyncClient:
+    """A client for chosen URLs: every connection checked, redirects followed (and checked)."""
+    # No proxy (`trust_env=False`): a proxy would dial for us, out of the guard's sight.
+    transport = httpx.AsyncHTTPTransport(trust_env=False)
+    # The transport takes no network backend, so the pool's own is wrapped in place.
+    pool = transport._pool
+    assert isinstance(pool, httpcore2.AsyncConnectionPool)
+    pool._network_backend = GuardedNetwork(policy, pool._network_backend)
+    return httpx.AsyncClient(
+        transport=transport,
+        trust_env=False,
+        follow_redirects=True,
+        max_redirects=max_redirects,
+        timeout=timeout,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    url: str
+    """Where the body came from, after redirects."""
+    status: int
+    content_type: str
+    body: bytes
+    truncated: bool
+    """The body was longer than `max_bytes`, and was cut there."""
+
+
+async def fetch(client: httpx.AsyncClient, url: str, *, max_bytes: int, seconds: float) -> Fetched:
+    """GET `url` through a `guarded_client`, within `max_bytes` and `seconds` in all."""
+    if urlsplit(url).scheme not in ("http", "https"):
+        raise FetchFailed("Only http and https URLs can be fetched")
+    try:
+        async with asyncio.timeout(seconds), client.stream("GET", url) as response:
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > max_bytes:
+                    break
+            if response.status_code >= 400:
+                raise FetchFailed(f"The server answered HTTP {response.status_code}")
+            return Fetched(
+                url=str(response.url),
+                status=response.status_code,
+                content_type=response.headers.get("content-type", ""),
+                body=bytes(body[:max_bytes]),
+                truncated=len(body) > max_bytes,
+            )
+    except TimeoutError as exc:
+        raise FetchFailed(f"No complete answer within {seconds:g} seconds") from exc
+    except httpx.TooManyRedirects as exc:
+        raise FetchFailed("Too many redirects") from exc
+    except httpx.HTTPError as exc:
+        raise FetchFailed(f"The page could not be fetched: {type(exc).__name__}") from exc

@@ -1,0 +1,98 @@
+"""Per-user limits in Redis, so they hold across every instance sharing it.
+
+Each check is one Lua script, so reading and updating a user's count is
+atomic however many instances ask at once, and each uses the server's clock
+(`TIME`), so instances with drifting clocks agree.
+
+A user's stream slots are a sorted set of run ids scored by when each
+lapses (`SLOT_SECONDS` after it was taken): a slot whose instance died
+without releasing it lapses by itself instead of locking the user out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from redis.asyncio import Redis
+
+from app.limits.base import Action, Rates, StreamSlot, too_fast, too_many_streams
+from app.tasks.redis_client import connect, redacted, translate_errors
+
+SLOT_SECONDS = 6 * 3600
+"""Longest a slot is held without release: far past any turn, short of a lockout."""
+
+_OPEN_STREAM_LUA = """
+local now = tonumber(redis.call('TIME')[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if tonumber(ARGV[1]) > 0 and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  return 0
+end
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
+redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
+return 1
+"""
+
+_TAKE_LUA = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local per_minute = tonumber(ARGV[1])
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1]) or per_minute
+local at = tonumber(state[2]) or now
+tokens = math.min(per_minute, tokens + math.max(0, now - at) * per_minute / 60)
+local wait = 0
+if tokens >= 1 then
+  tokens = tokens - 1
+else
+  wait = (1 - tokens) * 60 / per_minute
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('EXPIRE', KEYS[1], 120)
+return tostring(wait)
+"""
+
+
+@dataclass(slots=True)
+class _Slot:
+    redis: Redis
+    where: str
+    key: str
+    run_id: str
+
+    async def release(self) -> None:
+        with translate_errors(self.where):
+            await self.redis.zrem(self.key, self.run_id)
+
+
+class RedisUserLimits:
+    def __init__(self, url: str, prefix: str, rates: Rates, *, timeout: float = 2.0) -> None:
+        self._redis = connect(url, timeout=timeout)
+        self._where = redacted(url)
+        self._prefix = f"{prefix}limits:"
+        self._rates = rates
+        self._open_stream = self._redis.register_script(_OPEN_STREAM_LUA)
+        self._take = self._redis.register_script(_TAKE_LUA)
+
+    async def open_stream(self, user: str, run_id: str) -> StreamSlot:
+        key = f"{self._prefix}streams:{user}"
+        with translate_errors(self._where):
+            opened = await self._open_stream(
+                keys=[key], args=[self._rates.max_streams, run_id, SLOT_SECONDS]
+            )
+        if not opened:
+            raise too_many_streams(self._rates)
+        return _Slot(self._redis, self._where, key, run_id)
+
+    async def take(self, user: str, action: Action) -> None:
+        per_minute = self._rates.bucket(action)
+        if not per_minute:
+            return
+        with translate_errors(self._where):
+            wait = float(
+                await self._take(keys=[f"{self._prefix}{action}:{user}"], args=[per_minute])
+            )
+        if wait > 0:
+            raise too_fast(action, per_minute, wait)
+
+    async def close(self) -> None:
+        await self._redis.aclose()

@@ -1,0 +1,115 @@
+"""Uploads built to hurt the reader: each ends `failed` with its reason, the server stays small.
+
+The server runs in this test's process, so its memory is read from
+/proc/self/status: the peak (VmHWM) is reset to the current size before the
+upload, and must grow by no more than a few tens of MB while the bomb is read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.integration.service import running_service, service_settings
+from tests.support.documents import MB, docx_bomb_bytes, docx_bytes, pdf_bomb_bytes
+
+BOMB_MB = 300
+SERVER_GROWTH_MB = 40
+
+
+def memory_kb(field: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/self/status")
+
+
+def reset_peak_memory() -> None:
+    """Make VmHWM the current RSS again (Linux `clear_refs` 5), so a new peak shows."""
+    Path("/proc/self/clear_refs").write_text("5")
+
+
+async def upload_and_read(client: httpx.AsyncClient, name: str, data: bytes) -> dict[str, Any]:
+    uploaded = await client.post("/file/upload", files={"file": (name, data)})
+    assert uploaded.status_code == 200, uploaded.text
+    info = await client.get(f"/file/info/{uploaded.json()['data']['fileId']}")
+    record: dict[str, Any] = info.json()["data"]
+    return record
+
+
+@pytest.mark.parametrize(
+    ("name", "build"),
+    [("bomb.docx", docx_bomb_bytes), ("bomb.pdf", pdf_bomb_bytes)],
+    ids=["docx", "pdf"],
+)
+async def test_a_decompression_bomb_ends_failed_and_the_server_stays_small(
+    tmp_path: Path, sqlite_url: str, name: str, build: Any
+) -> None:
+    bomb = build(BOMB_MB)
+    assert len(bomb) < MB
+    async with running_service(service_settings(tmp_path, sqlite_url)) as client:
+        await upload_and_read(client, "warm-up.docx", docx_bytes(["Warm the upload path up."]))
+        before = memory_kb("VmRSS")
+        reset_peak_memory()
+        record = await upload_and_read(client, name, bomb)
+        peak = memory_kb("VmHWM")
+        health = await client.get("/health")
+
+    assert record["status"] == "failed"
+    assert "unpacks to more than 128 MB" in record["error"]
+    assert "built to overload the reader" in record["error"]
+    assert (peak - before) / 1024 < SERVER_GROWTH_MB
+    assert health.status_code == 200
+
+
+async def test_a_bomb_under_the_unpacking_budget_stops_at_the_memory_limit(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    settings = service_settings(
+        tmp_path, sqlite_url, file_max_inflated_bytes=1024 * MB, file_parse_memory_mb=256
+    )
+    async with running_service(settings) as client:
+        before = memory_kb("VmRSS")
+        reset_peak_memory()
+        record = await upload_and_read(client, "bomb.docx", docx_bomb_bytes(BOMB_MB))
+        peak = memory_kb("VmHWM")
+
+    assert record["status"] == "failed"
+    assert record["error"] == (
+        "Reading a Word document needed more than 256 MB of memory, the limit: "
+        "it may be damaged or built to overload the reader."
+    )
+    assert (peak - before) / 1024 < SERVER_GROWTH_MB
+
+
+async def test_a_document_that_takes_too_long_to_read_ends_failed(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    settings = service_settings(tmp_path, sqlite_url, file_parse_seconds=0.01)
+    async with running_service(settings) as client:
+        record = await upload_and_read(client, "notes.docx", docx_bytes(["Slow to read."]))
+
+    assert record["status"] == "failed"
+    assert record["error"] == (
+        "Reading a Word document took longer than 0.01 seconds, the limit: "
+        "it may be damaged or built to overload the reader."
+    )
+
+
+async def test_a_document_with_more_text_than_the_budget_ends_failed(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    settings = service_settings(tmp_path, sqlite_url, file_max_chars=1000)
+    async with running_service(settings) as client:
+        small = await upload_and_read(client, "small.txt", b"a short note\n")
+        large = await upload_and_read(client, "large.txt", b"many words\n" * 200)
+
+    assert small["status"] == "ready"
+    assert large == large | {
+        "status": "failed",
+        "error": "This is a text file with more than 1,000 characters of text, "
+        "more than can be read.",
+    }

@@ -1,0 +1,113 @@
+"""Per-user limits over HTTP, on both backends: in process, and in Redis across instances.
+
+Over a limit the answer is 429 with `Retry-After` and the error envelope,
+before any model call; another user is never held back by it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import Reply
+from tests.integration.service import Backend, running_service, settings_for
+from tests.support.sse import collect, events
+
+ALICE = {"Authorization": "Bearer key-alice"}
+BOB = {"Authorization": "Bearer key-bob"}
+KEYS = "key-alice:alice,key-bob:bob"
+
+
+async def start_and_leave(client: httpx.AsyncClient, conversation: str) -> None:
+    """Ask as Alice, read up to the first text, and go: the run goes on without the client."""
+    params = {"query": "A long one", "conversationId": conversation}
+    async with client.stream("GET", "/agent/chat/stream", params=params, headers=ALICE) as r:
+        async for event in events(r):
+            if event["type"] == "text":
+                return
+    pytest.fail("the stream ended before any text")
+
+
+async def ask(
+    client: httpx.AsyncClient, conversation: str, headers: dict[str, str]
+) -> tuple[httpx.Response, list[dict[str, Any]]]:
+    params = {"query": "Hi", "conversationId": conversation}
+    async with client.stream("GET", "/agent/chat/stream", params=params, headers=headers) as r:
+        if r.status_code != 200:
+            await r.aread()
+            return r, []
+        return r, await collect(r)
+
+
+def assert_too_many(response: httpx.Response, longest_wait: int) -> None:
+    assert response.status_code == 429
+    body = response.json()
+    assert body == {"code": 429, "message": body["message"], "data": None}
+    assert body["message"].startswith("Too many")
+    assert 1 <= int(response.headers["retry-after"]) <= longest_wait
+
+
+async def test_streams_at_once_are_limited_per_user_until_a_run_ends(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.script(Reply.hang(first_text="Still"), Reply.hang(first_text="Going"))
+    settings = settings_for(backend, tmp_path, fake_llm, api_keys=KEYS, max_streams_per_user=2)
+    async with running_service(settings) as client:
+        await start_and_leave(client, "c-1")
+        await start_and_leave(client, "c-2")
+        calls_before = len(fake_llm.requests)
+        refused, _ = await ask(client, "c-3", ALICE)
+        calls_after_refusal = len(fake_llm.requests)
+        bob, bob_events = await ask(client, "c-bob", BOB)
+        stopped = await client.get("/agent/stop", params={"conversationId": "c-1"}, headers=ALICE)
+        again, again_events = await ask(client, "c-3", ALICE)
+
+    assert_too_many(refused, 5)
+    assert "at most 2 may run at once" in refused.json()["message"]
+    assert calls_after_refusal == calls_before
+    assert bob.status_code == 200
+    assert bob_events[-1]["status"] == "completed"
+    assert stopped.json()["success"] is True
+    assert again.status_code == 200
+    assert again_events[-1]["status"] == "completed"
+
+
+async def test_new_streams_a_minute_are_limited_per_user(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = settings_for(backend, tmp_path, fake_llm, api_keys=KEYS, streams_per_minute=2)
+    async with running_service(settings) as client:
+        answered = [await ask(client, f"c-{n}", ALICE) for n in range(2)]
+        calls_before = len(fake_llm.requests)
+        refused, _ = await ask(client, "c-3", ALICE)
+        calls_after_refusal = len(fake_llm.requests)
+        bob, _ = await ask(client, "c-bob", BOB)
+
+    assert [r.status_code for r, _ in answered] == [200, 200]
+    # Two a minute: the next token comes within 30 s.
+    assert_too_many(refused, 30)
+    assert refused.json()["message"] == "Too many new streams: at most 2 a minute for one user"
+    assert calls_after_refusal == calls_before
+    assert bob.status_code == 200
+
+
+async def test_uploads_a_minute_are_limited_per_user(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = settings_for(backend, tmp_path, fake_llm, api_keys=KEYS, uploads_per_minute=1)
+    note = {"file": ("note.txt", b"A short note.\n")}
+    async with running_service(settings) as client:
+        first = await client.post("/file/upload", files=note, headers=ALICE)
+        second = await client.post("/file/upload", files=note, headers=ALICE)
+        bobs = await client.post("/file/upload", files=note, headers=BOB)
+        listed = await client.get("/file/list", headers=ALICE)
+
+    assert first.status_code == 200
+    assert_too_many(second, 60)
+    assert second.json()["message"] == "Too many uploads: at most 1 a minute for one user"
+    assert bobs.status_code == 200
+    assert len(listed.json()["data"]) == 1
