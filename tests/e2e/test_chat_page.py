@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 from urllib.parse import parse_qs, urlsplit
 
+import httpx
 from playwright.async_api import FilePayload, Locator, Page, Request, Route, expect
 
 from app.config import Settings
@@ -301,22 +302,40 @@ async def test_a_question_asked_while_the_list_loads_keeps_its_turn(
     """The page once opened the URL's conversation when its list arrived, even when the
     reader had asked a question meanwhile: that aborted the question's request and
     reported the new conversation as gone."""
-    upstreams.llm.script(Reply.text("Blue light scatters most."))
+    upstreams.llm.script(
+        Reply.text("An earlier answer."),
+        Reply.text('["One?", "Two?", "Three?"]'),
+        Reply.text("Blue light scatters most."),
+    )
     listed = asyncio.Event()
 
-    async def hold_the_first_list(route: Route) -> None:
+    async def hold_until_asked(route: Route) -> None:
         await listed.wait()
         await route.continue_()
 
+    # Every request the page makes, recorded in the page as it makes it.
+    await page.add_init_script(
+        "window.__fetched = []; const send = window.fetch;"
+        "window.fetch = (input, init) => { window.__fetched.push(String(input));"
+        " return send(input, init); };"
+    )
     async with serve(create_app(app_settings(query_max_chars=40))) as url:
-        await page.route("**/session/list?**", hold_the_first_list)
+        async with httpx.AsyncClient(base_url=url) as client:
+            params = {"query": "Earlier", "conversationId": "earlier"}
+            async with client.stream("GET", "/agent/chat/stream", params=params) as response:
+                await response.aread()
+        await page.route("**/agent/kinds", hold_until_asked)
+        await page.route("**/session/list?**", hold_until_asked)
         await page.goto(url)
         await ask(page, "Why " * 15)
         too_long = page.locator(".turn").first
         await expect(too_long.locator(".error")).to_have_text("query is longer than 40 characters")
 
-        async with page.expect_response("**/session/list?**"):
-            listed.set()
+        listed.set()
+        # Once the list shows, the page has acted on it: it must not have opened anything.
+        await expect(page.locator(".conversations .open")).to_have_count(1)
+        fetched: list[str] = await page.evaluate("window.__fetched")
+        assert [u for u in fetched if u.startswith("/session/") and "list" not in u] == []
         answered = await ask(page, "Why is the sky blue?")
         await expect(answered).to_have_attribute("data-status", "completed")
         await expect(answered.locator(".answer")).to_have_text("Blue light scatters most.")

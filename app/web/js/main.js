@@ -302,10 +302,11 @@ async function upload(file) {
 }
 
 async function load() {
+  // Read first: whatever the reader does while the agents and the list load changes it.
+  const hash = location.hash;
   ui.keyButton.hidden = !apiKey();
   await loadAgents();
   showAgentTools();
-  const hash = location.hash;
   try {
     await conversations.refresh();
   } catch (error) {
