@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -19,9 +18,9 @@ import pytest
 
 from app.core.events import Event
 from app.tools.base import ToolContext
-from app.tools.shell import BashTool, Shell, ShellLimits, python_mounts
+from app.tools.shell import BashTool, Shell, ShellLimits
 from app.tools.workspace import Workspace
-from tests.conftest import require_binary
+from tests.support.sandbox import sandboxed_shell
 
 SECRET = "sk-live-do-not-leak-4f1c"
 LIMITS = ShellLimits(
@@ -35,8 +34,7 @@ LIMITS = ShellLimits(
 
 @pytest.fixture
 def shell() -> Shell:
-    require_binary("bwrap", "bubblewrap (Debian's `bubblewrap`, scripts/install-sandbox)")
-    return Shell(LIMITS, "sandboxed", python_mounts(), shutil.which("bwrap"))
+    return sandboxed_shell(LIMITS)
 
 
 @pytest.fixture
