@@ -99,6 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     report = summarize(read_rows(args.table, args.sheet), f"Summary of {args.table.name}", args.top)
     if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(report, encoding="utf-8")
         print(f"Wrote {args.out}")
     else:

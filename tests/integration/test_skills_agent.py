@@ -1,0 +1,241 @@
+"""The skills agent as a user meets it: a skill followed in the sandbox produces a file to download.
+
+The end-to-end test goes through the HTTP API and the real registry entry,
+with the fake OpenAI server scripting the model; the others drive the agent
+in-process on a `ScriptedModel`, to look at what the model was sent.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import docx
+import httpx
+import httpx2
+import pytest
+
+from app.agents.base import AgentCore, AgentSettings, Turn
+from app.agents.skills import SkillsAgent, build
+from app.config import Settings
+from app.core.events import CompleteEvent, Event, FileEvent, ThinkingEvent
+from app.core.messages import ToolResultBlock
+from app.core.run import ConversationKey
+from app.documents.library import DocumentLibrary, LibrarySettings
+from app.llm.tokens import TokenCounter, install_encodings
+from app.store.blobs import LocalBlobStore
+from app.store.db import Database
+from app.store.file_store import SqlFileStore
+from app.store.sessions import SqlSessionStore
+from app.tools.shell import Shell, ShellLimits
+from app.tools.workspace import workspace_root
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import Reply as HttpReply
+from tests.integration.service import (
+    Backend,
+    history,
+    running_service,
+    service_settings,
+    settings_for,
+)
+from tests.support.sandbox import sandboxed_shell
+from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
+from tests.support.sse import collect
+from tests.support.turns import drive_turn
+
+DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
+SALES = b"region,units\nNorth,12\nSouth,7\nNorth,3\n"
+SUMMARY_AND_REPORT = (
+    "python /skills/data-summary/scripts/summarize_table.py sales.txt --out tmp/summary.md"
+    " && python /skills/docx-report/scripts/markdown_to_docx.py tmp/summary.md"
+    " 'Sales summary.docx'"
+)
+
+
+async def stream(
+    client: httpx.AsyncClient, query: str, conversation: str, file_id: str
+) -> list[dict[str, object]]:
+    params = {"query": query, "conversationId": conversation, "fileId": file_id}
+    async with client.stream("GET", "/agent/skills/stream", params=params) as response:
+        assert response.status_code == 200
+        return await collect(response)
+
+
+async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    sandboxed_shell(ShellLimits())  # skips (fails under CI) without bubblewrap
+    settings = settings_for(backend, tmp_path, fake_llm)
+    fake_llm.script(
+        HttpReply.tool_calls([("load_skill", {"name": "data-summary"})]),
+        HttpReply.tool_calls([("bash", {"command": SUMMARY_AND_REPORT})]),
+        HttpReply.text("Your report is ready: a summary of the two regions."),
+    )
+    async with running_service(settings) as client:
+        upload = await client.post("/file/upload", files={"file": ("sales.txt", SALES)})
+        file_id = upload.json()["data"]["fileId"]
+        events = await stream(client, "Turn my data into a Word report", "c-skills", file_id)
+        [file_event] = [e for e in events if e["type"] == "file"]
+        download = await client.get(str(file_event["url"]))
+        [stored] = await history(client, "c-skills")
+        workspace = workspace_root(settings.data_dir, "local", "c-skills")
+        existed = workspace.is_dir()
+        deleted = await client.delete("/session/c-skills")
+
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "start"
+    assert kinds[-1] == "complete"
+    assert events[-1]["status"] == "completed"
+    assert [e["toolName"] for e in events if e["type"] == "tool_end"] == ["load_skill", "bash"]
+    assert all(e["isError"] is False for e in events if e["type"] == "tool_end")
+    thinking = "".join(str(e["content"]) for e in events if e["type"] == "thinking")
+    assert "Copied sales.txt into the workspace" in thinking
+    assert "Loading the skill data-summary" in thinking
+    assert "Running: python /skills/data-summary/scripts/summarize_table.py" in thinking
+    assert file_event["name"] == "Sales summary.docx"
+    assert file_event["mimeType"] == DOCX_MIME
+    answer = "".join(str(e["content"]) for e in events if e["type"] == "text")
+    assert f"[Sales summary.docx]({file_event['url']})" in answer
+    assert stored["answer"] == answer
+    assert [f["name"] for f in stored["files"]] == ["Sales summary.docx"]
+    assert download.status_code == 200
+    report = docx.Document(io.BytesIO(download.content))
+    assert report.paragraphs[0].text == "Summary of sales.txt"
+    assert any("3 rows, 2 columns." in p.text for p in report.paragraphs)
+    assert existed
+    assert deleted.status_code == 200
+    assert not workspace.exists()
+
+
+@pytest.fixture
+async def core(tmp_path: Path) -> AsyncIterator[AgentCore]:
+    """What the lifespan gives agents, on SQLite, with a scripted model put in later."""
+    install_encodings(tmp_path / "tiktoken")
+    url = f"sqlite+aiosqlite:///{tmp_path}/app.db"
+    async with (
+        Database.open(url, pool_size=2, migrate=True) as db,
+        httpx2.AsyncClient() as http,
+    ):
+        yield AgentCore(
+            model=ScriptedModel(),
+            store=SqlSessionStore(db),
+            tokens=TokenCounter(),
+            http=http,
+            limits=AgentSettings(recommendations=False),
+            documents=DocumentLibrary(
+                SqlFileStore(db),
+                LocalBlobStore(tmp_path / "files"),
+                None,
+                LibrarySettings(),
+            ),
+        )
+
+
+def skills_settings(tmp_path: Path, **overrides: Any) -> Settings:
+    return service_settings(tmp_path, "sqlite+aiosqlite://", **overrides)
+
+
+def ask(question: str) -> Turn:
+    return Turn(ConversationKey("u1", "c1"), question, "t1")
+
+
+def without_skills(core: AgentCore, tmp_path: Path, shell: Shell) -> SkillsAgent:
+    """The agent as a deployment with no skills at all would build it."""
+    assert core.documents is not None
+    return SkillsAgent(core, core.documents, {}, shell, tmp_path / "data", 1024 * 1024)
+
+
+def status(events: list[Event]) -> str:
+    complete = events[-1]
+    assert isinstance(complete, CompleteEvent)
+    return complete.status
+
+
+def thinking(events: list[Event]) -> str:
+    return "".join(e.content for e in events if isinstance(e, ThinkingEvent))
+
+
+async def test_with_no_skills_installed_the_agent_still_works(
+    core: AgentCore, tmp_path: Path
+) -> None:
+    model = ScriptedModel(
+        Reply.tool_calls(("write_file", {"path": "hello.md", "content": "# Hello\n"})),
+        Reply.text("Done."),
+    )
+    core.model = model
+    agent = without_skills(core, tmp_path, build(core, skills_settings(tmp_path)).shell)
+
+    events = await drive_turn(agent, ask("Write a hello file"))
+
+    first = model.requests[0]
+    assert "No skills are installed" in first.messages[0].text_content()
+    assert "load_skill" not in first.tool_names
+    assert {"read_file", "write_file", "edit_file", "bash", "glob", "grep"} <= set(first.tool_names)
+    assert [e.name for e in events if isinstance(e, FileEvent)] == ["hello.md"]
+    assert status(events) == "completed"
+
+
+async def test_rounds_stop_at_skills_max_rounds_with_a_last_answer_without_tools(
+    core: AgentCore, tmp_path: Path
+) -> None:
+    def last(request: ModelRequest) -> Reply:
+        assert request.tools == []
+        return Reply.text("Here is what I found.")
+
+    model = ScriptedModel(
+        Reply.tool_calls(("list_files", {})),
+        Reply.tool_calls(("list_files", {})),
+        last,
+    )
+    core.model = model
+    agent = build(core, skills_settings(tmp_path, skills_max_rounds=2))
+
+    events = await drive_turn(agent, ask("Look around"))
+
+    assert len(model.requests) == 3
+    assert model.unused_steps == 0
+    assert status(events) == "completed"
+
+
+async def test_old_tool_outputs_become_stubs_but_the_skill_stays(
+    core: AgentCore, tmp_path: Path
+) -> None:
+    long_text = "line of data\n" * 200
+    model = ScriptedModel(
+        Reply.tool_calls(("load_skill", {"name": "pdf-extract"})),
+        Reply.tool_calls(("write_file", {"path": "a.txt", "content": long_text})),
+        Reply.tool_calls(("read_file", {"path": "a.txt"})),
+        Reply.tool_calls(("read_file", {"path": "a.txt", "offset": 2})),
+        Reply.text("Read it twice."),
+    )
+    core.model = model
+    agent = build(core, skills_settings(tmp_path, skills_keep_tool_results=1))
+
+    await drive_turn(agent, ask("Read a.txt"))
+
+    results: list[ToolResultBlock] = model.requests[-1].tool_results()
+    assert [r.name for r in results] == ["load_skill", "write_file", "read_file", "read_file"]
+    assert "# Skill: pdf-extract" in results[0].output
+    assert results[2].output.startswith("[output of read_file removed")
+    assert "line of data" in results[3].output
+
+
+async def test_the_shell_refusing_is_said_once_and_the_turn_goes_on(
+    core: AgentCore, tmp_path: Path
+) -> None:
+    model = ScriptedModel(
+        Reply.tool_calls(("bash", {"command": "ls"})),
+        Reply.text("I could not use the shell."),
+    )
+    core.model = model
+    agent = without_skills(core, tmp_path, Shell(ShellLimits(), "sandboxed", (), bwrap=None))
+
+    events = await drive_turn(agent, ask("List the files"))
+
+    [result] = model.requests[1].tool_results()
+    assert result.is_error
+    assert "bubblewrap" in result.output
+    assert thinking(events).startswith("No shell for this task:")
+    assert status(events) == "completed"
