@@ -56,6 +56,8 @@ DOCX = FileType(
 )
 TEXT = FileType("text", "text/plain", "a text file", "line")
 MARKDOWN = FileType("text", "text/markdown", "a Markdown file", "line")
+CSV = FileType("text", "text/csv", "a CSV file", "line")
+TSV = FileType("text", "text/tab-separated-values", "a TSV file", "line")
 PNG = FileType("image", "image/png", "a PNG image", "page")
 JPEG = FileType("image", "image/jpeg", "a JPEG image", "page")
 
@@ -65,6 +67,8 @@ TYPES_BY_EXTENSION: dict[str, FileType] = {
     ".txt": TEXT,
     ".md": MARKDOWN,
     ".markdown": MARKDOWN,
+    ".csv": CSV,
+    ".tsv": TSV,
     ".png": PNG,
     ".jpg": JPEG,
     ".jpeg": JPEG,

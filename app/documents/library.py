@@ -1,6 +1,6 @@
 """The file library: what happens to an uploaded document, from upload to deletion.
 
-Upload: the name decides the type (only pdf, docx, txt, md, png and jpg),
+Upload: the name decides the type (only pdf, docx, txt, md, csv, tsv, png and jpg),
 the bytes are copied to the blob store under a generated key with the size
 capped, the content must be what the name says, then the text is extracted
 and cut into passages in a worker thread, embedded when an embeddings

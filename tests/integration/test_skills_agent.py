@@ -48,7 +48,7 @@ from tests.support.turns import drive_turn
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 SALES = b"region,units\nNorth,12\nSouth,7\nNorth,3\n"
 SUMMARY_AND_REPORT = (
-    "python /skills/data-summary/scripts/summarize_table.py sales.txt --out tmp/summary.md"
+    "python /skills/data-summary/scripts/summarize_table.py sales.csv --out tmp/summary.md"
     " && python /skills/docx-report/scripts/markdown_to_docx.py tmp/summary.md"
     " 'Sales summary.docx'"
 )
@@ -74,7 +74,7 @@ async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
         HttpReply.text("Your report is ready: a summary of the two regions."),
     )
     async with running_service(settings) as client:
-        upload = await client.post("/file/upload", files={"file": ("sales.txt", SALES)})
+        upload = await client.post("/file/upload", files={"file": ("sales.csv", SALES)})
         file_id = upload.json()["data"]["fileId"]
         events = await stream(client, "Turn my data into a Word report", "c-skills", file_id)
         [file_event] = [e for e in events if e["type"] == "file"]
@@ -91,7 +91,7 @@ async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
     assert [e["toolName"] for e in events if e["type"] == "tool_end"] == ["load_skill", "bash"]
     assert all(e["isError"] is False for e in events if e["type"] == "tool_end")
     thinking = "".join(str(e["content"]) for e in events if e["type"] == "thinking")
-    assert "Copied sales.txt into the workspace" in thinking
+    assert "Copied sales.csv into the workspace" in thinking
     assert "Loading the skill data-summary" in thinking
     assert "Running: python /skills/data-summary/scripts/summarize_table.py" in thinking
     assert file_event["name"] == "Sales summary.docx"
@@ -102,7 +102,7 @@ async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
     assert [f["name"] for f in stored["files"]] == ["Sales summary.docx"]
     assert download.status_code == 200
     report = docx.Document(io.BytesIO(download.content))
-    assert report.paragraphs[0].text == "Summary of sales.txt"
+    assert report.paragraphs[0].text == "Summary of sales.csv"
     assert any("3 rows, 2 columns." in p.text for p in report.paragraphs)
     assert existed
     assert deleted.status_code == 200
