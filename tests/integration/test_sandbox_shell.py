@@ -8,19 +8,29 @@ Processes are looked for in `/proc` by a marker in their command line.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast
 
+import httpx2 as httpx
 import pytest
 
+from app.agents.base import AgentCore, AgentSettings
+from app.agents.skills import build
+from app.config import Settings
 from app.core.events import Event
+from app.documents.library import DocumentLibrary
+from app.llm.tokens import TokenCounter
+from app.store.base import SessionStore
 from app.tools.base import ToolContext
 from app.tools.shell import BashTool, Shell, ShellLimits
 from app.tools.workspace import Workspace
-from tests.support.sandbox import sandboxed_shell
+from tests.support.sandbox import marked, sandboxed_shell
+from tests.support.scripted_model import ScriptedModel
 
 SECRET = "sk-live-do-not-leak-4f1c"
 LIMITS = ShellLimits(
@@ -42,20 +52,6 @@ def workspace(tmp_path: Path, shell: Shell) -> Workspace:
     space = Workspace(tmp_path / "data" / "ws", LIMITS.file_bytes, owner=shell.run_as)
     space.create()
     return space
-
-
-def marked(marker: str) -> list[int]:
-    """Processes whose command line holds `marker` (ours: this test's own text is not there)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if marker.encode() in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
 
 
 def sleeper(marker: str) -> str:
@@ -246,3 +242,28 @@ async def test_the_tool_reports_the_exit_code_and_the_time_limit(
         "Running: echo oops >&2; exit 3\n",
         "Running: sleep 30\n",
     ]
+
+
+async def test_unsandboxed_is_explicit_warned_and_still_gets_an_empty_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("DODO_TEST_API_KEY", SECRET)
+    settings = Settings(_env_file=None, data_dir=tmp_path / "data", skills_shell="unsandboxed")
+    core = AgentCore(
+        model=ScriptedModel(),
+        store=cast(SessionStore, None),
+        tokens=TokenCounter(),
+        http=cast(httpx.AsyncClient, None),
+        limits=AgentSettings(),
+        documents=cast(DocumentLibrary, object()),
+    )
+    with caplog.at_level(logging.WARNING, logger="app.agents.skills"):
+        agent = build(core, settings)
+    workspace = Workspace(tmp_path / "ws", LIMITS.file_bytes, owner=agent.shell.run_as)
+    workspace.create()
+
+    result = await agent.shell.run("env", workspace.root)
+
+    assert "runs WITHOUT a sandbox" in caplog.text
+    assert "PATH=" in result.output
+    assert SECRET not in result.output

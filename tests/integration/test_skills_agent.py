@@ -7,7 +7,11 @@ in-process on a `ScriptedModel`, to look at what the model was sent.
 
 from __future__ import annotations
 
+import asyncio
 import io
+import os
+import time
+import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -30,7 +34,7 @@ from app.store.db import Database
 from app.store.file_store import SqlFileStore
 from app.store.sessions import SqlSessionStore
 from app.tools.shell import Shell, ShellLimits
-from app.tools.workspace import workspace_root
+from app.tools.workspace import Workspace, workspace_root
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply as HttpReply
 from tests.integration.service import (
@@ -40,9 +44,9 @@ from tests.integration.service import (
     service_settings,
     settings_for,
 )
-from tests.support.sandbox import sandboxed_shell
+from tests.support.sandbox import marked, sandboxed_shell
 from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
-from tests.support.sse import collect
+from tests.support.sse import collect, events
 from tests.support.turns import drive_turn
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
@@ -107,6 +111,44 @@ async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
     assert existed
     assert deleted.status_code == 200
     assert not workspace.exists()
+
+
+async def test_a_stop_during_a_command_kills_it_and_ends_the_turn_within_a_second(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    shell = sandboxed_shell(ShellLimits())
+    settings = settings_for(backend, tmp_path, fake_llm)
+    marker = f"dodo-agent-stop-{uuid.uuid4().hex[:8]}"
+    workspace = Workspace(workspace_root(settings.data_dir, "local", "c-stop"), 1024, shell.run_as)
+    workspace.create()
+    fifo = workspace.root / "started"
+    os.mkfifo(fifo)
+    workspace.give(fifo)
+    command = (
+        "python -c \"open('started', 'w').write('1'); import time; time.sleep(1000)\""
+        f" {marker} & sleep 1000"
+    )
+    fake_llm.script(HttpReply.tool_calls([("bash", {"command": command})]))
+    seen: list[dict[str, object]] = []
+    async with running_service(settings) as client:
+        params = {"query": "Work for a long time", "conversationId": "c-stop"}
+        async with client.stream("GET", "/agent/skills/stream", params=params) as response:
+            async for event in events(response):
+                seen.append(event)
+                if event["type"] == "tool_start":
+                    await asyncio.to_thread(fifo.read_text)
+                    assert marked(marker), "the command never started"
+                    stop = await client.get("/agent/stop", params={"conversationId": "c-stop"})
+                    stopped = time.monotonic()
+        ended = time.monotonic()
+        [stored] = await history(client, "c-stop")
+
+    assert stop.json()["success"] is True
+    assert seen[-1]["status"] == "stopped"
+    assert ended - stopped < 1.0
+    assert marked(marker) == []
+    assert stored["status"] == "stopped"
+    assert stored["tools"][0]["name"] == "bash"
 
 
 @pytest.fixture
