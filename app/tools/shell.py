@@ -4,9 +4,11 @@ What a command can reach is what it is given, not what the service can:
 
 - the system (`/usr` and the few `/etc` files programs need), Python and
   its libraries, and the skills, all read-only; the conversation's workspace
-  at `/workspace`, the only place it can write; a private `/tmp` and `/proc`;
+  at `/workspace`, the only place it can write besides a private `/tmp` in
+  memory (no larger than one file may be); a private `/proc`;
 - no network (a new network namespace with only a loopback of its own), its
-  own PID, IPC, UTS and user namespaces, a new session (no terminal to
+  own PID, IPC and UTS namespaces (and user, unless the service is root; see
+  below), a new session (no terminal to
   inject into), and an environment built from nothing: no key, no
   `DATABASE_URL`, not even bubblewrap's own (started with an empty one,
   because bubblewrap is PID 1 inside and its environment shows there);
@@ -156,7 +158,8 @@ class Shell:
         for mount in self._mounts:
             argv += ["--ro-bind", str(mount.source), mount.target]
         argv += ["--bind", str(workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE]
-        argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        argv += ["--dev", "/dev", "--proc", "/proc"]
+        argv += ["--perms", "01777", "--size", str(limits.file_bytes), "--tmpfs", "/tmp"]
         argv += ["--die-with-parent", "--new-session", "--clearenv"]
         for name, value in self._environment(SANDBOX_WORKSPACE).items():
             argv += ["--setenv", name, value]

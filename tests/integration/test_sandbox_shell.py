@@ -173,6 +173,19 @@ async def test_a_write_beyond_the_file_size_limit_fails(shell: Shell, workspace:
     assert (workspace.root / "big.bin").stat().st_size <= LIMITS.file_bytes
 
 
+async def test_tmp_is_writable_but_no_larger_than_one_file_may_be(
+    shell: Shell, workspace: Workspace
+) -> None:
+    result = await shell.run(
+        "echo scratch > /tmp/a && cat /tmp/a;"
+        " for i in 1 2; do head -c 6000000 /dev/zero > /tmp/big$i; done",
+        workspace.root,
+    )
+
+    assert result.output.startswith("scratch\n")
+    assert "No space left on device" in result.output
+
+
 @pytest.fixture
 async def running(
     shell: Shell, workspace: Workspace
