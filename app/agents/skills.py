@@ -49,6 +49,15 @@ log = logging.getLogger(__name__)
 
 MAX_HANDED_FILES = 20
 """Files of one turn handed to the user; more is a runaway script, not deliverables."""
+_OFFICE = "application/vnd.openxmlformats-officedocument"
+MIME_TYPES = {
+    ".docx": f"{_OFFICE}.wordprocessingml.document",
+    ".xlsx": f"{_OFFICE}.spreadsheetml.sheet",
+    ".pptx": f"{_OFFICE}.presentationml.presentation",
+    ".md": "text/markdown",
+    ".csv": "text/csv",
+}
+"""What a skill most often makes; Python's own table lacks some where /etc/mime.types is absent."""
 
 SYSTEM_PROMPT = """You get work done with tools, in a workspace of your own. Today is {today}.
 - The workspace is a folder kept for this conversation. The file tools (read_file,
@@ -177,7 +186,9 @@ class SkillsAgent(ReActAgent):
             except (WorkspaceError, OSError) as exc:
                 log.warning("a generated file was not handed over: %s", exc)
                 continue
-            mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
+            mime = MIME_TYPES.get(path.suffix.lower()) or (
+                mimetypes.guess_type(name)[0] or "application/octet-stream"
+            )
             stored = await self._files.add_generated(
                 turn.user_id, turn.conversation_id, name, data, mime
             )

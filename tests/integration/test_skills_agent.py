@@ -219,6 +219,16 @@ async def test_with_no_skills_installed_the_agent_still_works(
     assert status(events) == "completed"
 
 
+async def test_web_search_is_a_tool_when_a_tavily_key_is_set(
+    core: AgentCore, tmp_path: Path
+) -> None:
+    with_key = build(core, skills_settings(tmp_path, tavily_api_key="tvly-test"))
+    without = build(core, skills_settings(tmp_path))
+
+    assert "web_search" in [t.schema.name for t in with_key.tools(ask("Hi"))]
+    assert "web_search" not in [t.schema.name for t in without.tools(ask("Hi"))]
+
+
 async def test_rounds_stop_at_skills_max_rounds_with_a_last_answer_without_tools(
     core: AgentCore, tmp_path: Path
 ) -> None:
