@@ -219,6 +219,29 @@ async def test_with_no_skills_installed_the_agent_still_works(
     assert status(events) == "completed"
 
 
+async def test_the_workspace_is_kept_across_turns_and_only_new_work_is_handed_over(
+    core: AgentCore, tmp_path: Path
+) -> None:
+    def reads_the_notes(request: ModelRequest) -> Reply:
+        assert "     1\tfirst draft" in request.tool_results()[-1].output
+        return Reply.tool_calls(("write_file", {"path": "final.md", "content": "# Final\n"}))
+
+    core.model = ScriptedModel(
+        Reply.tool_calls(("write_file", {"path": "notes.md", "content": "first draft\n"})),
+        Reply.text("Noted."),
+        Reply.tool_calls(("read_file", {"path": "notes.md"})),
+        reads_the_notes,
+        Reply.text("Final version written."),
+    )
+    agent = build(core, skills_settings(tmp_path))
+
+    first = await drive_turn(agent, ask("Draft some notes"))
+    second = await drive_turn(agent, ask("Now write the final version"))
+
+    assert [e.name for e in first if isinstance(e, FileEvent)] == ["notes.md"]
+    assert [e.name for e in second if isinstance(e, FileEvent)] == ["final.md"]
+
+
 async def test_web_search_is_a_tool_when_a_tavily_key_is_set(
     core: AgentCore, tmp_path: Path
 ) -> None:
