@@ -14,6 +14,7 @@ from app.core.events import ThinkingEvent
 from app.core.tools import ToolSchema
 from app.skills.catalog import Skill
 from app.tools.base import ToolContext, ToolOutput
+from app.tools.shell import SANDBOX_SKILLS
 
 LOAD_SKILL = "load_skill"
 MAX_LISTED_FILES = 50
@@ -49,8 +50,11 @@ class LoadSkill:
         listed = "\n".join(f"- {f}" for f in files[:MAX_LISTED_FILES]) or "(none)"
         if len(files) > MAX_LISTED_FILES:
             listed += f"\n- … and {len(files) - MAX_LISTED_FILES} more"
+        folder = self.folder(skill)
+        # Instructions name the sandbox's path; without the sandbox the files are elsewhere.
+        body = skill.body.replace(f"{SANDBOX_SKILLS}/{skill.name}", folder)
         return ToolOutput(
-            f"# Skill: {skill.name}\n\n{skill.body}\n\n---\n"
-            f"This skill's files are in {self.folder(skill)} (read-only; run its scripts from "
-            f"the workspace, e.g. `python {self.folder(skill)}/scripts/...`):\n{listed}"
+            f"# Skill: {skill.name}\n\n{body}\n\n---\n"
+            f"This skill's files are in {folder} (read-only; run its scripts from "
+            f"the workspace, e.g. `python {folder}/scripts/...`):\n{listed}"
         )

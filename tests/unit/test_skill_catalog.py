@@ -112,3 +112,19 @@ async def test_load_skill_returns_the_body_and_where_its_files_are(tmp_path: Pat
     assert unknown.is_error
     assert "Skills: good." in unknown.text
     assert events == [ThinkingEvent("Loading the skill good\n")]
+
+
+async def test_without_the_sandbox_a_skill_names_its_real_folder(tmp_path: Path) -> None:
+    folder = skill(
+        tmp_path,
+        "good",
+        "---\nname: good\ndescription: Works.\n---\nRun /skills/good/scripts/go.py\n",
+    )
+    events: list[Event] = []
+
+    loaded = await LoadSkill(load_skills(tmp_path), None)(
+        {"name": "good"}, ToolContext("u", "c", events.append)
+    )
+
+    assert f"Run {folder.resolve()}/scripts/go.py" in loaded.text
+    assert "/skills/good" not in loaded.text
