@@ -11,7 +11,8 @@ Two steps, cheapest first:
    system prompt, the request and the last rounds stay as they are.
 
 A summary that fails (the model is down) is not fatal: every old output is
-stubbed instead, and the loop goes on.
+stubbed instead, and the loop goes on. A summary's tokens are the turn's
+too: `take_usage()` hands them to the agent for the turn's usage.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Collection
 
 from app.agents.base import Turn
 from app.core.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
-from app.core.responses import ChatResponse, Retrying
+from app.core.responses import ChatResponse, Retrying, Usage
 from app.llm.base import ChatModel
 from app.llm.errors import ModelError
 from app.llm.tokens import TokenCounter
@@ -54,6 +55,11 @@ class Compactor:
         self._keep = keep
         self._budget = budget
         self._kept_tools = frozenset(kept_tools)
+        self._usage: dict[str, Usage] = {}
+        """Summaries' usage by task, until the agent takes it."""
+
+    def take_usage(self, turn: Turn) -> Usage:
+        return self._usage.pop(turn.task_id, Usage())
 
     async def before_reasoning(self, turn: Turn, messages: list[Msg]) -> bool:
         stub_old_results(messages, self._keep, self._kept_tools)
@@ -80,16 +86,14 @@ class Compactor:
             Msg.text("system", SUMMARY_PROMPT),
             Msg.text("user", transcript(older)),
         ]
+        pieces: list[str] = []
         try:
-            summary = "".join(
-                [
-                    block.text
-                    async for item in self._model.stream(request)
-                    if not isinstance(item, Retrying)
-                    for block in item.content
-                    if isinstance(block, TextBlock)
-                ]
-            )
+            async for item in self._model.stream(request):
+                if isinstance(item, Retrying):
+                    continue
+                pieces += [b.text for b in item.content if isinstance(b, TextBlock)]
+                if item.usage is not None:
+                    self._usage[turn.task_id] = self.take_usage(turn) + item.usage
         except ModelError as exc:
             log.warning("could not summarise the context (%s): stubbing every old output", exc)
             stub_old_results(messages, 0, self._kept_tools)
@@ -98,7 +102,8 @@ class Compactor:
             Msg.text(
                 "user",
                 f"My request: {turn.question}\n\n"
-                f"(Your earlier work on it, summarised to fit the context:)\n{summary.strip()}",
+                "(Your earlier work on it, summarised to fit the context:)\n"
+                + "".join(pieces).strip(),
             )
         ]
 

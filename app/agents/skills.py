@@ -95,6 +95,7 @@ class SkillsAgent(ReActAgent):
         self._max_file_bytes = max_file_bytes
         self._search = search
         self._load_skill = LoadSkill(skills, SANDBOX_SKILLS if shell.mode == "sandboxed" else None)
+        self._compactor = compactor
         if compactor is not None:
             self.hooks = (compactor,)
 
@@ -145,8 +146,12 @@ class SkillsAgent(ReActAgent):
             *state.memory,
             Msg.text("user", turn.question),
         ]
-        async for event in self.loop(turn, state, tools, messages):
-            yield event
+        try:
+            async for event in self.loop(turn, state, tools, messages):
+                yield event
+        finally:
+            if self._compactor is not None:
+                state.usage = state.usage + self._compactor.take_usage(turn)
         async for event in self._hand_over(turn, workspace, before):
             yield event
 

@@ -79,6 +79,10 @@ async def test_over_the_budget_the_older_rounds_become_a_summary(tokens: TokenCo
     # The last two rounds are left as they were, calls and results paired.
     assert [m.role for m in messages[2:]] == ["assistant", "tool", "assistant", "tool"]
     assert [b.id for m in messages[2:] for b in m.tool_uses()] == ["call_3", "call_4"]
+    usage = compactor.take_usage(TURN)
+    assert usage.prompt_tokens > 0
+    assert usage.completion_tokens > 0
+    assert compactor.take_usage(TURN).prompt_tokens == 0
 
 
 async def test_a_failed_summary_falls_back_to_stubbing_everything(tokens: TokenCounter) -> None:
