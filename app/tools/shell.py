@@ -24,8 +24,9 @@ What a command can reach is what it is given, not what the service can:
 Output (stdout and stderr together) is kept up to a cap, its head and its
 tail, with the size of what was cut in between.
 
-Where bubblewrap is missing, the tool answers the model a clear error and
-never runs the command unconfined; `SKILLS_SHELL=unsandboxed` is the only
+Where bubblewrap is missing, or cannot start here (no user namespaces in a
+container: it is tried once, with `true`), the tool answers the model a
+clear error and never runs the command unconfined; `SKILLS_SHELL=unsandboxed` is the only
 way to do that, and the service warns at start-up when it is set.
 """
 
@@ -37,6 +38,7 @@ import os
 import shutil
 import signal
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,6 +129,9 @@ class Shell:
         self._prlimit = shutil.which("prlimit")
         self.run_as = NOBODY if os.geteuid() == 0 else None
         """The uid (and gid) commands run as; None: the service's own."""
+        self._started: str | None = None
+        """Empty once a command ran; why none can, once one failed to start."""
+        self._trying = asyncio.Lock()
 
     def unavailable(self) -> str | None:
         """Why no command can run here, or None."""
@@ -138,6 +143,23 @@ class Shell:
                 " (scripts/install-sandbox installs it)"
             )
         return None
+
+    async def cannot_run(self) -> str | None:
+        """Why no command can run here, or None; the sandbox is tried once, with `true`."""
+        reason = self.unavailable()
+        if reason is not None or self.mode == "unsandboxed":
+            return reason
+        async with self._trying:
+            if self._started is None:
+                with tempfile.TemporaryDirectory() as folder:
+                    os.chmod(folder, 0o777)
+                    tried = await self.run("true", Path(folder))
+                self._started = (
+                    ""
+                    if tried.exit_code == 0
+                    else f"the sandbox could not start here ({tried.output.strip()[:300]})"
+                )
+        return self._started or None
 
     def command_line(self, command: str, workspace: Path) -> list[str]:
         """The argv that runs `command`: prlimit, then bubblewrap, then bash."""
@@ -361,7 +383,7 @@ class BashTool:
         command = str(args.get("command") or "").strip()
         if not command:
             return ToolOutput("A `command` is required.", is_error=True)
-        reason = self._shell.unavailable()
+        reason = await self._shell.cannot_run()
         if reason is not None:
             return ToolOutput(f"The shell is not available: {reason}.", is_error=True)
         asked = _seconds(args.get("timeout"))

@@ -237,6 +237,28 @@ async def test_without_the_sandbox_the_tool_refuses_and_runs_nothing(
     assert not (workspace.root / "ran.txt").exists()
 
 
+async def test_a_sandbox_that_cannot_start_is_a_clear_error_and_runs_nothing(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    broken = tmp_path / "bwrap"
+    broken.write_text(
+        "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n"
+    )
+    broken.chmod(0o755)
+    events: list[Event] = []
+    tool = BashTool(Shell(LIMITS, "sandboxed", (), str(broken)), workspace)
+
+    out = await tool({"command": "touch ran.txt"}, ToolContext("u", "c", events.append))
+
+    assert out.is_error
+    assert out.text == (
+        "The shell is not available: the sandbox could not start here"
+        " (bwrap: No permissions to create new namespace)."
+    )
+    assert not (workspace.root / "ran.txt").exists()
+    assert events == []
+
+
 async def test_the_tool_reports_the_exit_code_and_the_time_limit(
     shell: Shell, workspace: Workspace
 ) -> None:
