@@ -76,11 +76,11 @@ async def find_file(services: ServicesDep, user: str, file_id: str) -> StoredFil
     responses={
         400: {"description": "No file, or an empty one"},
         413: {"description": "Larger than UPLOAD_MAX_BYTES"},
-        415: {"description": "Not pdf, docx, txt, md, csv, tsv, png or jpg, or not what it says"},
+        415: {"description": "Not an accepted type, or not what its name says"},
     },
 )
 async def upload_file(
-    file: Annotated[UploadFile, File(description="pdf, docx, txt, md, csv, tsv, png or jpg.")],
+    file: Annotated[UploadFile, File(description="pdf, docx, xlsx, txt, md, csv, tsv, png, jpg")],
     user: UserDep,
     services: ServicesDep,
 ) -> Envelope[UploadedFile]:

@@ -1,10 +1,12 @@
 """Reading uploaded documents: what a file really is, and its text with locations.
 
 A file's type is decided by its name and confirmed by its content (magic
-bytes; for docx, the zip's `word/document.xml`; for text, that it decodes),
+bytes; for docx and xlsx, the zip's `word/document.xml` or `xl/workbook.xml`;
+for text, that it decodes),
 so a renamed binary is refused rather than stored as something it is not.
 Text comes out in sections that know where they are (page of a pdf,
-paragraph of a docx, lines of a text file), so an answer can cite them.
+paragraph of a docx, lines of a text file, rows of a workbook's sheets), so an
+answer can cite them.
 
 Everything here blocks (parsers read whole files): callers run it in a
 worker thread. A file that is what it claims but yields no text (a scanned
@@ -12,7 +14,8 @@ pdf, a damaged file, an image) raises `UnreadableFile` with a sentence a
 user understands; the upload is then kept with status `failed`.
 
 Left out: text recognition (OCR) and image description (no vision model),
-legacy .doc, spreadsheets and slides, and pdf/docx headers and footers.
+legacy .doc and .xls, slides, formulas (a workbook's cached values are read),
+and pdf/docx headers and footers.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Literal
 
 import charset_normalizer
 import docx
+import openpyxl
 from docx.text.paragraph import Paragraph
 from pypdf import PasswordType, PdfReader
 
@@ -33,8 +37,8 @@ DETECT_BYTES = 256 * 1024
 PDF_HEADER_WITHIN = 1024
 """Readers accept `%PDF-` anywhere in the first kilobyte, after junk some writers prepend."""
 
-Kind = Literal["pdf", "docx", "text", "image"]
-Unit = Literal["page", "paragraph", "line"]
+Kind = Literal["pdf", "docx", "xlsx", "text", "image"]
+Unit = Literal["page", "paragraph", "line", "row"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +62,12 @@ TEXT = FileType("text", "text/plain", "a text file", "line")
 MARKDOWN = FileType("text", "text/markdown", "a Markdown file", "line")
 CSV = FileType("text", "text/csv", "a CSV file", "line")
 TSV = FileType("text", "text/tab-separated-values", "a TSV file", "line")
+XLSX = FileType(
+    "xlsx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "an Excel workbook",
+    "row",
+)
 PNG = FileType("image", "image/png", "a PNG image", "page")
 JPEG = FileType("image", "image/jpeg", "a JPEG image", "page")
 
@@ -69,6 +79,7 @@ TYPES_BY_EXTENSION: dict[str, FileType] = {
     ".markdown": MARKDOWN,
     ".csv": CSV,
     ".tsv": TSV,
+    ".xlsx": XLSX,
     ".png": PNG,
     ".jpg": JPEG,
     ".jpeg": JPEG,
@@ -111,21 +122,17 @@ def type_for_name(name: str) -> FileType | None:
 def content_matches(path: Path, expected: FileType) -> bool:
     """Whether the bytes are what the name says.
 
-    A docx whose zip cannot be opened passes (it starts like one): it is a
-    damaged Word document, which extraction then reports as such.
+    A docx or xlsx whose zip cannot be opened passes (it starts like one): it
+    is a damaged Office file, which extraction then reports as such.
     """
     with path.open("rb") as handle:
         head = handle.read(SNIFF_BYTES)
     if expected is PDF:
         return b"%PDF-" in head[:PDF_HEADER_WITHIN]
     if expected is DOCX:
-        if not head.startswith(_ZIP_SIGNATURE):
-            return False
-        try:
-            with zipfile.ZipFile(path) as archive:
-                return "word/document.xml" in archive.namelist()
-        except zipfile.BadZipFile:
-            return True
+        return _zip_holds(path, head, "word/document.xml")
+    if expected is XLSX:
+        return _zip_holds(path, head, "xl/workbook.xml")
     if expected is PNG:
         return head.startswith(_PNG_SIGNATURE)
     if expected is JPEG:
@@ -141,6 +148,8 @@ def extract(path: Path, file_type: FileType) -> Document:
         return _pdf(path)
     if file_type.kind == "docx":
         return _docx(path)
+    if file_type.kind == "xlsx":
+        return _xlsx(path)
     if file_type.kind == "text":
         return _text(path, file_type)
     raise UnreadableFile(
@@ -189,6 +198,46 @@ def _docx(path: Path) -> Document:
     if not paragraphs:
         raise UnreadableFile("The Word document contains no text.")
     return Document("paragraph", [Section(n, n, t) for n, t in enumerate(paragraphs, 1)])
+
+
+def _xlsx(path: Path) -> Document:
+    """Each sheet's rows as tab-separated lines, under the sheet's name, numbered across sheets."""
+    sections: list[Section] = []
+    number = 0
+    try:
+        # A file object: openpyxl refuses a path that does not end in .xlsx (blob keys do not).
+        with path.open("rb") as handle:
+            book = openpyxl.load_workbook(handle, read_only=True, data_only=True)
+            try:
+                for sheet in book.worksheets:
+                    rows: list[tuple[int, str]] = []
+                    for values in sheet.iter_rows(values_only=True):
+                        number += 1
+                        line = _clean("\t".join("" if v is None else str(v) for v in values))
+                        if line:
+                            rows.append((number, line))
+                    for at in range(0, len(rows), _TEXT_PARAGRAPH_MAX_LINES):
+                        block = rows[at : at + _TEXT_PARAGRAPH_MAX_LINES]
+                        text = "\n".join([f"[{sheet.title}]", *(line for _, line in block)])
+                        sections.append(Section(block[0][0], block[-1][0], text))
+            finally:
+                book.close()
+    except Exception as exc:
+        raise UnreadableFile("The Excel workbook could not be read: it may be damaged.") from exc
+    if not sections:
+        raise UnreadableFile("The Excel workbook contains no data.")
+    return Document("row", sections)
+
+
+def _zip_holds(path: Path, head: bytes, member: str) -> bool:
+    """An Office file is a zip holding `member`; one whose zip cannot be opened passes."""
+    if not head.startswith(_ZIP_SIGNATURE):
+        return False
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return member in archive.namelist()
+    except zipfile.BadZipFile:
+        return True
 
 
 def _text(path: Path, file_type: FileType) -> Document:

@@ -1,8 +1,8 @@
 """The file library: what happens to an uploaded document, from upload to deletion.
 
-Upload: the name decides the type (only pdf, docx, txt, md, csv, tsv, png and jpg),
-the bytes are copied to the blob store under a generated key with the size
-capped, the content must be what the name says, then the text is extracted
+Upload: the name decides the type (only pdf, docx, xlsx, txt, md, csv, tsv,
+png and jpg), the bytes are copied to the blob store under a generated key
+with the size capped, the content must be what the name says, then the text is extracted
 and cut into passages in a worker thread, embedded when an embeddings
 endpoint is configured, and recorded with its status. All of that happens
 before the upload answers, so the next request can use the file at once.

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
 import docx
 import pytest
-from openpyxl import Workbook
 
 from app.skills import BUILTIN_SKILLS
 from app.skills.catalog import load_skills
 from app.tools.shell import SANDBOX_SKILLS, Mount, Shell, ShellLimits
 from app.tools.workspace import Workspace
-from tests.support.documents import pdf_bytes
+from tests.support.documents import pdf_bytes, xlsx_bytes
 from tests.support.sandbox import sandboxed_shell
 
 SALES_CSV = """region,product,units,price
@@ -63,14 +61,8 @@ async def test_data_summary_describes_each_column_of_a_csv(
 
 
 async def test_data_summary_reads_an_excel_sheet(shell: Shell, workspace: Workspace) -> None:
-    book = Workbook()
-    sheet = book.active
-    assert sheet is not None
-    for row in [("city", "people"), ("Lyon", 522000), ("Nice", 342000)]:
-        sheet.append(row)
-    out = io.BytesIO()
-    book.save(out)
-    workspace.write_bytes("cities.xlsx", out.getvalue())
+    rows = [("city", "people"), ("Lyon", 522000), ("Nice", 342000)]
+    workspace.write_bytes("cities.xlsx", xlsx_bytes({"2024": rows}))
 
     printed = await run(
         shell, workspace, "python /skills/data-summary/scripts/summarize_table.py cities.xlsx"
