@@ -37,6 +37,7 @@ LIMITS = ShellLimits(
     timeout_seconds=10,
     max_timeout_seconds=20,
     output_bytes=4000,
+    memory_bytes=512 * 1024 * 1024,
     processes=64,
     file_bytes=10 * 1024 * 1024,
 )
@@ -171,6 +172,13 @@ async def test_a_write_beyond_the_file_size_limit_fails(shell: Shell, workspace:
 
     assert "File size limit exceeded" in result.output
     assert (workspace.root / "big.bin").stat().st_size <= LIMITS.file_bytes
+
+
+async def test_memory_beyond_the_limit_cannot_be_had(shell: Shell, workspace: Workspace) -> None:
+    result = await shell.run("python -c 'bytearray(1024 ** 3)'", workspace.root)
+
+    assert "MemoryError" in result.output
+    assert result.exit_code == 1
 
 
 async def test_tmp_is_writable_but_no_larger_than_one_file_may_be(
