@@ -113,7 +113,7 @@ async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
     assert not workspace.exists()
 
 
-async def test_a_stop_during_a_command_kills_it_and_ends_the_turn_within_a_second(
+async def test_a_stop_during_a_command_kills_it_and_ends_the_turn_at_once(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
     shell = sandboxed_shell(ShellLimits())
@@ -145,7 +145,9 @@ async def test_a_stop_during_a_command_kills_it_and_ends_the_turn_within_a_secon
 
     assert stop.json()["success"] is True
     assert seen[-1]["status"] == "stopped"
-    assert ended - stopped < 1.0
+    # Not the command's 120 s limit; the shell's own test holds the kill to a second, this one
+    # also counts the stop's round trip and storing the turn, on a loaded machine.
+    assert ended - stopped < 5.0
     assert marked(marker) == []
     assert stored["status"] == "stopped"
     assert stored["tools"][0]["name"] == "bash"
