@@ -7,9 +7,10 @@ descriptions in its system prompt and loads a skill's instructions with
 `load_skill`; it works with the file tools and `bash` (tools/shell.py: a
 sandbox it cannot get out of), and web search when configured.
 
-When the loop ends, every file the turn made or changed in the workspace is
-handed to the user: stored as a generated file of the turn, announced by a
-`file` event, and linked at the end of the answer. Progress shows as short
+When the loop ends, every file made or changed in the workspace since the
+last hand-over (this turn's work, or a stopped turn's) is handed to the
+user: stored as a generated file of the turn, announced by a `file` event,
+and linked at the end of the answer. Progress shows as short
 `thinking` lines (the upload copied in, each command run, each skill
 loaded, each file handed over).
 
@@ -28,7 +29,7 @@ import mimetypes
 import shutil
 from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from app.agents.base import AgentCore, Turn, TurnState
 from app.agents.compaction import Compactor
@@ -43,7 +44,7 @@ from app.skills.catalog import Skill, load_skills
 from app.tools.base import Tool
 from app.tools.shell import SANDBOX_SKILLS, BashTool, Mount, Shell, ShellLimits, python_mounts
 from app.tools.skills import LOAD_SKILL, LoadSkill
-from app.tools.workspace import Workspace, WorkspaceError, file_tools, workspace_root
+from app.tools.workspace import Files, Workspace, WorkspaceError, file_tools, workspace_root
 
 log = logging.getLogger(__name__)
 
@@ -136,10 +137,13 @@ class SkillsAgent(ReActAgent):
             yield ThinkingEvent(note)
         workspace = self.workspace(turn)
         await asyncio.to_thread(workspace.create)
+        handed = await asyncio.to_thread(workspace.handed)
         attached = await self._attach(turn, workspace)
         if attached:
             yield ThinkingEvent(f"Copied {attached} into the workspace\n")
-        before = await asyncio.to_thread(workspace.snapshot)
+            # The user's own file is input, not something to hand back.
+            handed[attached] = (await asyncio.to_thread(workspace.snapshot))[attached]
+            await asyncio.to_thread(workspace.mark_handed, handed)
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
         messages = [
             Msg.text("system", self.prompt(attached)),
@@ -152,7 +156,7 @@ class SkillsAgent(ReActAgent):
         finally:
             if self._compactor is not None:
                 state.usage = state.usage + self._compactor.take_usage(turn)
-        async for event in self._hand_over(turn, workspace, before):
+        async for event in self._hand_over(turn, workspace, handed):
             yield event
 
     async def _attach(self, turn: Turn, workspace: Workspace) -> str | None:
@@ -174,24 +178,21 @@ class SkillsAgent(ReActAgent):
         return file.file_name
 
     async def _hand_over(
-        self, turn: Turn, workspace: Workspace, before: dict[Path, tuple[int, int]]
+        self, turn: Turn, workspace: Workspace, handed: Files
     ) -> AsyncIterator[Event]:
-        """Store what the turn made or changed as generated files, and link them in the answer."""
+        """Store what is new since the last hand-over as generated files, linked in the answer."""
         after = await asyncio.to_thread(workspace.snapshot)
         made = [
-            path
-            for path, seen in after.items()
-            if before.get(path) != seen and not _scratch(workspace.relative(path))
+            name for name, seen in after.items() if handed.get(name) != seen and not _scratch(name)
         ]
         links: list[str] = []
-        for path in made[:MAX_HANDED_FILES]:
-            name = workspace.relative(path)
+        for name in made[:MAX_HANDED_FILES]:
             try:
                 data = await asyncio.to_thread(workspace.read_bytes, name)
             except (WorkspaceError, OSError) as exc:
                 log.warning("a generated file was not handed over: %s", exc)
                 continue
-            mime = MIME_TYPES.get(path.suffix.lower()) or (
+            mime = MIME_TYPES.get(PurePosixPath(name).suffix.lower()) or (
                 mimetypes.guess_type(name)[0] or "application/octet-stream"
             )
             stored = await self._files.add_generated(
@@ -203,6 +204,7 @@ class SkillsAgent(ReActAgent):
             links.append(f"- [{stored.file_name}]({event.url})")
         if len(made) > MAX_HANDED_FILES:
             links.append(f"- … and {len(made) - MAX_HANDED_FILES} more in the workspace")
+        await asyncio.to_thread(workspace.mark_handed, after)
         if links:
             yield TextEvent("\n\n**Files:**\n" + "\n".join(links) + "\n")
 

@@ -8,6 +8,10 @@ component is opened without following a symlink, so a link made between the
 check and the open is refused too. Files are capped in size on both read
 and write.
 
+What has been handed to the user is recorded beside the workspace (out of
+the shell's reach), so a file made by a turn that was stopped or failed is
+handed over by the next turn that completes.
+
 When the service runs as root, the sandboxed shell runs as an unprivileged
 user (tools/shell.py): what the tools create is handed to that user, so the
 shell can change what the tools wrote and the other way round.
@@ -18,6 +22,7 @@ shell can change what the tools wrote and the other way round.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fnmatch
 import hashlib
 import os
@@ -27,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import orjson
+
 from app.core.tools import ToolSchema
 from app.tools.base import ToolContext, ToolOutput
 
@@ -35,6 +42,10 @@ MAX_LINE_CHARS = 2000
 MAX_LISTED = 500
 MAX_GREP_MATCHES = 200
 BINARY_SNIFF_BYTES = 8192
+
+
+Files = dict[str, tuple[int, int]]
+"""Each file's (modification time, size), by its path in the workspace."""
 
 
 class WorkspaceError(Exception):
@@ -53,8 +64,10 @@ def workspace_root(data_dir: Path, user_id: str, conversation_id: str) -> Path:
 
 async def delete_workspace(data_dir: Path, user_id: str, conversation_id: str) -> None:
     """Remove a conversation's workspace with it (nothing to do when it never had one)."""
-    root = workspace_root(data_dir, user_id, conversation_id)
-    await asyncio.to_thread(shutil.rmtree, root, ignore_errors=True)
+    workspace = Workspace(workspace_root(data_dir, user_id, conversation_id), 0)
+    await asyncio.to_thread(shutil.rmtree, workspace.root, ignore_errors=True)
+    with contextlib.suppress(FileNotFoundError):
+        await asyncio.to_thread(workspace.record.unlink)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,16 +153,33 @@ class Workspace:
             found.extend(Path(folder, name) for name in sorted(names))
         return found
 
-    def snapshot(self) -> dict[Path, tuple[int, int]]:
-        """Each file's (modification time, size), to tell what a turn made or changed."""
+    def snapshot(self) -> Files:
+        """Every regular file now (symlinks left out), to tell what was made or changed."""
         if not self.root.is_dir():
             return {}
-        result: dict[Path, tuple[int, int]] = {}
+        result: Files = {}
         for path in self.files():
             info = path.lstat()
             if path.is_file() and not path.is_symlink():
-                result[path] = (info.st_mtime_ns, info.st_size)
+                result[self.relative(path)] = (info.st_mtime_ns, info.st_size)
         return result
+
+    @property
+    def record(self) -> Path:
+        """What was handed to the user: beside the workspace, where the shell cannot write."""
+        return self.root.with_name(f"{self.root.name}.handed.json")
+
+    def handed(self) -> Files:
+        try:
+            saved = orjson.loads(self.record.read_bytes())
+        except (FileNotFoundError, orjson.JSONDecodeError):
+            return {}
+        return {str(name): (int(seen[0]), int(seen[1])) for name, seen in saved.items()}
+
+    def mark_handed(self, files: Files) -> None:
+        partial = self.record.with_suffix(".partial")
+        partial.write_bytes(orjson.dumps(files))
+        partial.replace(self.record)
 
     def _make_parents(self, folder: Path) -> None:
         missing: list[Path] = []

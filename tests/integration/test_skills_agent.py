@@ -28,6 +28,7 @@ from app.core.events import CompleteEvent, Event, FileEvent, ThinkingEvent
 from app.core.messages import ToolResultBlock
 from app.core.run import ConversationKey
 from app.documents.library import DocumentLibrary, LibrarySettings
+from app.llm.errors import ModelHTTPError
 from app.llm.tokens import TokenCounter, install_encodings
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
@@ -111,6 +112,7 @@ async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
     assert existed
     assert deleted.status_code == 200
     assert not workspace.exists()
+    assert not Workspace(workspace, 0).record.exists()
 
 
 async def test_a_stop_during_a_command_kills_it_and_ends_the_turn_at_once(
@@ -242,6 +244,27 @@ async def test_the_workspace_is_kept_across_turns_and_only_new_work_is_handed_ov
 
     assert [e.name for e in first if isinstance(e, FileEvent)] == ["notes.md"]
     assert [e.name for e in second if isinstance(e, FileEvent)] == ["final.md"]
+
+
+async def test_a_file_made_by_a_failed_turn_is_handed_over_by_the_next(
+    core: AgentCore, tmp_path: Path
+) -> None:
+    def provider_fails(request: ModelRequest) -> Reply:
+        raise ModelHTTPError(400, "bad request")
+
+    core.model = ScriptedModel(
+        Reply.tool_calls(("write_file", {"path": "draft.md", "content": "# Draft\n"})),
+        provider_fails,
+        Reply.text("Here is the draft from before."),
+    )
+    agent = build(core, skills_settings(tmp_path))
+
+    failed = await drive_turn(agent, ask("Draft it"))
+    next_turn = await drive_turn(agent, ask("Where is my draft?"))
+
+    assert status(failed) == "failed"
+    assert not [e for e in failed if isinstance(e, FileEvent)]
+    assert [e.name for e in next_turn if isinstance(e, FileEvent)] == ["draft.md"]
 
 
 async def test_web_search_is_a_tool_when_a_tavily_key_is_set(
