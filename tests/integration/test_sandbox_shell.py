@@ -14,21 +14,16 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import cast
 
-import httpx2 as httpx
 import pytest
 
-from app.agents.base import AgentCore, AgentSettings
 from app.agents.skills import build
-from app.config import Settings
 from app.core.events import Event
-from app.documents.library import DocumentLibrary
-from app.llm.tokens import TokenCounter
-from app.store.base import SessionStore
 from app.tools.base import ToolContext
 from app.tools.shell import BashTool, Shell, ShellLimits
 from app.tools.workspace import Workspace
+from tests.integration.service import service_settings
+from tests.support.agents import agent_core
 from tests.support.sandbox import marked, sandboxed_shell
 from tests.support.scripted_model import ScriptedModel
 
@@ -288,20 +283,16 @@ async def test_the_tool_reports_the_exit_code_and_the_time_limit(
 
 
 async def test_unsandboxed_is_explicit_warned_and_still_gets_an_empty_environment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     monkeypatch.setenv("DODO_TEST_API_KEY", SECRET)
-    settings = Settings(_env_file=None, data_dir=tmp_path / "data", skills_shell="unsandboxed")
-    core = AgentCore(
-        model=ScriptedModel(),
-        store=cast(SessionStore, None),
-        tokens=TokenCounter(),
-        http=cast(httpx.AsyncClient, None),
-        limits=AgentSettings(),
-        documents=cast(DocumentLibrary, object()),
-    )
-    with caplog.at_level(logging.WARNING, logger="app.agents.skills"):
-        agent = build(core, settings)
+    settings = service_settings(tmp_path, sqlite_url, skills_shell="unsandboxed")
+    async with agent_core(settings, ScriptedModel()) as core:
+        with caplog.at_level(logging.WARNING, logger="app.agents.skills"):
+            agent = build(core, settings)
     workspace = Workspace(tmp_path / "ws", LIMITS.file_bytes, owner=agent.shell.run_as)
     workspace.create()
 

@@ -1,13 +1,14 @@
 """The skills agent as a user meets it: a skill followed in the sandbox produces a file to download.
 
-The end-to-end test goes through the HTTP API and the real registry entry,
-with the fake OpenAI server scripting the model; the others drive the agent
-in-process on a `ScriptedModel`, to look at what the model was sent.
+The end-to-end tests go through the HTTP API and the real registry entry,
+the others drive the agent in-process; both on a `ScriptedModel`, whose
+steps look at what the model was sent.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import io
 import os
 import time
@@ -18,37 +19,28 @@ from typing import Any
 
 import docx
 import httpx
-import httpx2
 import pytest
 
-from app.agents.base import AgentCore, AgentSettings, Turn
+from app.agents.base import AgentCore, Turn
 from app.agents.skills import SkillsAgent, build
 from app.config import Settings
 from app.core.events import CompleteEvent, Event, FileEvent, ThinkingEvent
 from app.core.messages import ToolResultBlock
 from app.core.run import ConversationKey
-from app.documents.library import DocumentLibrary, LibrarySettings
 from app.llm.errors import ModelHTTPError
-from app.llm.tokens import TokenCounter, install_encodings
-from app.store.blobs import LocalBlobStore
-from app.store.db import Database
-from app.store.file_store import SqlFileStore
-from app.store.sessions import SqlSessionStore
+from app.main import create_app
 from app.tools.shell import Shell, ShellLimits
 from app.tools.workspace import Workspace, workspace_root
-from tests.fakes.openai_server import FakeOpenAI
-from tests.fakes.scripted_server import Reply as HttpReply
 from tests.integration.service import (
     Backend,
     history,
-    running_service,
     service_settings,
-    settings_for,
 )
+from tests.support.agents import agent_core, run_turn
 from tests.support.sandbox import marked, sandboxed_shell
 from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
+from tests.support.server import serve
 from tests.support.sse import collect, events
-from tests.support.turns import drive_turn
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 SALES = b"region,units\nNorth,12\nSouth,7\nNorth,3\n"
@@ -68,17 +60,44 @@ async def stream(
         return await collect(response)
 
 
+def app_settings(backend: Backend, tmp_path: Path) -> Settings:
+    return service_settings(
+        tmp_path, backend.database_url, backend.redis_url, redis_prefix=backend.redis_prefix
+    )
+
+
+@contextlib.asynccontextmanager
+async def service(settings: Settings, model: ScriptedModel) -> AsyncIterator[httpx.AsyncClient]:
+    """The whole app on a real socket, its model scripted."""
+    async with (
+        serve(create_app(settings, model=model)) as url,
+        httpx.AsyncClient(base_url=url, timeout=30) as client,
+    ):
+        yield client
+
+
 async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
-    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+    backend: Backend, tmp_path: Path
 ) -> None:
     sandboxed_shell(ShellLimits())  # skips (fails under CI) without bubblewrap
-    settings = settings_for(backend, tmp_path, fake_llm)
-    fake_llm.script(
-        HttpReply.tool_calls([("load_skill", {"name": "data-summary"})]),
-        HttpReply.tool_calls([("bash", {"command": SUMMARY_AND_REPORT})]),
-        HttpReply.text("Your report is ready: a summary of the two regions."),
+
+    def load_the_listed_skill(request: ModelRequest) -> Reply:
+        system = request.messages[0].text_content()
+        assert "- data-summary: Summarise a table of data" in system
+        assert "it is in the workspace as `sales.csv`" in system
+        return Reply.tool_calls(("load_skill", {"name": "data-summary"}))
+
+    def follow_it(request: ModelRequest) -> Reply:
+        assert "summarize_table.py" in request.tool_results()[-1].output
+        return Reply.tool_calls(("bash", {"command": SUMMARY_AND_REPORT}))
+
+    model = ScriptedModel(
+        load_the_listed_skill,
+        follow_it,
+        Reply.text("Your report is ready: a summary of the two regions."),
     )
-    async with running_service(settings) as client:
+    settings = app_settings(backend, tmp_path)
+    async with service(settings, model) as client:
         upload = await client.post("/file/upload", files={"file": ("sales.csv", SALES)})
         file_id = upload.json()["data"]["fileId"]
         events = await stream(client, "Turn my data into a Word report", "c-skills", file_id)
@@ -116,10 +135,10 @@ async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
 
 
 async def test_a_stop_during_a_command_kills_it_and_ends_the_turn_at_once(
-    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+    backend: Backend, tmp_path: Path
 ) -> None:
     shell = sandboxed_shell(ShellLimits())
-    settings = settings_for(backend, tmp_path, fake_llm)
+    settings = app_settings(backend, tmp_path)
     marker = f"dodo-agent-stop-{uuid.uuid4().hex[:8]}"
     workspace = Workspace(workspace_root(settings.data_dir, "local", "c-stop"), 1024, shell.run_as)
     workspace.create()
@@ -130,9 +149,9 @@ async def test_a_stop_during_a_command_kills_it_and_ends_the_turn_at_once(
         "python -c \"open('started', 'w').write('1'); import time; time.sleep(1000)\""
         f" {marker} & sleep 1000"
     )
-    fake_llm.script(HttpReply.tool_calls([("bash", {"command": command})]))
+    model = ScriptedModel(Reply.tool_calls(("bash", {"command": command})))
     seen: list[dict[str, object]] = []
-    async with running_service(settings) as client:
+    async with service(settings, model) as client:
         params = {"query": "Work for a long time", "conversationId": "c-stop"}
         async with client.stream("GET", "/agent/skills/stream", params=params) as response:
             async for event in events(response):
@@ -156,27 +175,10 @@ async def test_a_stop_during_a_command_kills_it_and_ends_the_turn_at_once(
 
 
 @pytest.fixture
-async def core(tmp_path: Path) -> AsyncIterator[AgentCore]:
-    """What the lifespan gives agents, on SQLite, with a scripted model put in later."""
-    install_encodings(tmp_path / "tiktoken")
-    url = f"sqlite+aiosqlite:///{tmp_path}/app.db"
-    async with (
-        Database.open(url, pool_size=2, migrate=True) as db,
-        httpx2.AsyncClient() as http,
-    ):
-        yield AgentCore(
-            model=ScriptedModel(),
-            store=SqlSessionStore(db),
-            tokens=TokenCounter(),
-            http=http,
-            limits=AgentSettings(recommendations=False),
-            documents=DocumentLibrary(
-                SqlFileStore(db),
-                LocalBlobStore(tmp_path / "files"),
-                None,
-                LibrarySettings(),
-            ),
-        )
+async def core(tmp_path: Path, sqlite_url: str) -> AsyncIterator[AgentCore]:
+    """What the lifespan gives agents, on SQLite; each test puts its scripted model in."""
+    async with agent_core(service_settings(tmp_path, sqlite_url), ScriptedModel()) as made:
+        yield made
 
 
 def skills_settings(tmp_path: Path, **overrides: Any) -> Settings:
@@ -213,7 +215,7 @@ async def test_with_no_skills_installed_the_agent_still_works(
     core.model = model
     agent = without_skills(core, tmp_path, build(core, skills_settings(tmp_path)).shell)
 
-    events = await drive_turn(agent, ask("Write a hello file"))
+    events = await run_turn(agent, "Write a hello file")
 
     first = model.requests[0]
     assert "No skills are installed" in first.messages[0].text_content()
@@ -239,8 +241,8 @@ async def test_the_workspace_is_kept_across_turns_and_only_new_work_is_handed_ov
     )
     agent = build(core, skills_settings(tmp_path))
 
-    first = await drive_turn(agent, ask("Draft some notes"))
-    second = await drive_turn(agent, ask("Now write the final version"))
+    first = await run_turn(agent, "Draft some notes")
+    second = await run_turn(agent, "Now write the final version")
 
     assert [e.name for e in first if isinstance(e, FileEvent)] == ["notes.md"]
     assert [e.name for e in second if isinstance(e, FileEvent)] == ["final.md"]
@@ -259,8 +261,8 @@ async def test_a_file_made_by_a_failed_turn_is_handed_over_by_the_next(
     )
     agent = build(core, skills_settings(tmp_path))
 
-    failed = await drive_turn(agent, ask("Draft it"))
-    next_turn = await drive_turn(agent, ask("Where is my draft?"))
+    failed = await run_turn(agent, "Draft it")
+    next_turn = await run_turn(agent, "Where is my draft?")
 
     assert status(failed) == "failed"
     assert not [e for e in failed if isinstance(e, FileEvent)]
@@ -292,7 +294,7 @@ async def test_rounds_stop_at_skills_max_rounds_with_a_last_answer_without_tools
     core.model = model
     agent = build(core, skills_settings(tmp_path, skills_max_rounds=2))
 
-    events = await drive_turn(agent, ask("Look around"))
+    events = await run_turn(agent, "Look around")
 
     assert len(model.requests) == 3
     assert model.unused_steps == 0
@@ -313,7 +315,7 @@ async def test_old_tool_outputs_become_stubs_but_the_skill_stays(
     core.model = model
     agent = build(core, skills_settings(tmp_path, skills_keep_tool_results=1))
 
-    await drive_turn(agent, ask("Read a.txt"))
+    await run_turn(agent, "Read a.txt")
 
     results: list[ToolResultBlock] = model.requests[-1].tool_results()
     assert [r.name for r in results] == ["load_skill", "write_file", "read_file", "read_file"]
@@ -332,7 +334,7 @@ async def test_the_shell_refusing_is_said_once_and_the_turn_goes_on(
     core.model = model
     agent = without_skills(core, tmp_path, Shell(ShellLimits(), "sandboxed", (), bwrap=None))
 
-    events = await drive_turn(agent, ask("List the files"))
+    events = await run_turn(agent, "List the files")
 
     [result] = model.requests[1].tool_results()
     assert result.is_error
