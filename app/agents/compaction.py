@@ -87,13 +87,14 @@ class Compactor:
             Msg.text("user", transcript(older)),
         ]
         pieces: list[str] = []
+
+        def count(usage: Usage) -> None:
+            self._usage[turn.task_id] = self.take_usage(turn) + usage
+
         try:
-            async for item in self._model.stream(request):
-                if isinstance(item, Retrying):
-                    continue
-                pieces += [b.text for b in item.content if isinstance(b, TextBlock)]
-                if item.usage is not None:
-                    self._usage[turn.task_id] = self.take_usage(turn) + item.usage
+            async for item in self._model.stream(request, on_usage=count):
+                if not isinstance(item, Retrying):
+                    pieces += [b.text for b in item.content if isinstance(b, TextBlock)]
         except ModelError as exc:
             log.warning("could not summarise the context (%s): stubbing every old output", exc)
             stub_old_results(messages, 0, self._kept_tools)

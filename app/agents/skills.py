@@ -155,7 +155,7 @@ class SkillsAgent(ReActAgent):
                 yield event
         finally:
             if self._compactor is not None:
-                state.usage = state.usage + self._compactor.take_usage(turn)
+                state.add_usage(self._compactor.take_usage(turn))
         async for event in self._hand_over(turn, workspace, handed):
             yield event
 
