@@ -20,6 +20,7 @@ Provider = Literal[
 ]
 """The adapters, then OpenAI-compatible servers preset with their endpoint (app/llm/registry.py)."""
 DisconnectPolicy = Literal["continue", "cancel"]
+ShellMode = Literal["sandboxed", "unsandboxed"]
 
 
 HASHED_KEY = "sha256:"
@@ -134,6 +135,25 @@ class Settings(BaseSettings):
     """Wall time a document may take to read, in its child process."""
     file_parse_workers: int = Field(default=2, ge=1)
     """Documents read at once; more uploads wait their turn."""
+
+    skills_dir: Path | None = None
+    """A folder of the user's own skills (folders with a SKILL.md), beside the built-in ones."""
+    skills_max_rounds: int = Field(default=20, ge=1)
+    """Tool rounds of the skills agent before a last answer without tools."""
+    skills_shell: ShellMode = "sandboxed"
+    """`unsandboxed` runs the shell without bubblewrap: only where nothing else is possible."""
+    skills_shell_timeout_seconds: float = Field(default=120.0, gt=0)
+    skills_shell_max_timeout_seconds: float = Field(default=600.0, gt=0)
+    """The longest time limit a call may ask for; the CPU-time limit too."""
+    skills_shell_output_bytes: int = Field(default=30000, ge=1000)
+    skills_shell_memory_bytes: int = Field(default=2 * 1024**3, ge=64 * 1024**2)
+    skills_shell_processes: int = Field(default=256, ge=8)
+    skills_max_file_bytes: int = Field(default=50 * 1024 * 1024, ge=1024)
+    """Largest file the shell may write and the file tools may read or write."""
+    skills_keep_tool_results: int = Field(default=4, ge=0)
+    """Tool outputs kept whole in the skills agent's context; older ones become stubs."""
+    skills_context_tokens: int = Field(default=60000, ge=1000)
+    """Above this many tokens, the skills agent's older work is replaced by a summary."""
 
     log_level: str = "INFO"
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from app.agents import file_qa, web_search
+from app.agents import file_qa, skills, web_search
 from app.agents.base import AgentCore, BaseAgent
 from app.config import Settings
 
@@ -51,7 +51,7 @@ AGENTS: tuple[AgentEntry, ...] = (
     ),
     AgentEntry("pptx", "PowerPoint", "PowerPoint builder agent stream"),
     AgentEntry("deep", "Deep research", "Deep research agent stream"),
-    AgentEntry("skills", "Skills", "Skills agent stream", accepts_file=True),
+    AgentEntry("skills", "Skills", "Skills agent stream", skills.build, accepts_file=True),
 )
 
 BY_KIND = {entry.kind: entry for entry in AGENTS}

@@ -84,12 +84,12 @@ async def find_file(services: ServicesDep, user: str, file_id: str) -> StoredFil
     responses={
         400: {"description": "No file, or an empty one"},
         413: {"description": "Larger than UPLOAD_MAX_BYTES"},
-        415: {"description": "Not pdf, docx, txt, md, png or jpg, or content not matching"},
+        415: {"description": "Not an accepted type, or not what its name says"},
         429: {"description": "Over the user's uploads a minute; see Retry-After"},
     },
 )
 async def upload_file(
-    file: Annotated[UploadFile, File(description="The document: pdf, docx, txt, md, png, jpg.")],
+    file: Annotated[UploadFile, File(description="pdf, docx, xlsx, txt, md, csv, tsv, png, jpg")],
     user: UserDep,
     services: ServicesDep,
 ) -> Envelope[UploadedFile]:

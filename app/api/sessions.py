@@ -12,6 +12,7 @@ from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
 from app.store.base import ToolCall, TurnFile
+from app.tools.workspace import delete_workspace
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 
@@ -112,4 +113,5 @@ async def delete_conversation(
     if deleted.turns == 0:
         raise ApiError(404, "Conversation not found")
     await services.files.discard_blobs(deleted.blob_keys)
+    await delete_workspace(services.settings.data_dir, user, conversation_id)
     return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))

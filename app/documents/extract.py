@@ -1,10 +1,12 @@
 """Reading uploaded documents: what a file really is, and its text with locations.
 
 A file's type is decided by its name and confirmed by its content (magic
-bytes; for docx, the zip's `word/document.xml`; for text, that it decodes),
+bytes; for docx and xlsx, the zip's `word/document.xml` or `xl/workbook.xml`;
+for text, that it decodes),
 so a renamed binary is refused rather than stored as something it is not.
 Text comes out in sections that know where they are (page of a pdf,
-paragraph of a docx, lines of a text file), so an answer can cite them.
+paragraph of a docx, lines of a text file, rows of a workbook's sheets), so an
+answer can cite them.
 
 Everything here blocks (parsers read whole files): `extract` runs in a
 child process with limits (documents/isolated.py), and reads within a
@@ -15,7 +17,8 @@ bomb) raises `UnreadableFile` with a sentence a user understands; the
 upload is then kept with status `failed`.
 
 Left out: text recognition (OCR) and image description (no vision model),
-legacy .doc, spreadsheets and slides, and pdf/docx headers and footers.
+legacy .doc and .xls, slides, formulas (a workbook's cached values are read),
+and pdf/docx headers and footers.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Literal
 
 import charset_normalizer
 import docx
+import openpyxl
 import pypdf
 from docx.text.paragraph import Paragraph
 from pypdf import PasswordType, PdfReader
@@ -38,8 +42,8 @@ DETECT_BYTES = 256 * 1024
 PDF_HEADER_WITHIN = 1024
 """Readers accept `%PDF-` anywhere in the first kilobyte, after junk some writers prepend."""
 
-Kind = Literal["pdf", "docx", "text", "image"]
-Unit = Literal["page", "paragraph", "line"]
+Kind = Literal["pdf", "docx", "xlsx", "text", "image"]
+Unit = Literal["page", "paragraph", "line", "row"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +65,14 @@ DOCX = FileType(
 )
 TEXT = FileType("text", "text/plain", "a text file", "line")
 MARKDOWN = FileType("text", "text/markdown", "a Markdown file", "line")
+CSV = FileType("text", "text/csv", "a CSV file", "line")
+TSV = FileType("text", "text/tab-separated-values", "a TSV file", "line")
+XLSX = FileType(
+    "xlsx",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "an Excel workbook",
+    "row",
+)
 PNG = FileType("image", "image/png", "a PNG image", "page")
 JPEG = FileType("image", "image/jpeg", "a JPEG image", "page")
 
@@ -70,6 +82,9 @@ TYPES_BY_EXTENSION: dict[str, FileType] = {
     ".txt": TEXT,
     ".md": MARKDOWN,
     ".markdown": MARKDOWN,
+    ".csv": CSV,
+    ".tsv": TSV,
+    ".xlsx": XLSX,
     ".png": PNG,
     ".jpg": JPEG,
     ".jpeg": JPEG,
@@ -130,21 +145,17 @@ def type_for_name(name: str) -> FileType | None:
 def content_matches(path: Path, expected: FileType) -> bool:
     """Whether the bytes are what the name says.
 
-    A docx whose zip cannot be opened passes (it starts like one): it is a
-    damaged Word document, which extraction then reports as such.
+    A docx or xlsx whose zip cannot be opened passes (it starts like one): it
+    is a damaged Office file, which extraction then reports as such.
     """
     with path.open("rb") as handle:
         head = handle.read(SNIFF_BYTES)
     if expected is PDF:
         return b"%PDF-" in head[:PDF_HEADER_WITHIN]
     if expected is DOCX:
-        if not head.startswith(_ZIP_SIGNATURE):
-            return False
-        try:
-            with zipfile.ZipFile(path) as archive:
-                return "word/document.xml" in archive.namelist()
-        except zipfile.BadZipFile:
-            return True
+        return _zip_holds(path, head, "word/document.xml")
+    if expected is XLSX:
+        return _zip_holds(path, head, "xl/workbook.xml")
     if expected is PNG:
         return head.startswith(_PNG_SIGNATURE)
     if expected is JPEG:
@@ -160,6 +171,8 @@ def extract(path: Path, file_type: FileType, budget: Budget) -> Document:
         return _pdf(path, budget)
     if file_type.kind == "docx":
         return _docx(path, budget)
+    if file_type.kind == "xlsx":
+        return _xlsx(path, budget)
     if file_type.kind == "text":
         return _text(path, file_type, budget)
     raise UnreadableFile(
@@ -215,17 +228,10 @@ def _pdf_pages(reader: PdfReader, budget: Budget) -> list[Section]:
 
 
 def _docx(path: Path, budget: Budget) -> Document:
-    """Body paragraphs and table rows in document order, numbered as a reader counts them.
-
-    The zip's parts are measured before any is unpacked: the sizes it
-    declares bind, since `zipfile` reads no byte past them.
-    """
+    """Body paragraphs and table rows in document order, numbered as a reader counts them."""
     texts: list[str] = []
     try:
-        with zipfile.ZipFile(path) as archive:
-            inflated = sum(info.file_size for info in archive.infolist())
-        if inflated > budget.inflated_bytes:
-            raise UnreadableFile(_bomb(DOCX, budget))
+        _check_unpacked(path, DOCX, budget)
         for block in docx.Document(str(path)).iter_inner_content():
             if isinstance(block, Paragraph):
                 texts.append(block.text)
@@ -243,6 +249,63 @@ def _docx(path: Path, budget: Budget) -> Document:
     if not paragraphs:
         raise UnreadableFile("The Word document contains no text.")
     return Document("paragraph", [Section(n, n, t) for n, t in enumerate(paragraphs, 1)])
+
+
+def _xlsx(path: Path, budget: Budget) -> Document:
+    """Each sheet's rows as tab-separated lines, under the sheet's name, numbered across sheets."""
+    sections: list[Section] = []
+    number = 0
+    chars = 0
+    try:
+        _check_unpacked(path, XLSX, budget)
+        # A file object: openpyxl refuses a path that does not end in .xlsx (blob keys do not).
+        with path.open("rb") as handle:
+            book = openpyxl.load_workbook(handle, read_only=True, data_only=True)
+            try:
+                for sheet in book.worksheets:
+                    rows: list[tuple[int, str]] = []
+                    for values in sheet.iter_rows(values_only=True):
+                        number += 1
+                        line = _clean("\t".join("" if v is None else str(v) for v in values))
+                        chars += len(line)
+                        budget.check_chars(chars, XLSX)
+                        if line:
+                            rows.append((number, line))
+                    for at in range(0, len(rows), _TEXT_PARAGRAPH_MAX_LINES):
+                        block = rows[at : at + _TEXT_PARAGRAPH_MAX_LINES]
+                        text = "\n".join([f"[{sheet.title}]", *(line for _, line in block)])
+                        sections.append(Section(block[0][0], block[-1][0], text))
+            finally:
+                book.close()
+    except (UnreadableFile, MemoryError):
+        raise
+    except Exception as exc:
+        raise UnreadableFile("The Excel workbook could not be read: it may be damaged.") from exc
+    if not sections:
+        raise UnreadableFile("The Excel workbook contains no data.")
+    return Document("row", sections)
+
+
+def _check_unpacked(path: Path, file_type: FileType, budget: Budget) -> None:
+    """Refuse an Office file whose parts would unpack past the budget, before any is unpacked.
+
+    The sizes the zip declares bind: `zipfile` reads no byte past them.
+    """
+    with zipfile.ZipFile(path) as archive:
+        inflated = sum(info.file_size for info in archive.infolist())
+    if inflated > budget.inflated_bytes:
+        raise UnreadableFile(_bomb(file_type, budget))
+
+
+def _zip_holds(path: Path, head: bytes, member: str) -> bool:
+    """An Office file is a zip holding `member`; one whose zip cannot be opened passes."""
+    if not head.startswith(_ZIP_SIGNATURE):
+        return False
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return member in archive.namelist()
+    except zipfile.BadZipFile:
+        return True
 
 
 def _text(path: Path, file_type: FileType, budget: Budget) -> Document:

@@ -1,10 +1,10 @@
 """The file library: what happens to an uploaded document, from upload to deletion.
 
-Upload: the name decides the type (only pdf, docx, txt, md, png and jpg),
-the bytes are copied to the blob store under a generated key with the size
-capped, the content must be what the name says, then the text is extracted
-in a child process with limits (documents/isolated.py, at most
-`parse_workers` at once) and cut into passages in a worker thread, embedded when an embeddings
+Upload: the name decides the type (only pdf, docx, xlsx, txt, md, csv, tsv,
+png and jpg), the bytes are copied to the blob store under a generated key
+with the size capped, the content must be what the name says, then the text
+is extracted in a child process with limits (documents/isolated.py, at most
+`parse_workers` at once) and cut into passages, embedded when an embeddings
 endpoint is configured, and recorded with its status. All of that happens
 before the upload answers, so the next request can use the file at once.
 A file that is what it claims but has no readable text (a scanned pdf, an

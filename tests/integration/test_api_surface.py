@@ -85,13 +85,12 @@ async def test_agent_kinds_list_what_runs_and_the_rest_answer_501(tmp_path: Path
          "needsFile": False, "acceptsFile": False},
         {"kind": "deep", "name": "Deep research", "available": False,
          "needsFile": False, "acceptsFile": False},
-        {"kind": "skills", "name": "Skills", "available": False,
+        {"kind": "skills", "name": "Skills", "available": True,
          "needsFile": False, "acceptsFile": True},
     ]  # fmt: skip
     assert {kind: r.status_code for kind, r in unavailable.items()} == {
         "pptx": 501,
         "deep": 501,
-        "skills": 501,
     }
     assert all(r.json()["code"] == 501 for r in unavailable.values())
     assert listing.json()["data"]["total"] == 0

@@ -14,6 +14,7 @@ from app.documents.extract import (
     PDF,
     PNG,
     TEXT,
+    XLSX,
     Budget,
     FileType,
     UnreadableFile,
@@ -21,7 +22,13 @@ from app.documents.extract import (
     extract,
     type_for_name,
 )
-from tests.support.documents import docx_bytes, image_bytes, pdf_bytes, scanned_pdf_bytes
+from tests.support.documents import (
+    docx_bytes,
+    image_bytes,
+    pdf_bytes,
+    scanned_pdf_bytes,
+    xlsx_bytes,
+)
 
 
 def write(tmp_path: Path, data: bytes, name: str = "file") -> Path:
@@ -91,12 +98,42 @@ def test_a_damaged_docx_is_a_docx_that_cannot_be_read(tmp_path: Path) -> None:
         extract(path, DOCX, Budget())
 
 
+def test_a_damaged_workbook_says_so(tmp_path: Path) -> None:
+    path = write(tmp_path, xlsx_bytes({"Sheet": [("a", 1)]})[:300])
+
+    assert content_matches(path, XLSX)
+    with pytest.raises(UnreadableFile, match="Excel workbook could not be read"):
+        extract(path, XLSX, Budget())
+
+
 def test_a_zip_that_is_not_a_word_document_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "fake.docx"
     with zipfile.ZipFile(path, "w") as archive:
         archive.writestr("hello.txt", "hello")
 
     assert not content_matches(path, DOCX)
+
+
+def test_workbook_rows_come_out_per_sheet_numbered_across_sheets(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        xlsx_bytes(
+            {
+                "Sales": [("region", "units"), ("North", 12), (None, None), ("South", 7)],
+                "Notes": [("Checked by Ana",)],
+            }
+        ),
+    )
+
+    document = extract(path, XLSX, Budget())
+
+    assert content_matches(path, XLSX)
+    assert not content_matches(write(tmp_path, docx_bytes(["Text."]), "w.xlsx"), XLSX)
+    assert document.unit == "row"
+    assert [(s.first, s.last, s.text) for s in document.sections] == [
+        (1, 4, "[Sales]\nregion\tunits\nNorth\t12\nSouth\t7"),
+        (5, 5, "[Notes]\nChecked by Ana"),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,13 @@ import pytest
 
 from app.config import Settings
 from tests.integration.service import running_service, service_settings
-from tests.support.documents import docx_bytes, image_bytes, pdf_bytes, scanned_pdf_bytes
+from tests.support.documents import (
+    docx_bytes,
+    image_bytes,
+    pdf_bytes,
+    scanned_pdf_bytes,
+    xlsx_bytes,
+)
 
 ALICE = {"Authorization": "Bearer key-alice"}
 BOB = {"Authorization": "Bearer key-bob"}
@@ -124,8 +130,15 @@ async def test_upload_then_every_endpoint(tmp_path: Path, database_url: str) -> 
             "text/markdown",
             "# Title\n\nSome *markdown*.",
         ),
+        ("sales.csv", b"region,units\nNorth,12\n", "text/csv", "region,units\nNorth,12"),
+        (
+            "sales.xlsx",
+            xlsx_bytes({"Q1": [("region", "units"), ("North", 12)]}),
+            "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+            "[Q1]\nregion\tunits\nNorth\t12",
+        ),
     ],
-    ids=["docx", "txt-gb18030", "md"],
+    ids=["docx", "txt-gb18030", "md", "csv", "xlsx"],
 )
 async def test_each_document_type_is_read(
     tmp_path: Path, sqlite_url: str, name: str, data: bytes, mime: str, text: str

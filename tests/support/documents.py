@@ -1,4 +1,5 @@
-"""Real documents for tests, written by real libraries: pdf (fpdf2), docx (python-docx), images.
+"""Real documents for tests, written by real libraries: pdf (fpdf2), docx (python-docx),
+xlsx (openpyxl), images.
 
 Nothing here is a fixture file checked into the repo: each test makes the
 document it reads, so what it contains is visible next to the assertion.
@@ -13,6 +14,7 @@ from collections.abc import Sequence
 
 import docx
 from fpdf import FPDF
+from openpyxl import Workbook
 from PIL import Image
 
 
@@ -48,6 +50,19 @@ def docx_bytes(paragraphs: Sequence[str], table: Sequence[Sequence[str]] = ()) -
                 cell.text = value
     out = io.BytesIO()
     document.save(out)
+    return out.getvalue()
+
+
+def xlsx_bytes(sheets: dict[str, Sequence[Sequence[object]]]) -> bytes:
+    """An Excel workbook with these sheets, in order, each a list of rows."""
+    book = Workbook()
+    book.remove(book.worksheets[0])
+    for title, rows in sheets.items():
+        sheet = book.create_sheet(title)
+        for row in rows:
+            sheet.append(list(row))
+    out = io.BytesIO()
+    book.save(out)
     return out.getvalue()
 
 
