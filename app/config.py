@@ -96,6 +96,13 @@ class Settings(BaseSettings):
     """A document whose text is at most this long is handed to the model whole."""
     file_search_top_k: int = Field(default=5, ge=1)
 
+    pptx_render_timeout_seconds: float = Field(default=60.0, gt=0)
+    """Longest a deck may take to draw; past it the build is stored FAILED at RENDER."""
+    pptx_max_slides: int = Field(default=20, ge=3, le=30)
+    """Most slides a deck may have; a longer request is asked to choose again."""
+    pptx_search_queries: int = Field(default=2, ge=0, le=5)
+    """Web searches a build makes for its facts (0: none)."""
+
     log_level: str = "INFO"
 
     @field_validator("data_dir")

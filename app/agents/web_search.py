@@ -12,7 +12,7 @@ from app.agents.base import AgentCore, Turn
 from app.agents.react import ReActAgent
 from app.config import Settings
 from app.tools.base import Tool
-from app.tools.web_search import TavilySearch
+from app.tools.web_search import configured_search
 
 SYSTEM_PROMPT = """You are a research assistant that answers with current, sourced facts.
 Today is {today}.
@@ -50,10 +50,4 @@ class WebSearchAgent(ReActAgent):
 
 def build(core: AgentCore, settings: Settings) -> WebSearchAgent:
     """With a Tavily key, the agent searches; without one, it answers from the model alone."""
-    key = settings.tavily_api_key
-    search = (
-        TavilySearch(core.http, settings.tavily_base_url, key, settings.tavily_max_results)
-        if key.get_secret_value()
-        else None
-    )
-    return WebSearchAgent(core, search)
+    return WebSearchAgent(core, configured_search(core.http, settings))

@@ -13,6 +13,7 @@ import httpx2 as httpx
 import orjson
 from pydantic import SecretStr
 
+from app.config import Settings
 from app.core.events import Reference, ThinkingEvent
 from app.core.tools import ToolSchema
 from app.tools.base import ToolContext, ToolOutput
@@ -73,3 +74,11 @@ class TavilySearch:
             for n, ref in enumerate(references, 1)
         ]
         return ToolOutput("\n\n".join(lines), references=references)
+
+
+def configured_search(client: httpx.AsyncClient, settings: Settings) -> TavilySearch | None:
+    """The web search of these settings; None without a Tavily key (agents then do without)."""
+    key = settings.tavily_api_key
+    if not key.get_secret_value():
+        return None
+    return TavilySearch(client, settings.tavily_base_url, key, settings.tavily_max_results)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from app.agents.pptx.templates import PAGE_TYPES, PageType
+from tests.fakes.scripted_server import Reply
 
 _FIELDS: dict[PageType, dict[str, Any]] = {
     "cover": {"subtitle": "An introduction for high-school students"},
@@ -54,3 +60,60 @@ def deck(titles: list[str]) -> dict[str, Any]:
             for t, p in zip(titles, types, strict=True)
         ]
     }
+
+
+STEP_PROMPTS = {
+    "INTENT": "You route messages",
+    "REQUIREMENT": "You prepare a PowerPoint deck",
+    "TEMPLATE": "Choose the template",
+    "OUTLINE": "Write the outline",
+    "SCHEMA": "Write every slide",
+    "MODIFY": "You edit an existing",
+}
+FULL_REQUIREMENT = {
+    "topic": "solar power",
+    "audience": "high-school students",
+    "slideCount": 10,
+    "style": "friendly",
+    "language": "English",
+    "ask": None,
+}
+
+
+@dataclass
+class DeckModel:
+    """A fake model's answers for the PowerPoint agent, chosen by the step its prompt names.
+
+    `answers[step]` are answered first, in order (JSON text, or a `Reply` such as a
+    hang); then the step's default: a full requirement, the `template`, an outline
+    and a deck of `titles`, `modified` titles for a change, `intent` for routing.
+    `asked[step]` counts the requests, and `waiting[step]` is set when one arrives.
+    """
+
+    titles: list[str]
+    modified: list[str] = field(default_factory=list)
+    template: str = "ocean"
+    intent: str = "modify"
+    answers: dict[str, list[str | Reply]] = field(default_factory=dict)
+    asked: dict[str, int] = field(default_factory=dict)
+    waiting: dict[str, asyncio.Event] = field(default_factory=dict)
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        system = str(body["messages"][0]["content"])
+        step = next(s for s, opening in STEP_PROMPTS.items() if system.startswith(opening))
+        self.asked[step] = self.asked.get(step, 0) + 1
+        self.waiting.setdefault(step, asyncio.Event()).set()
+        queued = self.answers.get(step)
+        answer = queued.pop(0) if queued else self._default(step)
+        return answer if isinstance(answer, Reply) else Reply.text(answer, chunks=3)
+
+    def _default(self, step: str) -> str:
+        answers: dict[str, Callable[[], Any]] = {
+            "INTENT": lambda: {"intent": self.intent},
+            "REQUIREMENT": lambda: FULL_REQUIREMENT,
+            "TEMPLATE": lambda: {"templateCode": self.template, "reason": "fits"},
+            "OUTLINE": lambda: outline(self.titles),
+            "SCHEMA": lambda: deck(self.titles),
+            "MODIFY": lambda: deck(self.modified),
+        }
+        return orjson.dumps(answers[step]()).decode()
