@@ -48,6 +48,10 @@ class TurnService:
         self._runs = runs
         self._ttl = ttl
 
+    def kinds(self) -> frozenset[str]:
+        """The agents this service runs; a stream for any other kind answers 501."""
+        return frozenset(self._agents)
+
     async def start(
         self,
         kind: str,
