@@ -11,6 +11,7 @@ import orjson
 
 from app.agents.pptx.templates import PAGE_TYPES, PageType
 from tests.fakes.scripted_server import Reply
+from tests.support.scripted_model import ModelRequest
 
 _FIELDS: dict[PageType, dict[str, Any]] = {
     "cover": {"subtitle": "An introduction for high-school students"},
@@ -99,18 +100,27 @@ class DeckModel:
     waiting: dict[str, asyncio.Event] = field(default_factory=dict)
 
     def __call__(self, body: dict[str, Any]) -> Reply:
-        system = str(body["messages"][0]["content"])
+        """The answer as the HTTP fake (`FakeOpenAI.responder`) plays it."""
+        answer = self.answer(str(body["messages"][0]["content"]))
+        return answer if isinstance(answer, Reply) else Reply.text(answer, chunks=3)
+
+    def scripted(self, request: ModelRequest) -> str:
+        """The answer as a `ScriptedModel` step gives it (text only: no hangs in-process)."""
+        answer = self.answer(request.messages[0].text_content())
+        assert isinstance(answer, str)
+        return answer
+
+    def answer(self, system: str) -> str | Reply:
         step = next(s for s, opening in STEP_PROMPTS.items() if system.startswith(opening))
         self.asked[step] = self.asked.get(step, 0) + 1
         self.waiting.setdefault(step, asyncio.Event()).set()
         queued = self.answers.get(step)
-        answer = queued.pop(0) if queued else self._default(step)
-        return answer if isinstance(answer, Reply) else Reply.text(answer, chunks=3)
+        return queued.pop(0) if queued else self._default(step)
 
     def _default(self, step: str) -> str:
         answers: dict[str, Callable[[], Any]] = {
             "INTENT": lambda: {"intent": self.intent},
-            "REQUIREMENT": lambda: FULL_REQUIREMENT,
+            "REQUIREMENT": lambda: {**FULL_REQUIREMENT, "slideCount": len(self.titles)},
             "TEMPLATE": lambda: {"templateCode": self.template, "reason": "fits"},
             "OUTLINE": lambda: outline(self.titles),
             "SCHEMA": lambda: deck(self.titles),
