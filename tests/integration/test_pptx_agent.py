@@ -104,6 +104,8 @@ async def test_a_request_missing_details_is_answered_with_questions_then_the_dec
     assert file_event["name"] == "Solar power v1.pptx"
     assert turns[1]["files"][0]["fileId"] == file_event["fileId"]
     assert titles == TITLES
+    previews = [e for e in done if e["type"] == "deck"]
+    assert [(e["stage"], len(e["slides"])) for e in previews] == [("outline", 10), ("ready", 10)]
     for line in ("Template: Ocean", "Outline: 10 slides", "Rendering…"):
         assert line in thinking(done)
     # The answer went back to the requirement step, with the first request.
@@ -166,6 +168,9 @@ async def test_a_change_makes_version_2_and_version_1_stays_downloadable(
 
     assert second[-1]["status"] == "completed"
     assert earlier == v1
+    [ready] = [e for e in second if e["type"] == "deck"]
+    assert [(v["version"], v["url"]) for v in ready["versions"]] == [(1, v1), (2, v2)]
+    assert [s["title"] for s in ready["slides"]] == [*SHORT, "Thanks"]
     assert v2 != v1
     assert titles_v1 == [*TITLES[:9], "Thanks"]
     assert titles_v2 == [*SHORT, "Thanks"]

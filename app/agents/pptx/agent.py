@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 import orjson
 from pydantic import BaseModel
@@ -50,7 +50,16 @@ from app.agents.pptx.schema import (
 )
 from app.agents.pptx.templates import TemplateLibrary, TemplateSpec
 from app.config import Settings
-from app.core.events import Event, TextEvent, ThinkingEvent, ToolEndEvent, ToolStartEvent
+from app.core.events import (
+    DeckEvent,
+    DeckSlide,
+    DeckVersion,
+    Event,
+    TextEvent,
+    ThinkingEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+)
 from app.core.messages import Msg, TextBlock
 from app.core.responses import Retrying
 from app.documents.library import generated_event
@@ -198,7 +207,9 @@ class PptAgent(BaseAgent):
         if build.status == PAUSED:
             state.pause()
         elif build.status == SUCCESS:
-            yield TextEvent(_answer(build, [v for v in versions if v.id != build.id]))
+            earlier = [v for v in versions if v.id != build.id and v.status == SUCCESS]
+            yield _deck_event("ready", build, self._template(build), [*earlier, build])
+            yield TextEvent(_answer(build, self._template(build), earlier))
 
     async def _fail(self, build: DeckBuild, step: str, exc: Exception) -> None:
         """Store the build FAILED at `step` with why, in words the user can read."""
@@ -300,6 +311,7 @@ class PptAgent(BaseAgent):
             lambda o: check_outline(o, count, template),
         )  # fmt: skip
         build.outline, build.status = outline.model_dump_json(by_alias=True), "SCHEMA"
+        yield _deck_event("outline", build, template, [])
         yield ThinkingEvent(
             f"Outline: {len(outline.slides)} slides\n"
             + "".join(f"{n}. {s.title} ({s.page_type})\n" for n, s in enumerate(outline.slides, 1))
@@ -358,9 +370,8 @@ class PptAgent(BaseAgent):
         if len(slides) != len(deck.slides):
             raise AgentFailure("PPT_RENDER_FAILED", "the deck does not read back whole")
         assert self.core.documents is not None
-        title = Outline.model_validate_json(build.outline or "{}").title
         stored = await self.core.documents.add_generated(
-            turn.user_id, turn.conversation_id, f"{title} v{build.version}.pptx", data, PPTX_MIME
+            turn.user_id, turn.conversation_id, _file_name(build), data, PPTX_MIME
         )
         event = generated_event(stored)
         build.file_id, build.file_url, build.status = stored.id, event.url, SUCCESS
@@ -493,18 +504,37 @@ def _new_build(turn: Turn, versions: list[DeckBuild], base: DeckBuild | None) ->
     return build
 
 
-def _answer(build: DeckBuild, others: list[DeckBuild]) -> str:
+def _file_name(build: DeckBuild) -> str:
+    return f"{Outline.model_validate_json(build.outline or '{}').title} v{build.version}.pptx"
+
+
+def _deck_event(
+    stage: Literal["outline", "ready"],
+    build: DeckBuild,
+    template: TemplateSpec,
+    downloadable: list[DeckBuild],
+) -> DeckEvent:
+    outline = Outline.model_validate_json(build.outline or "{}")
+    return DeckEvent(
+        stage=stage,
+        version=build.version,
+        title=outline.title,
+        template=template.name,
+        slides=[DeckSlide(s.title, s.page_type) for s in outline.slides],
+        versions=[DeckVersion(b.version, _file_name(b), b.file_url or "") for b in downloadable],
+    )
+
+
+def _answer(build: DeckBuild, template: TemplateSpec, earlier: list[DeckBuild]) -> str:
     """The answer text: the download link (the original client shows only links in text)."""
     outline = Outline.model_validate_json(build.outline or "{}")
-    name = f"{outline.title} v{build.version}.pptx"
     lines = [
-        f"Your deck is ready: [{name}]({build.file_url})",
+        f"Your deck is ready: [{_file_name(build)}]({build.file_url})",
         "",
-        f"Version {build.version}, template {build.template_code}, {len(outline.slides)} slides:",
+        f"Version {build.version}, template {template.name}, {len(outline.slides)} slides:",
         "",
         *(f"{n}. {s.title} ({s.page_type})" for n, s in enumerate(outline.slides, 1)),
     ]
-    earlier = [v for v in others if v.status == SUCCESS and v.file_url]
     if earlier:
         lines += ["", "Earlier versions:"]
         lines += [f"- [version {v.version}]({v.file_url})" for v in earlier]
