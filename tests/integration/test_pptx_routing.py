@@ -32,6 +32,11 @@ async def statuses(settings: Settings, conversation: str = "c1") -> list[tuple[i
     return [(b.version, b.status) for b in builds]
 
 
+async def listed_templates(settings: Settings) -> list[str]:
+    async with Database.open(settings.database_url, pool_size=1, migrate=False) as db:
+        return await SqlDeckBuildStore(db).template_codes()
+
+
 def agent_of(built: object) -> PptAgent:
     assert isinstance(built, PptAgent)
     return built
@@ -52,6 +57,8 @@ async def test_an_unreadable_routing_answer_falls_back_to_a_new_deck(
     # A new deck asks for its requirements again and writes a new outline.
     assert (model.asked["REQUIREMENT"], model.asked["OUTLINE"]) == (2, 2)
     assert await statuses(settings) == [(1, "SUCCESS"), (2, "SUCCESS")]
+    # The templates the package ships are listed in ai_ppt_template, as the original had them.
+    assert await listed_templates(settings) == ["ember", "ocean", "paper"]
 
 
 async def test_resume_asked_of_a_finished_deck_changes_it_instead(

@@ -202,7 +202,10 @@ class PptAgent(BaseAgent):
                     yield event
                 await self._builds.save(build)
             except Exception as exc:
-                await self._fail(build, step, exc)
+                # Whatever a cancelled call raises on its way out, a stop is not a failure:
+                # the build stays at the step it reached.
+                if not state.stop.stop_requested:
+                    await self._fail(build, step, exc)
                 raise
         if build.status == PAUSED:
             state.pause()
@@ -457,7 +460,13 @@ class PptAgent(BaseAgent):
             )
             for spec in self._templates.templates.values()
         ]
-        await self._builds.replace_templates(rows)
+        try:
+            await self._builds.replace_templates(rows)
+        except StoreError:
+            # Another instance listing them at the same moment, say: the table is for
+            # people browsing the database, so a deck is not refused over it.
+            log.warning("could not list the deck templates in ai_ppt_template", exc_info=True)
+            return
         self._templates_listed = True
 
 
