@@ -102,6 +102,8 @@ class Settings(BaseSettings):
     """Most slides a deck may have; a longer request is asked to choose again."""
     pptx_search_queries: int = Field(default=2, ge=0, le=5)
     """Web searches a build makes for its facts (0: none)."""
+    pptx_previews: bool = True
+    """Slide thumbnails of each deck, where LibreOffice (`soffice`) is installed."""
 
     log_level: str = "INFO"
 

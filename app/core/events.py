@@ -169,6 +169,8 @@ class DeckEvent:
     template: str
     slides: list[DeckSlide]
     versions: list[DeckVersion] = field(default_factory=list)
+    thumbnails: list[str] = field(default_factory=list)
+    """Download URLs of one PNG per slide, when the service can draw them."""
     type: Literal["deck"] = "deck"
 
     def wire(self) -> dict[str, Any]:
@@ -182,6 +184,7 @@ class DeckEvent:
             "versions": [
                 {"version": v.version, "name": v.name, "url": v.url} for v in self.versions
             ],
+            "thumbnails": self.thumbnails,
         }
 
 

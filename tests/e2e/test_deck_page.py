@@ -7,6 +7,7 @@ import io
 from playwright.async_api import Page, expect
 from pptx import Presentation
 
+from app.agents.pptx import preview
 from tests.e2e.conftest import LOOP, Upstreams, artifact
 from tests.e2e.test_chat_page import ask
 from tests.support.decks import DeckModel
@@ -30,6 +31,11 @@ async def test_a_deck_shows_its_slides_and_downloads_as_a_valid_pptx(
     await expect(deck.locator(".slides li")).to_have_count(len(TITLES))
     await expect(deck.locator("h3")).to_contain_text("Solar power: version 1")
     await expect(deck.locator(".slides li").nth(2)).to_contain_text("How panels work")
+    if preview.available():
+        await expect(deck.locator("img.thumbnail")).to_have_count(len(TITLES))
+        for image in await deck.locator("img.thumbnail").all():
+            await expect(image).to_have_js_property("naturalWidth", preview.THUMBNAIL_WIDTH)
+    await deck.locator("h3").scroll_into_view_if_needed()
     await page.screenshot(path=artifact("chat-page-deck.png"))
     async with page.expect_download() as downloading:
         await deck.locator(".versions a", has_text="Version 1").click()

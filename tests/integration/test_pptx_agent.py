@@ -22,6 +22,7 @@ from pptx import Presentation
 from app.config import Settings
 from app.store.db import Database
 from app.store.deck_builds import DeckBuild, SqlDeckBuildStore
+from tests.conftest import require_binary
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
@@ -48,6 +49,8 @@ TITLES = [
     "Thank you",
 ]
 SHORT = ["Solar", "Agenda", "Panels", "Current", "Versus", "Rooftop", "Costs", "Future", "You"]
+NO_PREVIEWS = {"pptx_previews": False}
+"""Previews start LibreOffice (a second or two of CPU a deck): only their own test has them."""
 LINK = re.compile(r"\[[^\]]+\]\((/file/download/[0-9a-f]+)\)")
 
 
@@ -87,7 +90,7 @@ async def test_a_request_missing_details_is_answered_with_questions_then_the_dec
         orjson_text({**partial, "ask": "Who is the audience, and how many slides?"})
     ]
     fake_llm.responder = model
-    settings = settings_for(backend, tmp_path, fake_llm)
+    settings = settings_for(backend, tmp_path, fake_llm, **NO_PREVIEWS)
     async with running_service(settings) as client:
         asked = await ask(client, "A friendly deck about solar power", "c-ask")
         done = await ask(client, "High-school students, 10 slides", "c-ask")
@@ -114,13 +117,31 @@ async def test_a_request_missing_details_is_answered_with_questions_then_the_dec
     assert (build.status, build.version, build.file_id) == ("SUCCESS", 1, file_event["fileId"])
 
 
+async def test_a_deck_comes_with_a_png_preview_of_each_slide(
+    tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI
+) -> None:
+    require_binary("soffice", "LibreOffice (Debian's libreoffice-impress)")
+    fake_llm.responder = DeckModel(TITLES)
+    settings = settings_for(Backend(sqlite_url, "", ""), tmp_path, fake_llm)
+    async with running_service(settings) as client:
+        events = await ask(client, "10 friendly slides on solar power for students", "c-png")
+        [ready] = [e for e in events if e["type"] == "deck" and e["stage"] == "ready"]
+        images = [await client.get(url) for url in ready["thumbnails"]]
+
+    assert len(images) == len(TITLES)
+    for image in images:
+        assert image.status_code == 200
+        assert image.content.startswith(b"\x89PNG")
+        assert image.headers["content-type"].startswith("image/png")
+
+
 async def test_a_build_stopped_after_its_search_continues_without_searching_again(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, fake_search: FakeTavily
 ) -> None:
     model = DeckModel(TITLES)
     model.answers["TEMPLATE"] = [Reply.hang()]
     fake_llm.responder = model
-    settings = settings_with_search(backend, tmp_path, fake_llm, fake_search)
+    settings = settings_with_search(backend, tmp_path, fake_llm, fake_search, **NO_PREVIEWS)
     async with running_service(settings) as client:
         params = {
             "query": "10 friendly slides on solar power for students",
@@ -154,7 +175,7 @@ async def test_a_change_makes_version_2_and_version_1_stays_downloadable(
 ) -> None:
     model = DeckModel([*TITLES[:9], "Thanks"], modified=[*SHORT, "Thanks"])
     fake_llm.responder = model
-    settings = settings_for(backend, tmp_path, fake_llm)
+    settings = settings_for(backend, tmp_path, fake_llm, **NO_PREVIEWS)
     async with running_service(settings) as client:
         first = await ask(client, "10 friendly slides on solar power for students", "c-mod")
         second = await ask(client, "Shorter titles, please", "c-mod")
@@ -189,7 +210,7 @@ async def test_an_invalid_template_choice_is_retried_then_fails_stored_and_retry
     wrong = orjson_text({"templateCode": "rainbow", "reason": "pretty"})
     model.answers["TEMPLATE"] = [wrong, wrong]
     fake_llm.responder = model
-    settings = settings_for(backend, tmp_path, fake_llm)
+    settings = settings_for(backend, tmp_path, fake_llm, **NO_PREVIEWS)
     async with running_service(settings) as client:
         failed = await ask(client, "10 friendly slides on solar power for students", "c-fail")
         [build] = await builds(settings, "c-fail")
@@ -216,7 +237,7 @@ async def test_an_invalid_slide_schema_is_asked_for_once_more(
     bad_title = {"slides": [{"pageType": "cover", "fields": {"title": "x" * 500}}]}
     model.answers["SCHEMA"] = ['{"slides": [ not json', orjson_text(bad_title)]
     fake_llm.responder = model
-    settings = settings_for(Backend(sqlite_url, "", ""), tmp_path, fake_llm)
+    settings = settings_for(Backend(sqlite_url, "", ""), tmp_path, fake_llm, **NO_PREVIEWS)
     async with running_service(settings) as client:
         failed = await ask(client, "10 friendly slides on solar power", "c-schema")
         [build] = await builds(settings, "c-schema")

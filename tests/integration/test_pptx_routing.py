@@ -47,7 +47,7 @@ async def test_an_unreadable_routing_answer_falls_back_to_a_new_deck(
 ) -> None:
     model = DeckModel(TITLES)
     model.answers["INTENT"] = ["no idea"]
-    settings = service_settings(tmp_path, sqlite_url)
+    settings = service_settings(tmp_path, sqlite_url, pptx_previews=False)
     async with agent_core(settings, scripted(model)) as core:
         agent = agent_of(pptx.build(core, settings))
         await run_turn(agent, REQUEST)
@@ -65,7 +65,7 @@ async def test_resume_asked_of_a_finished_deck_changes_it_instead(
     tmp_path: Path, sqlite_url: str
 ) -> None:
     model = DeckModel(TITLES, modified=[t.upper() for t in TITLES], intent="resume")
-    settings = service_settings(tmp_path, sqlite_url)
+    settings = service_settings(tmp_path, sqlite_url, pptx_previews=False)
     async with agent_core(settings, scripted(model)) as core:
         agent = agent_of(pptx.build(core, settings))
         await run_turn(agent, REQUEST)
@@ -81,7 +81,7 @@ async def test_a_continue_word_on_a_paused_build_fills_in_what_was_asked(
 ) -> None:
     model = DeckModel(TITLES)
     model.answers["REQUIREMENT"] = ['{"topic": "solar power", "ask": "For whom, how many?"}']
-    settings = service_settings(tmp_path, sqlite_url)
+    settings = service_settings(tmp_path, sqlite_url, pptx_previews=False)
     async with agent_core(settings, scripted(model)) as core:
         agent = agent_of(pptx.build(core, settings))
         first = await run_turn(agent, "Solar power deck")

@@ -32,7 +32,7 @@ import orjson
 from pydantic import BaseModel
 
 from app.agents.base import AgentCore, AgentFailure, BaseAgent, Turn, TurnState
-from app.agents.pptx import prompts
+from app.agents.pptx import preview, prompts
 from app.agents.pptx.render import RenderError, RenderTimeout, read_deck, render_deck
 from app.agents.pptx.schema import (
     DeckSchema,
@@ -96,6 +96,7 @@ class DeckSettings:
     render_timeout_seconds: float = 60.0
     max_slides: int = 20
     search_queries: int = 2
+    previews: bool = True
 
     @classmethod
     def from_settings(cls, settings: Settings) -> DeckSettings:
@@ -103,6 +104,7 @@ class DeckSettings:
             render_timeout_seconds=settings.pptx_render_timeout_seconds,
             max_slides=settings.pptx_max_slides,
             search_queries=settings.pptx_search_queries,
+            previews=settings.pptx_previews,
         )
 
 
@@ -211,7 +213,15 @@ class PptAgent(BaseAgent):
             state.pause()
         elif build.status == SUCCESS:
             earlier = [v for v in versions if v.id != build.id and v.status == SUCCESS]
-            yield _deck_event("ready", build, self._template(build), [*earlier, build])
+            ready = _deck_event("ready", build, self._template(build), [*earlier, build])
+            if self._settings.previews and preview.available():
+                yield ThinkingEvent("Drawing slide previews…\n")
+                try:
+                    ready.thumbnails = await self._thumbnails(turn, build)
+                except Exception:
+                    # The deck is stored and linked: a preview that fails is only missing.
+                    log.warning("no previews for deck build %s", build.id, exc_info=True)
+            yield ready
             yield TextEvent(_answer(build, self._template(build), earlier))
 
     async def _fail(self, build: DeckBuild, step: str, exc: Exception) -> None:
@@ -379,6 +389,25 @@ class PptAgent(BaseAgent):
         event = generated_event(stored)
         build.file_id, build.file_url, build.status = stored.id, event.url, SUCCESS
         yield event
+
+    async def _thumbnails(self, turn: Turn, build: DeckBuild) -> list[str]:
+        """Store a PNG per slide of the stored deck; their URLs (none when it cannot)."""
+        documents = self.core.documents
+        assert documents is not None
+        assert build.file_id is not None
+        stored = await documents.get(turn.user_id, build.file_id)
+        if stored is None:
+            return []
+        deck = b"".join([chunk async for chunk in await documents.download(stored)])
+        pages = await preview.thumbnails(deck, self._settings.render_timeout_seconds)
+        urls = []
+        for number, png in enumerate(pages, 1):
+            name = f"{_file_name(build).removesuffix('.pptx')} slide {number}.png"
+            image = await documents.add_generated(
+                turn.user_id, turn.conversation_id, name, png, "image/png"
+            )
+            urls.append(generated_event(image).url)
+        return urls
 
     async def _fitted_plan(
         self,

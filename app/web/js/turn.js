@@ -3,7 +3,7 @@
 // answer (sanitised Markdown), generated files, references, follow-up questions and
 // a status line. Everything from the server is set as text except the answer.
 
-import { download } from './api.js';
+import { download, objectUrl } from './api.js';
 import { h, jsonList } from './dom.js';
 import { renderMarkdown, safeUrl } from './markdown.js';
 
@@ -282,8 +282,15 @@ export class TurnView {
 
   /** A deck's slide list (titles and layouts), and a download button per version. */
   showDeck(deck) {
-    const slides = (deck.slides ?? []).map((slide) =>
-      h('li', {}, slide.title ?? '', h('span', { class: 'muted' }, ` ${slide.pageType ?? ''}`)),
+    const thumbnails = deck.thumbnails ?? [];
+    const slides = (deck.slides ?? []).map((slide, index) =>
+      h(
+        'li',
+        {},
+        slide.title ?? '',
+        h('span', { class: 'muted' }, ` ${slide.pageType ?? ''}`),
+        this.thumbnail(thumbnails[index], slide.title),
+      ),
     );
     const versions = (deck.versions ?? [])
       .filter((v) => safeUrl(v.url))
@@ -298,6 +305,19 @@ export class TurnView {
       h('ul', { class: 'versions', 'aria-label': 'Versions', hidden: !versions.length }, ...versions),
     );
     this.deck.hidden = false;
+  }
+
+  /** A slide's preview image, fetched with the key; nothing when there is none. */
+  thumbnail(url, title) {
+    const src = safeUrl(url);
+    if (!src) return null;
+    const image = h('img', { class: 'thumbnail', alt: `Slide: ${title ?? ''}`, width: 240 });
+    objectUrl(src)
+      .then((local) => {
+        image.src = local;
+      })
+      .catch(() => image.remove());
+    return image;
   }
 
   /** A passing note in the status line (a retry, a reconnection), until the next event. */
