@@ -104,6 +104,10 @@ class Settings(BaseSettings):
     """Web searches a build makes for its facts (0: none)."""
     pptx_previews: bool = True
     """Slide thumbnails of each deck, where LibreOffice (`soffice`) is installed."""
+    pptx_image_base_url: str = ""
+    """An OpenAI-compatible images endpoint for the image-with-text slides; empty: none."""
+    pptx_image_api_key: SecretStr = SecretStr("")
+    pptx_image_model: str = "gpt-image-1"
 
     log_level: str = "INFO"
 

@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from app.agents.base import AgentCore, AgentFailure, BaseAgent, Turn, TurnState
 from app.agents.pptx import preview, prompts
+from app.agents.pptx.images import ImageMaker, configured_images
 from app.agents.pptx.render import RenderError, RenderTimeout, read_deck, render_deck
 from app.agents.pptx.schema import (
     DeckSchema,
@@ -132,11 +133,13 @@ class PptAgent(BaseAgent):
         templates: TemplateLibrary,
         search: Tool | None,
         settings: DeckSettings,
+        images: ImageMaker | None = None,
     ) -> None:
         super().__init__(core)
         self._builds = builds
         self._templates = templates
         self._search = search
+        self._images = images
         self._settings = settings
         self._templates_listed = False
 
@@ -244,13 +247,16 @@ class PptAgent(BaseAgent):
         )  # fmt: skip
         known = _requirement(build)
         requirement = known.merged(Requirement.model_validate(answer.model_dump(exclude={"ask"})))
-        if requirement.slide_count and requirement.slide_count > self._settings.max_slides:
+        too_many = (requirement.slide_count or 0) > self._settings.max_slides
+        if too_many:
             requirement.slide_count = None
         build.requirement = requirement.model_dump_json(by_alias=True)
         missing = requirement.missing()
         if missing:
             build.status = PAUSED
             question = answer.ask or f"To build the deck I still need: {', '.join(missing)}."
+            if too_many:
+                question = f"A deck has at most {self._settings.max_slides} slides. {question}"
             yield TextEvent(question)
             return
         yield ThinkingEvent(
@@ -368,12 +374,17 @@ class PptAgent(BaseAgent):
         yield ThinkingEvent("Rendering…\n")
         template = self._template(build)
         deck = DeckSchema.model_validate_json(build.ppt_schema or "{}")
+        pictures: dict[int, bytes] = {}
+        wanted = _picture_prompts(deck, template, _requirement(build).style)
+        if self._images is not None and wanted:
+            yield ThinkingEvent(f"Drawing pictures for {len(wanted)} slides…\n")
+            pictures = await self._draw(wanted)
         limit = self._settings.render_timeout_seconds
         path = self._templates.path(template.code)
         try:
             async with asyncio.timeout(limit):
                 data = await asyncio.to_thread(
-                    render_deck, path, template, deck, time.monotonic() + limit
+                    render_deck, path, template, deck, time.monotonic() + limit, pictures
                 )
                 slides = await asyncio.to_thread(read_deck, data)
         except (TimeoutError, RenderTimeout) as exc:
@@ -389,6 +400,12 @@ class PptAgent(BaseAgent):
         event = generated_event(stored)
         build.file_id, build.file_url, build.status = stored.id, event.url, SUCCESS
         yield event
+
+    async def _draw(self, prompts_by_slide: dict[int, str]) -> dict[int, bytes]:
+        """The pictures the provider could draw, by slide; the others keep their panel."""
+        assert self._images is not None
+        drawn = await asyncio.gather(*(self._images.draw(p) for p in prompts_by_slide.values()))
+        return {i: d for i, d in zip(prompts_by_slide, drawn, strict=True) if d is not None}
 
     async def _thumbnails(self, turn: Turn, build: DeckBuild) -> list[str]:
         """Store a PNG per slide of the stored deck; their URLs (none when it cannot)."""
@@ -520,6 +537,22 @@ def _resume_step(build: DeckBuild) -> str:
     return build.status
 
 
+def _picture_prompts(deck: DeckSchema, template: TemplateSpec, style: str | None) -> dict[int, str]:
+    """A prompt for each slide whose page can take a picture, by slide index."""
+    prompts_by_slide = {}
+    for index, slide in enumerate(deck.slides):
+        page = template.page(slide.page_type)
+        if page is None or page.picture is None:
+            continue
+        caption = slide.fields.get("caption")
+        prompts_by_slide[index] = (
+            f"An illustration for a presentation slide titled {slide.title!r}"
+            f"{f', showing: {caption}' if isinstance(caption, str) else ''}."
+            f" Style: {style or 'clean'}. No text or letters in the picture."
+        )
+    return prompts_by_slide
+
+
 def _last_success(versions: list[DeckBuild]) -> DeckBuild | None:
     return next((v for v in reversed(versions) if v.status == SUCCESS), None)
 
@@ -589,4 +622,5 @@ def build(core: AgentCore, settings: Settings) -> PptAgent:
         TemplateLibrary(),
         configured_search(core.http, settings),
         DeckSettings.from_settings(settings),
+        configured_images(core.http, settings),
     )

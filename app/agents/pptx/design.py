@@ -369,7 +369,12 @@ def build_template(look: Look, folder: Path) -> TemplateSpec:
         slide = deck.slides.add_slide(deck.slide_layouts[BLANK_LAYOUT])
         page = PageBuilder(look, slide)
         purpose = _page(look, kind, page)
-        pages.append(PageSpec(page_type=kind, index=index, purpose=purpose, fields=page.fields))
+        picture = "deco-visual-inset" if kind == "image_text" else None
+        pages.append(
+            PageSpec(
+                page_type=kind, index=index, purpose=purpose, fields=page.fields, picture=picture
+            )
+        )
     spec = TemplateSpec(
         code=look.code,
         name=look.name,

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from PIL import Image
 from pptx import Presentation
 from pptx.oxml.ns import qn
 from pptx.oxml.xmlchemy import BaseOxmlElement
@@ -51,11 +52,21 @@ class SlideText:
         return self.fields.get("title", "")
 
 
-def render_deck(template: Path, spec: TemplateSpec, deck: DeckSchema, deadline: float) -> bytes:
-    """The .pptx bytes; `deadline` is a `time.monotonic()` value."""
+def render_deck(
+    template: Path,
+    spec: TemplateSpec,
+    deck: DeckSchema,
+    deadline: float,
+    pictures: dict[int, bytes] | None = None,
+) -> bytes:
+    """The .pptx bytes; `deadline` is a `time.monotonic()` value.
+
+    `pictures` are images by slide index (0-based), each placed over its page's
+    `picture` shape; a page without one ignores them.
+    """
     prs = Presentation(str(template))
     originals = list(prs.slides)
-    for schema in deck.slides:
+    for index, schema in enumerate(deck.slides):
         if time.monotonic() > deadline:
             raise RenderTimeout
         page = spec.page(schema.page_type)
@@ -65,6 +76,9 @@ def render_deck(template: Path, spec: TemplateSpec, deck: DeckSchema, deadline: 
         shapes = {shape.name: shape for shape in slide.shapes}
         for name, value in schema.fields.items():
             _fill(shapes[name], value)
+        picture = (pictures or {}).get(index)
+        if picture is not None and page.picture in shapes:
+            _place_picture(slide, shapes[page.picture], picture)
     slide_ids = prs.slides._sldIdLst
     for slide_id in list(slide_ids)[: len(originals)]:
         prs.part.drop_rel(slide_id.rId)
@@ -106,6 +120,21 @@ def _copy_slide(prs: Deck, source: Slide) -> Slide:
     for shape in source.shapes:
         tree.insert_element_before(copy.deepcopy(shape._element), "p:extLst")
     return slide
+
+
+def _place_picture(slide: Slide, frame: BaseShape, data: bytes) -> None:
+    """The picture over `frame`'s box, cropped (not squashed) to fill it."""
+    with Image.open(io.BytesIO(data)) as image:
+        width, height = image.size
+    picture = slide.shapes.add_picture(
+        io.BytesIO(data), frame.left, frame.top, frame.width, frame.height
+    )
+    picture.name = "picture"
+    box_ratio, image_ratio = frame.width / frame.height, width / height
+    if image_ratio > box_ratio:
+        picture.crop_left = picture.crop_right = (1 - box_ratio / image_ratio) / 2
+    else:
+        picture.crop_top = picture.crop_bottom = (1 - image_ratio / box_ratio) / 2
 
 
 def _fill(shape: BaseShape, value: FieldValue) -> None:

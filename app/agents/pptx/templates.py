@@ -54,6 +54,8 @@ class PageSpec(BaseModel):
     purpose: str
     """What the page is for, as the model reads it when it plans the outline."""
     fields: list[FieldSpec]
+    picture: str | None = None
+    """A decorative shape a generated picture may cover (cropped to its box), when images are on."""
 
     def field(self, name: str) -> FieldSpec | None:
         return next((f for f in self.fields if f.name == name), None)
