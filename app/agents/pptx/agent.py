@@ -181,10 +181,10 @@ class PptAgent(BaseAgent):
             intent = read_answer(await self._complete(turn, state, messages), Intent).intent
         except InvalidAnswer:
             return "create"
+        # Nothing is left to resume of a finished deck: the message changes it. A change
+        # with no finished deck to change starts a new one (see `execute`).
         if intent == "resume" and not unfinished:
             return "modify"
-        if intent == "modify" and latest.ppt_schema is None and not unfinished:
-            return "create"
         return intent
 
     async def _run(
