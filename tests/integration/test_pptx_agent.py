@@ -48,7 +48,18 @@ TITLES = [
     "What you can do",
     "Thank you",
 ]
-SHORT = ["Solar", "Agenda", "Panels", "Current", "Versus", "Rooftop", "Costs", "Future", "You"]
+SHORT = [
+    "Solar",
+    "Agenda",
+    "Panels",
+    "Current",
+    "Sun\\coal\tvs",
+    "Rooftop",
+    "Costs",
+    "Future",
+    "You",
+]
+"""Shorter titles; one with a backslash and a tab, which broke the original's frames."""
 NO_PREVIEWS = {"pptx_previews": False}
 """Previews start LibreOffice (a second or two of CPU a deck): only their own test has them."""
 LINK = re.compile(r"\[[^\]]+\]\((/file/download/[0-9a-f]+)\)")

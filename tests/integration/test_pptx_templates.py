@@ -4,7 +4,6 @@ that reopen (python-pptx) and convert (LibreOffice) with every named shape fille
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -47,7 +46,7 @@ def test_a_deck_reopens_with_its_slides_titles_and_every_field_filled(code: str)
     schema = DeckSchema.model_validate(deck(TITLES))
     assert check_deck(schema, Outline.model_validate(outline(TITLES)), spec) == []
 
-    data = render_deck(LIBRARY.path(code), spec, schema, time.monotonic() + 30)
+    data = render_deck(LIBRARY.path(code), spec, schema, lambda: False)
     slides = read_deck(data)
     samples = {
         line
@@ -76,7 +75,7 @@ def test_a_deck_converts_to_pdf_with_libreoffice_page_for_page(code: str, tmp_pa
         LIBRARY.path(code),
         LIBRARY.templates[code],
         DeckSchema.model_validate(deck(TITLES)),
-        time.monotonic() + 30,
+        lambda: False,
     )
     (tmp_path / "deck.pptx").write_bytes(data)
     subprocess.run(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -381,16 +382,22 @@ class PptAgent(BaseAgent):
             pictures = await self._draw(wanted)
         limit = self._settings.render_timeout_seconds
         path = self._templates.path(template.code)
+        deadline, given_up = time.monotonic() + limit, threading.Event()
+
+        def expired() -> bool:
+            return given_up.is_set() or time.monotonic() > deadline
+
         try:
             async with asyncio.timeout(limit):
-                data = await asyncio.to_thread(
-                    render_deck, path, template, deck, time.monotonic() + limit, pictures
-                )
+                data = await asyncio.to_thread(render_deck, path, template, deck, expired, pictures)
                 slides = await asyncio.to_thread(read_deck, data)
         except (TimeoutError, RenderTimeout) as exc:
             raise AgentFailure("PPT_RENDER_TIMEOUT", f"over {limit:g}s") from exc
         except RenderError as exc:
             raise AgentFailure("PPT_RENDER_FAILED", str(exc)) from exc
+        finally:
+            # Stopped or timed out, the thread goes on until it looks: tell it to give up.
+            given_up.set()
         if len(slides) != len(deck.slides):
             raise AgentFailure("PPT_RENDER_FAILED", "the deck does not read back whole")
         assert self.core.documents is not None

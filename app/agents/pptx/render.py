@@ -6,7 +6,7 @@ shipped templates have no pictures or charts, so no relationships to carry),
 its named shapes filled keeping the template's formatting, and finally the
 template's own slides are dropped so none is left over. The deadline is
 checked between slides: a worker thread cannot be killed, so it stops
-itself, and the caller's time limit means the work really ends.
+itself, and the caller's time limit (or a stop) means the work really ends.
 
 A finished deck is reopened with python-pptx (`read_deck`) before it is
 stored, so what the user downloads is known to open.
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import copy
 import io
-import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,10 +56,10 @@ def render_deck(
     template: Path,
     spec: TemplateSpec,
     deck: DeckSchema,
-    deadline: float,
+    expired: Callable[[], bool],
     pictures: dict[int, bytes] | None = None,
 ) -> bytes:
-    """The .pptx bytes; `deadline` is a `time.monotonic()` value.
+    """The .pptx bytes; `expired()` says when to give up (past the deadline, or stopped).
 
     `pictures` are images by slide index (0-based), each placed over its page's
     `picture` shape; a page without one ignores them.
@@ -67,7 +67,7 @@ def render_deck(
     prs = Presentation(str(template))
     originals = list(prs.slides)
     for index, schema in enumerate(deck.slides):
-        if time.monotonic() > deadline:
+        if expired():
             raise RenderTimeout
         page = spec.page(schema.page_type)
         if page is None:
