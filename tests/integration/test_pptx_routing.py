@@ -93,3 +93,19 @@ async def test_a_continue_word_on_a_paused_build_fills_in_what_was_asked(
     # No routing question is needed: a paused build takes the next message as its answer.
     assert "INTENT" not in model.asked
     assert await statuses(settings) == [(1, "SUCCESS")]
+
+
+async def test_an_outline_invalid_twice_fails_the_build_at_outline(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    model = DeckModel(TITLES)
+    model.answers["OUTLINE"] = ['{"title": "Solar", "slides": []}', "no outline today"]
+    settings = service_settings(tmp_path, sqlite_url, pptx_previews=False)
+    async with agent_core(settings, scripted(model)) as core:
+        events = await run_turn(agent_of(pptx.build(core, settings)), REQUEST)
+
+    [error] = [e.wire() for e in events if e.wire()["type"] == "error"]
+    assert error["code"] == "PPT_INVALID_PLAN"
+    assert error["detail"].startswith("OUTLINE: The answer must be one JSON object")
+    assert events[-1].wire()["status"] == "failed"
+    assert await statuses(settings) == [(1, "FAILED")]

@@ -22,7 +22,9 @@ with what was wrong, then the build fails with a clear `error`.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -326,10 +328,31 @@ class PptAgent(BaseAgent):
             research=build.search_info or "(no research)",
         )
         messages = [Msg.text("system", system), Msg.text("user", build.query)]
-        outline = await self._plan(
-            turn, state, "OUTLINE", messages, Outline,
-            lambda o: check_outline(o, count, template),
-        )  # fmt: skip
+        written: asyncio.Queue[str | None] = asyncio.Queue()
+
+        async def plan() -> Outline:
+            try:
+                return await self._plan(
+                    turn, state, "OUTLINE", messages, Outline,
+                    lambda o: check_outline(o, count, template), written.put_nowait,
+                )  # fmt: skip
+            finally:
+                written.put_nowait(None)
+
+        planning = asyncio.create_task(plan())
+        try:
+            # The slides so far, as the model writes them ("" starts an answer, a retry too).
+            text, shown = "", 0
+            while (piece := await written.get()) is not None:
+                text = text + piece if piece else ""
+                slides = _partial_slides(text)
+                if len(slides) != shown:
+                    shown = len(slides)
+                    yield DeckEvent("outline", build.version, "", template.name, slides)
+            outline = await planning
+        finally:
+            planning.cancel()
+            await asyncio.gather(planning, return_exceptions=True)
         build.outline, build.status = outline.model_dump_json(by_alias=True), "SCHEMA"
         yield _deck_event("outline", build, template, [])
         yield ThinkingEvent(
@@ -458,12 +481,18 @@ class PptAgent(BaseAgent):
         messages: list[Msg],
         kind: type[Answer],
         check: Callable[[Answer], list[str]],
+        written: Callable[[str], None] | None = None,
     ) -> Answer:
-        """The model's answer as `kind`, passing `check`; asked once more if it does not."""
+        """The model's answer as `kind`, passing `check`; asked once more if it does not.
+
+        `written` is told each piece of text as it comes, and "" when an answer starts.
+        """
         value: Answer | None = None
         problems: list[str] = []
         for _ in range(2):
-            text = await self._complete(turn, state, messages)
+            if written is not None:
+                written("")
+            text = await self._complete(turn, state, messages, written)
             try:
                 value = read_answer(text, kind)
                 problems = check(value)
@@ -479,13 +508,23 @@ class PptAgent(BaseAgent):
             ]
         raise InvalidPlan(step, problems, value)
 
-    async def _complete(self, turn: Turn, state: TurnState, messages: list[Msg]) -> str:
+    async def _complete(
+        self,
+        turn: Turn,
+        state: TurnState,
+        messages: list[Msg],
+        written: Callable[[str], None] | None = None,
+    ) -> str:
         """The model's whole text answer (no tools), its usage added to the turn's."""
         parts: list[str] = []
         async for item in self.core.model.stream(messages, (), turn.options):
             if isinstance(item, Retrying):
                 continue
-            parts.extend(b.text for b in item.content if isinstance(b, TextBlock))
+            for block in item.content:
+                if isinstance(block, TextBlock):
+                    parts.append(block.text)
+                    if written is not None:
+                        written(block.text)
             if item.usage is not None:
                 state.usage = state.usage + item.usage
         return "".join(parts)
@@ -524,6 +563,24 @@ class PptAgent(BaseAgent):
 
 
 Events = AsyncIterator[Event]
+
+
+_SLIDE_SO_FAR = re.compile(r'\{\s*"title"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"pageType"\s*:\s*"(\w+)"')
+
+
+def _partial_slides(text: str) -> list[DeckSlide]:
+    """The outline's slides already complete in a partly written answer (title, page type)."""
+    start = text.find('"slides"')
+    if start < 0:
+        return []
+    found = []
+    for match in _SLIDE_SO_FAR.finditer(text, start):
+        try:
+            title = json.loads(f'"{match.group(1)}"', strict=False)
+        except ValueError:
+            continue
+        found.append(DeckSlide(title, match.group(2)))
+    return found
 
 
 def _requirement(build: DeckBuild) -> Requirement:

@@ -298,7 +298,7 @@ export class TurnView {
         const name = v.name || 'deck.pptx';
         return h('li', {}, this.downloadLink(safeUrl(v.url), name, `Download version ${v.version}`));
       });
-    const heading = `${deck.title ?? 'Deck'}: version ${deck.version}, ${deck.template ?? ''}`;
+    const heading = `${deck.title || 'Deck'}: version ${deck.version}, ${deck.template ?? ''}`;
     this.deck.replaceChildren(
       h('h3', {}, deck.stage === 'ready' ? heading : `Outline of ${heading}`),
       h('ol', { class: 'slides' }, ...slides),
