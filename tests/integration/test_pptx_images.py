@@ -19,10 +19,9 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from app.agents import pptx
-from app.core.events import FileEvent
 from tests.integration.service import service_settings
 from tests.support.agents import agent_core, run_turn
-from tests.support.decks import DeckModel
+from tests.support.decks import DeckModel, deck_bytes
 from tests.support.scripted_model import ScriptedModel
 from tests.support.server import serve
 
@@ -70,11 +69,7 @@ async def deck_slides(tmp_path: Path, sqlite_url: str, base_url: str) -> list[An
     model = DeckModel(TITLES)
     async with agent_core(settings, ScriptedModel(*[model.scripted] * 10)) as core:
         events = await run_turn(pptx.build(core, settings), "8 friendly slides on solar power")
-        [file_event] = [e for e in events if isinstance(e, FileEvent)]
-        assert core.documents is not None
-        stored = await core.documents.get("u1", file_event.file_id)
-        assert stored is not None
-        data = b"".join([chunk async for chunk in await core.documents.download(stored)])
+        data = await deck_bytes(core, events)
     return list(Presentation(io.BytesIO(data)).slides)
 
 

@@ -1,20 +1,25 @@
-"""Which way a later message takes a conversation's deck: rules first, then the model.
-
-On the scripted model (tests/support/scripted_model.py), in the test's process.
+"""The PowerPoint agent in the test's process, on the scripted model
+(tests/support/scripted_model.py): which way a later message takes a conversation's deck
+(rules first, then the model), a step that fails, and a whole deck on each template.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from app.agents import pptx
 from app.agents.pptx.agent import PptAgent
+from app.agents.pptx.render import read_deck
+from app.agents.pptx.schema import DeckSchema
+from app.agents.pptx.templates import TemplateLibrary
 from app.config import Settings
 from app.store.db import Database
 from app.store.deck_builds import SqlDeckBuildStore
 from tests.integration.service import service_settings
 from tests.support.agents import agent_core, run_turn
-from tests.support.decks import DeckModel
+from tests.support.decks import DeckModel, deck, deck_bytes
 from tests.support.scripted_model import ScriptedModel
 from tests.support.sse import text_of
 
@@ -109,3 +114,25 @@ async def test_an_outline_invalid_twice_fails_the_build_at_outline(
     assert error["detail"].startswith("OUTLINE: The answer must be one JSON object")
     assert events[-1].wire()["status"] == "failed"
     assert await statuses(settings) == [(1, "FAILED")]
+
+
+@pytest.mark.parametrize("template", sorted(TemplateLibrary().templates))
+async def test_the_agent_builds_a_whole_deck_on_each_template(
+    template: str, tmp_path: Path, sqlite_url: str
+) -> None:
+    titles = [*TITLES[:-1], "Questions", "Thanks"]
+    model = DeckModel(titles, template=template)
+    settings = service_settings(tmp_path, sqlite_url, pptx_previews=False)
+    async with agent_core(settings, scripted(model)) as core:
+        events = await run_turn(agent_of(pptx.build(core, settings)), REQUEST)
+        data = await deck_bytes(core, events)
+
+    spec = TemplateLibrary().templates[template]
+    plan = DeckSchema.model_validate(deck(titles))
+    slides = read_deck(data)
+    assert [s.title for s in slides] == titles
+    for wanted, slide in zip(plan.slides, slides, strict=True):
+        page = spec.page(wanted.page_type)
+        assert page is not None
+        assert set(slide.fields) == {f.name for f in page.fields}
+        assert all(slide.fields[f.name].strip() for f in page.fields)

@@ -9,7 +9,9 @@ from typing import Any
 
 import orjson
 
+from app.agents.base import AgentCore
 from app.agents.pptx.templates import PAGE_TYPES, PageType
+from app.core.events import Event, FileEvent
 from tests.fakes.scripted_server import Reply
 from tests.support.scripted_model import ModelRequest
 
@@ -127,3 +129,12 @@ class DeckModel:
             "MODIFY": lambda: deck(self.modified),
         }
         return orjson.dumps(answers[step]()).decode()
+
+
+async def deck_bytes(core: AgentCore, events: list[Event], user_id: str = "u1") -> bytes:
+    """The bytes of the one deck a turn made, read back from the document library."""
+    [made] = [e for e in events if isinstance(e, FileEvent) and e.name.endswith(".pptx")]
+    assert core.documents is not None
+    stored = await core.documents.get(user_id, made.file_id)
+    assert stored is not None
+    return b"".join([chunk async for chunk in await core.documents.download(stored)])
