@@ -221,7 +221,7 @@ class AiPptInst(SQLModel, table=True):
     requirement: str | None = Field(default=None, sa_type=Text)
     """JSON: topic, audience, slideCount, style, language."""
     search_info: str | None = Field(default=None, sa_type=Text)
-    """What the web search found, as the outline step reads it."""
+    """JSON: the web searches done so far `[{query, result}]`, each stored as it ends."""
     outline: str | None = Field(default=None, sa_type=Text)
     """JSON outline: title and slides `{title, pageType, points}`."""
     ppt_schema: str | None = Field(default=None, sa_type=Text)

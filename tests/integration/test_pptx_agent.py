@@ -186,6 +186,36 @@ async def test_a_build_stopped_after_its_search_continues_without_searching_agai
     assert titles == TITLES
 
 
+async def test_a_build_stopped_during_its_search_continues_without_the_searches_done(
+    tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI, fake_search: FakeTavily
+) -> None:
+    fake_llm.responder = DeckModel(TITLES)
+    settings = settings_with_search(
+        Backend(sqlite_url, "", ""), tmp_path, fake_llm, fake_search, **NO_PREVIEWS
+    )
+    async with running_service(settings) as client:
+        params = {"query": "10 friendly slides on solar power", "conversationId": "c-search"}
+        async with client.stream("GET", "/agent/pptx/stream", params=params) as response:
+            reading = asyncio.create_task(collect(response))
+            await fake_search.started.wait()  # the first search, answered at once
+            fake_search.hang, fake_search.started = True, asyncio.Event()
+            await fake_search.started.wait()  # the second, which never answers
+            await client.get("/agent/stop", params={"conversationId": "c-search"})
+            stopped = await reading
+        [during] = await builds(settings, "c-search")
+        fake_search.hang = False
+        resumed = await ask(client, "continue", "c-search")
+
+    first, second = fake_search.queries[:2]
+    assert stopped[-1]["status"] == "stopped"
+    assert during.status == "SEARCH"
+    assert first in (during.search_info or "")
+    assert resumed[-1]["status"] == "completed"
+    # Only the search the stop cut short runs again.
+    assert fake_search.queries == [first, second, second]
+    assert [e["toolName"] for e in resumed if e["type"] == "tool_start"] == ["web_search"]
+
+
 async def test_a_change_makes_version_2_and_version_1_stays_downloadable(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
 import orjson
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
 from app.agents.base import AgentCore, AgentFailure, BaseAgent, Turn, TurnState
 from app.agents.pptx import preview, prompts
@@ -269,15 +269,19 @@ class PptAgent(BaseAgent):
         build.status = "SEARCH"
 
     async def _research(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
+        """Search the web, storing each answer as it comes: a resume skips those done."""
         requirement = _requirement(build)
         queries = [f"{requirement.topic}", f"{requirement.topic} key facts and figures"]
         queries = queries[: self._settings.search_queries]
         if self._search is None or not queries:
             yield ThinkingEvent("Web search is off: the slides use the model's knowledge.\n")
-            build.search_info, build.status = "", "TEMPLATE"
+            build.search_info, build.status = "[]", "TEMPLATE"
             return
-        found = []
+        found = Research.validate_json(build.search_info or "[]")
+        done = {item.query for item in found}
         for number, query in enumerate(queries, 1):
+            if query in done:
+                continue
             notes: list[Event] = []
             context = ToolContext(turn.user_id, turn.conversation_id, notes.append)
             call_id = f"deck-search-{build.id}-{number}"
@@ -289,9 +293,10 @@ class PptAgent(BaseAgent):
             limit = self.core.limits.tool_result_display_chars
             yield ToolEndEvent("web_search", call_id, output.text[:limit], output.is_error)
             state.add_references(output.references)
-            if not output.is_error:
-                found.append(output.text)
-        build.search_info, build.status = "\n\n".join(found), "TEMPLATE"
+            found.append(Finding(query=query, result="" if output.is_error else output.text))
+            build.search_info = Research.dump_json(found).decode()
+            await self._builds.save(build)
+        build.status = "TEMPLATE"
 
     async def _choose_template(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
         library = self._templates.templates
@@ -325,7 +330,7 @@ class PptAgent(BaseAgent):
             style=requirement.style,
             language=requirement.language or "the user's language",
             pages=prompts.describe_pages(template),
-            research=build.search_info or "(no research)",
+            research=_research_text(build) or "(no research)",
         )
         messages = [Msg.text("system", system), Msg.text("user", build.query)]
         written: asyncio.Queue[str | None] = asyncio.Queue()
@@ -581,6 +586,21 @@ def _partial_slides(text: str) -> list[DeckSlide]:
             continue
         found.append(DeckSlide(title, match.group(2)))
     return found
+
+
+class Finding(BaseModel):
+    """One web search of a build and what it found (empty when it failed)."""
+
+    query: str
+    result: str
+
+
+Research = TypeAdapter(list[Finding])
+"""`ai_ppt_inst.search_info`: the searches done so far, as JSON."""
+
+
+def _research_text(build: DeckBuild) -> str:
+    return "\n\n".join(f.result for f in Research.validate_json(build.search_info or "[]"))
 
 
 def _requirement(build: DeckBuild) -> Requirement:
