@@ -60,10 +60,6 @@ class SqlDeckBuildStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def latest(self, user_id: str, conversation_id: str) -> DeckBuild | None:
-        builds = await self.versions(user_id, conversation_id)
-        return builds[-1] if builds else None
-
     async def versions(self, user_id: str, conversation_id: str) -> list[DeckBuild]:
         """Every build of the conversation, oldest version first."""
         query = (

@@ -57,9 +57,6 @@ class PageSpec(BaseModel):
     picture: str | None = None
     """A decorative shape a generated picture may cover (cropped to its box), when images are on."""
 
-    def field(self, name: str) -> FieldSpec | None:
-        return next((f for f in self.fields if f.name == name), None)
-
 
 class TemplateSpec(BaseModel):
     code: str
