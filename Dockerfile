@@ -1,8 +1,10 @@
 FROM python:3.11-slim
 WORKDIR /srv
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DATA_DIR=/data
-# The skills agent's shell runs inside bubblewrap (the container needs user namespaces for it).
-RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
+# The skills agent's shell runs inside bubblewrap (the container needs user namespaces for
+# it); LibreOffice Impress draws the PowerPoint agent's slide previews (PPTX_PREVIEWS).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends bubblewrap libreoffice-impress \
     && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md alembic.ini ./
 COPY app ./app

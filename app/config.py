@@ -155,6 +155,19 @@ class Settings(BaseSettings):
     skills_context_tokens: int = Field(default=60000, ge=1000)
     """Above this many tokens, the skills agent's older work is replaced by a summary."""
 
+    pptx_render_timeout_seconds: float = Field(default=60.0, gt=0)
+    """Longest a deck may take to draw; past it the build is stored FAILED at RENDER."""
+    pptx_max_slides: int = Field(default=20, ge=3, le=30)
+    """Most slides a deck may have; a longer request is asked to choose again."""
+    pptx_search_queries: int = Field(default=2, ge=0, le=5)
+    """Web searches a build makes for its facts (0: none)."""
+    pptx_previews: bool = True
+    """Slide thumbnails of each deck, where LibreOffice (`soffice`) is installed."""
+    pptx_image_base_url: str = ""
+    """An OpenAI-compatible images endpoint for the image-with-text slides; empty: none."""
+    pptx_image_api_key: SecretStr = SecretStr("")
+    pptx_image_model: str = "gpt-image-1"
+
     log_level: str = "INFO"
 
     @field_validator("data_dir")

@@ -91,6 +91,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             http=tools_client,
             limits=AgentSettings.from_settings(settings),
             documents=library,
+            database=db,
         )
         app.state.services = Services(
             settings=settings,

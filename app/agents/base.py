@@ -60,6 +60,7 @@ from app.llm.base import ChatModel
 from app.llm.errors import ModelError, user_message
 from app.llm.tokens import TokenCounter
 from app.store.base import NewTurn, SessionStore, StoreError, ToolCall, TurnFile, TurnOutcome
+from app.store.db import Database
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,8 @@ class AgentCore:
     limits: AgentSettings
     documents: DocumentLibrary | None = None
     """Uploaded and generated files, for the agents that read or make them."""
+    database: Database | None = None
+    """The app's database, for an agent that keeps state of its own (the deck builds)."""
 
 
 @dataclass(slots=True)
@@ -189,6 +192,20 @@ class TurnState:
 
     def elapsed_ms(self) -> int:
         return int((time.perf_counter() - self.started) * 1000)
+
+
+class AgentFailure(Exception):
+    """An agent's own failure (a plan still invalid after a retry, a render past its limit).
+
+    The turn ends `failed` with an `error` whose text comes from the fixed
+    table of user messages under `code`; `detail` is the agent's own short
+    description, never upstream text.
+    """
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(detail or code)
+        self.code = code
+        self.detail = detail
 
 
 class BaseAgent(ABC):
@@ -335,6 +352,8 @@ class AgentTurn:
                     yield RecommendEvent(state.recommend)
         except ModelError as exc:
             self._error = ErrorEvent(exc.code, user_message(exc.code), exc.describe())
+        except AgentFailure as exc:
+            self._error = ErrorEvent(exc.code, user_message(exc.code), exc.detail)
         except Exception as exc:
             log.exception("agent %s failed in %s", agent.agent_type, turn.conversation_id)
             self._error = ErrorEvent(

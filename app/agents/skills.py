@@ -34,7 +34,6 @@ from pathlib import Path, PurePosixPath
 from app.agents.base import AgentCore, Turn, TurnState
 from app.agents.compaction import Compactor
 from app.agents.react import ReActAgent
-from app.agents.web_search import tavily_search
 from app.config import Settings
 from app.core.events import Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg
@@ -44,6 +43,7 @@ from app.skills.catalog import Skill, load_skills
 from app.tools.base import Tool
 from app.tools.shell import SANDBOX_SKILLS, BashTool, Mount, Shell, ShellLimits, python_mounts
 from app.tools.skills import LOAD_SKILL, LoadSkill
+from app.tools.web_search import configured_search
 from app.tools.workspace import Files, Workspace, WorkspaceError, file_tools, workspace_root
 
 log = logging.getLogger(__name__)
@@ -256,6 +256,6 @@ def build(core: AgentCore, settings: Settings) -> SkillsAgent:
         shell,
         settings.data_dir,
         settings.skills_max_file_bytes,
-        tavily_search(core, settings),
+        configured_search(core.http, settings),
         compactor,
     )

@@ -12,7 +12,7 @@ from app.agents.base import AgentCore, Turn
 from app.agents.react import ReActAgent
 from app.config import Settings
 from app.tools.base import Tool
-from app.tools.web_search import TavilySearch
+from app.tools.web_search import configured_search
 
 SYSTEM_PROMPT = """You are a research assistant that answers with current, sourced facts.
 Today is {today}.
@@ -48,14 +48,6 @@ class WebSearchAgent(ReActAgent):
         ]
 
 
-def tavily_search(core: AgentCore, settings: Settings) -> TavilySearch | None:
-    """The web search tool, when a Tavily key is configured."""
-    key = settings.tavily_api_key
-    if not key.get_secret_value():
-        return None
-    return TavilySearch(core.http, settings.tavily_base_url, key, settings.tavily_max_results)
-
-
 def build(core: AgentCore, settings: Settings) -> WebSearchAgent:
     """With a Tavily key, the agent searches; without one, it answers from the model alone."""
-    return WebSearchAgent(core, tavily_search(core, settings))
+    return WebSearchAgent(core, configured_search(core.http, settings))

@@ -23,7 +23,8 @@ WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 SECURITY_HEADERS = {
     "content-security-policy": (
         "default-src 'self'; script-src 'self'; style-src 'self'; "
-        "img-src 'self' data: https:; connect-src 'self'; object-src 'none'; "
+        # blob: the slide previews, fetched with the API key, are shown from local URLs.
+        "img-src 'self' data: blob: https:; connect-src 'self'; object-src 'none'; "
         "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
     ),
     "x-content-type-options": "nosniff",

@@ -142,6 +142,52 @@ class FileEvent:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class DeckSlide:
+    title: str
+    page_type: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeckVersion:
+    version: int
+    name: str
+    url: str
+
+
+@dataclass(slots=True)
+class DeckEvent:
+    """A deck's slide list, for a page that previews it (the original client ignores it).
+
+    `stage` is `outline` once the outline is written (no file yet), `ready` when
+    the deck is stored; then `versions` lists every version still downloadable.
+    """
+
+    stage: Literal["outline", "ready"]
+    version: int
+    title: str
+    template: str
+    slides: list[DeckSlide]
+    versions: list[DeckVersion] = field(default_factory=list)
+    thumbnails: list[str] = field(default_factory=list)
+    """Download URLs of one PNG per slide, when the service can draw them."""
+    type: Literal["deck"] = "deck"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "stage": self.stage,
+            "version": self.version,
+            "title": self.title,
+            "template": self.template,
+            "slides": [{"title": s.title, "pageType": s.page_type} for s in self.slides],
+            "versions": [
+                {"version": v.version, "name": v.name, "url": v.url} for v in self.versions
+            ],
+            "thumbnails": self.thumbnails,
+        }
+
+
 @dataclass(slots=True)
 class ErrorEvent:
     """A failure shown to the user.
@@ -201,6 +247,7 @@ Event = (
     | ReferenceEvent
     | RecommendEvent
     | FileEvent
+    | DeckEvent
     | ErrorEvent
     | CompleteEvent
 )

@@ -94,6 +94,14 @@ USER_MESSAGES: dict[str, str] = {
     "LLM_CONTENT_BLOCKED": "The language model's safety filter blocked this request or answer.",
     "LLM_ERROR": "The language model failed.",
     "RETRYING": "The language model call failed; retrying.",
+    "PPT_INVALID_PLAN": (
+        "The model's plan for the deck was still invalid after a retry; the build is kept"
+        " as failed at that step. Say “retry” to try it again."
+    ),
+    "PPT_RENDER_FAILED": "The deck could not be drawn. Say “retry” to try again.",
+    "PPT_RENDER_TIMEOUT": (
+        "Drawing the deck took longer than its time limit. Say “retry” to try again."
+    ),
     "INTERNAL_ERROR": "The service failed while answering.",
 }
 

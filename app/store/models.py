@@ -188,3 +188,72 @@ class AiFileChunk(SQLModel, table=True):
 
 AI_FILE: Table = AiFile.__table__  # type: ignore[attr-defined]
 AI_FILE_CHUNK: Table = AiFileChunk.__table__  # type: ignore[attr-defined]
+
+
+class AiPptInst(SQLModel, table=True):
+    """One build of a deck (the PowerPoint agent's state machine), one row per version.
+
+    Each step's result and the next status are written before the next step
+    starts, so the row is what the user's build is, whatever stopped it.
+    """
+
+    __tablename__ = "ai_ppt_inst"
+    __table_args__ = (
+        Index("ix_ai_ppt_inst_user_conversation_version", "user_id", "conversation_id", "version"),
+    )
+
+    id: int | None = Field(
+        default=None,
+        sa_column=Column(
+            BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+        ),
+    )
+    conversation_id: str = Field(max_length=128)
+    user_id: str = Field(max_length=128)
+    """Owner; every query filters on it."""
+    version: int
+    """1 for a conversation's first deck, then one more for each new build or change."""
+    template_code: str | None = Field(default=None, max_length=64)
+    status: str = Field(max_length=16)
+    """The step to run next (`REQUIREMENT` … `RENDER`), or `PAUSED`, `SUCCESS`, `FAILED`."""
+    query: str = Field(sa_type=Text)
+    """The request the build started from (and the answers a pause asked for)."""
+    requirement: str | None = Field(default=None, sa_type=Text)
+    """JSON: topic, audience, slideCount, style, language."""
+    search_info: str | None = Field(default=None, sa_type=Text)
+    """JSON: the web searches done so far `[{query, result}]`, each stored as it ends."""
+    outline: str | None = Field(default=None, sa_type=Text)
+    """JSON outline: title and slides `{title, pageType, points}`."""
+    ppt_schema: str | None = Field(default=None, sa_type=Text)
+    """JSON deck: slides `{pageType, fields}`, validated against the template."""
+    file_id: str | None = Field(default=None, max_length=64)
+    """The generated file (`ai_file.id`) of a `SUCCESS` build."""
+    file_url: str | None = Field(default=None, max_length=255)
+    failed_step: str | None = Field(default=None, max_length=16)
+    """The step that failed, for a `FAILED` build; a resume starts there."""
+    error_msg: str | None = Field(default=None, sa_type=Text)
+    """Why it failed, in words a user understands."""
+    create_time: datetime = Field(sa_type=UTCDateTime)
+    update_time: datetime = Field(sa_type=UTCDateTime)
+
+
+class AiPptTemplate(SQLModel, table=True):
+    """The deck templates shipped with the package, as the agent last saw them."""
+
+    __tablename__ = "ai_ppt_template"
+
+    template_code: str = Field(sa_column=Column(String(64), primary_key=True))
+    template_name: str = Field(max_length=128)
+    template_desc: str = Field(sa_type=Text)
+    template_schema: str = Field(sa_type=Text)
+    """The template's JSON spec: its pages, their named fields and budgets."""
+    file_path: str = Field(max_length=255)
+    """The .pptx, relative to the package's templates folder."""
+    style_tags: str = Field(max_length=255)
+    """Comma-separated."""
+    slide_count: int
+    update_time: datetime = Field(sa_type=UTCDateTime)
+
+
+AI_PPT_INST: Table = AiPptInst.__table__  # type: ignore[attr-defined]
+AI_PPT_TEMPLATE: Table = AiPptTemplate.__table__  # type: ignore[attr-defined]

@@ -16,6 +16,7 @@ import httpx2 as httpx
 import orjson
 from pydantic import SecretStr
 
+from app.config import Settings
 from app.core.events import Reference
 from app.core.tools import ToolSchema
 from app.core.urls import public_url
@@ -117,3 +118,11 @@ async def _read_at_most(response: httpx.Response, limit: int) -> bytes | None:
 
 def _query(args: dict[str, Any]) -> str:
     return str(args.get("query") or "").strip()
+
+
+def configured_search(client: httpx.AsyncClient, settings: Settings) -> TavilySearch | None:
+    """The web search of these settings; None without a Tavily key (agents then do without)."""
+    key = settings.tavily_api_key
+    if not key.get_secret_value():
+        return None
+    return TavilySearch(client, settings.tavily_base_url, key, settings.tavily_max_results)

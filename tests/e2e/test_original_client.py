@@ -22,6 +22,7 @@ from app.config import Settings
 from app.main import create_app
 from tests.e2e.conftest import LOOP, Upstreams
 from tests.fakes.scripted_server import Reply
+from tests.support.decks import DeckModel
 from tests.support.server import serve
 
 pytestmark = LOOP
@@ -152,3 +153,25 @@ async def test_original_client_is_refused_when_auth_is_on_and_origins_are_a_wild
         await expect(page.locator("#log li")).to_have_text(
             ["history: network error", "stream: network error"]
         )
+
+
+async def test_original_client_gets_a_deck_as_a_download_link_in_the_answer(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    """The original client shows only text: the deck's link must be written in the answer,
+    and the events it does not know (`file`, `deck`) must not break its stream."""
+    upstreams.llm.responder = DeckModel(["Solar power", "Agenda", "How it works", "Thanks"])
+    async with client_and_service(page, app_settings, pptx_previews="false"):
+        await page.locator("#agent").select_option("pptx")
+        await page.locator("#question").fill("4 friendly slides on solar power for students")
+        await page.locator("#send").click()
+
+        await expect(page.locator("#status")).to_have_text("completed")
+        await expect(page.locator("#answer")).to_contain_text(
+            re.compile(r"\[Solar power v1\.pptx\]\(/file/download/[0-9a-f]+\)")
+        )
+        await expect(page.locator("#thinking")).to_contain_text("Template: Ocean")
+        await expect(page.locator("#errors")).to_be_empty()
+
+    log = await log_entries(page)
+    assert log == ["stream: 200", "stream: closed"]

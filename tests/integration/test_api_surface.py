@@ -81,7 +81,7 @@ async def test_agent_kinds_list_what_runs_and_the_rest_answer_501(tmp_path: Path
          "needsFile": False, "acceptsFile": False},
         {"kind": "file", "name": "Ask a file", "available": True,
          "needsFile": True, "acceptsFile": True},
-        {"kind": "pptx", "name": "PowerPoint", "available": False,
+        {"kind": "pptx", "name": "PowerPoint", "available": True,
          "needsFile": False, "acceptsFile": False},
         {"kind": "deep", "name": "Deep research", "available": False,
          "needsFile": False, "acceptsFile": False},
@@ -89,7 +89,6 @@ async def test_agent_kinds_list_what_runs_and_the_rest_answer_501(tmp_path: Path
          "needsFile": False, "acceptsFile": True},
     ]  # fmt: skip
     assert {kind: r.status_code for kind, r in unavailable.items()} == {
-        "pptx": 501,
         "deep": 501,
     }
     assert all(r.json()["code"] == 501 for r in unavailable.values())

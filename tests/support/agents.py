@@ -53,6 +53,7 @@ async def agent_core(
             tokens=TokenCounter(),
             http=http,
             limits=limits or AgentSettings.from_settings(settings),
+            database=db,
             documents=DocumentLibrary(
                 SqlFileStore(db),
                 LocalBlobStore(settings.data_dir / "files"),

@@ -90,6 +90,11 @@ async function errorOf(response) {
   );
 }
 
+/** A local URL for a stored file (an image to show), fetched with the key. */
+export async function objectUrl(url) {
+  return URL.createObjectURL(await (await send(url)).blob());
+}
+
 /** Save a download (a generated file), sending the key, which a plain link cannot. */
 export async function download(url, name) {
   const blob = await (await send(url)).blob();

@@ -3,7 +3,7 @@
 // answer (sanitised Markdown), generated files, references, follow-up questions and
 // a status line. Everything from the server is set as text except the answer.
 
-import { download } from './api.js';
+import { download, objectUrl } from './api.js';
 import { h, jsonList } from './dom.js';
 import { renderMarkdown, safeUrl } from './markdown.js';
 
@@ -69,6 +69,7 @@ export class TurnView {
     this.tools = h('ol', { class: 'tools', hidden: true, 'aria-label': 'Tool calls' });
     this.answer = h('div', { class: 'answer markdown' });
     this.files = h('ul', { class: 'files', hidden: true, 'aria-label': 'Generated files' });
+    this.deck = h('section', { class: 'deck', hidden: true, 'aria-label': 'Slides' });
     this.error = h('p', { class: 'error', role: 'alert', hidden: true });
     this.referenceList = h('ol');
     this.references = h(
@@ -93,6 +94,7 @@ export class TurnView {
         { class: 'reply' },
         this.thinking,
         this.tools,
+        this.deck,
         this.answer,
         this.files,
         this.error,
@@ -113,6 +115,7 @@ export class TurnView {
       turn.toolStarted(call.id, call.name, call.arguments);
       if ('result' in call) turn.toolEnded(call.id, call.name, call.result, call.isError);
     }
+    for (const file of message.files ?? []) turn.addFile(file);
     turn.showReferences(jsonList(message.reference));
     turn.showFollowUps(jsonList(message.recommend));
     if (message.error) turn.fail(`This answer failed (${message.error}).`);
@@ -156,6 +159,9 @@ export class TurnView {
         break;
       case 'file':
         this.addFile(event);
+        break;
+      case 'deck':
+        this.showDeck(event);
         break;
       case 'error':
         if (event.code === 'RETRYING') this.showNotice(event.message || 'Retrying…');
@@ -248,11 +254,9 @@ export class TurnView {
     this.followUps.hidden = buttons.length === 0;
   }
 
-  addFile(file) {
-    const url = safeUrl(file.url);
-    if (!url) return;
-    const name = file.name || 'file';
-    const link = h(
+  /** A link that saves a generated file (with the key, which a plain link cannot send). */
+  downloadLink(url, name, label) {
+    return h(
       'a',
       {
         href: url,
@@ -263,10 +267,57 @@ export class TurnView {
           download(url, name).catch((error) => this.fail(error.message));
         },
       },
-      `Download ${name}`,
+      label,
     );
+  }
+
+  addFile(file) {
+    const url = safeUrl(file.url);
+    if (!url) return;
+    const name = file.name || 'file';
+    const link = this.downloadLink(url, name, `Download ${name}`);
     this.files.append(h('li', {}, link, h('span', { class: 'muted' }, ` ${sizeText(file.size)}`)));
     this.files.hidden = false;
+  }
+
+  /** A deck's slide list (titles and layouts), and a download button per version. */
+  showDeck(deck) {
+    const thumbnails = deck.thumbnails ?? [];
+    const slides = (deck.slides ?? []).map((slide, index) =>
+      h(
+        'li',
+        {},
+        slide.title ?? '',
+        h('span', { class: 'muted' }, ` ${slide.pageType ?? ''}`),
+        this.thumbnail(thumbnails[index], slide.title),
+      ),
+    );
+    const versions = (deck.versions ?? [])
+      .filter((v) => safeUrl(v.url))
+      .map((v) => {
+        const name = v.name || 'deck.pptx';
+        return h('li', {}, this.downloadLink(safeUrl(v.url), name, `Download version ${v.version}`));
+      });
+    const heading = `${deck.title || 'Deck'}: version ${deck.version}, ${deck.template ?? ''}`;
+    this.deck.replaceChildren(
+      h('h3', {}, deck.stage === 'ready' ? heading : `Outline of ${heading}`),
+      h('ol', { class: 'slides' }, ...slides),
+      h('ul', { class: 'versions', 'aria-label': 'Versions', hidden: !versions.length }, ...versions),
+    );
+    this.deck.hidden = false;
+  }
+
+  /** A slide's preview image, fetched with the key; nothing when there is none. */
+  thumbnail(url, title) {
+    const src = safeUrl(url);
+    if (!src) return null;
+    const image = h('img', { class: 'thumbnail', alt: `Slide: ${title ?? ''}`, width: 240 });
+    objectUrl(src)
+      .then((local) => {
+        image.src = local;
+      })
+      .catch(() => image.remove());
+    return image;
   }
 
   /** A passing note in the status line (a retry, a reconnection), until the next event. */

@@ -1,0 +1,401 @@
+"""Writes the shipped templates: `python -m app.agents.pptx.design [folder]`.
+
+Each `Look` is a palette, two fonts and a way of framing a page (a side bar,
+a title band, a centred title over a rule); every look gets the same eight
+page types, so any outline fits any template. Shapes the model fills are
+named after their field and listed, with their budgets, in the template's
+JSON spec; decorative shapes are named `deco-…` and never touched. The
+sample text on each shape shows a designer what goes there.
+
+Budgets are set for the font size and box, so text within them fits
+without shrinking; the box still shrinks text on overflow as a safety net.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pptx import Presentation
+from pptx.dml.color import RGBColor
+from pptx.enum.shapes import MSO_SHAPE
+from pptx.enum.text import MSO_ANCHOR, MSO_AUTO_SIZE, PP_ALIGN
+from pptx.oxml.xmlchemy import BaseOxmlElement, OxmlElement
+from pptx.slide import Slide
+from pptx.text.text import TextFrame, _Run
+from pptx.util import Emu, Inches, Pt
+
+from app.agents.pptx.templates import (
+    PAGE_TYPES,
+    TEMPLATES_DIR,
+    FieldSpec,
+    PageSpec,
+    PageType,
+    TemplateSpec,
+)
+
+WIDTH, HEIGHT = Inches(13.333), Inches(7.5)
+MARGIN = Inches(0.8)
+BLANK_LAYOUT = 6
+
+Frame = Literal["bar", "band", "rule"]
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    code: str
+    name: str
+    description: str
+    style_tags: tuple[str, ...]
+    frame: Frame
+    background: str
+    dark: str
+    """The cover's and dividers' background."""
+    text: str
+    muted: str
+    accent: str
+    accent_soft: str
+    heading_font: str
+    body_font: str
+
+    @property
+    def title_color(self) -> str:
+        return "FFFFFF" if self.frame == "band" else self.dark
+
+
+LOOKS = (
+    Look(
+        "ocean",
+        "Ocean",
+        "navy and teal, a bar down the left, clean sans-serif: business and science",
+        ("professional", "calm", "corporate", "technical"),
+        "bar",
+        background="F4F8FB",
+        dark="0B2545",
+        text="1B2A3A",
+        muted="5C6B7A",
+        accent="13A89E",
+        accent_soft="D4F1EE",
+        heading_font="Calibri Light",
+        body_font="Calibri",
+    ),
+    Look(
+        "ember",
+        "Ember",
+        "charcoal with an orange title band, serif headings: bold talks and pitches",
+        ("bold", "dramatic", "dark", "marketing"),
+        "band",
+        background="2B2622",
+        dark="1A1613",
+        text="F3EDE7",
+        muted="C9B8A8",
+        accent="E4572E",
+        accent_soft="4A3A30",
+        heading_font="Georgia",
+        body_font="Verdana",
+    ),
+    Look(
+        "paper",
+        "Paper",
+        "warm cream, centred titles over a green rule, friendly type: teaching and workshops",
+        ("friendly", "education", "light", "minimal"),
+        "rule",
+        background="FBF7EF",
+        dark="2F4A3A",
+        text="2E2A26",
+        muted="6E665C",
+        accent="3E8E5E",
+        accent_soft="E3EFE4",
+        heading_font="Trebuchet MS",
+        body_font="Trebuchet MS",
+    ),
+)
+
+
+def _rgb(value: str) -> RGBColor:
+    return RGBColor.from_string(value)
+
+
+class PageBuilder:
+    """Adds one page's shapes to a slide and records its fillable fields."""
+
+    def __init__(self, look: Look, slide: Slide) -> None:
+        self.look = look
+        self.slide = slide
+        self.fields: list[FieldSpec] = []
+
+    def rect(self, name: str, x: int, y: int, w: int, h: int, color: str) -> None:
+        shape = self.slide.shapes.add_shape(MSO_SHAPE.RECTANGLE, Emu(x), Emu(y), Emu(w), Emu(h))
+        shape.name = name
+        shape.fill.solid()
+        shape.fill.fore_color.rgb = _rgb(color)
+        shape.line.fill.background()
+        shape.shadow.inherit = False
+
+    def background(self, color: str) -> None:
+        fill = self.slide.background.fill
+        fill.solid()
+        fill.fore_color.rgb = _rgb(color)
+
+    def text(
+        self,
+        name: str,
+        box: tuple[int, int, int, int],
+        sample: str,
+        *,
+        budget: int,
+        size: int,
+        color: str,
+        heading: bool = False,
+        align: PP_ALIGN = PP_ALIGN.LEFT,
+        anchor: MSO_ANCHOR = MSO_ANCHOR.TOP,
+    ) -> None:
+        frame = self._frame(name, box, anchor)
+        paragraph = frame.paragraphs[0]
+        paragraph.alignment = align
+        self._run(paragraph.add_run(), sample, size, color, heading)
+        self.fields.append(FieldSpec(name=name, kind="text", budget=budget))
+
+    def bullets(
+        self,
+        name: str,
+        box: tuple[int, int, int, int],
+        samples: list[str],
+        *,
+        budget: int,
+        size: int,
+        color: str,
+        max_items: int,
+    ) -> None:
+        frame = self._frame(name, box, MSO_ANCHOR.TOP)
+        for index, sample in enumerate(samples):
+            paragraph = frame.paragraphs[0] if index == 0 else frame.add_paragraph()
+            paragraph.space_after = Pt(size * 0.6)
+            p_pr = paragraph._p.get_or_add_pPr()
+            p_pr.set("marL", str(Emu(Pt(size * 1.3))))
+            p_pr.set("indent", str(-Emu(Pt(size * 1.3))))
+            colour = OxmlElement("a:buClr")
+            colour.append(_srgb(self.look.accent))
+            char = OxmlElement("a:buChar")
+            char.set("char", "•")
+            p_pr.append(colour)
+            p_pr.append(char)
+            self._run(paragraph.add_run(), sample, size, color, heading=False)
+        self.fields.append(FieldSpec(name=name, kind="bullets", budget=budget, max_items=max_items))
+
+    def table(self, box: tuple[int, int, int, int], rows: int, columns: int, budget: int) -> None:
+        x, y, w, h = box
+        shape = self.slide.shapes.add_table(
+            rows, columns, Emu(x), Emu(y), Emu(w), Emu(min(h, Inches(0.5) * rows))
+        )
+        shape.name = "table"
+        look = self.look
+        for r, row in enumerate(shape.table.rows):
+            for c, cell in enumerate(row.cells):
+                cell.fill.solid()
+                header = r == 0
+                shade = look.accent if header else (look.accent_soft if r % 2 else look.background)
+                cell.fill.fore_color.rgb = _rgb(shade)
+                cell.margin_left = cell.margin_right = Inches(0.12)
+                paragraph = cell.text_frame.paragraphs[0]
+                sample = f"Heading {c + 1}" if header else f"Value {r}.{c + 1}"
+                color = "FFFFFF" if header else look.text
+                self._run(paragraph.add_run(), sample, 16, color, heading=header)
+        self.fields.append(
+            FieldSpec(
+                name="table", kind="table", budget=budget, max_items=rows, max_columns=columns
+            )
+        )
+
+    def _frame(self, name: str, box: tuple[int, int, int, int], anchor: MSO_ANCHOR) -> TextFrame:
+        shape = self.slide.shapes.add_textbox(*(Emu(v) for v in box))
+        shape.name = name
+        frame = shape.text_frame
+        frame.word_wrap = True
+        frame.vertical_anchor = anchor
+        frame.auto_size = MSO_AUTO_SIZE.TEXT_TO_FIT_SHAPE
+        return frame
+
+    def _run(self, run: _Run, text: str, size: int, color: str, heading: bool) -> None:
+        run.text = text
+        font = run.font
+        font.size = Pt(size)
+        font.name = self.look.heading_font if heading else self.look.body_font
+        font.bold = heading and self.look.frame != "rule"
+        font.color.rgb = _rgb(color)
+
+
+def _srgb(value: str) -> BaseOxmlElement:
+    element = OxmlElement("a:srgbClr")
+    element.set("val", value)
+    return element
+
+
+def _content_frame(page: PageBuilder, title_sample: str) -> int:
+    """Draw the look's frame and title; the y where the body starts."""
+    look = page.look
+    width = WIDTH - 2 * MARGIN
+    if look.frame == "bar":
+        page.rect("deco-bar", 0, 0, Inches(0.28), HEIGHT, look.accent)
+        page.text(
+            "title", (MARGIN, Inches(0.45), width, Inches(0.95)), title_sample,
+            budget=60, size=34, color=look.title_color, heading=True, anchor=MSO_ANCHOR.MIDDLE,
+        )  # fmt: skip
+        page.rect("deco-underline", MARGIN, Inches(1.45), Inches(1.2), Inches(0.06), look.accent)
+        return Inches(1.8)
+    if look.frame == "band":
+        page.rect("deco-band", 0, 0, WIDTH, Inches(1.45), look.accent)
+        page.text(
+            "title", (MARGIN, Inches(0.25), width, Inches(0.95)), title_sample,
+            budget=60, size=32, color=look.title_color, heading=True, anchor=MSO_ANCHOR.MIDDLE,
+        )  # fmt: skip
+        return Inches(1.9)
+    page.text(
+        "title", (MARGIN, Inches(0.4), width, Inches(0.95)), title_sample,
+        budget=60, size=34, color=look.title_color, heading=True,
+        align=PP_ALIGN.CENTER, anchor=MSO_ANCHOR.MIDDLE,
+    )  # fmt: skip
+    page.rect("deco-rule", Inches(5.67), Inches(1.45), Inches(2.0), Inches(0.05), look.accent)
+    return Inches(1.85)
+
+
+def _statement(page: PageBuilder, kind: PageType) -> None:
+    """Cover, section divider and closing: a big title on the dark colour, a line under it."""
+    look = page.look
+    page.background(look.dark)
+    budgets = {"cover": (60, 120), "section": (50, 110), "closing": (40, 120)}[kind]
+    samples = {
+        "cover": ("Presentation title", "Subtitle, speaker and date"),
+        "section": ("Section title", "What this part of the talk covers"),
+        "closing": ("Thank you", "Questions, contacts and next steps"),
+    }[kind]
+    width = WIDTH - 2 * MARGIN
+    centred = look.frame == "rule"
+    align = PP_ALIGN.CENTER if centred else PP_ALIGN.LEFT
+    if look.frame == "bar":
+        page.rect("deco-bar", 0, 0, Inches(0.6), HEIGHT, look.accent)
+    elif look.frame == "band":
+        page.rect("deco-band", 0, Inches(5.6), WIDTH, Inches(0.25), look.accent)
+    else:
+        page.rect("deco-block", Inches(4.67), Inches(4.3), Inches(4.0), Inches(0.08), look.accent)
+    size = 48 if kind != "section" else 40
+    page.text(
+        "title", (MARGIN + Inches(0.4), Inches(1.9), width - Inches(0.4), Inches(2.2)), samples[0],
+        budget=budgets[0], size=size, color="FFFFFF", heading=True, align=align,
+        anchor=MSO_ANCHOR.BOTTOM,
+    )  # fmt: skip
+    page.text(
+        "subtitle", (MARGIN + Inches(0.4), Inches(4.5), width - Inches(0.4), Inches(1.0)),
+        samples[1], budget=budgets[1], size=20, color=look.muted if look.frame == "band" else
+        look.accent_soft, align=align,
+    )  # fmt: skip
+
+
+def _page(look: Look, kind: PageType, page: PageBuilder) -> str:
+    """Build one page type; its purpose, as the model will read it."""
+    body_width = WIDTH - 2 * MARGIN
+    if kind in ("cover", "section", "closing"):
+        _statement(page, kind)
+        return {
+            "cover": "first slide: the deck's title and a subtitle",
+            "section": "a divider opening a part of the talk",
+            "closing": "last slide: a closing line and where to go next",
+        }[kind]
+    top = _content_frame(page, {"agenda": "Agenda"}.get(kind, "Slide title"))
+    height = HEIGHT - top - Inches(0.6)
+    if kind == "agenda":
+        page.bullets(
+            "items", (MARGIN, top, body_width, height), ["First part", "Second part", "Third"],
+            budget=60, size=24, color=look.text, max_items=6,
+        )  # fmt: skip
+        return "the list of the deck's parts"
+    if kind == "bullets":
+        page.bullets(
+            "bullets", (MARGIN, top, body_width, height),
+            ["A key point in one line", "Another point, with a detail", "A third point"],
+            budget=110, size=22, color=look.text, max_items=6,
+        )  # fmt: skip
+        return "a title and up to six points"
+    if kind == "comparison":
+        half = (body_width - Inches(0.5)) // 2
+        for side, x in (("left", MARGIN), ("right", MARGIN + half + Inches(0.5))):
+            page.rect(f"deco-{side}-panel", x, top, half, height, look.accent_soft)
+            page.text(
+                f"{side}_heading", (x + Inches(0.3), top + Inches(0.2), half - Inches(0.6),
+                Inches(0.7)), f"{side.title()} option", budget=30, size=24, color=look.accent,
+                heading=True,
+            )  # fmt: skip
+            page.bullets(
+                f"{side}_points", (x + Inches(0.3), top + Inches(1.0), half - Inches(0.6),
+                height - Inches(1.2)), ["A strength", "A weakness"], budget=80, size=18,
+                color=look.text, max_items=4,
+            )  # fmt: skip
+        return "two things side by side, a heading and up to four points each"
+    if kind == "image_text":
+        visual = Inches(4.6)
+        page.rect("deco-visual", MARGIN, top, visual, height, look.accent)
+        page.rect(
+            "deco-visual-inset", MARGIN + Inches(0.3), top + Inches(0.3), visual - Inches(0.6),
+            height - Inches(0.6), look.accent_soft,
+        )  # fmt: skip
+        page.text(
+            "caption", (MARGIN + Inches(0.5), top + height - Inches(1.3), visual - Inches(1.0),
+            Inches(0.8)), "A short caption", budget=60, size=16,
+            color=look.text if look.frame == "band" else look.dark,
+            anchor=MSO_ANCHOR.BOTTOM,
+        )  # fmt: skip
+        x = MARGIN + visual + Inches(0.5)
+        page.text(
+            "body", (x, top, body_width - visual - Inches(0.5), height),
+            "A paragraph that explains the idea the visual stands for.", budget=320, size=20,
+            color=look.text,
+        )  # fmt: skip
+        return "a highlighted statement panel with a caption beside a paragraph"
+    page.table((MARGIN, top, body_width, height), rows=6, columns=4, budget=40)
+    return "a table of data: a header row and up to five rows, up to four columns"
+
+
+def build_template(look: Look, folder: Path) -> TemplateSpec:
+    """Write `<code>.pptx` and `<code>.json` for one look into `folder`."""
+    deck = Presentation()
+    deck.slide_width, deck.slide_height = WIDTH, HEIGHT
+    master_fill = deck.slide_master.background.fill
+    master_fill.solid()
+    master_fill.fore_color.rgb = _rgb(look.background)
+    pages = []
+    for index, kind in enumerate(PAGE_TYPES):
+        slide = deck.slides.add_slide(deck.slide_layouts[BLANK_LAYOUT])
+        page = PageBuilder(look, slide)
+        purpose = _page(look, kind, page)
+        picture = "deco-visual-inset" if kind == "image_text" else None
+        pages.append(
+            PageSpec(
+                page_type=kind, index=index, purpose=purpose, fields=page.fields, picture=picture
+            )
+        )
+    spec = TemplateSpec(
+        code=look.code,
+        name=look.name,
+        description=look.description,
+        style_tags=list(look.style_tags),
+        fonts=[look.heading_font, look.body_font],
+        palette=[look.background, look.dark, look.text, look.accent, look.accent_soft],
+        pages=pages,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    deck.save(str(folder / f"{look.code}.pptx"))
+    (folder / f"{look.code}.json").write_text(spec.model_dump_json(indent=2) + "\n", "utf-8")
+    return spec
+
+
+def main(argv: list[str]) -> None:
+    folder = Path(argv[0]) if argv else TEMPLATES_DIR
+    for look in LOOKS:
+        build_template(look, folder)
+        print(f"wrote {folder / look.code}.pptx and .json")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

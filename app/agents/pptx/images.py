@@ -1,0 +1,82 @@
+"""Pictures for the image-with-text slides, from an image-generation provider; off by default.
+
+`ImageMaker` is what the agent needs: a picture for a prompt, or None. One
+implementation speaks the OpenAI-compatible images API
+(`POST {base}/images/generations`, `b64_json` answers), which OpenAI and
+many gateways serve. Whatever goes wrong (no answer, an error status, bytes
+that are not a picture) gives None, and the slide keeps the template's
+panel: a deck never carries a broken picture. The key travels only in the
+Authorization header and never into a log line.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+from typing import Protocol
+
+import httpx2 as httpx
+from PIL import Image
+from pydantic import SecretStr
+
+from app.config import Settings
+
+log = logging.getLogger(__name__)
+
+
+class ImageMaker(Protocol):
+    async def draw(self, prompt: str) -> bytes | None:
+        """PNG or JPEG bytes for `prompt`, or None when there is no picture to be had."""
+        ...
+
+
+class OpenAIImages:
+    def __init__(
+        self, client: httpx.AsyncClient, base_url: str, api_key: SecretStr, model: str
+    ) -> None:
+        self._client = client
+        self._url = base_url.rstrip("/") + "/images/generations"
+        self._key = api_key
+        self._model = model
+
+    async def draw(self, prompt: str) -> bytes | None:
+        headers = {}
+        if self._key.get_secret_value():
+            headers["Authorization"] = f"Bearer {self._key.get_secret_value()}"
+        body = {
+            "model": self._model,
+            "prompt": prompt,
+            "n": 1,
+            "size": "1024x1024",
+            "response_format": "b64_json",
+        }
+        try:
+            response = await self._client.post(self._url, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            log.warning("image generation failed: %s", type(exc).__name__)
+            return None
+        if response.status_code != 200:
+            log.warning("image generation failed: HTTP %s", response.status_code)
+            return None
+        try:
+            data = base64.b64decode(response.json()["data"][0]["b64_json"], validate=True)
+            with Image.open(io.BytesIO(data)) as image:
+                image.verify()
+        # A bad base64 is a ValueError, a missing key a LookupError, not a picture an OSError.
+        except (ValueError, LookupError, TypeError, OSError):
+            log.warning("image generation answered something that is not a picture")
+            return None
+        return data
+
+
+def configured_images(client: httpx.AsyncClient, settings: Settings) -> ImageMaker | None:
+    """The image provider of these settings; None (no pictures) without a base URL."""
+    if not settings.pptx_image_base_url:
+        return None
+    return OpenAIImages(
+        client,
+        settings.pptx_image_base_url,
+        settings.pptx_image_api_key,
+        settings.pptx_image_model,
+    )

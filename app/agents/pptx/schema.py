@@ -1,0 +1,237 @@
+"""What the model writes at each step, validated before anything is stored or drawn.
+
+The model answers in JSON; `parse_json` reads it leniently (a fenced block,
+text around the object, raw tabs or stray backslashes inside strings) and
+pydantic checks its shape. `check_deck` then holds a deck to its template:
+every page type exists, every field the page has is filled, none the page
+lacks is given, and each text fits its shape's budget. Problems come back as
+sentences the model can act on when it is asked again.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
+
+from app.agents.pptx.templates import PageType, TemplateSpec
+
+Model = TypeVar("Model", bound=BaseModel)
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+_STRAY_BACKSLASH = re.compile(r'\\(?!["\\/bfnrtu])')
+
+
+class Wire(BaseModel):
+    """camelCase in the model's JSON (as the original's schema was), snake_case here."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+
+class Requirement(Wire):
+    topic: str | None = None
+    audience: str | None = None
+    slide_count: int | None = Field(default=None, ge=3, le=30)
+    style: str | None = None
+    language: str | None = None
+    """The language the deck is written in, the user's unless they asked for another."""
+
+    def missing(self) -> list[str]:
+        wanted = {
+            "topic": self.topic,
+            "audience": self.audience,
+            "number of slides": self.slide_count,
+            "style": self.style,
+        }
+        return [name for name, value in wanted.items() if not value]
+
+    def merged(self, newer: Requirement) -> Requirement:
+        """These answers, with what `newer` says filled in or changed."""
+        return self.model_copy(update=newer.model_dump(exclude_none=True))
+
+
+class TemplateChoice(Wire):
+    template_code: str
+    reason: str = ""
+
+
+class OutlineSlide(Wire):
+    title: str = Field(min_length=1)
+    page_type: PageType
+    points: list[str] = Field(default_factory=list)
+
+
+class Outline(Wire):
+    title: str = Field(min_length=1)
+    slides: list[OutlineSlide] = Field(min_length=1)
+
+
+class TableData(Wire):
+    header: list[str] = Field(min_length=1)
+    rows: list[list[str]] = Field(min_length=1)
+
+
+FieldValue = str | list[str] | TableData
+
+
+class SlideSchema(Wire):
+    page_type: PageType
+    fields: dict[str, FieldValue]
+
+    @property
+    def title(self) -> str:
+        value = self.fields.get("title")
+        return value if isinstance(value, str) else ""
+
+
+class DeckSchema(Wire):
+    slides: list[SlideSchema] = Field(min_length=1)
+
+
+class Intent(Wire):
+    intent: Literal["create", "modify", "resume"]
+
+
+class InvalidAnswer(Exception):
+    """The model's answer is not what the step asked for; `str()` tells it what to fix."""
+
+
+def parse_json(text: str) -> Any:
+    """The JSON object in a model's answer, tolerant of the ways models wrap it."""
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    start, end = body.find("{"), body.rfind("}")
+    if start < 0 or end < start:
+        raise InvalidAnswer("The answer must be one JSON object.")
+    candidate = body[start : end + 1]
+    for attempt in (candidate, _STRAY_BACKSLASH.sub(r"\\\\", candidate)):
+        try:
+            # strict=False accepts raw tabs and newlines inside strings.
+            return json.loads(attempt, strict=False)
+        except json.JSONDecodeError:
+            continue
+    raise InvalidAnswer("The answer is not valid JSON.")
+
+
+def read_answer(text: str, model: type[Model]) -> Model:
+    try:
+        return model.model_validate(parse_json(text))
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
+            for error in exc.errors()[:8]
+        )
+        raise InvalidAnswer(f"The JSON does not match the format: {problems}.") from exc
+
+
+def check_outline(outline: Outline, slide_count: int, template: TemplateSpec) -> list[str]:
+    problems = []
+    if len(outline.slides) != slide_count:
+        problems.append(f"The outline must have exactly {slide_count} slides.")
+    if outline.slides[0].page_type != "cover":
+        problems.append("The first slide must be the cover.")
+    if outline.slides[-1].page_type != "closing":
+        problems.append("The last slide must be the closing slide.")
+    for number, slide in enumerate(outline.slides, 1):
+        if template.page(slide.page_type) is None:
+            problems.append(f"Slide {number}: the template has no {slide.page_type!r} page.")
+    return problems
+
+
+def check_deck(deck: DeckSchema, outline: Outline, template: TemplateSpec) -> list[str]:
+    """Everything wrong with `deck` for this template and outline; empty when it can be drawn."""
+    problems = []
+    if len(deck.slides) != len(outline.slides):
+        problems.append(f"The deck must have exactly {len(outline.slides)} slides.")
+    for number, slide in enumerate(deck.slides, 1):
+        page = template.page(slide.page_type)
+        if page is None:
+            problems.append(f"Slide {number}: the template has no {slide.page_type!r} page.")
+            continue
+        for spec in page.fields:
+            value = slide.fields.get(spec.name)
+            where = f"Slide {number}, field {spec.name!r}"
+            if spec.kind == "text":
+                if not isinstance(value, str) or not value.strip():
+                    problems.append(f"{where}: write a non-empty text.")
+                elif len(value) > spec.budget:
+                    problems.append(f"{where}: {len(value)} characters, at most {spec.budget}.")
+            elif spec.kind == "bullets":
+                problems.extend(_check_items(where, value, spec.max_items, spec.budget))
+            elif not isinstance(value, TableData):
+                problems.append(f"{where}: give a table as {{header, rows}}.")
+            else:
+                problems.extend(_check_table(where, value, spec.max_items, spec.max_columns))
+                problems.extend(
+                    f"{where}: the cell {cell!r} is over {spec.budget} characters."
+                    for cell in [*value.header, *(c for row in value.rows for c in row)]
+                    if len(cell) > spec.budget
+                )
+        extra = set(slide.fields) - {f.name for f in page.fields}
+        if extra:
+            problems.append(f"Slide {number}: the page has no field {', '.join(sorted(extra))}.")
+    return problems
+
+
+def _check_items(where: str, value: FieldValue | None, max_items: int, budget: int) -> list[str]:
+    if not isinstance(value, list) or not value or not all(v.strip() for v in value):
+        return [f"{where}: give a list of 1 to {max_items} non-empty points."]
+    problems = []
+    if len(value) > max_items:
+        problems.append(f"{where}: {len(value)} points, at most {max_items}.")
+    problems.extend(
+        f"{where}: the point {item!r} is over {budget} characters."
+        for item in value
+        if len(item) > budget
+    )
+    return problems
+
+
+def _check_table(where: str, table: TableData, max_rows: int, max_columns: int) -> list[str]:
+    problems = []
+    if len(table.rows) + 1 > max_rows:
+        problems.append(f"{where}: at most {max_rows - 1} rows under the header.")
+    if len(table.header) > max_columns:
+        problems.append(f"{where}: at most {max_columns} columns.")
+    if any(len(row) != len(table.header) for row in table.rows):
+        problems.append(f"{where}: every row needs one cell per header column.")
+    if any(not cell.strip() for cell in [*table.header, *(c for r in table.rows for c in r)]):
+        problems.append(f"{where}: no cell may be empty.")
+    return problems
+
+
+def only_over_budget(problems: list[str]) -> bool:
+    """Whether every problem is a text that is too long (so shortening it is enough)."""
+    return all((" at most " in p and "characters" in p) or " is over " in p for p in problems)
+
+
+def shorten(text: str, budget: int) -> str:
+    """`text` cut at the last word boundary that fits `budget` with an ellipsis, never mid-word."""
+    if len(text) <= budget:
+        return text
+    cut = text[: budget - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > 0 else cut).rstrip(" ,;:.-") + "…"
+
+
+def fit_deck(deck: DeckSchema, template: TemplateSpec) -> DeckSchema:
+    """The deck with every over-long text shortened at a word boundary to its budget."""
+    slides = []
+    for slide in deck.slides:
+        page = template.page(slide.page_type)
+        fields = dict(slide.fields)
+        for spec in page.fields if page else []:
+            value = fields.get(spec.name)
+            if isinstance(value, str):
+                fields[spec.name] = shorten(value, spec.budget)
+            elif isinstance(value, list):
+                fields[spec.name] = [shorten(v, spec.budget) for v in value]
+            elif isinstance(value, TableData):
+                fields[spec.name] = TableData(
+                    header=[shorten(c, spec.budget) for c in value.header],
+                    rows=[[shorten(c, spec.budget) for c in row] for row in value.rows],
+                )
+        slides.append(slide.model_copy(update={"fields": fields}))
+    return DeckSchema(slides=slides)

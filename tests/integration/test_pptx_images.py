@@ -1,0 +1,107 @@
+"""Pictures on the image-with-text slides, from an OpenAI-compatible images API when one is set."""
+
+from __future__ import annotations
+
+import base64
+import io
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PIL import Image
+from pptx import Presentation
+from pptx.enum.shapes import MSO_SHAPE_TYPE
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from app.agents import pptx
+from tests.integration.service import service_settings
+from tests.support.agents import agent_core, run_turn
+from tests.support.decks import DeckModel, deck_bytes
+from tests.support.scripted_model import ScriptedModel
+from tests.support.server import serve
+
+TITLES = ["Solar", "Agenda", "Part one", "Points", "Versus", "On the roof", "Costs", "Thanks"]
+PICTURE_SLIDE = 5
+"""`image_text`, in the page order tests/support/decks.py gives eight slides."""
+
+
+@dataclass
+class FakeImages:
+    """An OpenAI-compatible `/images/generations`; `status` 200 answers a small PNG."""
+
+    status: int = 200
+    prompts: list[str] = field(default_factory=list)
+    auth: list[str] = field(default_factory=list)
+
+    async def generate(self, request: Request) -> JSONResponse:
+        body: dict[str, Any] = await request.json()
+        self.prompts.append(body["prompt"])
+        self.auth.append(request.headers.get("authorization", ""))
+        if self.status != 200:
+            return JSONResponse({"error": {"message": "down"}}, status_code=self.status)
+        png = io.BytesIO()
+        Image.new("RGB", (64, 48), "orange").save(png, format="PNG")
+        return JSONResponse({"data": [{"b64_json": base64.b64encode(png.getvalue()).decode()}]})
+
+
+@pytest.fixture
+async def images() -> AsyncIterator[tuple[FakeImages, str]]:
+    fake = FakeImages()
+    app = Starlette(routes=[Route("/v1/images/generations", fake.generate, methods=["POST"])])
+    async with serve(app, lifespan="off") as url:
+        yield fake, f"{url}/v1"
+
+
+async def deck_slides(tmp_path: Path, sqlite_url: str, base_url: str) -> list[Any]:
+    """Build a deck with images configured; its slides as python-pptx reads them."""
+    settings = service_settings(
+        tmp_path,
+        sqlite_url,
+        pptx_previews=False,
+        pptx_image_base_url=base_url,
+        pptx_image_api_key="img-secret",
+    )
+    model = DeckModel(TITLES)
+    async with agent_core(settings, ScriptedModel(*[model.scripted] * 10)) as core:
+        events = await run_turn(pptx.build(core, settings), "8 friendly slides on solar power")
+        data = await deck_bytes(core, events)
+    return list(Presentation(io.BytesIO(data)).slides)
+
+
+def pictures_of(slides: list[Any]) -> list[list[str]]:
+    """The names of each slide's pictures."""
+    return [
+        [s.name for s in slide.shapes if s.shape_type == MSO_SHAPE_TYPE.PICTURE] for slide in slides
+    ]
+
+
+async def test_an_image_slide_gets_a_picture_from_the_provider(
+    tmp_path: Path, sqlite_url: str, images: tuple[FakeImages, str]
+) -> None:
+    fake, base_url = images
+    slides = await deck_slides(tmp_path, sqlite_url, base_url)
+
+    expected = [["picture"] if n == PICTURE_SLIDE else [] for n in range(len(TITLES))]
+    assert pictures_of(slides) == expected
+    [prompt] = fake.prompts
+    assert "On the roof" in prompt
+    assert fake.auth == ["Bearer img-secret"]
+
+
+async def test_without_a_picture_the_slide_keeps_its_panel_never_a_broken_one(
+    tmp_path: Path, sqlite_url: str, images: tuple[FakeImages, str]
+) -> None:
+    fake, base_url = images
+    fake.status = 500
+    slides = await deck_slides(tmp_path, sqlite_url, base_url)
+
+    assert len(fake.prompts) == 1
+    assert not [
+        s for slide in slides for s in slide.shapes if s.shape_type == MSO_SHAPE_TYPE.PICTURE
+    ]
+    assert "deco-visual-inset" in {s.name for s in slides[PICTURE_SLIDE].shapes}

@@ -1,0 +1,86 @@
+"""The shipped templates: complete, described truthfully by their specs, and drawn into decks
+that reopen (python-pptx) and convert (LibreOffice) with every named shape filled."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from pptx import Presentation
+from pypdf import PdfReader
+
+from app.agents.pptx.render import read_deck, render_deck
+from app.agents.pptx.schema import DeckSchema, Outline, check_deck
+from app.agents.pptx.templates import PAGE_TYPES, TemplateLibrary
+from tests.conftest import require_binary
+from tests.support.decks import deck, outline
+
+LIBRARY = TemplateLibrary()
+TITLES = [f"Slide number {n}" for n in range(1, 11)]
+
+
+def test_at_least_three_templates_each_with_every_page_type() -> None:
+    assert len(LIBRARY.templates) >= 3
+    for spec in LIBRARY.templates.values():
+        assert [p.page_type for p in spec.pages] == list(PAGE_TYPES)
+    palettes = {tuple(spec.palette) for spec in LIBRARY.templates.values()}
+    fonts = {tuple(spec.fonts) for spec in LIBRARY.templates.values()}
+    assert len(palettes) == len(fonts) == len(LIBRARY.templates)
+
+
+@pytest.mark.parametrize("code", sorted(LIBRARY.templates))
+def test_every_field_of_the_spec_is_a_named_shape_of_its_template_slide(code: str) -> None:
+    spec = LIBRARY.templates[code]
+    slides = list(Presentation(str(LIBRARY.path(code))).slides)
+    assert len(slides) == len(spec.pages)
+    for page in spec.pages:
+        names = {shape.name for shape in slides[page.index].shapes}
+        assert {f.name for f in page.fields} <= names
+        assert all(n.startswith("deco-") for n in names - {f.name for f in page.fields})
+
+
+@pytest.mark.parametrize("code", sorted(LIBRARY.templates))
+def test_a_deck_reopens_with_its_slides_titles_and_every_field_filled(code: str) -> None:
+    spec = LIBRARY.templates[code]
+    schema = DeckSchema.model_validate(deck(TITLES))
+    assert check_deck(schema, Outline.model_validate(outline(TITLES)), spec) == []
+
+    data = render_deck(LIBRARY.path(code), spec, schema, lambda: False)
+    slides = read_deck(data)
+    samples = {
+        line
+        for slide in read_deck(LIBRARY.path(code).read_bytes())
+        for text in slide.fields.values()
+        for line in text.split("\n")
+    }
+
+    assert [s.title for s in slides] == TITLES
+    for schema_slide, slide in zip(schema.slides, slides, strict=True):
+        page = spec.page(schema_slide.page_type)
+        assert page is not None
+        # Only the page's named shapes, each filled within its budget, no template text left.
+        assert set(slide.fields) == {f.name for f in page.fields}
+        for field in page.fields:
+            text = slide.fields[field.name]
+            assert text.strip()
+            assert all(len(line) <= field.budget for line in text.split("\n"))
+            assert not set(text.split("\n")) & samples
+
+
+@pytest.mark.parametrize("code", sorted(LIBRARY.templates))
+def test_a_deck_converts_to_pdf_with_libreoffice_page_for_page(code: str, tmp_path: Path) -> None:
+    require_binary("soffice", "LibreOffice (Debian's libreoffice-impress)")
+    data = render_deck(
+        LIBRARY.path(code),
+        LIBRARY.templates[code],
+        DeckSchema.model_validate(deck(TITLES)),
+        lambda: False,
+    )
+    (tmp_path / "deck.pptx").write_bytes(data)
+    subprocess.run(
+        ["soffice", f"-env:UserInstallation=file://{tmp_path}/profile", "--headless",
+         "--convert-to", "pdf", "--outdir", str(tmp_path), str(tmp_path / "deck.pptx")],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert len(PdfReader(tmp_path / "deck.pdf").pages) == len(TITLES)
