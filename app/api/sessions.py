@@ -11,7 +11,7 @@ from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.store.base import ToolCall, TurnFile
+from app.store.base import PlanRound, ToolCall, TurnFile
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 
@@ -45,6 +45,8 @@ class MessageRecord(WireModel):
     reference: list[dict[str, str]]
     recommend: list[str]
     files: list[TurnFile]
+    plan: list[PlanRound]
+    """A deep research turn's rounds, tasks and critiques; empty for other agents."""
     fileid: str | None
     status: str
     error: str | None
@@ -109,4 +111,5 @@ async def delete_conversation(
     if deleted.turns == 0:
         raise ApiError(404, "Conversation not found")
     await services.files.discard_blobs(deleted.blob_keys)
+    await services.turns.forget(user, conversation_id)
     return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))
