@@ -48,12 +48,14 @@ class WebSearchAgent(ReActAgent):
         ]
 
 
+def search_tool(core: AgentCore, settings: Settings) -> Tool | None:
+    """Tavily search when a key is set; None without one (the agent says it cannot search)."""
+    key = settings.tavily_api_key
+    if not key.get_secret_value():
+        return None
+    return TavilySearch(core.http, settings.tavily_base_url, key, settings.tavily_max_results)
+
+
 def build(core: AgentCore, settings: Settings) -> WebSearchAgent:
     """With a Tavily key, the agent searches; without one, it answers from the model alone."""
-    key = settings.tavily_api_key
-    search = (
-        TavilySearch(core.http, settings.tavily_base_url, key, settings.tavily_max_results)
-        if key.get_secret_value()
-        else None
-    )
-    return WebSearchAgent(core, search)
+    return WebSearchAgent(core, search_tool(core, settings))
