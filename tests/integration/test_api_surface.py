@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from app.agents.registry import AGENTS
 from app.config import Settings
 from tests.integration.service import running_service, service_settings
 
@@ -66,7 +68,8 @@ async def test_cors_preflight_allows_the_original_client(tmp_path: Path) -> None
 
 
 async def test_agents_not_built_yet_answer_501_before_streaming(tmp_path: Path) -> None:
-    async with running_service(sqlite_settings(tmp_path)) as client:
+    unbuilt = [dataclasses.replace(e, factory=None) if e.kind == "deep" else e for e in AGENTS]
+    async with running_service(sqlite_settings(tmp_path), unbuilt) as client:
         response = await client.get("/agent/deep/stream", params={"query": "hi"})
         listing = await client.get("/session/list")
 

@@ -1,0 +1,60 @@
+"""The graph's checkpoint store, on the service's own database, with LangGraph's savers.
+
+PostgreSQL (`DATABASE_URL` `postgresql+…`): `AsyncPostgresSaver` on a psycopg
+pool of its own (LangGraph's saver speaks psycopg 3; the app's queries stay
+on asyncpg). SQLite: `AsyncSqliteSaver` on the same file as the app's
+tables, in WAL mode as the app's own connections set it. Either creates its
+tables when opened, at start-up. A conversation's research is one thread,
+named by `thread_id`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import aiosqlite
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from psycopg import AsyncConnection
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+from sqlalchemy.engine import make_url
+
+from app.core.run import ConversationKey
+
+POOL_MAX_SIZE = 10
+"""Connections the Postgres saver may hold: one per checkpoint write in flight."""
+
+
+def thread_id(key: ConversationKey) -> str:
+    """The user and the conversation: a conversation id never contains `/`."""
+    return f"{key.user_id}/{key.conversation_id}"
+
+
+@asynccontextmanager
+async def open_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """The saver for `database_url`, its tables created; closed on exit."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "postgresql":
+        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
+            conninfo,
+            connection_class=AsyncConnection[DictRow],
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            min_size=1,
+            max_size=POOL_MAX_SIZE,
+            open=False,
+        )
+        async with pool:
+            postgres = AsyncPostgresSaver(pool)
+            await postgres.setup()
+            yield postgres
+        return
+    if url.get_backend_name() != "sqlite":
+        raise ValueError(f"no checkpoint store for {url.get_backend_name()} databases")
+    async with aiosqlite.connect(url.database or ":memory:") as conn:
+        sqlite = AsyncSqliteSaver(conn)
+        await sqlite.setup()
+        yield sqlite
