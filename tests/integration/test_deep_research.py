@@ -1,0 +1,348 @@
+"""Deep research as a user meets it: a plan worked in parallel, a pause to ask, a stop and
+"continue", a model that answers badly, and a conversation deleted with its checkpoints.
+
+The model is the scripted in-process one, answering each call by the step of
+the research it belongs to (the agent's own prompts say which); web search is
+the Tavily fake over HTTP. The app is the real one on each backend, with the
+scripted model put in the deep agent's registry slot.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+from langchain_core.runnables import RunnableConfig
+
+from app.agents import deep
+from app.agents.base import AgentCore, BaseAgent
+from app.agents.deep import prompts
+from app.agents.deep.checkpoints import open_checkpointer, thread_id
+from app.agents.registry import AGENTS, AgentEntry
+from app.config import Settings
+from app.core.run import ConversationKey
+from tests.fakes.tavily_server import FakeTavily
+from tests.integration.service import Backend, history, running_service, service_settings
+from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
+from tests.support.sse import Event, collect, events, text_of
+
+MARKET, COSTS, OUTLOOK = "Market size", "Running costs", "Outlook"
+INDEPENDENT = {"tasks": [{"id": "a", "title": MARKET}, {"id": "b", "title": COSTS}]}
+DIAMOND = {
+    "tasks": [
+        *INDEPENDENT["tasks"],
+        {"id": "c", "title": OUTLOOK, "dependsOn": ["a", "b"]},
+    ]
+}
+QUESTION = "How big is the heat pump market?"
+GATE_SECONDS = 5.0
+"""How long a task waits to see another one start before the test calls it sequential."""
+
+STEPS = {
+    "clarify": prompts.CLARIFY,
+    "brief": prompts.BRIEF,
+    "plan": prompts.PLAN,
+    "task": prompts.TASK,
+    "critique": prompts.CRITIQUE,
+    "report": prompts.REPORT,
+}
+
+
+def step_of(request: ModelRequest) -> str:
+    system = request.messages[0].text_content()
+    return next(name for name, prompt in STEPS.items() if system.startswith(prompt.split("{")[0]))
+
+
+class Researcher:
+    """The model's side of a research: plain answers by step, and hooks a test sets.
+
+    `plans` are the planner's answers in order (JSON text, valid or not);
+    `hold` makes a task's first call wait until the event is set; `calls`
+    counts calls by step, and by task title for tasks.
+    """
+
+    def __init__(self, *plans: str, clarify: str = "") -> None:
+        self.plans = list(plans)
+        self.clarify = clarify
+        self.hold: dict[str, asyncio.Event] = {}
+        self.arrived: dict[str, asyncio.Event] = {}
+        self.calls: Counter[str] = Counter()
+        self.requests: dict[str, list[ModelRequest]] = {}
+
+    def model(self) -> ScriptedModel:
+        return ScriptedModel(*[self.answer] * 200)
+
+    async def answer(self, request: ModelRequest) -> Reply | str:
+        step = step_of(request)
+        name = task_title(request) if step == "task" else step
+        self.calls[name] += 1
+        self.requests.setdefault(name, []).append(request)
+        self.arrived.setdefault(name, asyncio.Event()).set()
+        if step == "clarify":
+            if self.clarify:
+                return orjson.dumps({"needClarification": True, "questions": self.clarify}).decode()
+            return '{"needClarification": false}'
+        if step == "brief":
+            return "Topic: heat pumps.\n1. Market\n2. Costs"
+        if step == "plan":
+            return self.plans.pop(0)
+        if step == "critique":
+            return '```json\n{"passed": true, "feedback": ""}\n```'
+        if step == "report":
+            return "Heat pumps are growing [1], and cheap to run [3]."
+        if name in self.hold and self.calls[name] == 1:
+            await self.hold[name].wait()
+        if not request.tool_results():
+            query = MARKET if name == OUTLOOK else name
+            return Reply.tool_calls(("web_search", {"query": query}))
+        return f"Findings on {name}."
+
+    async def overlap(self, first: str, second: str) -> bool:
+        """Whether `second` was called while `first` waited: both ran at the same time."""
+        try:
+            async with asyncio.timeout(GATE_SECONDS):
+                await self.arrived.setdefault(second, asyncio.Event()).wait()
+        except TimeoutError:
+            return False
+        return True
+
+
+def task_title(request: ModelRequest) -> str:
+    match = re.search(r"Your task: (.+)", request.messages[1].text_content())
+    assert match is not None
+    return match.group(1)
+
+
+def with_model(model: ScriptedModel) -> list[AgentEntry]:
+    """The registry, its deep agent answering from `model`."""
+
+    def factory(core: AgentCore, settings: Settings) -> BaseAgent:
+        return deep.build(dataclasses.replace(core, model=model), settings)
+
+    return [dataclasses.replace(e, factory=factory) if e.kind == "deep" else e for e in AGENTS]
+
+
+def deep_settings(backend: Backend, tmp_path: Path, search: FakeTavily, **extra: Any) -> Settings:
+    return service_settings(
+        tmp_path,
+        backend.database_url,
+        backend.redis_url,
+        redis_prefix=backend.redis_prefix,
+        tavily_api_key="tvly-test",
+        tavily_base_url=search.base_url,
+        **extra,
+    )
+
+
+@asynccontextmanager
+async def research_service(
+    settings: Settings, researcher: Researcher
+) -> AsyncIterator[httpx.AsyncClient]:
+    async with running_service(settings, with_model(researcher.model())) as client:
+        yield client
+
+
+async def ask(client: httpx.AsyncClient, query: str, conversation: str) -> list[Event]:
+    params = {"query": query, "conversationId": conversation}
+    async with client.stream("GET", "/agent/deep/stream", params=params) as response:
+        assert response.status_code == 200
+        return await collect(response)
+
+
+def of_type(evts: list[Event], kind: str) -> list[Event]:
+    return [e for e in evts if e["type"] == kind]
+
+
+async def test_independent_tasks_run_at_once_and_a_dependent_one_sees_their_results(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher(orjson.dumps(DIAMOND).decode())
+    researcher.hold[MARKET] = asyncio.Event()
+    settings = deep_settings(backend, tmp_path, fake_search)
+    async with research_service(settings, researcher) as client:
+        turn = asyncio.create_task(ask(client, QUESTION, "c-diamond"))
+        # Market waits on its first call until Costs has started: only parallel tasks get there.
+        overlapped = await researcher.overlap(MARKET, COSTS)
+        researcher.hold[MARKET].set()
+        evts = await turn
+        [stored] = await history(client, "c-diamond")
+
+    assert overlapped
+    assert evts[-1]["status"] == "completed"
+    [plan] = of_type(evts, "plan")
+    assert plan["round"] == 1
+    assert [(t["id"], t["title"], t["dependsOn"], t["status"]) for t in plan["tasks"]] == [
+        ("1.1", MARKET, [], "pending"),
+        ("1.2", COSTS, [], "pending"),
+        ("1.3", OUTLOOK, ["1.1", "1.2"], "pending"),
+    ]
+    # The dependent task starts after both its inputs finished, and is given their results.
+    finished = [e["taskId"] for e in of_type(evts, "step") if e["status"] == "completed"]
+    assert finished[-1] == "1.3"
+    assert set(finished[:2]) == {"1.1", "1.2"}
+    outlook_prompt = researcher.requests[OUTLOOK][0].messages[1].text_content()
+    assert f"Findings on {MARKET}." in outlook_prompt
+    assert f"Findings on {COSTS}." in outlook_prompt
+    # Each task's search streams as tool_start/tool_end carrying the task's id.
+    starts = of_type(evts, "tool_start")
+    assert sorted(e["taskId"] for e in starts) == ["1.1", "1.2", "1.3"]
+    assert {e["toolName"] for e in starts} == {"web_search"}
+    assert {e["toolCallId"]: e["taskId"] for e in of_type(evts, "tool_end")} == {
+        e["toolCallId"]: e["taskId"] for e in starts
+    }
+    thinking = text_of(evts, "thinking")
+    for line in ("Plan: 3 tasks", "Task 1.3 done", "Critique: passed"):
+        assert line in thinking
+    [critique] = of_type(evts, "critique")
+    assert (critique["round"], critique["passed"]) == (1, True)
+    # One reference list, deduplicated (Outlook searched what Market did), numbered as cited.
+    [reference] = of_type(evts, "reference")
+    urls = [r["url"] for r in orjson.loads(reference["content"])]
+    assert urls == [
+        "https://example.test/Market-size/1",
+        "https://example.test/Market-size/2",
+        "https://example.test/Running-costs/1",
+        "https://example.test/Running-costs/2",
+    ]
+    report_prompt = researcher.requests["report"][0].messages[-1].text_content()
+    assert "[1] Market size result 1 (https://example.test/Market-size/1)" in report_prompt
+    assert "[3] Running costs result 1" in report_prompt
+    assert text_of(evts) == "Heat pumps are growing [1], and cheap to run [3]."
+    # The history has the plan as it ended, to draw it again.
+    assert stored["status"] == "completed"
+    [round_1] = stored["plan"]
+    assert [(t["id"], t["status"]) for t in round_1["tasks"]] == [
+        ("1.1", "completed"),
+        ("1.2", "completed"),
+        ("1.3", "completed"),
+    ]
+    assert round_1["tasks"][0]["summary"] == f"Findings on {MARKET}."
+    assert round_1["critique"] == {"passed": True, "feedback": ""}
+    assert stored["reference"] == orjson.loads(reference["content"])
+
+
+async def test_a_paused_question_is_answered_on_another_instance_and_the_question_is_kept(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    asked = "Which region and which years?"
+    researcher = Researcher(orjson.dumps(INDEPENDENT).decode(), clarify=asked)
+    settings = deep_settings(backend, tmp_path, fake_search)
+    async with research_service(settings, researcher) as first:
+        paused = await ask(first, QUESTION, "c-pause")
+        # Started once the first is up: instances starting together race to migrate SQLite.
+        async with research_service(settings, researcher) as second:
+            answered = await ask(second, "Europe, 2020 to 2024", "c-pause")
+            stored = await history(second, "c-pause")
+
+    assert [e["type"] for e in paused] == ["start", "thinking", "text", "complete"]
+    assert text_of(paused) == asked
+    assert paused[-1]["status"] == "paused"
+    assert answered[-1]["status"] == "completed"
+    assert researcher.calls["clarify"] == 1
+    report_prompt = researcher.requests["report"][0].messages[-1].text_content()
+    assert f"Question: {QUESTION}" in report_prompt
+    assert "The user answered:\nEurope, 2020 to 2024" in report_prompt
+    assert [(t["question"], t["status"]) for t in stored] == [
+        (QUESTION, "paused"),
+        ("Europe, 2020 to 2024", "completed"),
+    ]
+    assert stored[1]["plan"][0]["critique"]["passed"] is True
+
+
+async def test_continue_after_a_stop_does_not_run_finished_tasks_again(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher(orjson.dumps(INDEPENDENT).decode())
+    researcher.hold[COSTS] = asyncio.Event()
+    settings = deep_settings(backend, tmp_path, fake_search)
+    params = {"query": QUESTION, "conversationId": "c-stop"}
+    async with research_service(settings, researcher) as client:
+        async with client.stream("GET", "/agent/deep/stream", params=params) as response:
+            stopped: list[Event] = []
+            async for event in events(response):
+                stopped.append(event)
+                if event["type"] == "step" and event["status"] == "completed":
+                    await researcher.arrived.setdefault(COSTS, asyncio.Event()).wait()
+                    stop = await client.get("/agent/stop", params={"conversationId": "c-stop"})
+        researcher.hold[COSTS].set()
+        resumed = await ask(client, "继续", "c-stop")
+        stored = await history(client, "c-stop")
+
+    assert stop.json()["success"] is True
+    assert stopped[-1]["status"] == "stopped"
+    assert [e["taskId"] for e in of_type(stopped, "step") if e["status"] == "completed"] == ["1.1"]
+    assert resumed[-1]["status"] == "completed"
+    # Market finished before the stop: its two calls (search, answer) were not made again.
+    assert researcher.calls[MARKET] == 2
+    assert researcher.calls[COSTS] == 3
+    assert (researcher.calls["plan"], researcher.calls["brief"]) == (1, 1)
+    [shown] = of_type(resumed, "plan")
+    assert [(t["id"], t["status"]) for t in shown["tasks"]] == [
+        ("1.1", "completed"),
+        ("1.2", "pending"),
+    ]
+    assert [s["status"] for s in stored] == ["stopped", "completed"]
+    assert [t["status"] for t in stored[1]["plan"][0]["tasks"]] == ["completed", "completed"]
+    report_prompt = researcher.requests["report"][0].messages[-1].text_content()
+    assert f"Findings on {MARKET}." in report_prompt
+
+
+async def test_an_invalid_plan_is_asked_for_again_once(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
+) -> None:
+    cyclic = {"tasks": [{"id": "a", "title": MARKET, "dependsOn": ["a2"]}]}
+    researcher = Researcher(orjson.dumps(cyclic).decode(), orjson.dumps(INDEPENDENT).decode())
+    settings = deep_settings(Backend(sqlite_url, "", "t:"), tmp_path, fake_search)
+    async with research_service(settings, researcher) as client:
+        evts = await ask(client, QUESTION, "c-retry")
+
+    assert evts[-1]["status"] == "completed"
+    assert researcher.calls["plan"] == 2
+    again = researcher.requests["plan"][1].messages
+    assert again[-2].text_content() == orjson.dumps(cyclic).decode()
+    assert "depends on unknown tasks ['a2']" in again[-1].text_content()
+
+
+async def test_a_plan_invalid_twice_fails_the_turn_with_an_error(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher("no plan today", '{"tasks": []}')
+    settings = deep_settings(Backend(sqlite_url, "", "t:"), tmp_path, fake_search)
+    async with research_service(settings, researcher) as client:
+        evts = await ask(client, QUESTION, "c-fail")
+        [stored] = await history(client, "c-fail")
+
+    [error] = of_type(evts, "error")
+    assert error["code"] == "LLM_INVALID_OUTPUT"
+    assert [e["type"] for e in evts[-2:]] == ["error", "complete"]
+    assert evts[-1]["status"] == "failed"
+    assert (stored["status"], stored["error"]) == ("failed", "LLM_INVALID_OUTPUT")
+
+
+async def test_deleting_a_conversation_deletes_its_checkpoints(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher(clarify="Which region?")
+    settings = deep_settings(backend, tmp_path, fake_search)
+    thread: RunnableConfig = {"configurable": {"thread_id": thread_id(KEY)}}
+    async with research_service(settings, researcher) as client:
+        await ask(client, QUESTION, "c-delete")
+        async with open_checkpointer(settings.database_url) as saver:
+            before = await saver.aget_tuple(thread)
+            deleted = await client.delete("/session/c-delete")
+            after = await saver.aget_tuple(thread)
+
+    assert before is not None
+    assert deleted.status_code == 200
+    assert after is None
+
+
+KEY = ConversationKey("local", "c-delete")
