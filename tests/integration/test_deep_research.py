@@ -65,13 +65,15 @@ class Researcher:
     """The model's side of a research: plain answers by step, and hooks a test sets.
 
     `plans` are the planner's answers in order (JSON text, valid or not);
+    `critiques` the feedback of failing critiques, before one that passes;
     `hold` makes a task's first call wait until the event is set; `calls`
     counts calls by step, and by task title for tasks.
     """
 
-    def __init__(self, *plans: str, clarify: str = "") -> None:
+    def __init__(self, *plans: str, clarify: str = "", critiques: tuple[str, ...] = ()) -> None:
         self.plans = list(plans)
         self.clarify = clarify
+        self.critiques = list(critiques)
         self.hold: dict[str, asyncio.Event] = {}
         self.arrived: dict[str, asyncio.Event] = {}
         self.calls: Counter[str] = Counter()
@@ -95,6 +97,8 @@ class Researcher:
         if step == "plan":
             return self.plans.pop(0)
         if step == "critique":
+            if self.critiques:
+                return orjson.dumps({"passed": False, "feedback": self.critiques.pop(0)}).decode()
             return '```json\n{"passed": true, "feedback": ""}\n```'
         if step == "report":
             return "Heat pumps are growing [1], and cheap to run [3]."
@@ -155,6 +159,24 @@ async def ask(client: httpx.AsyncClient, query: str, conversation: str) -> list[
     async with client.stream("GET", "/agent/deep/stream", params=params) as response:
         assert response.status_code == 200
         return await collect(response)
+
+
+@asynccontextmanager
+async def market_done_costs_held(
+    client: httpx.AsyncClient, researcher: Researcher, conversation: str
+) -> AsyncIterator[tuple[list[Event], AsyncIterator[Event]]]:
+    """A research of INDEPENDENT read until Market is done and Costs waits in its first call.
+
+    Yields the events so far and the rest of the stream, not yet read.
+    """
+    params = {"query": QUESTION, "conversationId": conversation}
+    async with client.stream("GET", "/agent/deep/stream", params=params) as response:
+        stream = events(response)
+        seen = [await anext(stream)]
+        while (seen[-1]["type"], seen[-1].get("status")) != ("step", "completed"):
+            seen.append(await anext(stream))
+        await researcher.arrived.setdefault(COSTS, asyncio.Event()).wait()
+        yield seen, stream
 
 
 def of_type(evts: list[Event], kind: str) -> list[Event]:
@@ -263,15 +285,10 @@ async def test_continue_after_a_stop_does_not_run_finished_tasks_again(
     researcher = Researcher(orjson.dumps(INDEPENDENT).decode())
     researcher.hold[COSTS] = asyncio.Event()
     settings = deep_settings(backend, tmp_path, fake_search)
-    params = {"query": QUESTION, "conversationId": "c-stop"}
     async with research_service(settings, researcher) as client:
-        async with client.stream("GET", "/agent/deep/stream", params=params) as response:
-            stopped: list[Event] = []
-            async for event in events(response):
-                stopped.append(event)
-                if event["type"] == "step" and event["status"] == "completed":
-                    await researcher.arrived.setdefault(COSTS, asyncio.Event()).wait()
-                    stop = await client.get("/agent/stop", params={"conversationId": "c-stop"})
+        async with market_done_costs_held(client, researcher, "c-stop") as (stopped, rest):
+            stop = await client.get("/agent/stop", params={"conversationId": "c-stop"})
+            stopped.extend([event async for event in rest])
         researcher.hold[COSTS].set()
         resumed = await ask(client, "继续", "c-stop")
         stored = await history(client, "c-stop")
@@ -343,6 +360,77 @@ async def test_deleting_a_conversation_deletes_its_checkpoints(
     assert before is not None
     assert deleted.status_code == 200
     assert after is None
+
+
+async def test_a_critique_that_finds_gaps_plans_another_round_with_its_feedback(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
+) -> None:
+    second = {"tasks": [{"id": "x", "title": OUTLOOK}]}
+    researcher = Researcher(
+        orjson.dumps(INDEPENDENT).decode(),
+        orjson.dumps(second).decode(),
+        critiques=("no numbers for 2025",),
+    )
+    settings = deep_settings(Backend(sqlite_url, "", "t:"), tmp_path, fake_search)
+    async with research_service(settings, researcher) as client:
+        evts = await ask(client, QUESTION, "c-rounds")
+        [stored] = await history(client, "c-rounds")
+
+    assert evts[-1]["status"] == "completed"
+    assert [(e["round"], e["passed"]) for e in of_type(evts, "critique")] == [(1, False), (2, True)]
+    assert "Critique: needs no numbers for 2025" in text_of(evts, "thinking")
+    replan = researcher.requests["plan"][1].messages[0].text_content()
+    assert "This is round 2" in replan
+    assert "no numbers for 2025" in replan
+    assert f"Findings on {MARKET}." in replan
+    assert [[t["id"] for t in r["tasks"]] for r in stored["plan"]] == [["1.1", "1.2"], ["2.1"]]
+    # The report is written from every round's results, none dropped.
+    report_prompt = researcher.requests["report"][0].messages[-1].text_content()
+    for title in (MARKET, COSTS, OUTLOOK):
+        assert f"Findings on {title}." in report_prompt
+
+
+async def test_a_new_question_after_a_report_starts_new_research_with_the_conversation_as_memory(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
+) -> None:
+    plan = orjson.dumps(INDEPENDENT).decode()
+    researcher = Researcher(plan, plan)
+    settings = deep_settings(Backend(sqlite_url, "", "t:"), tmp_path, fake_search)
+    async with research_service(settings, researcher) as client:
+        await ask(client, QUESTION, "c-again")
+        again = await ask(client, "And in Japan?", "c-again")
+
+    assert again[-1]["status"] == "completed"
+    assert researcher.calls["plan"] == 2
+    assert researcher.calls[MARKET] == 4
+    clarify = [m.text_content() for m in researcher.requests["clarify"][1].messages]
+    assert clarify[1:] == [
+        QUESTION,
+        "Heat pumps are growing [1], and cheap to run [3].",
+        "And in Japan?",
+    ]
+
+
+async def test_research_cut_by_a_shutdown_is_interrupted_and_continues_on_the_next_instance(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher(orjson.dumps(INDEPENDENT).decode())
+    researcher.hold[COSTS] = asyncio.Event()
+    settings = deep_settings(backend, tmp_path, fake_search)
+    async with (
+        research_service(settings, researcher) as first,
+        market_done_costs_held(first, researcher, "c-crash"),
+    ):
+        pass  # Leaving shuts the first instance down while Costs is in the middle of its run.
+    researcher.hold[COSTS].set()
+    async with research_service(settings, researcher) as second:
+        resumed = await ask(second, "retry", "c-crash")
+        stored = await history(second, "c-crash")
+
+    assert [s["status"] for s in stored] == ["interrupted", "completed"]
+    assert resumed[-1]["status"] == "completed"
+    assert researcher.calls[MARKET] == 2
+    assert researcher.calls[COSTS] == 3
 
 
 KEY = ConversationKey("local", "c-delete")

@@ -2,10 +2,13 @@
 
 PostgreSQL (`DATABASE_URL` `postgresql+…`): `AsyncPostgresSaver` on a psycopg
 pool of its own (LangGraph's saver speaks psycopg 3; the app's queries stay
-on asyncpg). SQLite: `AsyncSqliteSaver` on the same file as the app's
-tables, in WAL mode as the app's own connections set it. Either creates its
-tables when opened, at start-up. A conversation's research is one thread,
-named by `thread_id`.
+on asyncpg), in the app's database. SQLite: `AsyncSqliteSaver` in a file
+beside the app's (`app.db` -> `app.db-checkpoints`), because SQLite has one
+writer per file: in the same file a step's checkpoint writes queued behind
+the turns' writes and theirs behind them, and a shutdown mid-research left
+the file locked for the next instance's migration (seen in a test, never
+with two files). Either creates its tables when opened, at start-up. A
+conversation's research is one thread, named by `thread_id`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,13 @@ from app.core.run import ConversationKey
 
 POOL_MAX_SIZE = 10
 """Connections the Postgres saver may hold: one per checkpoint write in flight."""
+
+
+def sqlite_path(database: str | None) -> str:
+    """The checkpoint file beside the app's SQLite file; in memory when the app is."""
+    if not database or database == ":memory:":
+        return ":memory:"
+    return f"{database}-checkpoints"
 
 
 def thread_id(key: ConversationKey) -> str:
@@ -54,7 +64,7 @@ async def open_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpointSa
         return
     if url.get_backend_name() != "sqlite":
         raise ValueError(f"no checkpoint store for {url.get_backend_name()} databases")
-    async with aiosqlite.connect(url.database or ":memory:") as conn:
+    async with aiosqlite.connect(sqlite_path(url.database)) as conn:
         sqlite = AsyncSqliteSaver(conn)
         await sqlite.setup()
         yield sqlite

@@ -104,7 +104,12 @@ class DeepContext:
 
     @property
     def memory(self) -> list[Msg]:
-        return self.steps.state.memory
+        """The conversation's words only: earlier tool calls (every task's searches) stay out."""
+        return [
+            Msg.text(m.role, m.text_content())
+            for m in self.steps.state.memory
+            if m.role in ("user", "assistant") and m.text_content()
+        ]
 
 
 Rt = Runtime[DeepContext]
