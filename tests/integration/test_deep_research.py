@@ -10,9 +10,6 @@ scripted model put in the deep agent's registry slot.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import re
-from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -22,16 +19,12 @@ import httpx
 import orjson
 from langchain_core.runnables import RunnableConfig
 
-from app.agents import deep
-from app.agents.base import AgentCore, BaseAgent
-from app.agents.deep import prompts
 from app.agents.deep.checkpoints import open_checkpointer, thread_id
-from app.agents.registry import AGENTS, AgentEntry
 from app.config import Settings
 from app.core.run import ConversationKey
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import Backend, history, running_service, service_settings
-from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
+from tests.support.research import REPORT, Researcher, with_model
 from tests.support.sse import Event, collect, events, text_of
 
 MARKET, COSTS, OUTLOOK = "Market size", "Running costs", "Outlook"
@@ -43,95 +36,6 @@ DIAMOND = {
     ]
 }
 QUESTION = "How big is the heat pump market?"
-GATE_SECONDS = 5.0
-"""How long a task waits to see another one start before the test calls it sequential."""
-
-STEPS = {
-    "clarify": prompts.CLARIFY,
-    "brief": prompts.BRIEF,
-    "plan": prompts.PLAN,
-    "task": prompts.TASK,
-    "critique": prompts.CRITIQUE,
-    "report": prompts.REPORT,
-}
-
-
-def step_of(request: ModelRequest) -> str:
-    system = request.messages[0].text_content()
-    return next(name for name, prompt in STEPS.items() if system.startswith(prompt.split("{")[0]))
-
-
-class Researcher:
-    """The model's side of a research: plain answers by step, and hooks a test sets.
-
-    `plans` are the planner's answers in order (JSON text, valid or not);
-    `critiques` the feedback of failing critiques, before one that passes;
-    `hold` makes a task's first call wait until the event is set; `calls`
-    counts calls by step, and by task title for tasks.
-    """
-
-    def __init__(self, *plans: str, clarify: str = "", critiques: tuple[str, ...] = ()) -> None:
-        self.plans = list(plans)
-        self.clarify = clarify
-        self.critiques = list(critiques)
-        self.hold: dict[str, asyncio.Event] = {}
-        self.arrived: dict[str, asyncio.Event] = {}
-        self.calls: Counter[str] = Counter()
-        self.requests: dict[str, list[ModelRequest]] = {}
-
-    def model(self) -> ScriptedModel:
-        return ScriptedModel(*[self.answer] * 200)
-
-    async def answer(self, request: ModelRequest) -> Reply | str:
-        step = step_of(request)
-        name = task_title(request) if step == "task" else step
-        self.calls[name] += 1
-        self.requests.setdefault(name, []).append(request)
-        self.arrived.setdefault(name, asyncio.Event()).set()
-        if step == "clarify":
-            if self.clarify:
-                return orjson.dumps({"needClarification": True, "questions": self.clarify}).decode()
-            return '{"needClarification": false}'
-        if step == "brief":
-            return "Topic: heat pumps.\n1. Market\n2. Costs"
-        if step == "plan":
-            return self.plans.pop(0)
-        if step == "critique":
-            if self.critiques:
-                return orjson.dumps({"passed": False, "feedback": self.critiques.pop(0)}).decode()
-            return '```json\n{"passed": true, "feedback": ""}\n```'
-        if step == "report":
-            return "Heat pumps are growing [1], and cheap to run [3]."
-        if name in self.hold and self.calls[name] == 1:
-            await self.hold[name].wait()
-        if not request.tool_results():
-            query = MARKET if name == OUTLOOK else name
-            return Reply.tool_calls(("web_search", {"query": query}))
-        return f"Findings on {name}."
-
-    async def overlap(self, first: str, second: str) -> bool:
-        """Whether `second` was called while `first` waited: both ran at the same time."""
-        try:
-            async with asyncio.timeout(GATE_SECONDS):
-                await self.arrived.setdefault(second, asyncio.Event()).wait()
-        except TimeoutError:
-            return False
-        return True
-
-
-def task_title(request: ModelRequest) -> str:
-    match = re.search(r"Your task: (.+)", request.messages[1].text_content())
-    assert match is not None
-    return match.group(1)
-
-
-def with_model(model: ScriptedModel) -> list[AgentEntry]:
-    """The registry, its deep agent answering from `model`."""
-
-    def factory(core: AgentCore, settings: Settings) -> BaseAgent:
-        return deep.build(dataclasses.replace(core, model=model), settings)
-
-    return [dataclasses.replace(e, factory=factory) if e.kind == "deep" else e for e in AGENTS]
 
 
 def deep_settings(backend: Backend, tmp_path: Path, search: FakeTavily, **extra: Any) -> Settings:
@@ -187,6 +91,7 @@ async def test_independent_tasks_run_at_once_and_a_dependent_one_sees_their_resu
     backend: Backend, tmp_path: Path, fake_search: FakeTavily
 ) -> None:
     researcher = Researcher(orjson.dumps(DIAMOND).decode())
+    researcher.queries[OUTLOOK] = MARKET
     researcher.hold[MARKET] = asyncio.Event()
     settings = deep_settings(backend, tmp_path, fake_search)
     async with research_service(settings, researcher) as client:
@@ -237,7 +142,7 @@ async def test_independent_tasks_run_at_once_and_a_dependent_one_sees_their_resu
     report_prompt = researcher.requests["report"][0].messages[-1].text_content()
     assert "[1] Market size result 1 (https://example.test/Market-size/1)" in report_prompt
     assert "[3] Running costs result 1" in report_prompt
-    assert text_of(evts) == "Heat pumps are growing [1], and cheap to run [3]."
+    assert text_of(evts) == REPORT
     # The history has the plan as it ended, to draw it again.
     assert stored["status"] == "completed"
     [round_1] = stored["plan"]
@@ -406,7 +311,7 @@ async def test_a_new_question_after_a_report_starts_new_research_with_the_conver
     clarify = [m.text_content() for m in researcher.requests["clarify"][1].messages]
     assert clarify[1:] == [
         QUESTION,
-        "Heat pumps are growing [1], and cheap to run [3].",
+        REPORT,
         "And in Japan?",
     ]
 
