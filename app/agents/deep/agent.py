@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import string
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -35,6 +36,9 @@ from app.config import Settings
 from app.core.events import Event, ThinkingEvent
 from app.core.run import ConversationKey
 from app.tools.base import Tool
+
+OpenCheckpointer = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[str]]]
+"""Opens the checkpoint store for the app's life: our database's, or another for a benchmark."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,10 +60,14 @@ class DeepResearchAgent(BaseAgent):
     agent_type = "deep"
 
     def __init__(
-        self, core: AgentCore, database_url: str, search: Tool | None, limits: DeepSettings
+        self,
+        core: AgentCore,
+        checkpoints: OpenCheckpointer,
+        search: Tool | None,
+        limits: DeepSettings,
     ) -> None:
         super().__init__(core)
-        self._database_url = database_url
+        self._checkpoints = checkpoints
         self._limits = limits
         task_core = dataclasses.replace(
             core, limits=dataclasses.replace(core.limits, max_rounds=limits.task_max_rounds)
@@ -72,7 +80,7 @@ class DeepResearchAgent(BaseAgent):
     @asynccontextmanager
     async def resources(self) -> AsyncIterator[None]:
         """The checkpoint store, opened (and its tables made) once for the app's life."""
-        async with open_checkpointer(self._database_url) as saver:
+        async with self._checkpoints() as saver:
             self._saver = saver
             self._graph = build_graph().compile(checkpointer=saver)
             try:
@@ -135,7 +143,7 @@ def build(core: AgentCore, settings: Settings) -> DeepResearchAgent:
     """With a Tavily key, each task searches the web; without one, tasks use the model alone."""
     return DeepResearchAgent(
         core,
-        settings.database_url,
+        partial(open_checkpointer, settings.database_url),
         search_tool(core, settings),
         DeepSettings.from_settings(settings),
     )
