@@ -22,6 +22,7 @@ from langchain_core.runnables import RunnableConfig
 from app.agents.deep.checkpoints import open_checkpointer, thread_id
 from app.config import Settings
 from app.core.run import ConversationKey
+from app.llm.errors import ModelHTTPError
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import Backend, history, running_service, service_settings
 from tests.support.research import REPORT, Researcher, with_model
@@ -48,6 +49,11 @@ def deep_settings(backend: Backend, tmp_path: Path, search: FakeTavily, **extra:
         tavily_base_url=search.base_url,
         **extra,
     )
+
+
+def on_sqlite(tmp_path: Path, sqlite_url: str, search: FakeTavily, **extra: Any) -> Settings:
+    """For what does not depend on the backend: the embedded default alone."""
+    return deep_settings(Backend(sqlite_url, "", ""), tmp_path, search, **extra)
 
 
 @asynccontextmanager
@@ -222,7 +228,7 @@ async def test_an_invalid_plan_is_asked_for_again_once(
 ) -> None:
     cyclic = {"tasks": [{"id": "a", "title": MARKET, "dependsOn": ["a2"]}]}
     researcher = Researcher(orjson.dumps(cyclic).decode(), orjson.dumps(INDEPENDENT).decode())
-    settings = deep_settings(Backend(sqlite_url, "", "t:"), tmp_path, fake_search)
+    settings = on_sqlite(tmp_path, sqlite_url, fake_search)
     async with research_service(settings, researcher) as client:
         evts = await ask(client, QUESTION, "c-retry")
 
@@ -237,7 +243,7 @@ async def test_a_plan_invalid_twice_fails_the_turn_with_an_error(
     tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
 ) -> None:
     researcher = Researcher("no plan today", '{"tasks": []}')
-    settings = deep_settings(Backend(sqlite_url, "", "t:"), tmp_path, fake_search)
+    settings = on_sqlite(tmp_path, sqlite_url, fake_search)
     async with research_service(settings, researcher) as client:
         evts = await ask(client, QUESTION, "c-fail")
         [stored] = await history(client, "c-fail")
@@ -276,7 +282,7 @@ async def test_a_critique_that_finds_gaps_plans_another_round_with_its_feedback(
         orjson.dumps(second).decode(),
         critiques=("no numbers for 2025",),
     )
-    settings = deep_settings(Backend(sqlite_url, "", "t:"), tmp_path, fake_search)
+    settings = on_sqlite(tmp_path, sqlite_url, fake_search)
     async with research_service(settings, researcher) as client:
         evts = await ask(client, QUESTION, "c-rounds")
         [stored] = await history(client, "c-rounds")
@@ -300,7 +306,7 @@ async def test_a_new_question_after_a_report_starts_new_research_with_the_conver
 ) -> None:
     plan = orjson.dumps(INDEPENDENT).decode()
     researcher = Researcher(plan, plan)
-    settings = deep_settings(Backend(sqlite_url, "", "t:"), tmp_path, fake_search)
+    settings = on_sqlite(tmp_path, sqlite_url, fake_search)
     async with research_service(settings, researcher) as client:
         await ask(client, QUESTION, "c-again")
         again = await ask(client, "And in Japan?", "c-again")
@@ -336,6 +342,43 @@ async def test_research_cut_by_a_shutdown_is_interrupted_and_continues_on_the_ne
     assert resumed[-1]["status"] == "completed"
     assert researcher.calls[MARKET] == 2
     assert researcher.calls[COSTS] == 3
+
+
+async def test_a_task_the_model_fails_fails_the_turn_and_retry_runs_only_that_task(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher(orjson.dumps(INDEPENDENT).decode())
+    researcher.hold[COSTS] = asyncio.Event()
+    researcher.fail[COSTS] = ModelHTTPError(400, "bad request")
+    settings = on_sqlite(tmp_path, sqlite_url, fake_search)
+    async with research_service(settings, researcher) as client:
+        # Costs fails only once Market is done, so what the retry must keep is known.
+        async with market_done_costs_held(client, researcher, "c-failed") as (failed, rest):
+            researcher.hold[COSTS].set()
+            failed.extend([event async for event in rest])
+        retried = await ask(client, "重试", "c-failed")
+
+    assert [(e["taskId"], e["status"]) for e in of_type(failed, "step")][-1] == ("1.2", "failed")
+    assert [e["type"] for e in failed[-2:]] == ["error", "complete"]
+    assert (failed[-2]["code"], failed[-1]["status"]) == ("LLM_BAD_REQUEST", "failed")
+    assert retried[-1]["status"] == "completed"
+    assert researcher.calls[MARKET] == 2
+    assert researcher.calls[COSTS] == 3
+
+
+async def test_at_most_deep_max_parallel_tasks_run_at_once(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher(orjson.dumps(INDEPENDENT).decode())
+    settings = on_sqlite(tmp_path, sqlite_url, fake_search, deep_max_parallel=1)
+    async with research_service(settings, researcher) as client:
+        evts = await ask(client, QUESTION, "c-one")
+
+    assert evts[-1]["status"] == "completed"
+    # One at a time: each task's search and answer before the other's first call. With
+    # room for two, both first calls are made before either search comes back.
+    tasks = [name for name in researcher.order if name in (MARKET, COSTS)]
+    assert tasks in ([MARKET, MARKET, COSTS, COSTS], [COSTS, COSTS, MARKET, MARKET])
 
 
 KEY = ConversationKey("local", "c-delete")

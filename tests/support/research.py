@@ -19,6 +19,7 @@ from app.agents.base import AgentCore, BaseAgent
 from app.agents.deep import prompts
 from app.agents.registry import AGENTS, AgentEntry
 from app.config import Settings
+from app.llm.errors import ModelError
 from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
 
 REPORT = "Heat pumps are growing [1], and cheap to run [3]."
@@ -46,8 +47,9 @@ class Researcher:
     `plans` are the planner's answers in order (JSON text, valid or not);
     `queries` what a task (by title) searches, when not its title;
     `critiques` the feedback of failing critiques, before one that passes;
-    `hold` makes a task's first call wait until the event is set; `calls`
-    counts calls by step, and by task title for tasks.
+    `hold` makes a task's first call wait until the event is set; `fail` makes
+    a task's first call raise that model error; `calls` counts calls by step,
+    and by task title for tasks, and `order` lists them as they came.
     """
 
     def __init__(self, *plans: str, clarify: str = "", critiques: tuple[str, ...] = ()) -> None:
@@ -56,8 +58,10 @@ class Researcher:
         self.critiques = list(critiques)
         self.queries: dict[str, str] = {}
         self.hold: dict[str, asyncio.Event] = {}
+        self.fail: dict[str, ModelError] = {}
         self.arrived: dict[str, asyncio.Event] = {}
         self.calls: Counter[str] = Counter()
+        self.order: list[str] = []
         self.requests: dict[str, list[ModelRequest]] = {}
 
     def model(self) -> ScriptedModel:
@@ -67,6 +71,7 @@ class Researcher:
         step = step_of(request)
         name = task_title(request) if step == "task" else step
         self.calls[name] += 1
+        self.order.append(name)
         self.requests.setdefault(name, []).append(request)
         self.arrived.setdefault(name, asyncio.Event()).set()
         if step == "clarify":
@@ -85,6 +90,8 @@ class Researcher:
             return REPORT
         if name in self.hold and self.calls[name] == 1:
             await self.hold[name].wait()
+        if name in self.fail and self.calls[name] == 1:
+            raise self.fail[name]
         if not request.tool_results():
             return Reply.tool_calls(("web_search", {"query": self.queries.get(name, name)}))
         return f"Findings on {name}."
