@@ -132,7 +132,7 @@ async def test_independent_tasks_run_at_once_and_a_dependent_one_sees_their_resu
         e["toolCallId"]: e["taskId"] for e in starts
     }
     thinking = text_of(evts, "thinking")
-    for line in ("Plan: 3 tasks", "Task 1.3 done", "Critique: passed"):
+    for line in ("Plan: 3 tasks", "Task 1.3 done", "Critique: passed", "Market first, then"):
         assert line in thinking
     [critique] = of_type(evts, "critique")
     assert (critique["round"], critique["passed"]) == (1, True)

@@ -87,7 +87,7 @@ class Researcher:
                 return orjson.dumps({"passed": False, "feedback": self.critiques.pop(0)}).decode()
             return '```json\n{"passed": true, "feedback": ""}\n```'
         if step == "report":
-            return REPORT
+            return Reply.text(REPORT, reasoning="Market first, then costs.")
         if name in self.hold and self.calls[name] == 1:
             await self.hold[name].wait()
         if name in self.fail and self.calls[name] == 1:

@@ -16,8 +16,8 @@ from pydantic import BaseModel, ValidationError
 from app.agents.base import Turn, TurnState
 from app.agents.deep.prompts import INVALID
 from app.agents.react import retry_notice
-from app.core.events import Event, TextEvent
-from app.core.messages import Msg, TextBlock
+from app.core.events import Event, TextEvent, ThinkingEvent
+from app.core.messages import Msg, TextBlock, ThinkingBlock
 from app.core.responses import Retrying
 from app.llm.base import ChatModel
 from app.llm.errors import ModelOutputInvalid
@@ -35,7 +35,11 @@ class ModelSteps:
     state: TurnState
 
     async def text(self, messages: list[Msg], emit: Emit, *, stream: bool = False) -> str:
-        """The model's answer; with `stream`, each piece goes out as `text` as it comes."""
+        """The model's answer; with `stream`, each piece goes out as `text` as it comes.
+
+        Only a streamed answer shows the model's reasoning (as `thinking`): the
+        JSON steps' reasoning would bury the short progress lines.
+        """
         pieces: list[str] = []
         async for item in self.model.stream(messages, (), self.turn.options):
             if isinstance(item, Retrying):
@@ -46,6 +50,8 @@ class ModelSteps:
                     pieces.append(block.text)
                     if stream:
                         emit(TextEvent(block.text))
+                elif stream and isinstance(block, ThinkingBlock) and block.thinking:
+                    emit(ThinkingEvent(block.thinking))
             if item.usage is not None:
                 self.state.usage = self.state.usage + item.usage
         return "".join(pieces)
