@@ -25,10 +25,12 @@ from app.agents.turns import TurnService
 from app.api import agent, files, health, sessions
 from app.api.body_limit import BodyLimit
 from app.api.deps import Services
+from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.web import WebPage
 from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
+from app.llm.base import ChatModel
 from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
 from app.llm.registry import build_chat_model
@@ -70,7 +72,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             LibrarySettings.from_settings(settings),
         )
         core = AgentCore(
-            model=build_chat_model(settings, model_client),
+            model=app.state.model or build_chat_model(settings, model_client),
             store=store,
             tokens=TokenCounter(),
             http=tools_client,
@@ -103,6 +105,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             ),
             users_by_key=settings.user_by_key(),
             files=library,
+            model=core.model,
         )
         if not core.model.config.configured:
             log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")
@@ -124,8 +127,13 @@ async def _mark_orphans(store: SqlSessionStore, settings: Settings) -> None:
         log.warning("marked %d orphaned turn(s) as interrupted", count)
 
 
-def create_app(settings: Settings | None = None, agents: Sequence[AgentEntry] = AGENTS) -> FastAPI:
-    """The app; `agents` builds the agents of the registry's kinds (tests swap in their own)."""
+def create_app(
+    settings: Settings | None = None,
+    agents: Sequence[AgentEntry] = AGENTS,
+    model: ChatModel | None = None,
+) -> FastAPI:
+    """The app. Tests swap in their own `agents` (the registry's entries) or `model`
+    (a scripted one); otherwise the model is built from the settings."""
     settings = settings or Settings()
     _configure_logging(settings.log_level)
     app = FastAPI(
@@ -133,9 +141,12 @@ def create_app(settings: Settings | None = None, agents: Sequence[AgentEntry] = 
         version="0.1.0",
         summary="Agent chat service: live SSE streams of ReAct agents, persisted and stoppable.",
         lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.agents = agents
+    app.state.model = model
     if settings.cors_wildcard_refused():
         log.warning("CORS_ORIGINS=* is ignored while API_KEYS is set: list the allowed origins")
     app.add_middleware(
@@ -151,6 +162,7 @@ def create_app(settings: Settings | None = None, agents: Sequence[AgentEntry] = 
     app.include_router(sessions.router)
     app.include_router(files.router)
     app.add_middleware(BodyLimit, path="/file/upload", max_bytes=files.body_limit(settings))
+    install_docs(app)
     app.mount("/", WebPage(), name="web")
 
     return app

@@ -167,6 +167,10 @@ class TurnState:
         """End the turn `paused`: the agent waits for the user (a question, a confirmation)."""
         self.outcome = "paused"
 
+    def add_usage(self, usage: Usage) -> None:
+        """Every model call of the turn adds here, the follow-ups' and a stopped one's too."""
+        self.usage = self.usage + usage
+
     def add_references(self, refs: list[Reference]) -> None:
         for ref in refs:
             self.references.setdefault(ref.url, ref)
@@ -351,12 +355,12 @@ class AgentTurn:
                 yield ReferenceEvent(list(state.references.values()))
             if limits.recommendations and state.outcome == "completed":
                 state.recommend = await suggest_follow_ups(
-                    core.model, turn.question, "".join(state.answer)
+                    core.model, turn.question, "".join(state.answer), state.add_usage
                 )
                 if state.recommend:
                     yield RecommendEvent(state.recommend)
         except ModelError as exc:
-            self._error = ErrorEvent(exc.code, user_message(exc.code), _detail(exc))
+            self._error = ErrorEvent(exc.code, user_message(exc.code), exc.describe())
         except Exception as exc:
             log.exception("agent %s failed in %s", agent.agent_type, turn.conversation_id)
             self._error = ErrorEvent(
@@ -378,11 +382,6 @@ class AgentTurn:
             tools=state.tool_names(),
             prompt_tokens=state.usage.prompt_tokens,
             completion_tokens=state.usage.completion_tokens,
+            usage_estimated=state.usage.estimated,
         )
         return Conclusion(complete, [error] if error else [])
-
-
-def _detail(exc: ModelError) -> str:
-    """A short, safe description: the error class and status, never upstream text."""
-    status = getattr(exc, "status", None)
-    return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")

@@ -29,7 +29,7 @@ from app.core.events import (
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from app.core.responses import ChatResponse, Retrying, accumulate
 from app.llm.errors import user_message
-from app.tools.base import Tool, ToolContext, ToolOutput
+from app.tools.base import Announced, Tool, ToolContext, ToolOutput
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,8 @@ class ReActAgent(BaseAgent):
                 return
             chunks: list[ChatResponse] = []
             schemas = [] if final else [t.schema for t in tools.values()]
-            async for item in self.core.model.stream(messages, schemas, turn.options):
+            stream = self.core.model.stream(messages, schemas, turn.options, state.add_usage)
+            async for item in stream:
                 if isinstance(item, Retrying):
                     yield retry_notice(item)
                     continue
@@ -102,8 +103,6 @@ class ReActAgent(BaseAgent):
                     elif isinstance(block, ThinkingBlock) and block.thinking:
                         # A signature arrives as a thinking block without text: nothing to show.
                         yield ThinkingEvent(block.thinking)
-                if item.usage is not None:
-                    state.usage = state.usage + item.usage
             response = accumulate(chunks)
             calls = [b for b in response.content if isinstance(b, ToolUseBlock)]
             messages.append(Msg("assistant", response.content))
@@ -137,9 +136,13 @@ class ReActAgent(BaseAgent):
         limit = self.core.limits.tool_result_display_chars
 
         async def call_one(index: int, call: ToolUseBlock) -> None:
+            tool = tools.get(call.name)
             try:
+                note = tool.notice(call.input) if isinstance(tool, Announced) else None
+                if note:
+                    queue.put_nowait(ThinkingEvent(note))
                 queue.put_nowait(ToolStartEvent(call.name, call.id, _arguments(call)))
-                outputs[index] = await _invoke(tools.get(call.name), call.name, call.input, ctx)
+                outputs[index] = await _invoke(tool, call.name, call.input, ctx)
                 out = outputs[index]
                 queue.put_nowait(ToolEndEvent(call.name, call.id, out.text[:limit], out.is_error))
             finally:

@@ -13,7 +13,7 @@ import orjson
 
 from app.core.messages import Msg
 from app.core.responses import ChatResponse
-from app.llm.base import ChatModel
+from app.llm.base import ChatModel, UsageSink
 from app.llm.errors import ModelError
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,10 @@ PROMPT = (
 )
 
 
-async def suggest_follow_ups(model: ChatModel, question: str, answer: str) -> list[str]:
+async def suggest_follow_ups(
+    model: ChatModel, question: str, answer: str, on_usage: UsageSink
+) -> list[str]:
+    """Up to three questions; the call's tokens go to `on_usage`, as the turn's do."""
     if not answer.strip():
         return []
     messages = [
@@ -37,7 +40,7 @@ async def suggest_follow_ups(model: ChatModel, question: str, answer: str) -> li
     parts: list[str] = []
     try:
         async with asyncio.timeout(TIMEOUT_SECONDS):
-            async for item in model.stream(messages, options={"max_tokens": 300}):
+            async for item in model.stream(messages, (), {"max_tokens": 300}, on_usage):
                 if isinstance(item, ChatResponse):
                     parts.extend(b.text for b in item.content if b.type == "text")
     except (ModelError, TimeoutError) as exc:

@@ -49,6 +49,10 @@ class TurnService:
         self._runs = runs
         self._ttl = ttl
 
+    def kinds(self) -> frozenset[str]:
+        """The agents this service runs; a stream for any other kind answers 501."""
+        return frozenset(self._agents)
+
     async def forget(self, user_id: str, conversation_id: str) -> None:
         """A conversation was deleted: each agent drops what it kept of it."""
         key = ConversationKey(user_id, conversation_id)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,9 +18,10 @@ from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turns import ConversationBusy, DependencyDown, UnknownAgent
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
-from app.api.envelope import ApiError
+from app.api.envelope import ApiError, Envelope, ok
 from app.api.files import find_file
 from app.api.sse import EventStreamResponse
+from app.core.wire import WireModel
 from app.tasks.base import EventsGone, TaskBackendUnavailable
 
 router = APIRouter(prefix="/agent", tags=["agent"])
@@ -51,12 +52,36 @@ class StreamParams(BaseModel):
 
 
 class StopParams(BaseModel):
-    conversation_id: str = Field(alias="conversationId")
+    model_config = ConfigDict(populate_by_name=True)
+
+    conversation_id: str | None = Field(
+        default=None, alias="conversationId", description="The conversation to stop."
+    )
+
+
+class AgentKind(WireModel):
+    kind: str = Field(description="The path segment of `/agent/{kind}/stream`.")
+    name: str = Field(description="What to call it in a picker.")
+    available: bool = Field(
+        description="This service runs it; a stream for an unavailable kind answers 501."
+    )
+    needs_file: bool = Field(description="A stream must name a `fileId`.")
+    accepts_file: bool = Field(description="A stream may name a `fileId`.")
 
 
 class StopResult(BaseModel):
     success: bool
     message: str
+
+
+Params = TypeVar("Params", bound=BaseModel)
+
+
+def _merged(query: Params, body: Params | None) -> Params:
+    """A POST's fields: the JSON body's, and the query string's where the body has none."""
+    if body is None:
+        return query
+    return query.model_copy(update=body.model_dump(exclude_unset=True))
 
 
 def _conversation_id(value: str | None) -> str:
@@ -121,9 +146,12 @@ def _add_stream_routes(entry: AgentEntry) -> None:
         return await _stream(entry, params, user, services)
 
     async def stream_post(
-        params: Annotated[StreamParams, Body()], user: UserDep, services: ServicesDep
+        query: Annotated[StreamParams, Query()],
+        user: UserDep,
+        services: ServicesDep,
+        body: Annotated[StreamParams | None, Body()] = None,
     ) -> EventStreamResponse:
-        return await _stream(entry, params, user, services)
+        return await _stream(entry, _merged(query, body), user, services)
 
     for method, endpoint in (("GET", stream_get), ("POST", stream_post)):
         router.add_api_route(
@@ -143,7 +171,30 @@ for _entry in AGENTS:
     _add_stream_routes(_entry)
 
 
-async def _stop(conversation_id: str, user: str, services: ServicesDep) -> StopResult:
+@router.get("/kinds", summary="The agents this service offers")
+async def list_agent_kinds(user: UserDep, services: ServicesDep) -> Envelope[list[AgentKind]]:
+    """Every agent kind the API names, and whether this build, so configured, runs it.
+
+    The chat page fills its agent picker from this, so it never offers one that answers 501.
+    """
+    running = services.turns.kinds()
+    return ok(
+        [
+            AgentKind(
+                kind=entry.kind,
+                name=entry.name,
+                available=entry.kind in running,
+                needs_file=entry.needs_file,
+                accepts_file=entry.accepts_file,
+            )
+            for entry in AGENTS
+        ]
+    )
+
+
+async def _stop(conversation_id: str | None, user: str, services: ServicesDep) -> StopResult:
+    if not conversation_id:
+        raise ApiError(400, "conversationId is required, in the query string or the JSON body")
     if await services.tasks.request_stop(user, conversation_id, STOP_WAIT_SECONDS):
         return StopResult(success=True, message="The task was stopped")
     return StopResult(success=False, message="No task is running for this conversation")
@@ -161,10 +212,16 @@ async def stop_task_get(
 
 @router.post("/stop", summary="Stop the conversation's running task")
 async def stop_task_post(
-    params: Annotated[StopParams, Body()], user: UserDep, services: ServicesDep
+    query: Annotated[StopParams, Query()],
+    user: UserDep,
+    services: ServicesDep,
+    body: Annotated[StopParams | None, Body()] = None,
 ) -> StopResult:
-    """Stop the running task from any instance; stopping twice is safe (`success: false`)."""
-    return await _stop(params.conversation_id, user, services)
+    """Stop the running task from any instance; stopping twice is safe (`success: false`).
+
+    `conversationId` comes in the query string or the JSON body.
+    """
+    return await _stop(_merged(query, body).conversation_id, user, services)
 
 
 @router.get(

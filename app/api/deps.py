@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from app.agents.turns import TurnService
 from app.config import Settings
 from app.documents.library import DocumentLibrary
+from app.llm.base import ChatModel
 from app.store.base import SessionStore
 from app.tasks.base import TaskManager
 from app.tasks.runs import RunRegistry
@@ -24,6 +25,7 @@ class Services:
     turns: TurnService
     users_by_key: dict[str, str]
     files: DocumentLibrary
+    model: ChatModel
 
 
 async def get_services(request: Request) -> Services:

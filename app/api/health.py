@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from app.api.deps import ServicesDep
+from app.llm.errors import ModelError, ModelNotConfigured
 from app.store.base import StoreError
 from app.tasks.base import TaskError
 
@@ -18,9 +21,20 @@ async def health() -> dict[str, str]:
 
 
 @router.get("/ready", summary="The database and the task backend are reachable")
-async def ready(services: ServicesDep) -> JSONResponse:
-    """200 when every dependency answers, else 503 naming the ones that did not."""
+async def ready(
+    services: ServicesDep,
+    deep: Annotated[
+        bool, Query(description="Also make one tiny call to the language model (one token).")
+    ] = False,
+) -> JSONResponse:
+    """200 when every dependency answers, else 503 naming the ones that did not.
+
+    With `deep=1` the model is called too; a failure names its code in `errors`,
+    and its details (URL, status, the provider's message) go to the service's log,
+    not to this unauthenticated answer.
+    """
     checks: dict[str, str] = {}
+    errors: dict[str, str] = {}
     try:
         await services.store.ping()
         checks["database"] = "ok"
@@ -31,6 +45,17 @@ async def ready(services: ServicesDep) -> JSONResponse:
         checks["tasks"] = "ok"
     except TaskError:
         checks["tasks"] = "unavailable"
+    if deep:
+        try:
+            await services.model.check()
+            checks["model"] = "ok"
+        except ModelNotConfigured:
+            checks["model"] = "not_configured"
+        except ModelError as exc:
+            checks["model"] = "unavailable"
+            errors["model"] = exc.code
     healthy = all(v == "ok" for v in checks.values())
-    body = {"status": "ready" if healthy else "unavailable", "checks": checks}
+    body: dict[str, object] = {"status": "ready" if healthy else "unavailable", "checks": checks}
+    if errors:
+        body["errors"] = errors
     return JSONResponse(body, status_code=200 if healthy else 503)

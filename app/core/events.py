@@ -162,7 +162,11 @@ class FileEvent:
 
 @dataclass(slots=True)
 class ErrorEvent:
-    """A failure shown to the user; `message` comes from a fixed table, never from upstream."""
+    """A failure shown to the user.
+
+    `message` comes from a fixed table, never from upstream; `detail` is for
+    diagnosing it: what was called and what the upstream said (bounded, key scrubbed).
+    """
 
     code: str
     message: str
@@ -187,6 +191,8 @@ class CompleteEvent:
     tools: list[str] = field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    usage_estimated: bool = False
+    """Some of the usage was counted locally: a call cut short, or a provider that reported none."""
     type: Literal["complete"] = "complete"
 
     def wire(self) -> dict[str, Any]:
@@ -199,6 +205,7 @@ class CompleteEvent:
             "usage": {
                 "promptTokens": self.prompt_tokens,
                 "completionTokens": self.completion_tokens,
+                "estimated": self.usage_estimated,
             },
         }
 

@@ -6,6 +6,13 @@
 back), `<think>` tag splitting of text deltas, a usage estimate when the
 provider reports none, and a span hook for tracing.
 
+Usage is what a turn costs, so every call that reached the provider is
+counted, through the caller's `on_usage`: the provider's figures for a call
+that finished, and a tiktoken estimate (its prompt and the text received,
+`estimated=True`) for one cut short by a stop, a timeout or a dropped stream,
+since providers report usage only at the end of an answer. A call refused
+before its first chunk (an error status, no connection) is not counted.
+
 Adding a provider means one subclass implementing `_stream()` (usually with a
 formatter beside it) and one line in `app/llm/registry.py`::
 
@@ -23,7 +30,7 @@ import logging
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
@@ -34,11 +41,17 @@ from pydantic import SecretStr
 from app.core.messages import ContentBlock, Msg, TextBlock
 from app.core.responses import ChatResponse, ModelEvent, Retrying, Usage
 from app.core.tools import GenerateOptions, ToolSchema
+from app.core.urls import public_url
 from app.llm.errors import ModelError, ModelHTTPError, ModelNotConfigured
 from app.llm.think import ThinkTagSplitter
 from app.llm.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
+
+CHECK_TIMEOUT_SECONDS = 10.0
+"""The longest `check()` waits for the model's first chunk."""
+UsageSink = Callable[[Usage], None]
+"""Told the usage of each call a `stream()` made (see the module docstring)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,16 +146,23 @@ class ChatModel(ABC):
     def model_name(self) -> str:
         return self.config.model
 
+    @property
+    def endpoint_url(self) -> str:
+        """What a call goes to, fit for a log line or an error (no key, no query string)."""
+        return public_url(self.config.base_url)
+
     async def stream(
         self,
         messages: Sequence[Msg],
         tools: Sequence[ToolSchema] = (),
         options: GenerateOptions | None = None,
+        on_usage: UsageSink | None = None,
     ) -> AsyncIterator[ModelEvent]:
         """Yield the response chunks, and a `Retrying` notice before each retry.
 
         The last chunk always has `usage`: the provider's, or counted here
-        (`estimated=True`) when it reported none.
+        (`estimated=True`) when it reported none. `on_usage` is told the usage
+        of every call made, a cut one's included.
         """
         if not self.config.configured:
             raise ModelNotConfigured()
@@ -172,17 +192,76 @@ class ChatModel(ABC):
                     yield ChatResponse(content=list(tail))
             except ModelError as exc:
                 self._ended(started, usage, exc)
+                exc.url = exc.url or self.endpoint_url
+                if delivered:
+                    self._count_cut(on_usage, messages, tools, produced)
                 if delivered or not exc.retryable or attempt > self.config.retry.max_retries:
+                    self._log_failure(exc, attempt, None)
                     raise
                 delay = self.config.retry.delay(attempt, exc)
+                self._log_failure(exc, attempt, delay)
                 yield Retrying(attempt=attempt, delay=delay, reason=exc.code)
                 await asyncio.sleep(delay)
                 continue
             except BaseException as exc:
+                # Cancelled (a stop, a timeout) or closed while the call was out: the
+                # prompt was sent, so it counts even if no chunk came yet.
                 self._ended(started, usage, exc)
+                if usage is None:
+                    self._count_cut(on_usage, messages, tools, produced)
+                elif on_usage is not None:
+                    on_usage(usage)
                 raise
             self._ended(started, usage, None)
+            if usage is not None and on_usage is not None:
+                on_usage(usage)
             return
+
+    async def check(self) -> None:
+        """Make one tiny call (one token, no reasoning, no retry); raise its `ModelError`.
+
+        For `/ready?deep=1`: the same request path a turn takes, so it finds what a
+        turn would (a base URL without `/v1`, a wrong port, a refused key).
+        """
+        if not self.config.configured:
+            raise ModelNotConfigured()
+        options: GenerateOptions = {
+            **self.config.defaults,
+            "max_tokens": 1,
+            "thinking_budget": 0,
+            "timeout": CHECK_TIMEOUT_SECONDS,
+        }
+        try:
+            async with aclosing(self._stream([Msg.text("user", "ping")], (), options)) as chunks:
+                async for _ in chunks:
+                    pass
+        except ModelError as exc:
+            exc.url = exc.url or self.endpoint_url
+            self._log_failure(exc, 1, None)
+            raise
+
+    def _log_failure(self, exc: ModelError, attempt: int, retry_in: float | None) -> None:
+        """One WARNING per failed call: enough to tell a wrong URL from a down server."""
+        log.warning(
+            "model call failed (provider=%s model=%s status=%s attempt=%d, %s): %s",
+            self.config.provider,
+            self.config.model,
+            getattr(exc, "status", "-"),
+            attempt,
+            f"retrying in {retry_in:.1f}s" if retry_in is not None else "giving up",
+            exc.describe(),
+        )
+
+    def _count_cut(
+        self,
+        on_usage: UsageSink | None,
+        messages: Sequence[Msg],
+        tools: Sequence[ToolSchema],
+        produced: list[ContentBlock],
+    ) -> None:
+        """Count a call cut short: the provider's figures come only at the end of an answer."""
+        if on_usage is not None and self.tokens is not None:
+            on_usage(self.tokens.estimate_usage(messages, tools, produced))
 
     def _ended(self, started: float, usage: Usage | None, error: BaseException | None) -> None:
         elapsed = time.perf_counter() - started

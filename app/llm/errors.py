@@ -10,7 +10,11 @@
         └── ModelOutputInvalid   a structured answer did not validate, twice (deep research)
 
 Each carries a stable `code`; the user-facing text for a code comes from
-`USER_MESSAGES`, never from the provider, so no upstream detail (or key) leaks.
+`USER_MESSAGES`, never from the provider. What someone needs to diagnose the
+failure (which provider, model and URL were called, the status, the
+upstream's own message, bounded and with the key scrubbed, and a hint where the
+cause is a known mistake) is in `describe()`: the error event's `detail` and
+the log line of the failed call.
 """
 
 from __future__ import annotations
@@ -23,6 +27,16 @@ class ModelError(Exception):
     def __init__(self, detail: str = "") -> None:
         super().__init__(detail or self.code)
         self.detail = detail
+        self.url = ""
+        """What was called: scheme, host and path only (no query string, no user info)."""
+        self.hint = ""
+        """A likely cause and its fix, when the adapter recognises one."""
+
+    def describe(self) -> str:
+        """What failed where, for the log and the error event's `detail` (never the key)."""
+        where = f" calling {self.url}" if self.url else ""
+        text = f"{type(self).__name__}{where}: {self.detail or self.code}"
+        return f"{text}. {self.hint}" if self.hint else text
 
 
 class ModelNotConfigured(ModelError):

@@ -13,16 +13,21 @@ and vLLM reports errors in-band with their HTTP status as `code`.
 
 from __future__ import annotations
 
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from app.core.messages import ContentBlock, TextBlock, ThinkingBlock
 from app.core.responses import ChatResponse, FinishReason, Usage
-from app.llm.errors import ModelResponseError
+from app.core.urls import public_url
+from app.llm.errors import ModelError, ModelResponseError
 from app.llm.openai_format import OpenAIChatFormatter
 from app.llm.sse import SSEvent
 from app.llm.streaming import StreamingChatModel, StreamParser, message_of, upstream_error
 from app.llm.toolcalls import ToolCallBuffer
 
+_VERSION_PATH = re.compile(r"/v\d+\b")
+"""`/v1`, `/api/paas/v4`: a base URL with an API version in its path."""
 FINISH_REASONS: dict[str, FinishReason] = {
     "stop": "stop",
     "length": "length",
@@ -44,6 +49,17 @@ class OpenAIChatModel(StreamingChatModel):
 
     def parser(self) -> StreamParser:
         return OpenAIStreamParser()
+
+    def http_error(self, status: int, body: bytes, retry_after: float | None) -> ModelError:
+        error = super().http_error(status, body, retry_after)
+        base_url = self.config.base_url.rstrip("/")
+        if status == 404 and not _VERSION_PATH.search(urlsplit(base_url).path):
+            # The commonest first-hour mistake: http://host:11434 for http://host:11434/v1.
+            error.hint = (
+                "LLM_BASE_URL has no version in its path, and OpenAI-compatible servers "
+                f"answer under /v1: try LLM_BASE_URL={public_url(base_url)}/v1"
+            )
+        return error
 
 
 class OpenAIStreamParser(StreamParser):

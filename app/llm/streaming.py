@@ -42,6 +42,7 @@ import orjson
 from app.core.messages import ContentBlock, Msg
 from app.core.responses import ChatResponse, FinishReason, Usage
 from app.core.tools import GenerateOptions, ToolSchema
+from app.core.urls import public_url
 from app.llm.base import ChatModel, ModelConfig, ModelObserver
 from app.llm.errors import (
     ModelConnectionError,
@@ -142,6 +143,10 @@ class StreamingChatModel(ChatModel):
             **self.auth_headers(self._key),
             **config.extra_headers,
         }
+
+    @property
+    def endpoint_url(self) -> str:
+        return public_url(self._url)
 
     @abstractmethod
     def endpoint(self, base_url: str) -> str:

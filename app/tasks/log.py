@@ -85,40 +85,66 @@ class LocalRunLogs:
 
 
 class RunLog:
+    """Frames numbered from 1; the last one may be held back from readers (see `end`)."""
+
     def __init__(self) -> None:
         self._frames: list[bytes] = []
+        self._shown = 0
+        """Frames readers may see: all but a final one `end()` holds back."""
         self._waiters: list[asyncio.Future[None]] = []
+        self.ending = False
+        """No more events will come; the log may still hold its last one back."""
         self.closed = False
 
     @property
     def last_id(self) -> int:
+        """The id of the last event appended, shown or held."""
         return len(self._frames)
 
     def append(self, event: Event) -> int:
         """Number, encode and store the event; wake the readers. Returns its id (from 1)."""
-        if self.closed:
-            raise RuntimeError("append to a closed run log")
-        event_id = len(self._frames) + 1
-        self._frames.append(encode_frame(event_id, encode_data(event)))
+        if self.ending:
+            raise RuntimeError("append to an ended run log")
+        event_id = self._add(event)
+        self._shown = event_id
         self._wake()
         return event_id
 
+    def end(self, final: Event | None = None) -> None:
+        """No more events; `final`, if any, is kept from readers until `close()`.
+
+        The run's `complete` waits here while the log is copied where other
+        instances read it: a client that reads `complete` may ask another
+        instance next, which must find the whole run there.
+        """
+        if final is not None and not self.ending:
+            self._add(final)
+        self.ending = True
+        self._wake()
+
     def close(self) -> None:
-        """No more events: readers drain what is left, then end."""
-        self.closed = True
+        """Show everything: readers drain what is left, then end."""
+        self.ending = self.closed = True
+        self._shown = len(self._frames)
         self._wake()
 
     def read(self, after: int) -> bytes:
-        """The frames after event id `after`, joined."""
-        return b"".join(self._frames[after:])
+        """The frames readers may see after event id `after`, joined."""
+        return b"".join(self._frames[after : self._shown])
 
     def frames_after(self, after: int) -> list[bytes]:
-        """The frames after event id `after`, one per event (for copying the log elsewhere)."""
+        """Every frame after event id `after`, held or not, one per event (for the copier)."""
         return self._frames[after:]
 
-    async def ready(self, after: int, idle: float) -> None:
-        """Return once there is a frame after `after`, the log is closed, or `idle` seconds pass."""
-        if after < len(self._frames) or self.closed:
+    async def ready(self, after: int, idle: float, *, held: bool = False) -> None:
+        """Return once there is a frame after `after`, the log is closed, or `idle` seconds pass.
+
+        With `held`, for the copier, a held final frame counts, and so does the log's end.
+        """
+        if held:
+            if after < len(self._frames) or self.ending:
+                return
+        elif after < self._shown or self.closed:
             return
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
@@ -138,10 +164,15 @@ class RunLog:
         closed and fully read (the caller ends).
         """
         await self.ready(after, idle)
-        return self.read(after), len(self._frames)
+        return self.read(after), self._shown
 
     def finished(self, cursor: int) -> bool:
-        return self.closed and cursor >= len(self._frames)
+        return self.closed and cursor >= self._shown
+
+    def _add(self, event: Event) -> int:
+        event_id = len(self._frames) + 1
+        self._frames.append(encode_frame(event_id, encode_data(event)))
+        return event_id
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []

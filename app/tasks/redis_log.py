@@ -112,10 +112,10 @@ class RedisRunLogs:
         expires_at = 0.0
         """When the Stream's TTL was last pushed out, on the loop's clock."""
         while True:
-            await log.ready(cursor, self._refresh)
-            if not log.closed and cursor < log.last_id:
+            await log.ready(cursor, self._refresh, held=True)
+            if not log.ending and cursor < log.last_id:
                 await asyncio.sleep(_LINGER_SECONDS)
-            ended = log.closed
+            ended = log.ending
             frames = log.frames_after(cursor)
             now = asyncio.get_running_loop().time()
             extend = cursor == 0 or now - expires_at >= self._refresh

@@ -14,9 +14,10 @@ turn (the partial answer, when stopped) and hands back `complete`. The
 runner alone marks the run settled between the two, and decides the
 status a stop is stored with from the reason given here.
 
-The final `complete` is held back until the claim is released: a client
-that asks its next question the moment it reads `complete` must find the
-conversation free, on any instance.
+The final `complete` is held back until the claim is released and the
+log is copied to the shared logs: a client that acts the moment it reads
+`complete` (its next question, a resume elsewhere) must find the
+conversation free and the whole run there, on any instance.
 """
 
 from __future__ import annotations
@@ -183,10 +184,9 @@ class RunRegistry:
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
             await self._release(run.claim)
-            if conclusion is not None:
-                run.log.append(conclusion.complete)
-            run.log.close()
+            run.log.end(conclusion.complete if conclusion is not None else None)
             await self._copied(run, copier)
+            run.log.close()
             run.forget = asyncio.get_running_loop().call_later(self._retention, self._forget, run)
 
     async def _events(self, run: Run, program: RunProgram) -> RunStatus | None:

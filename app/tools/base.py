@@ -1,8 +1,10 @@
 """What a tool is to an agent: a schema the model sees and an async call.
 
-A tool may emit events while it runs (the web search names its query as a
-thinking note) through `ToolContext.emit`; the ReAct loop interleaves them
-with the other concurrent calls' events. Sources a tool used travel back in
+A tool that says what it is about to do ("Searching the web: …") implements
+`notice()`: the ReAct loop shows that thinking note before the call's
+`tool_start`, so a notice about an action always comes before it. Events a
+tool has while it runs go through `ToolContext.emit`; the loop interleaves
+them with the other concurrent calls' events. Sources a tool used travel back in
 `ToolOutput.references` and end up in the turn's single `reference` event.
 
 A tool is one class::
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from app.core.events import Event, Reference
 from app.core.tools import ToolSchema
@@ -44,4 +46,13 @@ class Tool(Protocol):
 
     async def __call__(self, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         """Do the work; raise on failure (the loop turns it into an error result)."""
+        ...
+
+
+@runtime_checkable
+class Announced(Protocol):
+    """A tool whose calls are announced: `notice()` is shown before the call's `tool_start`."""
+
+    def notice(self, args: dict[str, Any]) -> str | None:
+        """The thinking note for a call with these arguments; None shows nothing."""
         ...

@@ -391,3 +391,41 @@ async def test_phone_screen_has_a_drawer_and_no_sideways_scroll(
     await expect(sidebar).not_to_be_in_viewport()
     await expect(page.locator(".turn .answer")).to_contain_text("A short answer")
     await page.screenshot(path=artifact("chat-page-phone-history.png"))
+
+
+async def test_agent_picker_offers_only_the_agents_the_server_runs(
+    page: Page, app_url: str
+) -> None:
+    async with page.expect_response("**/agent/kinds") as answered:
+        await page.goto(app_url)
+    kinds = (await (await answered.value).json())["data"]
+
+    running = [k["name"] for k in kinds if k["available"]]
+    assert running == ["Web search", "Ask a file"]
+    await expect(page.locator("#agent option")).to_have_text(running)
+
+
+async def test_agent_picker_follows_the_server_list_and_falls_back_when_it_fails(
+    page: Page, app_url: str
+) -> None:
+    kinds = [
+        {"kind": "chat", "name": "Web search", "available": True,
+         "needsFile": False, "acceptsFile": False},
+        {"kind": "skills", "name": "Skills", "available": True,
+         "needsFile": False, "acceptsFile": True},
+        {"kind": "deep", "name": "Deep research", "available": False,
+         "needsFile": False, "acceptsFile": False},
+    ]  # fmt: skip
+    body = {"code": 200, "message": "success", "data": kinds}
+    await page.route("**/agent/kinds", lambda route: route.fulfill(json=body))
+    await page.goto(app_url)
+
+    await expect(page.locator("#agent option")).to_have_text(["Web search", "Skills"])
+    await page.locator("#agent").select_option("skills")
+    await expect(page.locator("#attach")).to_be_visible()
+
+    await page.unroute("**/agent/kinds")
+    await page.route("**/agent/kinds", lambda route: route.fulfill(status=500, body="down"))
+    await page.reload()
+
+    await expect(page.locator("#agent option")).to_have_text(["Web search", "Ask a file"])

@@ -121,4 +121,6 @@ class FakeOpenAI(ScriptedServer):
     base_path = "/v1"
 
     def is_chat(self, request: Request) -> bool:
-        return request.method == "POST" and request.target.endswith("/chat/completions")
+        # Exactly under the base path, as a real server: `/chat/completions` without
+        # `/v1` answers 404, the commonest misconfiguration.
+        return request.method == "POST" and request.target == f"{self.base_path}/chat/completions"

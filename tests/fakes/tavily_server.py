@@ -26,6 +26,10 @@ class FakeTavily:
     hang: bool = False
     """When set, searches never answer (to test stopping during a tool call)."""
     started: asyncio.Event = field(default_factory=asyncio.Event)
+    fail_status: int | None = None
+    """When set, searches answer this status with Tavily's error shape, naming the key sent."""
+    disconnected: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set when a client gave up on a search that was hanging: the tool call was cancelled."""
     base_url: str = ""
 
     async def _search(self, request: Request) -> JSONResponse:
@@ -35,7 +39,15 @@ class FakeTavily:
         self.auth_headers.append(request.headers.get("authorization", ""))
         self.started.set()
         if self.hang:
-            await asyncio.Event().wait()
+            # The body is read, so the next message only comes when the client leaves.
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            self.disconnected.set()
+            return JSONResponse({}, status_code=499)
+        if self.fail_status is not None:
+            sent = request.headers.get("authorization", "")
+            error = f"Unauthorized: invalid API key ({sent})."
+            return JSONResponse({"detail": {"error": error}}, status_code=self.fail_status)
         slug = query.replace(" ", "-")
         results = [
             {

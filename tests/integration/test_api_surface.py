@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
-from app.agents.registry import AGENTS
 from app.config import Settings
 from tests.integration.service import running_service, service_settings
 
@@ -28,6 +26,7 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/agent/skills/stream": {"get", "post"},
         "/agent/stop": {"get", "post"},
         "/agent/resume": {"get"},
+        "/agent/kinds": {"get"},
         "/session/list": {"get"},
         "/session/{conversation_id}": {"get", "delete"},
         "/health": {"get"},
@@ -67,14 +66,33 @@ async def test_cors_preflight_allows_the_original_client(tmp_path: Path) -> None
     assert listing.headers["access-control-allow-origin"] == "*"
 
 
-async def test_agents_not_built_yet_answer_501_before_streaming(tmp_path: Path) -> None:
-    unbuilt = [dataclasses.replace(e, factory=None) if e.kind == "deep" else e for e in AGENTS]
-    async with running_service(sqlite_settings(tmp_path), unbuilt) as client:
-        response = await client.get("/agent/deep/stream", params={"query": "hi"})
+async def test_agent_kinds_list_what_runs_and_the_rest_answer_501(tmp_path: Path) -> None:
+    async with running_service(sqlite_settings(tmp_path)) as client:
+        kinds = (await client.get("/agent/kinds")).json()["data"]
+        unavailable = {
+            k["kind"]: await client.get(f"/agent/{k['kind']}/stream", params={"query": "hi"})
+            for k in kinds
+            if not k["available"]
+        }
         listing = await client.get("/session/list")
 
-    assert response.status_code == 501
-    assert response.json()["code"] == 501
+    assert kinds == [
+        {"kind": "chat", "name": "Web search", "available": True,
+         "needsFile": False, "acceptsFile": False},
+        {"kind": "file", "name": "Ask a file", "available": True,
+         "needsFile": True, "acceptsFile": True},
+        {"kind": "pptx", "name": "PowerPoint", "available": False,
+         "needsFile": False, "acceptsFile": False},
+        {"kind": "deep", "name": "Deep research", "available": True,
+         "needsFile": False, "acceptsFile": False},
+        {"kind": "skills", "name": "Skills", "available": False,
+         "needsFile": False, "acceptsFile": True},
+    ]  # fmt: skip
+    assert {kind: r.status_code for kind, r in unavailable.items()} == {
+        "pptx": 501,
+        "skills": 501,
+    }
+    assert all(r.json()["code"] == 501 for r in unavailable.values())
     assert listing.json()["data"]["total"] == 0
 
 

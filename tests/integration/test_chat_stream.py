@@ -24,6 +24,7 @@ from tests.integration.service import (
     running_service,
     service_settings,
     settings_for,
+    settings_with_search,
 )
 from tests.support.sse import collect, events, text_of, types
 
@@ -50,8 +51,8 @@ async def test_full_turn_searches_answers_and_is_stored(
 
     assert types(evts) == [
         "start",
-        "tool_start",
         "thinking",
+        "tool_start",
         "tool_end",
         "text",
         "reference",
@@ -60,7 +61,7 @@ async def test_full_turn_searches_answers_and_is_stored(
     ]
     assert [e["_id"] for e in evts] == list(range(1, len(evts) + 1))
     assert evts[0]["conversationId"] == "conv-1"
-    assert "python 3.13" in text_of(evts, "thinking")
+    assert evts[1]["content"] == "Searching the web: python 3.13\n"
     tool_start = next(e for e in evts if e["type"] == "tool_start")
     tool_end = next(e for e in evts if e["type"] == "tool_end")
     assert tool_start["toolCallId"] == tool_end["toolCallId"]
@@ -115,6 +116,50 @@ async def test_second_turn_sends_the_first_as_memory(
     assert [t["answer"] for t in stored] == ["Paris is the capital.", "About 2.1 million."]
 
 
+async def test_usage_totals_every_model_call_of_the_turn_follow_ups_included(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, fake_search: FakeTavily
+) -> None:
+    fake_llm.script(
+        Reply.tool_calls([("web_search", {"query": "tea"})], usage=(100, 10)),
+        Reply.text("Tea is a drink [1].", usage=(200, 20)),
+        Reply.text('["Green?", "Black?", "Oolong?"]', usage=(50, 5)),
+    )
+    settings = settings_with_search(
+        backend, tmp_path, fake_llm, fake_search, recommendations_enabled=True
+    )
+    async with running_service(settings) as client:
+        evts = await ask(client, "What is tea?", "c-usage")
+        stored = await history(client, "c-usage")
+
+    assert "recommend" in types(evts)
+    assert evts[-1]["usage"] == {"promptTokens": 350, "completionTokens": 35, "estimated": False}
+    assert (stored[0]["promptTokens"], stored[0]["completionTokens"]) == (350, 35)
+
+
+async def test_each_search_is_announced_before_its_tool_start(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, fake_search: FakeTavily
+) -> None:
+    fake_llm.script(
+        Reply.tool_calls([("web_search", {"query": "rust"}), ("web_search", {"query": "go"})]),
+        Reply.text("Both."),
+    )
+    settings = settings_with_search(backend, tmp_path, fake_llm, fake_search)
+    async with running_service(settings) as client:
+        evts = await ask(client, "Rust or Go?", "c-order")
+
+    progress = [
+        (e["type"], e.get("content") or orjson.loads(e["arguments"])["query"])
+        for e in evts
+        if e["type"] in ("thinking", "tool_start")
+    ]
+    assert progress == [
+        ("thinking", "Searching the web: rust\n"),
+        ("tool_start", "rust"),
+        ("thinking", "Searching the web: go\n"),
+        ("tool_start", "go"),
+    ]
+
+
 async def test_stop_mid_stream_stores_the_partial_answer(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -148,6 +193,15 @@ async def test_stop_mid_stream_stores_the_partial_answer(
         ("stopped", "Partial ans"),
         ("completed", "Fresh answer."),
     ]
+    # The cut call reported no usage: its prompt and the text received are counted.
+    usage = seen[-1]["usage"]
+    assert usage["promptTokens"] > 0
+    assert usage["completionTokens"] > 0
+    assert usage["estimated"] is True
+    assert (stored[0]["promptTokens"], stored[0]["completionTokens"]) == (
+        usage["promptTokens"],
+        usage["completionTokens"],
+    )
 
 
 async def test_stop_during_a_tool_call_cancels_the_tool(
@@ -174,6 +228,8 @@ async def test_stop_during_a_tool_call_cancels_the_tool(
                     stop = await client.get("/agent/stop", params={"conversationId": "c-tool"})
                     assert stop.json()["success"] is True
         stored = await history(client, "c-tool")
+        async with asyncio.timeout(10):
+            await fake_search.disconnected.wait()
 
     assert seen[-1]["status"] == "stopped"
     assert len(fake_llm.requests) == 1
@@ -315,6 +371,28 @@ async def test_post_takes_the_same_fields_as_json(
         evts = await collect(response)
 
     assert text_of(evts) == "Posted."
+
+
+@pytest.mark.parametrize("where", ["params", "json"])
+async def test_post_stream_and_stop_take_fields_from_the_query_string_or_the_body(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, where: str
+) -> None:
+    fake_llm.script(Reply.hang(first_text="Partial"))
+    ask_fields: dict[str, Any] = {where: {"query": "Hi", "conversationId": "c-p"}}
+    stop_fields: dict[str, Any] = {where: {"conversationId": "c-p"}}
+    async with running_service(settings_for(backend, tmp_path, fake_llm)) as client:
+        async with client.stream("POST", "/agent/chat/stream", **ask_fields) as response:
+            seen = []
+            async for event in events(response):
+                seen.append(event)
+                if event["type"] == "text":
+                    stop = await client.post("/agent/stop", **stop_fields)
+        missing = await client.post("/agent/stop")
+
+    assert stop.json() == {"success": True, "message": "The task was stopped"}
+    assert seen[-1]["status"] == "stopped"
+    assert missing.status_code == 400
+    assert "conversationId" in missing.json()["message"]
 
 
 async def test_users_see_only_their_own_conversations(

@@ -146,7 +146,7 @@ async def test_a_stream_resumed_on_the_other_instance_misses_nothing_and_repeats
     assert unknown.status_code == 404
 
 
-async def test_a_stop_sent_to_the_other_instance_stops_the_run_within_a_second(
+async def test_a_stop_sent_to_the_other_instance_stops_the_run_and_its_model_call(
     instances: Instances, fake_llm: FakeOpenAI, fake_search: FakeTavily
 ) -> None:
     on_a, on_b = await instances.start()
@@ -162,11 +162,11 @@ async def test_a_stop_sent_to_the_other_instance_stops_the_run_within_a_second(
         async for event in events(response):
             seen.append(event)
             if event["type"] == "text":
-                sent = time.monotonic()
                 stop = asyncio.create_task(on_b.get("/agent/stop", params=stop_params))
+                # The model call hangs until dropped: only the stop can end it. How
+                # fast a stop completes is measured in bench/, not bounded here.
                 async with asyncio.timeout(10):
                     await fake_llm.disconnected.wait()
-                cancelled_after = time.monotonic() - sent
                 stopped = (await stop).json()
     model_requests = len(fake_llm.requests)
     resumed = await resume(on_b, "c-stop", 0)
@@ -176,12 +176,11 @@ async def test_a_stop_sent_to_the_other_instance_stops_the_run_within_a_second(
     follow_up = await ask(on_b, "And now?", "c-stop")
     stored = await history(on_a, "c-stop")
 
-    assert cancelled_after < 1.0
     assert stopped == {"success": True, "message": "The task was stopped"}
     assert seen[-1]["type"] == "complete"
     assert seen[-1]["status"] == "stopped"
     assert resumed == seen
-    assert types(seen) == ["start", "tool_start", "thinking", "tool_end", "text", "complete"]
+    assert types(seen) == ["start", "thinking", "tool_start", "tool_end", "text", "complete"]
     assert model_requests == 2
     assert fake_search.queries == ["stoppable"]
     assert again["success"] is False

@@ -65,8 +65,8 @@ async def test_a_web_search_turn_on_every_provider(
 
     assert types(evts) == [
         "start",
-        "tool_start",
         "thinking",
+        "tool_start",
         "tool_end",
         "thinking",
         "text",
@@ -79,7 +79,7 @@ async def test_a_web_search_turn_on_every_provider(
     assert "Read the result." in text_of(evts, "thinking")
     complete = evts[-1]
     assert complete["status"] == "completed"
-    assert complete["usage"] == {"promptTokens": 130, "completionTokens": 14}
+    assert complete["usage"] == {"promptTokens": 130, "completionTokens": 14, "estimated": False}
     (turn,) = stored
     assert (turn["answer"], turn["status"]) == ("Python 3.13 is out [1].", "completed")
     assert (turn["promptTokens"], turn["completionTokens"]) == (130, 14)
@@ -107,6 +107,7 @@ async def test_usage_the_provider_does_not_report_is_counted_and_stored(tmp_path
 
     usage = evts[-1]["usage"]
     assert usage["promptTokens"] > usage["completionTokens"] > 0
+    assert usage["estimated"] is True
     assert (stored[0]["promptTokens"], stored[0]["completionTokens"]) == (
         usage["promptTokens"],
         usage["completionTokens"],

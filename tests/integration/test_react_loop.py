@@ -12,9 +12,8 @@ import pytest
 
 from app.agents.base import AgentCore, AgentSettings, Turn
 from app.agents.react import FINAL_ROUND_NOTE, ReActAgent
-from app.core.events import Event, Reference
+from app.core.events import Reference
 from app.core.messages import Msg, ToolResultBlock
-from app.core.run import ConversationKey
 from app.core.tools import ToolSchema
 from app.llm.registry import build_chat_model
 from app.llm.tokens import TokenCounter, install_encodings
@@ -24,7 +23,7 @@ from app.tools.base import Tool, ToolContext, ToolOutput
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import service_settings
-from tests.support.turns import drive_turn
+from tests.support.agents import run_turn
 
 
 class Boom:
@@ -103,19 +102,15 @@ async def deps(tmp_path: Path) -> AsyncIterator[tuple[AgentCore, FakeOpenAI]]:
         )
 
 
-async def run_turn(agent: ReActAgent, question: str = "Go") -> list[Event]:
-    return await drive_turn(agent, Turn(ConversationKey("u1", "c1"), question, "t1"))
-
-
 async def test_a_tool_that_raises_becomes_an_error_result_for_the_model(
     deps: tuple[AgentCore, FakeOpenAI],
 ) -> None:
-    agent_deps, fake = deps
-    agent = ToolAgent(agent_deps)
+    core, fake = deps
+    agent = ToolAgent(core)
     agent.test_tools = (Boom(),)
     fake.script(Reply.tool_calls([("boom", {})]), Reply.text("Sorry, the tool failed."))
 
-    events = await run_turn(agent)
+    events = await run_turn(agent, "Go")
 
     tool_end = next(e for e in events if e.type == "tool_end")
     assert tool_end.is_error
@@ -129,15 +124,15 @@ async def test_a_tool_that_raises_becomes_an_error_result_for_the_model(
 async def test_parallel_calls_run_concurrently_and_results_keep_call_order(
     deps: tuple[AgentCore, FakeOpenAI],
 ) -> None:
-    agent_deps, fake = deps
-    agent = ToolAgent(agent_deps)
+    core, fake = deps
+    agent = ToolAgent(core)
     agent.test_tools = (Gate(),)
     fake.script(
         Reply.tool_calls([("gate", {"n": 1}), ("gate", {"n": 2})], fragments=3),
         Reply.text("Both gates opened."),
     )
 
-    events = await run_turn(agent)
+    events = await run_turn(agent, "Go")
 
     kinds = [e.type for e in events if e.type in ("tool_start", "tool_end")]
     assert kinds == ["tool_start", "tool_start", "tool_end", "tool_end"]
@@ -153,8 +148,8 @@ async def test_parallel_calls_run_concurrently_and_results_keep_call_order(
 async def test_after_max_rounds_one_last_call_without_tools_answers(
     deps: tuple[AgentCore, FakeOpenAI],
 ) -> None:
-    agent_deps, fake = deps
-    agent = ToolAgent(agent_deps)
+    core, fake = deps
+    agent = ToolAgent(core)
     agent.test_tools = (Boom(),)
     fake.script(
         Reply.tool_calls([("boom", {})]),
@@ -162,7 +157,7 @@ async def test_after_max_rounds_one_last_call_without_tools_answers(
         Reply.text("Here is what I have."),
     )
 
-    events = await run_turn(agent)
+    events = await run_turn(agent, "Go")
 
     assert len(fake.requests) == 3
     assert "tools" in fake.requests[1]
@@ -173,14 +168,14 @@ async def test_after_max_rounds_one_last_call_without_tools_answers(
 
 
 async def test_a_hook_can_end_the_loop(deps: tuple[AgentCore, FakeOpenAI]) -> None:
-    agent_deps, fake = deps
+    core, fake = deps
     hook = StopAfterFirstAnswer()
-    agent = ToolAgent(agent_deps)
+    agent = ToolAgent(core)
     agent.test_tools = (Boom(),)
     agent.hooks = (hook,)
     fake.script(Reply.tool_calls([("boom", {})]))
 
-    events = await run_turn(agent)
+    events = await run_turn(agent, "Go")
 
     assert hook.seen == ["before_reasoning", "after_reasoning"]
     assert not any(e.type == "tool_start" for e in events)

@@ -5,7 +5,9 @@ so the in-process reference and Redis cannot drift apart. The Redis-only
 tests use two managers on one Redis as two instances of the service, and one
 test owns a private `redis-server` it kills and restarts. Nothing here polls
 the managers: one sleep waits out a TTL, and one makes an outage last, both
-of them durations by nature.
+of them durations by nature. Where a test shows that a call returned on an
+event rather than on a timeout, the timeout is long and the bound is half of
+it: a loaded two-core CI still passes, and how fast it is lives in bench/.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ from tests.support.processes import RedisServer, free_port
 
 TTL = 30.0
 SHORT_TTL = 0.3
-STOP_WAIT = 5.0
+STOP_WAIT = 30.0
+PROMPTLY = STOP_WAIT / 2
+"""Far below a wait that ran out, far above any scheduling delay."""
 
 
 def new_claim(user_id: str = "alice", conversation_id: str = "conv-1") -> Claim:
@@ -140,10 +144,10 @@ async def test_release_only_by_owner(backend: tuple[TaskManager, Runs]) -> None:
 async def test_claim_expires_without_refresh(backend: tuple[TaskManager, Runs]) -> None:
     manager, _ = backend
     lapsing, kept = new_claim(), new_claim(conversation_id="conv-2")
-    assert await manager.claim(lapsing, SHORT_TTL)
-    assert await manager.claim(kept, SHORT_TTL)
+    # Both live long until the refresh sets the short TTL: a pause before it cannot lose them.
+    assert await manager.claim(lapsing, TTL)
+    assert await manager.claim(kept, TTL)
     assert await manager.refresh(lapsing, SHORT_TTL)
-    assert await manager.refresh(kept, TTL)
 
     await asyncio.sleep(SHORT_TTL + 0.15)
 
@@ -165,7 +169,7 @@ async def test_request_stop_returns_once_run_released(backend: tuple[TaskManager
     started_at = time.monotonic()
     assert await manager.request_stop("alice", "conv-1", STOP_WAIT)
 
-    assert time.monotonic() - started_at < 1.0
+    assert time.monotonic() - started_at < PROMPTLY
     assert runs.stops == [("alice", "conv-1")]
     assert run.cancelled()
     assert await manager.current("alice", "conv-1") is None
@@ -183,7 +187,7 @@ async def test_request_stop_on_nothing_returns_false(backend: tuple[TaskManager,
     assert not await manager.request_stop("alice", "conv-1", STOP_WAIT)
     assert not await manager.request_stop("alice", "unknown", STOP_WAIT)
 
-    assert time.monotonic() - started_at < 0.5
+    assert time.monotonic() - started_at < PROMPTLY
     assert runs.stops == [("alice", "conv-1")]
 
 
@@ -195,7 +199,8 @@ async def test_request_stop_waits_at_most_wait(backend: tuple[TaskManager, Runs]
     started_at = time.monotonic()
     assert await manager.request_stop("alice", "conv-1", 0.2)
 
-    assert 0.15 < time.monotonic() - started_at < 1.0
+    # Returned after its wait, not when the claim's TTL finally ran out.
+    assert 0.15 < time.monotonic() - started_at < TTL / 2
     assert runs.stops == [("alice", "conv-1")]
 
 
@@ -241,7 +246,7 @@ async def test_stop_reaches_the_owning_instance(redis_url: str, redis_prefix: st
         started_at = time.monotonic()
         assert await other.request_stop("alice", "conv-1", STOP_WAIT)
 
-        assert time.monotonic() - started_at < 1.0
+        assert time.monotonic() - started_at < PROMPTLY
         assert run.cancelled()
         assert owner_runs.stops == [("alice", "conv-1")]
         assert await other.current("alice", "conv-1") is None

@@ -15,8 +15,8 @@ no `except Exception` in an agent can turn into a failed turn.
         Reply.tool_calls(("web_search", {"query": "pump warranty"})),
         lambda request: Reply.text(f"It says: {request.tool_results()[0].output[:40]}"),
     )
-    async with agent_deps(settings, model) as deps:  # tests/support/agents.py
-        events = await run_turn(WebSearchAgent(deps), "How long is the warranty?")
+    async with agent_core(settings, model) as core:  # tests/support/agents.py
+        events = await run_turn(web_search.build(core, settings), "How long is the warranty?")
     assert model.requests[1].tool_results()[0].name == "web_search"
 
 The HTTP fakes in tests/fakes/ stay for the adapters, whose subject is the wire.

@@ -59,7 +59,7 @@ def test_every_event_has_its_camel_case_shape() -> None:
         "firstResponseTime": 12,
         "totalResponseTime": 340,
         "tools": ["web_search"],
-        "usage": {"promptTokens": 10, "completionTokens": 5},
+        "usage": {"promptTokens": 10, "completionTokens": 5, "estimated": False},
     }
 
 

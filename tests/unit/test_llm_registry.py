@@ -18,6 +18,7 @@ from pydantic import SecretStr
 from app.config import Provider, Settings
 from app.core.messages import Msg
 from app.core.responses import Usage
+from app.core.urls import public_url
 from app.llm.anthropic import AnthropicChatModel
 from app.llm.base import ChatModel, RetryPolicy
 from app.llm.dashscope import DashScopeChatModel
@@ -181,3 +182,29 @@ async def test_a_preset_is_traced_under_its_own_name() -> None:
         _, error = await run(chat, [Msg.text("user", "hi")])
     assert error is None
     assert calls == [("deepseek", "deepseek-chat", 1), ("deepseek", "deepseek-chat", -1)]
+
+
+@pytest.mark.parametrize(
+    ("base_url", "hinted"),
+    [
+        ("http://127.0.0.1:11434", True),
+        ("http://127.0.0.1:11434/v1", False),
+        ("https://open.bigmodel.cn/api/paas/v4", False),
+    ],
+)
+async def test_a_404_names_the_missing_v1_only_when_the_base_url_has_no_version(
+    base_url: str, hinted: bool
+) -> None:
+    config = settings(llm_base_url=base_url, llm_model="m")
+    async with httpx.AsyncClient() as client:
+        model = build_chat_model(config, client)
+    assert isinstance(model, OpenAIChatModel)
+    error = model.http_error(404, b'{"error": {"message": "not found"}}', None)
+    assert error.detail == "HTTP 404: not found"
+    assert (f"try LLM_BASE_URL={base_url}/v1" in error.hint) is hinted
+
+
+def test_urls_are_shown_without_query_string_or_user_info() -> None:
+    shown = public_url("https://user:pw@generativelanguage.googleapis.com/v1beta/x:y?key=secret")
+    assert shown == "https://generativelanguage.googleapis.com/v1beta/x:y"
+    assert public_url("http://[::1]:8000/v1") == "http://[::1]:8000/v1"

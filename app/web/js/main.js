@@ -31,7 +31,6 @@ const ui = {
   sidebar: $('sidebar'),
 };
 
-const FILE_AGENTS = new Set(['file', 'skills']);
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
 
 const state = {
@@ -120,8 +119,36 @@ function showFile() {
   ui.fileName.textContent = state.file ? state.file.fileName : '';
 }
 
+/** What the picked agent does with a file: `{needs, accepts}` (from its option's data). */
+function agentFile() {
+  const data = ui.agent.selectedOptions[0]?.dataset ?? {};
+  return { needs: 'needsFile' in data, accepts: 'acceptsFile' in data };
+}
+
 function showAgentTools() {
-  ui.attach.hidden = !FILE_AGENTS.has(ui.agent.value);
+  ui.attach.hidden = !agentFile().accepts;
+}
+
+/** Offer the agents the server runs; on any failure the page's own two stay. */
+async function loadAgents() {
+  let kinds;
+  try {
+    kinds = await getJson('/agent/kinds');
+  } catch {
+    return;
+  }
+  const offered = Array.isArray(kinds) ? kinds.filter((k) => k.available) : [];
+  if (!offered.length) return;
+  const picked = ui.agent.value;
+  ui.agent.replaceChildren(
+    ...offered.map((k) => {
+      const option = new Option(k.name, k.kind);
+      option.toggleAttribute('data-needs-file', Boolean(k.needsFile));
+      option.toggleAttribute('data-accepts-file', Boolean(k.acceptsFile));
+      return option;
+    }),
+  );
+  if (offered.some((k) => k.kind === picked)) ui.agent.value = picked;
 }
 
 function closeSidebar() {
@@ -169,7 +196,8 @@ async function ask(text) {
   const question = text.trim();
   if (!question || state.reading) return;
   const agent = ui.agent.value;
-  if (agent === 'file' && !state.file) {
+  const file = agentFile();
+  if (file.needs && !state.file) {
     showNotice('Attach a file first: this agent answers questions about it.');
     return;
   }
@@ -177,7 +205,7 @@ async function ask(text) {
   if (!state.conversationId) setConversation(newConversationId());
   const conversationId = state.conversationId;
   const params = new URLSearchParams({ query: question, conversationId });
-  if (state.file && FILE_AGENTS.has(agent)) params.set('fileId', state.file.fileId);
+  if (state.file && file.accepts) params.set('fileId', state.file.fileId);
   const turn = new TurnView(question, { onFollowUp: ask });
   addTurn(turn);
   ui.question.value = '';
@@ -279,6 +307,7 @@ async function upload(file) {
 
 async function load() {
   ui.keyButton.hidden = !apiKey();
+  await loadAgents();
   showAgentTools();
   const hash = location.hash;
   try {
