@@ -306,10 +306,11 @@ async function upload(file) {
 }
 
 async function load() {
+  // Read before anything is awaited: a question asked meanwhile changes the hash.
+  const hash = location.hash;
   ui.keyButton.hidden = !apiKey();
   await loadAgents();
   showAgentTools();
-  const hash = location.hash;
   try {
     await conversations.refresh();
   } catch (error) {
