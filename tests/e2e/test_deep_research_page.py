@@ -11,7 +11,7 @@ from app.config import Settings
 from app.main import create_app
 from tests.e2e.conftest import LOOP, artifact
 from tests.e2e.test_chat_page import ask
-from tests.support.research import REPORT, Researcher, with_model
+from tests.support.research import REPORT, Researcher
 from tests.support.server import serve
 
 pytestmark = LOOP
@@ -23,7 +23,7 @@ async def test_pause_reply_and_the_plan_drawn_as_a_checklist_live_and_after_relo
     page: Page, app_settings: Callable[..., Settings]
 ) -> None:
     researcher = Researcher(orjson.dumps(PLAN).decode(), clarify="Which **region**?")
-    app = create_app(app_settings(recommendations_enabled=False), with_model(researcher.model()))
+    app = create_app(app_settings(recommendations_enabled=False), model=researcher.model())
     async with serve(app) as url:
         await page.goto(url)
         await page.locator("#agent").select_option("deep")

@@ -3,8 +3,8 @@
 
 The model is the scripted in-process one, answering each call by the step of
 the research it belongs to (the agent's own prompts say which); web search is
-the Tavily fake over HTTP. The app is the real one on each backend, with the
-scripted model put in the deep agent's registry slot.
+the Tavily fake over HTTP. The app is the real one on each backend, on the
+scripted model.
 """
 
 from __future__ import annotations
@@ -23,9 +23,11 @@ from app.agents.deep.checkpoints import open_checkpointer, thread_id
 from app.config import Settings
 from app.core.run import ConversationKey
 from app.llm.errors import ModelHTTPError
+from app.main import create_app
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import Backend, history, running_service, service_settings
-from tests.support.research import REPORT, Researcher, with_model
+from tests.integration.service import Backend, history, service_settings
+from tests.support.research import REPORT, Researcher
+from tests.support.server import serve
 from tests.support.sse import Event, collect, events, text_of
 
 MARKET, COSTS, OUTLOOK = "Market size", "Running costs", "Outlook"
@@ -60,7 +62,10 @@ def on_sqlite(tmp_path: Path, sqlite_url: str, search: FakeTavily, **extra: Any)
 async def research_service(
     settings: Settings, researcher: Researcher
 ) -> AsyncIterator[httpx.AsyncClient]:
-    async with running_service(settings, with_model(researcher.model())) as client:
+    async with (
+        serve(create_app(settings, model=researcher.model())) as url,
+        httpx.AsyncClient(base_url=url, timeout=10) as client,
+    ):
         yield client
 
 

@@ -1,24 +1,19 @@
 """The model's side of a deep research, for tests: answers by step, with hooks a test sets.
 
 A `Researcher` answers the deep agent's calls on the scripted in-process
-model, recognising each step by the agent's own prompt, and `with_model`
-puts that model in the deep agent's registry slot of a real app.
+model (`model()`, for `create_app(settings, model=...)`), recognising each
+step by the agent's own prompt.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import re
 from collections import Counter
 
 import orjson
 
-from app.agents import deep
-from app.agents.base import AgentCore, BaseAgent
 from app.agents.deep import prompts
-from app.agents.registry import AGENTS, AgentEntry
-from app.config import Settings
 from app.llm.errors import ModelError
 from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
 
@@ -110,12 +105,3 @@ def task_title(request: ModelRequest) -> str:
     match = re.search(r"Your task: (.+)", request.messages[1].text_content())
     assert match is not None
     return match.group(1)
-
-
-def with_model(model: ScriptedModel) -> list[AgentEntry]:
-    """The registry, its deep agent answering from `model`."""
-
-    def factory(core: AgentCore, settings: Settings) -> BaseAgent:
-        return deep.build(dataclasses.replace(core, model=model), settings)
-
-    return [dataclasses.replace(e, factory=factory) if e.kind == "deep" else e for e in AGENTS]
