@@ -13,6 +13,7 @@ conversation's research is one thread, named by `thread_id`.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -27,8 +28,35 @@ from sqlalchemy.engine import make_url
 
 from app.core.run import ConversationKey
 
+SETUP_LOCK_KEY = 0x6C676370
+"""The advisory lock that makes instances create the checkpoint tables one at a time."""
+SETUP_POLL_SECONDS = 0.05
 POOL_MAX_SIZE = 10
 """Connections the Postgres saver may hold: one per checkpoint write in flight."""
+
+
+@asynccontextmanager
+async def _one_instance_at_a_time(
+    pool: AsyncConnectionPool[AsyncConnection[DictRow]],
+) -> AsyncIterator[None]:
+    """Hold the setup lock, so instances starting together do not race to make the tables.
+
+    The saver's migrations take no lock of their own. The lock is polled, not waited
+    for: they build an index CONCURRENTLY, which waits for every statement still
+    running, a blocked `pg_advisory_lock` of another instance included, and that
+    instance waits for this one: a deadlock PostgreSQL does not detect.
+    """
+    async with pool.connection() as conn:
+        while True:
+            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (SETUP_LOCK_KEY,))
+            row = await cursor.fetchone()
+            if row is not None and row["got"]:
+                break
+            await asyncio.sleep(SETUP_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
 
 
 def sqlite_path(database: str | None) -> str:
@@ -59,7 +87,8 @@ async def open_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpointSa
         )
         async with pool:
             postgres = AsyncPostgresSaver(pool)
-            await postgres.setup()
+            async with _one_instance_at_a_time(pool):
+                await postgres.setup()
             yield postgres
         return
     if url.get_backend_name() != "sqlite":
