@@ -113,6 +113,13 @@ class Settings(BaseSettings):
     recommendations_enabled: bool = True
     tool_result_display_chars: int = 2000
 
+    deep_max_parallel: int = Field(default=3, ge=1)
+    """Deep research: tasks of a plan that run at the same time."""
+    deep_max_rounds: int = Field(default=3, ge=1)
+    """Deep research: plan -> tasks -> critique rounds before the report is written anyway."""
+    deep_task_max_rounds: int = Field(default=5, ge=1)
+    """Deep research: search-and-reason rounds of one task before it must answer."""
+
     embedding_base_url: str = ""
     """An OpenAI-compatible `/embeddings` endpoint; empty: documents are searched by BM25 alone."""
     embedding_api_key: SecretStr = SecretStr("")

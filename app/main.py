@@ -73,6 +73,19 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             build_embedder(settings, tools_client),
             LibrarySettings.from_settings(settings),
         )
+        core = AgentCore(
+            model=app.state.model or build_chat_model(settings, model_client),
+            store=store,
+            tokens=TokenCounter(),
+            http=tools_client,
+            limits=AgentSettings.from_settings(settings),
+            documents=library,
+            database=db,
+        )
+        agents = build_agents(core, settings, app.state.agents)
+        for built in agents.values():
+            # Before the runs' shutdown is registered, so they close after every run ended.
+            await stack.enter_async_context(built.resources())
         tasks = build_task_manager(settings, instance_id=uuid.uuid4().hex[:12])
         shared_logs = build_shared_logs(settings, tasks)
         runs = RunRegistry(
@@ -84,22 +97,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.push_async_callback(tasks.close)
         stack.push_async_callback(shared_logs.close)
         stack.push_async_callback(runs.shutdown)
-        core = AgentCore(
-            model=app.state.model or build_chat_model(settings, model_client),
-            store=store,
-            tokens=TokenCounter(),
-            http=tools_client,
-            limits=AgentSettings.from_settings(settings),
-            documents=library,
-            database=db,
-        )
         app.state.services = Services(
             settings=settings,
             store=store,
             tasks=tasks,
             runs=runs,
             turns=TurnService(
-                build_agents(core, settings, app.state.agents),
+                agents,
                 tasks,
                 runs,
                 settings.task_ttl_seconds,

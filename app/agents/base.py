@@ -27,12 +27,14 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal
 
 import httpx2 as httpx
 
 from app.agents.memory import load_memory
+from app.agents.plan_record import PLAN_EVENTS, record_plan
 from app.agents.recommend import suggest_follow_ups
 from app.agents.tool_history import closed
 from app.config import Settings
@@ -59,7 +61,15 @@ from app.documents.library import DocumentLibrary
 from app.llm.base import ChatModel
 from app.llm.errors import ModelError, user_message
 from app.llm.tokens import TokenCounter
-from app.store.base import NewTurn, SessionStore, StoreError, ToolCall, TurnFile, TurnOutcome
+from app.store.base import (
+    NewTurn,
+    PlanRound,
+    SessionStore,
+    StoreError,
+    ToolCall,
+    TurnFile,
+    TurnOutcome,
+)
 from app.store.db import Database
 
 log = logging.getLogger(__name__)
@@ -148,6 +158,8 @@ class TurnState:
     references: dict[str, Reference] = field(default_factory=dict)
     recommend: list[str] = field(default_factory=list)
     files: list[TurnFile] = field(default_factory=list)
+    plan: list[PlanRound] = field(default_factory=list)
+    """A planning agent's rounds, from its `plan`, `step` and `critique` events."""
     usage: Usage = field(default_factory=Usage)
     outcome: AgentOutcome = "completed"
     first_response_ms: int | None = None
@@ -186,6 +198,8 @@ class TurnState:
                     break
         elif isinstance(event, FileEvent):
             self.files.append(TurnFile.model_validate(event))
+        elif isinstance(event, PLAN_EVENTS):
+            record_plan(self.plan, event)
 
     def tool_names(self) -> list[str]:
         return list(dict.fromkeys(call.name for call in self.tool_calls))
@@ -225,6 +239,17 @@ class BaseAgent(ABC):
                 fileid=turn.file_id,
             )
         )
+
+    def resources(self) -> AbstractAsyncContextManager[object]:
+        """What the agent holds for the app's life (a graph's checkpoint store, say).
+
+        Opened in the lifespan before any run starts, closed after every run has ended.
+        """
+        return contextlib.nullcontext()
+
+    async def forget(self, key: ConversationKey) -> None:
+        """Drop what the agent keeps of a deleted conversation beside its turns."""
+        return None
 
     def start(self, turn: Turn) -> AgentTurn:
         """The stored turn (`begin()` first) as the runner drives it."""
@@ -279,6 +304,7 @@ class BaseAgent(ABC):
             reference=[r.wire() for r in state.references.values()],
             recommend=state.recommend,
             files=state.files,
+            plan=state.plan,
             error=error.code if error else None,
             first_response_time=state.first_response_ms,
             total_response_time=state.elapsed_ms(),

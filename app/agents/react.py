@@ -94,11 +94,7 @@ class ReActAgent(BaseAgent):
             stream = self.core.model.stream(messages, schemas, turn.options, state.add_usage)
             async for item in stream:
                 if isinstance(item, Retrying):
-                    yield ErrorEvent(
-                        "RETRYING",
-                        user_message("RETRYING"),
-                        f"attempt {item.attempt + 1} in {item.delay:.1f}s ({item.reason})",
-                    )
+                    yield retry_notice(item)
                     continue
                 chunks.append(item)
                 for block in item.content:
@@ -174,6 +170,15 @@ class ReActAgent(BaseAgent):
         for hook in self.hooks:
             stop = bool(await getattr(hook, phase)(turn, payload)) or stop
         return stop
+
+
+def retry_notice(item: Retrying) -> ErrorEvent:
+    """The `error{code: RETRYING}` a stream shows while a failed model call is tried again."""
+    return ErrorEvent(
+        "RETRYING",
+        user_message("RETRYING"),
+        f"attempt {item.attempt + 1} in {item.delay:.1f}s ({item.reason})",
+    )
 
 
 async def _invoke(

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from app.agents import file_qa, pptx, skills, web_search
+from app.agents import deep, file_qa, pptx, skills, web_search
 from app.agents.base import AgentCore, BaseAgent
 from app.config import Settings
 
@@ -50,7 +50,7 @@ AGENTS: tuple[AgentEntry, ...] = (
         accepts_file=True,
     ),
     AgentEntry("pptx", "PowerPoint", "PowerPoint builder agent stream", pptx.build),
-    AgentEntry("deep", "Deep research", "Deep research agent stream"),
+    AgentEntry("deep", "Deep research", "Deep research agent stream", deep.build),
     AgentEntry("skills", "Skills", "Skills agent stream", skills.build, accepts_file=True),
 )
 

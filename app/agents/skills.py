@@ -37,6 +37,7 @@ from app.agents.react import ReActAgent
 from app.config import Settings
 from app.core.events import Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg
+from app.core.run import ConversationKey
 from app.documents.library import DocumentLibrary, generated_event
 from app.skills import BUILTIN_SKILLS
 from app.skills.catalog import Skill, load_skills
@@ -44,7 +45,14 @@ from app.tools.base import Tool
 from app.tools.shell import SANDBOX_SKILLS, BashTool, Mount, Shell, ShellLimits, python_mounts
 from app.tools.skills import LOAD_SKILL, LoadSkill
 from app.tools.web_search import configured_search
-from app.tools.workspace import Files, Workspace, WorkspaceError, file_tools, workspace_root
+from app.tools.workspace import (
+    Files,
+    Workspace,
+    WorkspaceError,
+    delete_workspace,
+    file_tools,
+    workspace_root,
+)
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +107,10 @@ class SkillsAgent(ReActAgent):
         self._compactor = compactor
         if compactor is not None:
             self.hooks = (compactor,)
+
+    async def forget(self, key: ConversationKey) -> None:
+        """A deleted conversation takes its workspace with it."""
+        await delete_workspace(self._data_dir, key.user_id, key.conversation_id)
 
     def workspace(self, turn: Turn) -> Workspace:
         root = workspace_root(self._data_dir, turn.user_id, turn.conversation_id)

@@ -17,6 +17,7 @@ import contextlib
 import uuid
 
 from app.agents.base import BaseAgent, Turn
+from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions
 from app.store.base import StoreError
 from app.tasks.base import Claim, TaskBackendUnavailable, TaskManager
@@ -51,6 +52,12 @@ class TurnService:
     def kinds(self) -> frozenset[str]:
         """The agents this service runs; a stream for any other kind answers 501."""
         return frozenset(self._agents)
+
+    async def forget(self, user_id: str, conversation_id: str) -> None:
+        """A conversation was deleted: each agent drops what it kept of it."""
+        key = ConversationKey(user_id, conversation_id)
+        for agent in self._agents.values():
+            await agent.forget(key)
 
     async def start(
         self,

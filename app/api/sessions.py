@@ -11,8 +11,7 @@ from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.store.base import ToolCall, TurnFile
-from app.tools.workspace import delete_workspace
+from app.store.base import PlanRound, ToolCall, TurnFile
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 
@@ -49,6 +48,8 @@ class MessageRecord(WireModel):
     reference: list[dict[str, str]]
     recommend: list[str]
     files: list[TurnFile]
+    plan: list[PlanRound]
+    """A deep research turn's rounds, tasks and critiques; empty for other agents."""
     fileid: str | None
     status: str
     error: str | None
@@ -113,5 +114,5 @@ async def delete_conversation(
     if deleted.turns == 0:
         raise ApiError(404, "Conversation not found")
     await services.files.discard_blobs(deleted.blob_keys)
-    await delete_workspace(services.settings.data_dir, user, conversation_id)
+    await services.turns.forget(user, conversation_id)
     return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))

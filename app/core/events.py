@@ -13,6 +13,8 @@ from typing import Any, Literal
 import orjson
 
 RunStatus = Literal["completed", "stopped", "failed", "paused", "interrupted"]
+StepStatus = Literal["pending", "running", "completed", "failed"]
+"""Where one task of a research plan is (deep research)."""
 
 
 @dataclass(slots=True)
@@ -56,15 +58,20 @@ class ToolStartEvent:
     tool_name: str
     tool_call_id: str
     arguments: str
+    task_id: str | None = None
+    """The plan task that made the call, when an agent runs several (deep research)."""
     type: Literal["tool_start"] = "tool_start"
 
     def wire(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "toolName": self.tool_name,
-            "toolCallId": self.tool_call_id,
-            "arguments": self.arguments,
-        }
+        return _with_task(
+            {
+                "type": self.type,
+                "toolName": self.tool_name,
+                "toolCallId": self.tool_call_id,
+                "arguments": self.arguments,
+            },
+            self.task_id,
+        )
 
 
 @dataclass(slots=True)
@@ -73,16 +80,27 @@ class ToolEndEvent:
     tool_call_id: str
     result: str
     is_error: bool = False
+    task_id: str | None = None
     type: Literal["tool_end"] = "tool_end"
 
     def wire(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "toolName": self.tool_name,
-            "toolCallId": self.tool_call_id,
-            "result": self.result,
-            "isError": self.is_error,
-        }
+        return _with_task(
+            {
+                "type": self.type,
+                "toolName": self.tool_name,
+                "toolCallId": self.tool_call_id,
+                "result": self.result,
+                "isError": self.is_error,
+            },
+            self.task_id,
+        )
+
+
+def _with_task(frame: dict[str, Any], task_id: str | None) -> dict[str, Any]:
+    """`taskId` only where there is one, so other agents' frames keep the original shape."""
+    if task_id is not None:
+        frame["taskId"] = task_id
+    return frame
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +256,75 @@ class CompleteEvent:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class PlannedTask:
+    """One task of a research plan as clients draw it."""
+
+    id: str
+    title: str
+    depends_on: tuple[str, ...] = ()
+    status: StepStatus = "pending"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "dependsOn": list(self.depends_on),
+            "status": self.status,
+        }
+
+
+@dataclass(slots=True)
+class PlanEvent:
+    """A research plan was made (or, on a resumed turn, is shown again as it stands)."""
+
+    round: int
+    tasks: list[PlannedTask]
+    type: Literal["plan"] = "plan"
+
+    def wire(self) -> dict[str, Any]:
+        return {"type": self.type, "round": self.round, "tasks": [t.wire() for t in self.tasks]}
+
+
+@dataclass(slots=True)
+class StepEvent:
+    """A plan task moved: started, finished with a summary, or failed."""
+
+    task_id: str
+    status: StepStatus
+    summary: str = ""
+    sources: list[Reference] = field(default_factory=list)
+    """What a finished task read, for a client that shows a task's sources on demand."""
+    type: Literal["step"] = "step"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "taskId": self.task_id,
+            "status": self.status,
+            "summary": self.summary,
+            "sources": [{"url": s.url, "title": s.title} for s in self.sources],
+        }
+
+
+@dataclass(slots=True)
+class CritiqueEvent:
+    """The research checked itself: good enough to report, or what is still missing."""
+
+    round: int
+    passed: bool
+    feedback: str
+    type: Literal["critique"] = "critique"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "round": self.round,
+            "passed": self.passed,
+            "feedback": self.feedback,
+        }
+
+
 Event = (
     StartEvent
     | ThinkingEvent
@@ -250,6 +337,9 @@ Event = (
     | DeckEvent
     | ErrorEvent
     | CompleteEvent
+    | PlanEvent
+    | StepEvent
+    | CritiqueEvent
 )
 
 

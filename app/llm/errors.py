@@ -6,7 +6,8 @@
     ├── ModelConnectionError   could not connect, or the connection dropped
     ├── ModelTimeout           no chunk within the configured timeout
     └── ModelResponseError     the stream was malformed or reported an error in-band
-        └── ModelContentBlocked  the provider's safety filter refused the prompt or the answer
+        ├── ModelContentBlocked  the provider's safety filter refused the prompt or the answer
+        └── ModelOutputInvalid   a structured answer did not validate, twice (deep research)
 
 Each carries a stable `code`; the user-facing text for a code comes from
 `USER_MESSAGES`, never from the provider. What someone needs to diagnose the
@@ -83,6 +84,12 @@ class ModelContentBlocked(ModelResponseError):
     code = "LLM_CONTENT_BLOCKED"
 
 
+class ModelOutputInvalid(ModelResponseError):
+    """A structured answer failed validation, and so did the one asked for again."""
+
+    code = "LLM_INVALID_OUTPUT"
+
+
 USER_MESSAGES: dict[str, str] = {
     "LLM_NOT_CONFIGURED": "No language model is configured: set LLM_BASE_URL / LLM_API_KEY.",
     "LLM_RATE_LIMITED": "The language model is rate limited; please try again shortly.",
@@ -92,6 +99,7 @@ USER_MESSAGES: dict[str, str] = {
     "LLM_TIMEOUT": "The language model did not answer in time.",
     "LLM_BAD_RESPONSE": "The language model sent a response that could not be read.",
     "LLM_CONTENT_BLOCKED": "The language model's safety filter blocked this request or answer.",
+    "LLM_INVALID_OUTPUT": "The language model's answer did not have the expected form, twice.",
     "LLM_ERROR": "The language model failed.",
     "RETRYING": "The language model call failed; retrying.",
     "PPT_INVALID_PLAN": (

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, Protocol
 
+from pydantic import Field
+
 from app.core.wire import WireModel
 
 TurnStatus = Literal["running", "completed", "stopped", "failed", "paused", "interrupted"]
@@ -42,6 +44,31 @@ class TurnFile(WireModel):
     url: str
     size: int
     mime_type: str
+
+
+class PlanTask(WireModel):
+    """One task of a research round, as it stood when the turn was stored."""
+
+    id: str
+    title: str
+    depends_on: list[str] = Field(default_factory=list)
+    status: str = "pending"
+    summary: str = ""
+    sources: list[dict[str, str]] = Field(default_factory=list)
+    """`{url, title}` of what the task read."""
+
+
+class PlanCritique(WireModel):
+    passed: bool
+    feedback: str = ""
+
+
+class PlanRound(WireModel):
+    """One round of a deep research turn: its plan, and the critique that closed it."""
+
+    round: int
+    tasks: list[PlanTask]
+    critique: PlanCritique | None = None
 
 
 class StoreError(Exception):
@@ -73,6 +100,7 @@ class TurnOutcome:
     reference: list[dict[str, str]] = field(default_factory=list)
     recommend: list[str] = field(default_factory=list)
     files: list[TurnFile] = field(default_factory=list)
+    plan: list[PlanRound] = field(default_factory=list)
     error: str | None = None
     first_response_time: int | None = None
     total_response_time: int | None = None
@@ -102,6 +130,8 @@ class StoredTurn:
     completion_tokens: int
     create_time: datetime
     update_time: datetime
+    plan: list[PlanRound] = field(default_factory=list)
+    """A deep research turn's rounds; empty for other agents."""
 
 
 @dataclass(slots=True)

@@ -98,6 +98,8 @@ class AiSession(SQLModel, table=True):
     """JSON array of suggested follow-up questions."""
     files: str | None = Field(default=None, sa_type=Text)
     """JSON array of the files the turn made `{fileId, name, url, size, mimeType}`."""
+    plan: str | None = Field(default=None, sa_type=Text)
+    """JSON array of a deep research turn's rounds `{round, tasks, critique}`; NULL otherwise."""
     fileid: str | None = Field(default=None, max_length=64)
     """The uploaded file the turn asked about, if any."""
     status: str = Field(max_length=16)

@@ -24,6 +24,7 @@ from app.store.base import (
     ConversationSummary,
     DeletedConversation,
     NewTurn,
+    PlanRound,
     StoredTurn,
     ToolCall,
     TurnFile,
@@ -86,6 +87,7 @@ class SqlSessionStore:
             "reference": _dump(outcome.reference),
             "recommend": _dump(outcome.recommend),
             "files": _dump_records(outcome.files),
+            "plan": _dump_records(outcome.plan) if outcome.plan else None,
             "error": outcome.error,
             "first_response_time": outcome.first_response_time,
             "total_response_time": outcome.total_response_time,
@@ -252,7 +254,7 @@ def _dump(value: list[Any]) -> str:
     return orjson.dumps(value, default=str).decode()
 
 
-def _dump_records(records: list[ToolCall] | list[TurnFile]) -> str:
+def _dump_records(records: list[ToolCall] | list[TurnFile] | list[PlanRound]) -> str:
     return _dump([record.wire() for record in records])
 
 
@@ -276,5 +278,6 @@ def _turn(row: RowMapping) -> StoredTurn:
             "reference": _load(row["reference"]),
             "recommend": _load(row["recommend"]),
             "files": _records(TurnFile, row["files"]),
+            "plan": _records(PlanRound, row["plan"]),
         }
     )

@@ -420,7 +420,7 @@ async def test_agent_picker_offers_only_the_agents_the_server_runs(
     kinds = (await (await answered.value).json())["data"]
 
     running = [k["name"] for k in kinds if k["available"]]
-    assert running == ["Web search", "Ask a file", "PowerPoint", "Skills"]
+    assert running == ["Web search", "Ask a file", "PowerPoint", "Deep research", "Skills"]
     await expect(page.locator("#agent option")).to_have_text(running)
 
 

@@ -83,14 +83,12 @@ async def test_agent_kinds_list_what_runs_and_the_rest_answer_501(tmp_path: Path
          "needsFile": True, "acceptsFile": True},
         {"kind": "pptx", "name": "PowerPoint", "available": True,
          "needsFile": False, "acceptsFile": False},
-        {"kind": "deep", "name": "Deep research", "available": False,
+        {"kind": "deep", "name": "Deep research", "available": True,
          "needsFile": False, "acceptsFile": False},
         {"kind": "skills", "name": "Skills", "available": True,
          "needsFile": False, "acceptsFile": True},
     ]  # fmt: skip
-    assert {kind: r.status_code for kind, r in unavailable.items()} == {
-        "deep": 501,
-    }
+    assert {kind: r.status_code for kind, r in unavailable.items()} == {}
     assert all(r.json()["code"] == 501 for r in unavailable.values())
     assert listing.json()["data"]["total"] == 0
 

@@ -8,6 +8,12 @@ stream completed, and the statement count, which does not depend on speed.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
+from bench.deep import main as deep_bench
 from bench.run import Sizes, run
 from bench.table import figures, floor_lines, render, statements_per_turn
 from tests.conftest import POSTGRES_TEST_URL, require_server
@@ -51,3 +57,17 @@ def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
     assert results["floor"]["redis_cpu_ms"] > 0
     assert len(floor_lines(results)) == 2
     assert results["tracebacks"] == 0
+
+
+def test_deep_bench_counts_one_checkpoint_per_super_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = f"sqlite+aiosqlite:///{tmp_path}/app.db"
+    deep_bench(["--database-url", database, "--data-dir", str(tmp_path), "--turns", "2"])
+
+    report = json.loads(capsys.readouterr().out)
+    # The input, then a put per super-step: start, clarify, brief, plan, the three tasks
+    # (one wave), gather, critique, report; each node's writes are a batch of their own.
+    assert report["checkpoint_puts_per_turn"] == 9
+    assert report["write_batches_per_turn"] == 10
+    assert report["turn_cpu_ms_checkpoints_in_database"] > 0

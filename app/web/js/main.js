@@ -212,8 +212,11 @@ async function ask(text) {
   await follow(turn, conversationId, (signal) =>
     send(`/agent/${agent}/stream?${params}`, { headers: { Accept: 'text/event-stream' }, signal }),
   );
-  // Back to the question box, unless the reader has moved on to something else.
-  if (document.activeElement === document.body) ui.question.focus();
+  // Back to the question box, unless the reader has moved on to something else; a
+  // question the agent asked is waiting for the reply, so the box takes the focus.
+  if (turn.el.dataset.status === 'paused' || document.activeElement === document.body) {
+    ui.question.focus();
+  }
 }
 
 async function stop() {
@@ -257,6 +260,7 @@ async function openConversation(id) {
   turns.forEach(addTurn);
   const last = detail.messages.at(-1);
   if (last?.status === 'running') await rejoin(turns.at(-1), last.question, id);
+  else if (last?.status === 'paused') ui.question.focus();
 }
 
 /** Follow a turn still answering from its first event, in place of its stored view. */

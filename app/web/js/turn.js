@@ -6,6 +6,7 @@
 import { download, objectUrl } from './api.js';
 import { h, jsonList } from './dom.js';
 import { renderMarkdown, safeUrl } from './markdown.js';
+import { PlanView } from './plan.js';
 
 const RENDER_EVERY_MS = 50;
 
@@ -66,6 +67,7 @@ export class TurnView {
       h('summary', {}, 'Thinking'),
       this.thinkingBody,
     );
+    this.plan = new PlanView();
     this.tools = h('ol', { class: 'tools', hidden: true, 'aria-label': 'Tool calls' });
     this.answer = h('div', { class: 'answer markdown' });
     this.files = h('ul', { class: 'files', hidden: true, 'aria-label': 'Generated files' });
@@ -93,6 +95,7 @@ export class TurnView {
         'div',
         { class: 'reply' },
         this.thinking,
+        this.plan.el,
         this.tools,
         this.deck,
         this.answer,
@@ -111,6 +114,7 @@ export class TurnView {
     const turn = new TurnView(message.question, handlers);
     turn.thinkingText = message.thinking ?? '';
     turn.answerText = message.answer ?? '';
+    turn.plan.load(message.plan);
     for (const call of message.tools ?? []) {
       turn.toolStarted(call.id, call.name, call.arguments);
       if ('result' in call) turn.toolEnded(call.id, call.name, call.result, call.isError);
@@ -150,6 +154,15 @@ export class TurnView {
         break;
       case 'tool_end':
         this.toolEnded(event.toolCallId, event.toolName, event.result, event.isError);
+        break;
+      case 'plan':
+        this.plan.plan(event);
+        break;
+      case 'step':
+        this.plan.step(event);
+        break;
+      case 'critique':
+        this.plan.critique(event);
         break;
       case 'reference':
         this.showReferences(jsonList(event.content));

@@ -1,0 +1,99 @@
+"""The graph's checkpoint store, on the service's own database, with LangGraph's savers.
+
+PostgreSQL (`DATABASE_URL` `postgresql+…`): `AsyncPostgresSaver` on a psycopg
+pool of its own (LangGraph's saver speaks psycopg 3; the app's queries stay
+on asyncpg), in the app's database. SQLite: `AsyncSqliteSaver` in a file
+beside the app's (`app.db` -> `app.db-checkpoints`), because SQLite has one
+writer per file: in the same file a step's checkpoint writes queued behind
+the turns' writes and theirs behind them, and a shutdown mid-research left
+the file locked for the next instance's migration (seen in a test, never
+with two files). Either creates its tables when opened, at start-up. A
+conversation's research is one thread, named by `thread_id`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import aiosqlite
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from psycopg import AsyncConnection
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool
+from sqlalchemy.engine import make_url
+
+from app.core.run import ConversationKey
+
+SETUP_LOCK_KEY = 0x6C676370
+"""The advisory lock that makes instances create the checkpoint tables one at a time."""
+SETUP_POLL_SECONDS = 0.05
+POOL_MAX_SIZE = 10
+"""Connections the Postgres saver may hold: one per checkpoint write in flight."""
+
+
+@asynccontextmanager
+async def _one_instance_at_a_time(
+    pool: AsyncConnectionPool[AsyncConnection[DictRow]],
+) -> AsyncIterator[None]:
+    """Hold the setup lock, so instances starting together do not race to make the tables.
+
+    The saver's migrations take no lock of their own. The lock is polled, not waited
+    for: they build an index CONCURRENTLY, which waits for every statement still
+    running, a blocked `pg_advisory_lock` of another instance included, and that
+    instance waits for this one: a deadlock PostgreSQL does not detect.
+    """
+    async with pool.connection() as conn:
+        while True:
+            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (SETUP_LOCK_KEY,))
+            row = await cursor.fetchone()
+            if row is not None and row["got"]:
+                break
+            await asyncio.sleep(SETUP_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
+
+
+def sqlite_path(database: str | None) -> str:
+    """The checkpoint file beside the app's SQLite file; in memory when the app is."""
+    if not database or database == ":memory:":
+        return ":memory:"
+    return f"{database}-checkpoints"
+
+
+def thread_id(key: ConversationKey) -> str:
+    """The user and the conversation: a conversation id never contains `/`."""
+    return f"{key.user_id}/{key.conversation_id}"
+
+
+@asynccontextmanager
+async def open_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """The saver for `database_url`, its tables created; closed on exit."""
+    url = make_url(database_url)
+    if url.get_backend_name() == "postgresql":
+        conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
+            conninfo,
+            connection_class=AsyncConnection[DictRow],
+            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            min_size=1,
+            max_size=POOL_MAX_SIZE,
+            open=False,
+        )
+        async with pool:
+            postgres = AsyncPostgresSaver(pool)
+            async with _one_instance_at_a_time(pool):
+                await postgres.setup()
+            yield postgres
+        return
+    if url.get_backend_name() != "sqlite":
+        raise ValueError(f"no checkpoint store for {url.get_backend_name()} databases")
+    async with aiosqlite.connect(sqlite_path(url.database)) as conn:
+        sqlite = AsyncSqliteSaver(conn)
+        await sqlite.setup()
+        yield sqlite

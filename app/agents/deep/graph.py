@@ -1,0 +1,361 @@
+"""The deep research graph: its nodes, each a small async function, and the wiring at the end.
+
+    clarify -> [ask: interrupt, wait for the user] -> brief
+      -> { plan -> research x N (Send, by `dependsOn` waves) -> gather -> critique }
+         up to `max_rounds` -> report
+
+A node sends its events (progress lines, `plan`, `step`, tool calls) through
+LangGraph's stream writer; the agent streams them out as they come. The
+node that waits for the user does nothing but wait, because LangGraph runs
+it again from its start when the answer comes. Tasks whose inputs are all
+finished run together in one super-step (at most `max_concurrency` at a
+time), so each wave is checkpointed, and a stopped wave keeps the tasks it
+finished: LangGraph stores their writes and does not run them again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Send, interrupt
+
+from app.agents.base import AgentCore, Turn, TurnState
+from app.agents.deep import prompts
+from app.agents.deep.state import (
+    ClarifyDecision,
+    Critique,
+    DeepState,
+    ResearchPlan,
+    Source,
+    TaskInput,
+    TaskRecord,
+)
+from app.agents.deep.structured import Emit, ModelSteps
+from app.agents.react import ReActAgent
+from app.core.events import (
+    CritiqueEvent,
+    ErrorEvent,
+    PlanEvent,
+    PlannedTask,
+    Reference,
+    StepEvent,
+    TextEvent,
+    ThinkingEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+)
+from app.core.messages import Msg
+from app.llm.errors import ModelError, user_message
+from app.tools.base import Tool
+
+MAX_TASKS = 6
+SOURCE_EXCERPT_CHARS = 500
+"""Of each source's text, what the state keeps and the report's writer reads."""
+
+
+class TaskResearcher(ReActAgent):
+    """One task's ReAct run with web search: the existing loop, with its own round limit."""
+
+    agent_type = "deep"
+
+    def __init__(self, core: AgentCore, search: Tool | None) -> None:
+        super().__init__(core)
+        self._search = search
+
+    def tools(self, turn: Turn) -> Sequence[Tool]:
+        return (self._search,) if self._search else ()
+
+    async def research(
+        self, turn: Turn, task: TaskRecord, inputs: list[TaskRecord], brief: str, emit: Emit
+    ) -> tuple[str, list[Source], TurnState]:
+        """The task's summary and sources; its tool calls go out tagged with its id."""
+        own = TurnState()
+        messages = [
+            Msg.text("system", prompts.TASK.format(today=_today())),
+            Msg.text("user", _task_prompt(task, inputs, brief)),
+        ]
+        tools = {tool.schema.name: tool for tool in self.tools(turn)}
+        async for event in self.loop(turn, own, tools, messages):
+            if isinstance(event, ToolStartEvent | ToolEndEvent):
+                emit(dataclasses.replace(event, task_id=task["id"]))
+            elif isinstance(event, ErrorEvent):
+                emit(event)
+        sources = [
+            Source(url=r.url, title=r.title, content=r.content[:SOURCE_EXCERPT_CHARS])
+            for r in own.references.values()
+        ]
+        return messages[-1].text_content(), sources, own
+
+
+@dataclass(slots=True)
+class DeepContext:
+    """What one turn's run of the graph works with; never checkpointed."""
+
+    steps: ModelSteps
+    researcher: TaskResearcher
+    max_rounds: int
+
+    @property
+    def memory(self) -> list[Msg]:
+        """The conversation's words only: earlier tool calls (every task's searches) stay out."""
+        return [
+            Msg.text(m.role, m.text_content())
+            for m in self.steps.state.memory
+            if m.role in ("user", "assistant") and m.text_content()
+        ]
+
+
+Rt = Runtime[DeepContext]
+
+
+async def clarify(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
+    ctx, emit = runtime.context, runtime.stream_writer
+    emit(ThinkingEvent("Reading the request…\n"))
+    messages = [
+        Msg.text("system", prompts.CLARIFY.format(today=_today())),
+        *ctx.memory,
+        Msg.text("user", state["question"]),
+    ]
+    decision = await ctx.steps.structured(messages, ClarifyDecision, emit)
+    if not decision.need_clarification:
+        return {}
+    emit(TextEvent(decision.questions))
+    return {"questions": decision.questions}
+
+
+async def ask(state: DeepState) -> dict[str, Any]:
+    """Wait for the user's answer; run again from here when it comes, so it does nothing else."""
+    return {"answer": str(interrupt(state["questions"]))}
+
+
+async def brief(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
+    ctx, emit = runtime.context, runtime.stream_writer
+    messages = [
+        Msg.text("system", prompts.BRIEF.format(today=_today())),
+        *ctx.memory,
+        Msg.text("user", _request(state)),
+    ]
+    text = await ctx.steps.text(messages, emit)
+    emit(ThinkingEvent(f"Research brief:\n{text.strip()}\n"))
+    return {"brief": text}
+
+
+async def plan(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
+    ctx, emit = runtime.context, runtime.stream_writer
+    round_no = state.get("round", 0) + 1
+    previous = ""
+    if round_no > 1:
+        feedback = state["critiques"][-1]["feedback"] if state.get("critiques") else ""
+        previous = prompts.PLAN_AGAIN.format(
+            round=round_no, feedback=f"{feedback}\n\n{_findings(state)}"
+        )
+    system = prompts.PLAN.format(today=_today(), max_tasks=MAX_TASKS, previous=previous)
+    messages = [Msg.text("system", system), Msg.text("user", state["brief"])]
+    planned = await ctx.steps.structured(messages, ResearchPlan, emit)
+    ids = {t.id: f"{round_no}.{n}" for n, t in enumerate(planned.tasks, start=1)}
+    tasks = {
+        ids[t.id]: TaskRecord(
+            id=ids[t.id],
+            round=round_no,
+            title=t.title,
+            goal=t.goal or t.title,
+            depends_on=[ids[d] for d in t.depends_on],
+            status="pending",
+            summary="",
+            sources=[],
+        )
+        for t in planned.tasks
+    }
+    emit(ThinkingEvent(f"Plan: {len(tasks)} tasks\n"))
+    emit(PlanEvent(round_no, [_planned(t) for t in tasks.values()]))
+    return {"round": round_no, "tasks": tasks}
+
+
+def next_tasks(state: DeepState) -> list[Send] | str:
+    """The round's tasks whose inputs are all finished, each sent to run; else the critique."""
+    current = [t for t in state["tasks"].values() if t["round"] == state["round"]]
+    finished = {t["id"] for t in current if t["status"] in ("completed", "failed")}
+    ready = [t for t in current if t["status"] == "pending" and set(t["depends_on"]) <= finished]
+    if not ready:
+        return "critique"
+    return [
+        Send(
+            "research",
+            TaskInput(
+                task=task,
+                inputs=[state["tasks"][d] for d in task["depends_on"]],
+                brief=state["brief"],
+            ),
+        )
+        for task in ready
+    ]
+
+
+async def research(state: TaskInput, *, runtime: Rt) -> dict[str, Any]:
+    """One task, with the results of the tasks it depends on (`state` is what `Send` gave)."""
+    ctx, emit = runtime.context, runtime.stream_writer
+    task = state["task"]
+    emit(ThinkingEvent(f"Task {task['id']}: {task['title']}\n"))
+    emit(StepEvent(task["id"], "running"))
+    try:
+        summary, sources, own = await ctx.researcher.research(
+            ctx.steps.turn, task, state["inputs"], state["brief"], emit
+        )
+    except ModelError as exc:
+        emit(StepEvent(task["id"], "failed", user_message(exc.code)))
+        raise
+    ctx.steps.state.usage = ctx.steps.state.usage + own.usage
+    emit(StepEvent(task["id"], "completed", summary, [_reference(s) for s in sources]))
+    emit(ThinkingEvent(f"Task {task['id']} done\n"))
+    done = TaskRecord(**{**task, "status": "completed", "summary": summary, "sources": sources})
+    return {"tasks": {task["id"]: done}}
+
+
+async def gather(state: DeepState) -> dict[str, Any]:
+    """Where a wave of tasks meets, so the next wave is chosen once, from all their results."""
+    return {}
+
+
+async def critique(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
+    ctx, emit = runtime.context, runtime.stream_writer
+    messages = [
+        Msg.text("system", prompts.CRITIQUE),
+        Msg.text("user", f"Brief:\n{state['brief']}\n\nFindings:\n{_findings(state)}"),
+    ]
+    verdict = await ctx.steps.structured(messages, Critique, emit)
+    line = "passed" if verdict.passed else f"needs {verdict.feedback.strip()}"
+    emit(ThinkingEvent(f"Critique: {line}\n"))
+    emit(CritiqueEvent(state["round"], verdict.passed, verdict.feedback))
+    record = {"round": state["round"], "passed": verdict.passed, "feedback": verdict.feedback}
+    return {"critiques": [record]}
+
+
+def after_critique(state: DeepState, *, runtime: Rt) -> str:
+    if state["critiques"][-1]["passed"] or state["round"] >= runtime.context.max_rounds:
+        return "report"
+    return "plan"
+
+
+async def report(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
+    ctx, emit = runtime.context, runtime.stream_writer
+    sources = numbered_sources(state)
+    listing = "\n".join(
+        f"[{n}] {s['title']} ({s['url']})\n{s['content']}" for n, s in enumerate(sources, 1)
+    )
+    messages = [
+        Msg.text("system", prompts.REPORT.format(today=_today())),
+        *ctx.memory,
+        Msg.text(
+            "user",
+            f"{_request(state)}\n\nBrief:\n{state['brief']}\n\n"
+            f"Task results:\n{_findings(state)}\n\nSources:\n{listing}",
+        ),
+    ]
+    emit(ThinkingEvent("Writing the report…\n"))
+    text = await ctx.steps.text(messages, emit, stream=True)
+    ctx.steps.state.references = {s["url"]: _reference(s) for s in sources}
+    return {"report": text}
+
+
+def numbered_sources(state: DeepState) -> list[Source]:
+    """Every task's sources, deduplicated by URL, in task order: the report's `[n]`."""
+    seen: dict[str, Source] = {}
+    for task in _ordered(state):
+        for source in task["sources"]:
+            seen.setdefault(source["url"], source)
+    return list(seen.values())
+
+
+def shown_again(state: DeepState) -> list[PlanEvent | CritiqueEvent | StepEvent]:
+    """A resumed research's plan as it stands, so the new turn (and its history) has it whole."""
+    events: list[PlanEvent | CritiqueEvent | StepEvent] = []
+    tasks = _ordered(state)
+    critiques = {c["round"]: c for c in state.get("critiques", [])}
+    for round_no in sorted({t["round"] for t in tasks}):
+        in_round = [t for t in tasks if t["round"] == round_no]
+        events.append(PlanEvent(round_no, [_planned(t) for t in in_round]))
+        events.extend(
+            StepEvent(t["id"], "completed", t["summary"], [_reference(s) for s in t["sources"]])
+            for t in in_round
+            if t["status"] == "completed"
+        )
+        if round_no in critiques:
+            c = critiques[round_no]
+            events.append(CritiqueEvent(round_no, c["passed"], c["feedback"]))
+    return events
+
+
+def build_graph() -> StateGraph[DeepState, DeepContext, DeepState, DeepState]:
+    graph = StateGraph(DeepState, context_schema=DeepContext)
+    graph.add_node("clarify", clarify)
+    graph.add_node("ask", ask)
+    graph.add_node("brief", brief)
+    graph.add_node("plan", plan)
+    graph.add_node("research", research, input_schema=TaskInput)
+    graph.add_node("gather", gather)
+    graph.add_node("critique", critique)
+    graph.add_node("report", report)
+    graph.add_edge(START, "clarify")
+    graph.add_conditional_edges(
+        "clarify", lambda s: "ask" if s.get("questions") else "brief", ["ask", "brief"]
+    )
+    graph.add_edge("ask", "brief")
+    graph.add_edge("brief", "plan")
+    graph.add_conditional_edges("plan", next_tasks, ["research", "critique"])
+    graph.add_edge("research", "gather")
+    graph.add_conditional_edges("gather", next_tasks, ["research", "critique"])
+    graph.add_conditional_edges("critique", after_critique, ["plan", "report"])
+    graph.add_edge("report", END)
+    return graph
+
+
+DeepGraph = CompiledStateGraph[DeepState, DeepContext, DeepState, DeepState]
+
+
+def _request(state: DeepState) -> str:
+    """The original question, with the clarification asked and answered, if any."""
+    text = f"Question: {state['question']}"
+    if state.get("answer"):
+        text += f"\n\nWe asked:\n{state['questions']}\n\nThe user answered:\n{state['answer']}"
+    return text
+
+
+def _task_prompt(task: TaskRecord, inputs: list[TaskRecord], brief: str) -> str:
+    text = f"Research brief:\n{brief}\n\nYour task: {task['title']}\n{task['goal']}"
+    for source in inputs:
+        text += f"\n\nResult of task {source['id']} ({source['title']}):\n{source['summary']}"
+    return text
+
+
+def _findings(state: DeepState) -> str:
+    return "\n\n".join(
+        f"Task {t['id']} ({t['title']}): {t['summary']}"
+        for t in _ordered(state)
+        if t["status"] == "completed"
+    )
+
+
+def _ordered(state: DeepState) -> list[TaskRecord]:
+    """Tasks in plan order (`round.n`), whatever order they finished in."""
+    return sorted(
+        state.get("tasks", {}).values(), key=lambda t: [int(p) for p in t["id"].split(".")]
+    )
+
+
+def _planned(task: TaskRecord) -> PlannedTask:
+    return PlannedTask(task["id"], task["title"], tuple(task["depends_on"]), task["status"])
+
+
+def _reference(source: Source) -> Reference:
+    return Reference(source["url"], source["title"], source["content"])
+
+
+def _today() -> str:
+    return datetime.now(UTC).date().isoformat()

@@ -1,0 +1,51 @@
+"""The deep research prompts, one per step of the graph.
+
+Every structured step asks for one JSON object and names its fields, so any
+chat model can answer it, tool calling or not; the answer is validated
+against the pydantic model in state.py.
+"""
+
+CLARIFY = """You decide whether a research request can be researched as it stands.
+Today is {today}.
+Ask only when something essential is missing or ambiguous (the subject, the scope,
+the period, the audience) and the conversation so far does not settle it.
+Answer with one JSON object and nothing else:
+{{"needClarification": true or false, "questions": "the questions for the user, in the
+language of the request, as short Markdown; empty when no clarification is needed"}}"""
+
+BRIEF = """Write the research brief for the request below: one sentence stating the topic,
+then 3 to 5 numbered analysis points the research must cover. Today is {today}.
+Write in the language of the request. Only the brief, no preamble."""
+
+PLAN = """You plan research. Today is {today}.
+Split the brief into at most {max_tasks} tasks, each answerable by a few web searches.
+Tasks that need another task's findings name it in "dependsOn"; independent tasks run
+at the same time, so prefer independent tasks.
+{previous}
+Answer with one JSON object and nothing else:
+{{"tasks": [{{"id": "1", "title": "short title", "goal": "what to find out",
+"dependsOn": []}}]}}"""
+
+PLAN_AGAIN = """This is round {round}. What earlier rounds found is below; plan only the
+research still missing, as the critique says:
+{feedback}"""
+
+TASK = """You are a researcher working on one task of a larger research. Today is {today}.
+Search the web for what the task needs, then answer with a concise, factual summary
+(at most 300 words) of what you found, citing the sources' URLs."""
+
+CRITIQUE = """You check research before its report is written.
+Does what was found cover every analysis point of the brief well enough to write a
+sound report? Answer with one JSON object and nothing else:
+{"passed": true or false, "feedback": "what is missing or weak (empty when passed)"}"""
+
+REPORT = """Write the research report. Today is {today}.
+Answer the original question, covering the brief's analysis points, from the task
+results below. Cite sources inline as [n] with the numbers of the source list, and only
+those. Write in the language of the question, in Markdown, with headings."""
+
+INVALID = """Your answer could not be used: {error}
+Answer again with only the JSON object asked for."""
+
+CONTINUE_WORDS = frozenset({"continue", "retry", "resume", "go on", "继续", "重试"})
+"""A message that resumes an unfinished research instead of starting a new one."""
