@@ -95,11 +95,19 @@ def settings_with_search(
     )
 
 
-async def ask(client: httpx.AsyncClient, query: str, conversation: str) -> list[Event]:
-    """One whole turn on the web-search agent, read as the original client reads it."""
-    async with client.stream(
-        "GET", "/agent/chat/stream", params={"query": query, "conversationId": conversation}
-    ) as response:
+async def ask(
+    client: httpx.AsyncClient,
+    query: str,
+    conversation: str,
+    kind: str = "chat",
+    file_id: str | None = None,
+) -> list[Event]:
+    """One whole turn on an agent (web search unless `kind` says), read as the original
+    client reads it."""
+    params = {"query": query, "conversationId": conversation}
+    if file_id is not None:
+        params["fileId"] = file_id
+    async with client.stream("GET", f"/agent/{kind}/stream", params=params) as response:
         assert response.status_code == 200
         assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
         return await collect(response)

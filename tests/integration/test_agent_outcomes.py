@@ -18,8 +18,7 @@ from app.config import Settings
 from app.core.events import Event, TextEvent, ThinkingEvent
 from app.documents.library import generated_event
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.service import Backend, history, running_service, settings_for
-from tests.support.sse import collect
+from tests.integration.service import Backend, ask, history, running_service, settings_for
 
 DECK_MIME = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 DECK = b"PK\x03\x04 a deck"
@@ -62,10 +61,7 @@ def with_agent(cls: type[BaseAgent]) -> list[AgentEntry]:
 
 
 async def turn(client: httpx.AsyncClient, query: str, conversation: str) -> list[dict[str, object]]:
-    params = {"query": query, "conversationId": conversation}
-    async with client.stream("GET", "/agent/pptx/stream", params=params) as response:
-        assert response.status_code == 200
-        return await collect(response)
+    return await ask(client, query, conversation, "pptx")
 
 
 async def test_an_agent_ends_its_turn_paused_and_it_is_stored_so(

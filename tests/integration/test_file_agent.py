@@ -15,9 +15,10 @@ import orjson
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import Backend, running_service, settings_for
+from tests.integration.service import ask as ask_agent
 from tests.integration.test_document_search import TOPICS
 from tests.support.documents import pdf_bytes, scanned_pdf_bytes
-from tests.support.sse import collect, text_of, types
+from tests.support.sse import text_of, types
 
 SEARCHABLE = {"file_whole_text_chars": 0, "file_chunk_chars": 150, "file_chunk_overlap_chars": 30}
 """Small passages (a page of `TOPICS` each), and no file small enough to be read whole."""
@@ -35,10 +36,7 @@ async def upload(client: httpx.AsyncClient, name: str, data: bytes, **kwargs: An
 async def ask(
     client: httpx.AsyncClient, query: str, conversation: str, file_id: str
 ) -> list[dict[str, Any]]:
-    params = {"query": query, "conversationId": conversation, "fileId": file_id}
-    async with client.stream("GET", "/agent/file/stream", params=params) as response:
-        assert response.status_code == 200
-        return await collect(response)
+    return await ask_agent(client, query, conversation, "file", file_id)
 
 
 def tool_results(request: dict[str, Any]) -> list[str]:

@@ -36,11 +36,12 @@ from tests.integration.service import (
     history,
     service_settings,
 )
+from tests.integration.service import ask as ask_agent
 from tests.support.agents import agent_core, run_turn
 from tests.support.sandbox import marked, sandboxed_shell
 from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
 from tests.support.server import serve
-from tests.support.sse import collect, events
+from tests.support.sse import events
 
 DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.document"
 SALES = b"region,units\nNorth,12\nSouth,7\nNorth,3\n"
@@ -54,10 +55,7 @@ SUMMARY_AND_REPORT = (
 async def stream(
     client: httpx.AsyncClient, query: str, conversation: str, file_id: str
 ) -> list[dict[str, object]]:
-    params = {"query": query, "conversationId": conversation, "fileId": file_id}
-    async with client.stream("GET", "/agent/skills/stream", params=params) as response:
-        assert response.status_code == 200
-        return await collect(response)
+    return await ask_agent(client, query, conversation, "skills", file_id)
 
 
 def app_settings(backend: Backend, tmp_path: Path) -> Settings:
