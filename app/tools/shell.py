@@ -176,12 +176,15 @@ class Shell:
         ]
         if self.mode == "unsandboxed":
             return [*argv, "/bin/bash", "-c", command]
-        argv += [str(self._bwrap), *_system_binds(), *_parent_dirs(self._mounts)]
+        argv += [str(self._bwrap), *_system_binds()]
+        # The private /tmp first: Python may live under /tmp (a checkout there, a CI clone),
+        # and a tmpfs mounted after its bind would hide it.
+        argv += ["--perms", "01777", "--size", str(limits.file_bytes), "--tmpfs", "/tmp"]
+        argv += _parent_dirs(self._mounts)
         for mount in self._mounts:
             argv += ["--ro-bind", str(mount.source), mount.target]
         argv += ["--bind", str(workspace), SANDBOX_WORKSPACE, "--chdir", SANDBOX_WORKSPACE]
         argv += ["--dev", "/dev", "--proc", "/proc"]
-        argv += ["--perms", "01777", "--size", str(limits.file_bytes), "--tmpfs", "/tmp"]
         argv += ["--die-with-parent", "--new-session", "--clearenv"]
         for name, value in self._environment(SANDBOX_WORKSPACE).items():
             argv += ["--setenv", name, value]

@@ -206,7 +206,13 @@ async def running(
             20,
         )
     )
-    await asyncio.to_thread(fifo.read_text)
+    started = asyncio.ensure_future(asyncio.to_thread(fifo.read_text))
+    await asyncio.wait([started, task], return_when=asyncio.FIRST_COMPLETED)
+    if not started.done():
+        # The command ended without starting its child: let the blocked read go, and say why.
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        await started
+        pytest.fail(f"the command ended before it started its child: {task.result()}")
     yield marker, task
     task.cancel()
 
