@@ -344,6 +344,45 @@ async def test_a_question_asked_while_the_list_loads_keeps_its_turn(
         await expect(page.locator("#notice")).to_be_hidden()
 
 
+async def test_an_older_list_answer_never_replaces_a_newer_one(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    """The page's first list can arrive after the one loaded when an answer ends (a slow
+    start on a busy machine): the conversation just made must stay listed."""
+    upstreams.llm.script(Reply.text("Fresh."))
+    held, release = asyncio.Event(), asyncio.Event()
+    stale = True
+
+    async def answer_the_first_late(route: Route) -> None:
+        nonlocal stale
+        if not stale:
+            await route.continue_()
+            return
+        stale = False
+        response = await route.fetch()  # the list as it was before the question
+        held.set()
+        await release.wait()
+        await route.fulfill(response=response)
+
+    # Every list answer the page has read, recorded in the page as it reads it.
+    await page.add_init_script(
+        "window.__lists = 0; const json = Response.prototype.json;"
+        "Response.prototype.json = async function () { const body = await json.call(this);"
+        " if (this.url.includes('/session/list')) window.__lists += 1; return body; };"
+    )
+    await page.route("**/session/list?**", answer_the_first_late)
+    await page.goto(app_url)
+    await held.wait()
+    turn = await ask(page, "Something new")
+    await expect(turn).to_have_attribute("data-status", "completed")
+    await expect(page.locator(".conversations .open")).to_have_count(1)
+
+    release.set()
+    await page.wait_for_function("() => window.__lists >= 2")
+    await expect(page.locator(".conversations .open")).to_have_count(1)
+    await expect(page.locator("#conversations-empty")).to_be_hidden()
+
+
 async def test_file_agent_uploads_a_file_and_asks_about_it(page: Page, app_url: str) -> None:
     """The upload endpoints come with the file agent; their answers are given here."""
     await page.goto(app_url)

@@ -27,6 +27,8 @@ export class ConversationList {
     this.onError = onError;
     this.pages = 1;
     this.current = null;
+    /** Counts the list's loads, so an answer that arrives after a newer one's is dropped. */
+    this.loads = 0;
     more.addEventListener('click', () => {
       this.pages += 1;
       this.refresh().catch(onError);
@@ -35,7 +37,11 @@ export class ConversationList {
 
   /** Reload every page shown so far; throws ApiError for the caller to show. */
   async refresh() {
+    const load = ++this.loads;
     const page = await getJson(`/session/list?pageNum=1&pageSize=${PAGE_SIZE * this.pages}`);
+    // Two loads can cross (the page's first, slow, and one after an answer): the older
+    // list must not replace the newer one.
+    if (load !== this.loads) return;
     // Keep the keyboard where it was: on the same conversation, in its new place.
     const focused = this.list.contains(document.activeElement)
       ? document.activeElement.closest('li')?.querySelector('button.open')?.dataset.id
@@ -52,6 +58,7 @@ export class ConversationList {
   }
 
   clear() {
+    this.loads += 1;
     this.list.replaceChildren();
     this.empty.hidden = false;
     this.more.hidden = true;
