@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
+from app.agents.registry import AGENTS
 from app.config import Settings
 from tests.integration.service import running_service, service_settings
 
@@ -67,7 +69,12 @@ async def test_cors_preflight_allows_the_original_client(tmp_path: Path) -> None
 
 
 async def test_agent_kinds_list_what_runs_and_the_rest_answer_501(tmp_path: Path) -> None:
-    async with running_service(sqlite_settings(tmp_path)) as client:
+    # A build without the PowerPoint agent: its kind is listed, unavailable, and answers 501.
+    without_pptx = [
+        dataclasses.replace(entry, factory=None) if entry.kind == "pptx" else entry
+        for entry in AGENTS
+    ]
+    async with running_service(sqlite_settings(tmp_path), without_pptx) as client:
         kinds = (await client.get("/agent/kinds")).json()["data"]
         unavailable = {
             k["kind"]: await client.get(f"/agent/{k['kind']}/stream", params={"query": "hi"})
@@ -81,14 +88,14 @@ async def test_agent_kinds_list_what_runs_and_the_rest_answer_501(tmp_path: Path
          "needsFile": False, "acceptsFile": False},
         {"kind": "file", "name": "Ask a file", "available": True,
          "needsFile": True, "acceptsFile": True},
-        {"kind": "pptx", "name": "PowerPoint", "available": True,
+        {"kind": "pptx", "name": "PowerPoint", "available": False,
          "needsFile": False, "acceptsFile": False},
         {"kind": "deep", "name": "Deep research", "available": True,
          "needsFile": False, "acceptsFile": False},
         {"kind": "skills", "name": "Skills", "available": True,
          "needsFile": False, "acceptsFile": True},
     ]  # fmt: skip
-    assert {kind: r.status_code for kind, r in unavailable.items()} == {}
+    assert {kind: r.status_code for kind, r in unavailable.items()} == {"pptx": 501}
     assert all(r.json()["code"] == 501 for r in unavailable.values())
     assert listing.json()["data"]["total"] == 0
 
