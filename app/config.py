@@ -71,12 +71,48 @@ class Settings(BaseSettings):
     tavily_base_url: str = "https://api.tavily.com"
     tavily_max_results: int = 5
 
+    web_search_provider: str = Field(
+        default="tavily", pattern=r"^(tavily|mcp:[A-Za-z][A-Za-z0-9-]{0,29}(/[^/\s]+)?)$"
+    )
+    """`tavily` (its HTTP API), or `mcp:<server>[/<tool>]`: a search tool of an MCP server."""
+
+    mcp_servers: SecretStr = SecretStr("")
+    """MCP servers whose tools agents get: JSON, or a path to a JSON file (README: MCP tools)."""
+    mcp_call_timeout_seconds: float = Field(default=60.0, gt=0)
+    mcp_connect_timeout_seconds: float = Field(default=20.0, gt=0)
+    """Longest a server may take to start and list its tools."""
+    mcp_result_max_chars: int = Field(default=20000, ge=100)
+    """Most of one MCP tool result the model is given; the rest is cut."""
+    mcp_health_seconds: float = Field(default=30.0, gt=0)
+    """How often a connected server is checked (its tool list read again)."""
+    mcp_reconnect_min_seconds: float = Field(default=1.0, gt=0)
+    mcp_reconnect_max_seconds: float = Field(default=60.0, gt=0)
+    """A server that is down is tried again after a wait that doubles from min to max."""
+
     outbound_allowlist: str = ""
     """Hosts, addresses or CIDR ranges that a chosen URL may reach though not public."""
     outbound_max_bytes: int = Field(default=5 * 1024 * 1024, ge=1)
     """Most of one fetched page that is read; the rest is cut."""
     outbound_timeout_seconds: float = Field(default=20.0, gt=0)
     """Longest a fetch of a chosen URL may take, redirects included."""
+
+    webhook_url: str = ""
+    """Called when any turn ends, unless its request names its own `webhook`; empty: none."""
+    webhook_secret: SecretStr = SecretStr("")
+    """Key of the HMAC-SHA256 signature on every webhook call; empty: webhooks are off."""
+    webhook_max_attempts: int = Field(default=5, ge=1)
+    """Tries of one webhook call before it is given up (logged)."""
+    webhook_retry_seconds: float = Field(default=1.0, gt=0)
+    """Wait before the second try; it doubles after each failure."""
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0)
+    a2a_agents: SecretStr = SecretStr("")
+    """Remote A2A agents the host agent delegates to: `URL` or `URL|KEY`, comma-separated."""
+    a2a_refresh_seconds: float = Field(default=300.0, gt=0)
+    """How often the remote agents' cards are read again (an unreachable one is retried)."""
+    a2a_timeout_seconds: float = Field(default=300.0, gt=0)
+    """Longest silence of a remote agent's stream before the call counts as failed."""
+    a2a_public_url: str = ""
+    """Our base URL as other agents reach it, for the agent card; empty: the URL asked on."""
 
     api_keys: SecretStr = SecretStr("")
     """`key1:alice,key2:bob` (a key may be given as `sha256:<hex>:carol`); empty: no auth."""
@@ -132,7 +168,7 @@ class Settings(BaseSettings):
     """A document whose text is at most this long is handed to the model whole."""
     file_search_top_k: int = Field(default=5, ge=1)
     file_max_inflated_bytes: int = Field(default=128 * 1024 * 1024, ge=1)
-    """Bytes a docx may unpack to, or one pdf stream inflate to; beyond: `failed` (a zip bomb)."""
+    """Bytes a docx or xlsx may unpack to, or one pdf stream inflate to; beyond: `failed`."""
     file_max_pages: int = Field(default=2000, ge=1)
     file_max_chars: int = Field(default=5_000_000, ge=1)
     """Characters of text one document may yield."""
@@ -176,6 +212,14 @@ class Settings(BaseSettings):
     pptx_image_model: str = "gpt-image-1"
 
     log_level: str = "INFO"
+
+    otel_exporter_otlp_endpoint: str = ""
+    """An OTLP/HTTP collector (`http://collector:4318`); set, it turns tracing on."""
+    otel_traces_exporter: str = ""
+    """`otlp`, `console` or `none`; empty: `otlp` when an endpoint is set, else tracing is off."""
+    otel_service_name: str = "dodo-agent"
+    metrics_key: SecretStr = SecretStr("")
+    """The bearer key `/metrics` asks for; with API_KEYS set and none, `/metrics` is off (404)."""
 
     @field_validator("data_dir")
     @classmethod

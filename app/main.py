@@ -18,19 +18,26 @@ from datetime import UTC, datetime, timedelta
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from app.agents.base import AgentCore, AgentSettings
 from app.agents.registry import AGENTS, AgentEntry, build_agents
 from app.agents.turns import TurnService
-from app.api import agent, files, health, sessions
+from app.api import agent, files, health, metrics, runs, sessions
 from app.api.body_limit import BodyLimit, request_max_bytes
-from app.api.deps import Services
+from app.api.deps import HttpLimits, Services
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
+from app.api.formats import ag_ui, ai_sdk
 from app.api.openapi_errors import document_errors
+from app.api.openapi_events import document_events
 from app.api.web import WebPage
 from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
+from app.interop.a2a.routes import install_a2a
+from app.interop.mcp import McpHub, McpLimits, parse_servers
+from app.interop.telemetry import TelemetryMiddleware, build_telemetry
+from app.interop.telemetry.stores import TracedTaskManager, trace_database
 from app.limits import build_user_limits
 from app.llm.base import ChatModel
 from app.llm.embeddings import build_embedder
@@ -43,6 +50,8 @@ from app.store.file_store import SqlFileStore
 from app.store.sessions import SqlSessionStore
 from app.tasks.factory import build_shared_logs, build_task_manager
 from app.tasks.runs import RunRegistry
+from app.tasks.webhooks import Webhooks
+from app.tools.mcp import McpToolbox
 
 log = logging.getLogger("app")
 
@@ -56,6 +65,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     async with AsyncExitStack() as stack:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         install_encodings(settings.data_dir / "tiktoken")
+        # First in, last out: the spans of the shutdown itself are exported too.
+        telemetry = await stack.enter_async_context(
+            build_telemetry(settings, app.state.span_exporter)
+        )
+        tracer = telemetry.tracer
         db = await stack.enter_async_context(
             Database.open(
                 settings.database_url,
@@ -63,56 +77,85 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                 migrate=settings.auto_migrate,
             )
         )
+        if tracer is not None:
+            trace_database(db, tracer)
+        app.state.database = db
         store = SqlSessionStore(db)
         await _mark_orphans(store, settings)
         model_client = await stack.enter_async_context(build_http_client(settings))
         tools_client = await stack.enter_async_context(build_http_client(settings))
+        mcp_servers = parse_servers(settings.mcp_servers.get_secret_value())
+        mcp = await stack.enter_async_context(
+            McpHub.open(mcp_servers, McpLimits.from_settings(settings))
+        )
         library = DocumentLibrary(
             SqlFileStore(db),
             LocalBlobStore(settings.data_dir / "files"),
             build_embedder(settings, tools_client),
             LibrarySettings.from_settings(settings),
         )
+        model = app.state.model or build_chat_model(settings, model_client)
+        telemetry.watch_model(model)
         core = AgentCore(
-            model=app.state.model or build_chat_model(settings, model_client),
+            model=model,
             store=store,
             tokens=TokenCounter(),
             http=tools_client,
             limits=AgentSettings.from_settings(settings),
             documents=library,
             database=db,
+            mcp=McpToolbox(mcp, settings.mcp_result_max_chars, settings.tavily_max_results),
+            observer=telemetry,
         )
         agents = build_agents(core, settings, app.state.agents)
         for built in agents.values():
             # Before the runs' shutdown is registered, so they close after every run ended.
             await stack.enter_async_context(built.resources())
         tasks = build_task_manager(settings, instance_id=uuid.uuid4().hex[:12])
+        if tracer is not None and settings.redis_url:
+            tasks = TracedTaskManager(tasks, tracer)
         shared_logs = build_shared_logs(settings, tasks)
-        runs = RunRegistry(
+        run_registry = RunRegistry(
             tasks, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
         )
-        await tasks.start(runs.stop)
+        await tasks.start(run_registry.stop)
         limits = build_user_limits(settings)
+        webhooks = Webhooks(settings)
+        turns = TurnService(
+            agents,
+            tasks,
+            run_registry,
+            settings.task_ttl_seconds,
+            store,
+            agent.STOP_WAIT_SECONDS,
+            telemetry,
+        )
         stack.push_async_callback(limits.close)
         stack.push_async_callback(tasks.close)
         stack.push_async_callback(shared_logs.close)
-        stack.push_async_callback(runs.shutdown)
+        stack.push_async_callback(webhooks.close)
+        stack.push_async_callback(run_registry.shutdown)
+        stack.push_async_callback(turns.shutdown)
         app.state.services = Services(
-            settings=settings,
+            http=HttpLimits(
+                query_max_chars=settings.query_max_chars,
+                sse_ping_seconds=settings.sse_ping_seconds,
+                on_disconnect=settings.on_disconnect,
+                public_url=settings.a2a_public_url,
+                metrics_key=settings.metrics_key,
+            ),
             store=store,
             tasks=tasks,
-            runs=runs,
-            turns=TurnService(
-                agents,
-                tasks,
-                runs,
-                settings.task_ttl_seconds,
-            ),
+            runs=run_registry,
+            turns=turns,
             users_by_key=settings.user_by_key(),
             files=library,
             model=core.model,
             limits=limits,
+            mcp=mcp,
+            webhooks=webhooks,
         )
+        app.state.telemetry = telemetry
         if not core.model.config.configured:
             log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")
         yield
@@ -137,9 +180,11 @@ def create_app(
     settings: Settings | None = None,
     agents: Sequence[AgentEntry] = AGENTS,
     model: ChatModel | None = None,
+    span_exporter: SpanExporter | None = None,
 ) -> FastAPI:
     """The app. Tests swap in their own `agents` (the registry's entries) or `model`
-    (a scripted one); otherwise the model is built from the settings."""
+    (a scripted one); otherwise the model is built from the settings. A `span_exporter`
+    turns tracing on with it, whatever the settings say (tests, benchmarks)."""
     settings = settings or Settings()
     _configure_logging(settings.log_level)
     app = FastAPI(
@@ -149,17 +194,22 @@ def create_app(
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        # FastAPI's own OpenTelemetry stays off, whatever global provider a host sets up:
+        # the request span is ours (app/interop/telemetry), and FastAPI's would record
+        # the query string with a stream's `access_token` in it.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.agents = agents
     app.state.model = model
+    app.state.span_exporter = span_exporter
     if settings.cors_wildcard_refused():
         log.warning("CORS_ORIGINS=* is ignored while API_KEYS is set: list the allowed origins")
     # Inside CORS, so a refusal carries the CORS headers a browser needs to read it.
     app.add_middleware(
         BodyLimit,
         max_bytes=request_max_bytes(settings.query_max_chars),
-        per_path={"/file/upload": files.body_limit(settings)},
+        per_path={"/file/upload": files.body_limit(settings.upload_max_bytes)},
         max_header_bytes=settings.request_headers_max_bytes,
         max_query_bytes=request_max_bytes(settings.query_max_chars),
     )
@@ -170,12 +220,21 @@ def create_app(
         allow_headers=["Authorization", "Content-Type", "Cache-Control", "Last-Event-ID"],
         expose_headers=["Content-Disposition"],
     )
+    # Outermost: a request's span and the open-streams gauge cover all the rest.
+    app.add_middleware(TelemetryMiddleware)
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(agent.router)
+    app.include_router(runs.router)
     app.include_router(sessions.router)
     app.include_router(files.router)
+    app.include_router(metrics.router)
+    app.include_router(ag_ui.router)
+    app.include_router(ai_sdk.router)
     document_errors(app)
+    document_events(app)
+    # After the envelope is documented: A2A's own errors are documented over it.
+    install_a2a(app, agents)
     install_docs(app)
     app.mount("/", WebPage(), name="web")
 
@@ -187,7 +246,13 @@ def _configure_logging(level: str) -> None:
     logger.setLevel(level.upper())
     if not logger.handlers:
         handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        # `trace_id` is filled in while tracing is on (app/interop/telemetry/tracing.py).
+        handler.setFormatter(
+            logging.Formatter(
+                "%(asctime)s %(levelname)s %(name)s: %(message)s%(trace_id)s",
+                defaults={"trace_id": ""},
+            )
+        )
         logger.addHandler(handler)
 
 

@@ -28,8 +28,8 @@ import uuid
 from collections.abc import Awaitable, Callable
 
 from app.core.events import CompleteEvent, StartEvent, TextEvent, ThinkingEvent
-from app.store.base import NewTurn, TurnOutcome
 from app.store.db import Database
+from app.store.models import StoredTurn, TurnOutcome
 from app.store.sessions import SqlSessionStore
 from app.tasks import Claim, RedisRunLogs, RedisTaskManager, RunLog
 from bench.procs import fast_event_loop
@@ -55,23 +55,29 @@ async def _timed(turns: int, concurrency: int, turn: Callable[[int], Awaitable[N
 
 
 async def store_turns(url: str, turns: int, concurrency: int) -> float:
-    """A turn's three statements: insert the question, read the memory, write the answer."""
+    """A turn's storage: the question stored with the memory read, then the answer written."""
     async with Database.open(url, pool_size=concurrency, migrate=True) as db:
         store = SqlSessionStore(db)
         user = f"floor-{uuid.uuid4().hex[:8]}"
 
         async def turn(number: int) -> None:
             conversation = f"c{number}"
-            row = await store.add_question(NewTurn(conversation, user, "chat", "a question"))
-            await store.recent_turns(user, conversation, 10, before_id=row)
+            row, _ = await store.begin_turn(
+                StoredTurn(
+                    session_id=conversation, user_id=user, agent_type="chat", question="a question"
+                ),
+                memory_turns=10,
+            )
             answer = " ".join(["token"] * ANSWER_TOKENS)
-            await store.finish_turn(row, TurnOutcome(answer, "", "completed"))
+            await store.finish_turn(
+                row, TurnOutcome(answer=answer, thinking="", status="completed")
+            )
 
         return await _timed(turns, concurrency, turn)
 
 
 async def redis_turns(url: str, prefix: str, turns: int, concurrency: int) -> float:
-    """A turn's Redis work: claim, the log copied in three bursts, release."""
+    """A turn's Redis work: claim, the log copied in three bursts, the last one releasing."""
     tasks = RedisTaskManager(url, prefix, "floor")
     await tasks.start(_no_stop)
     logs = RedisRunLogs(url, prefix, tasks, ttl=30, retention=60, max_events=10_000, max_idle=15)
@@ -89,10 +95,11 @@ async def redis_turns(url: str, prefix: str, turns: int, concurrency: int) -> fl
         for _ in range(ANSWER_TOKENS):
             log.append(TextEvent("token "))
         await asyncio.sleep(_BURST_GAP_SECONDS)
-        await tasks.release(claim)
-        log.append(CompleteEvent("completed", 1, 2))
+        # As the runner ends a run: the last copy releases the claim in its round trip.
+        log.end(CompleteEvent("completed", 1, 2))
+        if not await copier:
+            await tasks.release(claim)
         log.close()
-        await copier
 
     try:
         return await _timed(turns, concurrency, turn)

@@ -54,6 +54,7 @@ from app.core.events import (
     ToolStartEvent,
 )
 from app.core.messages import Msg
+from app.core.observe import NO_OBSERVER, AgentObserver
 from app.core.responses import Usage
 from app.core.run import Conclusion, ConversationKey, NeverStopped, StopSignal
 from app.core.tools import GenerateOptions
@@ -61,16 +62,11 @@ from app.documents.library import DocumentLibrary
 from app.llm.base import ChatModel
 from app.llm.errors import ModelError, user_message
 from app.llm.tokens import TokenCounter
-from app.store.base import (
-    NewTurn,
-    PlanRound,
-    SessionStore,
-    StoreError,
-    ToolCall,
-    TurnFile,
-    TurnOutcome,
-)
+from app.store.base import SessionStore, StoreError
 from app.store.db import Database
+from app.store.models import StoredTurn, TurnOutcome
+from app.store.records import PlanRound, ToolCall, TurnFile
+from app.tools.mcp import McpToolbox
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +119,10 @@ class AgentCore:
     """Uploaded and generated files, for the agents that read or make them."""
     database: Database | None = None
     """The app's database, for an agent that keeps state of its own (the deck builds)."""
+    mcp: McpToolbox | None = None
+    """MCP servers' tools, offered to the agent kinds each server is configured for."""
+    observer: AgentObserver = NO_OBSERVER
+    """The service's telemetry (tool calls, store retries, the trace id in `start`)."""
 
 
 @dataclass(slots=True)
@@ -133,6 +133,8 @@ class Turn:
     task_id: str
     file_id: str | None = None
     row_id: int = 0
+    earlier: list[StoredTurn] = field(default_factory=list)
+    """The conversation's latest turns before this one, read as its question was stored."""
     options: GenerateOptions = field(default_factory=lambda: GenerateOptions())
 
     @property
@@ -229,15 +231,19 @@ class BaseAgent(ABC):
         self.core = core
 
     async def begin(self, turn: Turn) -> None:
-        """Store the question (status `running`); raises `StoreError` when that fails."""
-        turn.row_id = await self.core.store.add_question(
-            NewTurn(
+        """Store the question (status `running`) and read the memory with it, one round trip.
+
+        Raises `StoreError` when that fails.
+        """
+        turn.row_id, turn.earlier = await self.core.store.begin_turn(
+            StoredTurn(
                 session_id=turn.conversation_id,
                 user_id=turn.user_id,
                 agent_type=self.agent_type,
                 question=turn.question,
                 fileid=turn.file_id,
-            )
+            ),
+            self.core.limits.memory_max_turns,
         )
 
     def resources(self) -> AbstractAsyncContextManager[object]:
@@ -327,6 +333,7 @@ class BaseAgent(ABC):
                         exc,
                     )
                     return
+                self.core.observer.store_retried()
                 log.warning(
                     "could not store turn %s of conversation %s, retrying in %.1fs: %s",
                     turn.row_id,
@@ -352,7 +359,13 @@ class AgentTurn:
     async def events(self, stop: StopSignal) -> AsyncIterator[Event]:
         agent, turn, state, core = self.agent, self.turn, self.state, self.agent.core
         state.stop = stop
-        yield StartEvent(turn.conversation_id, turn.row_id, agent.agent_type, turn.task_id)
+        yield StartEvent(
+            turn.conversation_id,
+            turn.row_id,
+            agent.agent_type,
+            turn.task_id,
+            trace_id=core.observer.trace_id(),
+        )
         self._saver = asyncio.create_task(agent.save_partials(turn, state, self._ended))
         limits = core.limits
         try:
@@ -361,8 +374,7 @@ class AgentTurn:
                 core.tokens,
                 turn.user_id,
                 turn.conversation_id,
-                turn.row_id,
-                limits.memory_max_turns,
+                turn.earlier,
                 limits.memory_max_tokens,
             )
             async for event in agent.execute(turn, state):

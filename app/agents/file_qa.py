@@ -23,14 +23,19 @@ from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
 from app.documents.library import DocumentLibrary
 from app.tools.base import Tool
 from app.tools.documents import SCHEMA, DocumentSearch, unreadable_reason
+from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
 
-SYSTEM_PROMPT = """You answer questions about a document the user uploaded, from what it says.
+SYSTEM_PROMPT = (
+    """You answer questions about a document the user uploaded, from what it says.
 - The search_document tool returns numbered passages of the document, each with its location.
   The question has already been searched for; search again with other words when the
   passages do not hold the answer.
 - Cite the location of what you use, like (page 3) or (paragraph 12).
 - When the document does not say, tell the user so; do not fill the gap from general knowledge.
-- Answer in the language of the question, in Markdown, concisely."""
+- Answer in the language of the question, in Markdown, concisely.
+"""
+    + UNTRUSTED_CONTENT_RULE
+)
 
 
 class FileQaAgent(ReActAgent):

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from app.agents.tool_history import replay, text_of
 from app.core.messages import Msg
 from app.llm.tokens import TokenCounter
-from app.store.base import SessionStore, StoredTurn
+from app.store.base import SessionStore
+from app.store.models import StoredTurn
 
 TURN_OVERHEAD_TOKENS = 8
 """Role and separator tokens of the two messages of a turn."""
@@ -27,12 +28,10 @@ async def load_memory(
     tokens: TokenCounter,
     user_id: str,
     conversation_id: str,
-    before_id: int,
-    max_turns: int,
+    turns: Sequence[StoredTurn],
     max_tokens: int,
 ) -> list[Msg]:
-    """The window of the conversation's turns before row `before_id`."""
-    turns = await store.recent_turns(user_id, conversation_id, max_turns, before_id=before_id)
+    """The window of `turns`, the conversation's latest (read with the question's insert)."""
     if any(t.status == "running" for t in turns):
         await store.mark_interrupted(session_id=conversation_id, user_id=user_id)
     return window(turns, tokens, max_tokens)

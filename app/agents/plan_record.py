@@ -8,7 +8,7 @@ plans. A plan shown again (a resumed turn) replaces its round.
 from __future__ import annotations
 
 from app.core.events import CritiqueEvent, PlanEvent, StepEvent
-from app.store.base import PlanCritique, PlanRound, PlanTask
+from app.store.records import PlanCritique, PlanRound, PlanTask
 
 PlanEvents = PlanEvent | StepEvent | CritiqueEvent
 PLAN_EVENTS = (PlanEvent, StepEvent, CritiqueEvent)

@@ -81,7 +81,12 @@ class ReActAgent(BaseAgent):
     async def loop(
         self, turn: Turn, state: TurnState, tools: dict[str, Tool], messages: list[Msg]
     ) -> AsyncIterator[Event]:
-        """Reason and act from `messages` until the model answers without tool calls."""
+        """Reason and act from `messages` until the model answers without tool calls.
+
+        The MCP tools configured for this agent kind join `tools` as the servers are now.
+        """
+        if self.core.mcp is not None:
+            tools = {t.schema.name: t for t in self.core.mcp.tools_for(self.agent_type)} | tools
         max_rounds = self.core.limits.max_rounds
         for round_no in range(max_rounds + 1):
             final = round_no == max_rounds or not tools
@@ -142,7 +147,9 @@ class ReActAgent(BaseAgent):
                 if note:
                     queue.put_nowait(ThinkingEvent(note))
                 queue.put_nowait(ToolStartEvent(call.name, call.id, _arguments(call)))
-                outputs[index] = await _invoke(tool, call.name, call.input, ctx)
+                with self.core.observer.tool_call(call.name, call.id) as ended:
+                    outputs[index] = await _invoke(tool, call.name, call.input, ctx)
+                    ended(outputs[index].is_error)
                 out = outputs[index]
                 queue.put_nowait(ToolEndEvent(call.name, call.id, out.text[:limit], out.is_error))
             finally:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from app.agents import deep, file_qa, pptx, skills, web_search
+from app.agents import deep, file_qa, host, pptx, skills, web_search
 from app.agents.base import AgentCore, BaseAgent
 from app.config import Settings
 
@@ -52,6 +52,9 @@ AGENTS: tuple[AgentEntry, ...] = (
     AgentEntry("pptx", "PowerPoint", "PowerPoint builder agent stream", pptx.build),
     AgentEntry("deep", "Deep research", "Deep research agent stream", deep.build),
     AgentEntry("skills", "Skills", "Skills agent stream", skills.build, accepts_file=True),
+    AgentEntry(
+        "host", "Remote agents", "Host agent stream: delegates to remote A2A agents", host.build
+    ),
 )
 
 BY_KIND = {entry.kind: entry for entry in AGENTS}

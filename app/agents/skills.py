@@ -44,6 +44,7 @@ from app.skills.catalog import Skill, load_skills
 from app.tools.base import Tool
 from app.tools.shell import SANDBOX_SKILLS, BashTool, Mount, Shell, ShellLimits, python_mounts
 from app.tools.skills import LOAD_SKILL, LoadSkill
+from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
 from app.tools.web_search import configured_search
 from app.tools.workspace import (
     Files,
@@ -78,6 +79,7 @@ SYSTEM_PROMPT = """You get work done with tools, in a workspace of your own. Tod
   or delete them. Say in your answer what each file is; the download links are added for you.
 - Check your work (run the script, read the result) before you answer.
 - Answer in the language of the user, in Markdown, concisely.
+- {untrusted}
 
 {skills}{attachment}"""
 
@@ -141,7 +143,10 @@ class SkillsAgent(ReActAgent):
             else ""
         )
         return SYSTEM_PROMPT.format(
-            today=datetime.now(UTC).date().isoformat(), skills=skills, attachment=attachment
+            today=datetime.now(UTC).date().isoformat(),
+            skills=skills,
+            attachment=attachment,
+            untrusted=UNTRUSTED_CONTENT_RULE,
         )
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
@@ -268,6 +273,6 @@ def build(core: AgentCore, settings: Settings) -> SkillsAgent:
         shell,
         settings.data_dir,
         settings.skills_max_file_bytes,
-        configured_search(core.http, settings),
+        configured_search(core.http, settings, core.mcp),
         compactor,
     )

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
-from app.store.base import ToolCall
+from app.store.records import ToolCall
 
 INTERRUPTED_RESULT = "Interrupted: the tool call did not finish."
 

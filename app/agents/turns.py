@@ -5,6 +5,15 @@ This is the one place that orders those steps, so that a busy conversation
 stream and before anything is written, and a claim is never left behind by
 a request that failed half-way.
 
+A busy conversation is handled as the request asks (`Strategy`, LangGraph's
+"double texting"): `reject` answers 409; `interrupt` stops the running turn
+(stored `stopped`) and starts the new one; `rollback` does the same and
+deletes the stopped turn's row; `enqueue` opens the stream at once with a
+`queued` event and starts the turn when the ones before it have ended. A
+queued turn stores nothing until it starts: a stop, or its client leaving
+with `onDisconnect=cancel`, takes it out of the queue and ends its stream
+with `complete{status: stopped}`.
+
     TurnError            base: routes map each kind to a status
     ├── UnknownAgent     no such agent is available (501)
     ├── ConversationBusy a task already runs for this conversation (409)
@@ -13,15 +22,34 @@ a request that failed half-way.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import logging
+import time
 import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Literal, Protocol
 
 from app.agents.base import BaseAgent, Turn
+from app.core.events import CompleteEvent, ErrorEvent, QueuedEvent
 from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions
-from app.store.base import StoreError
-from app.tasks.base import Claim, TaskBackendUnavailable, TaskManager
-from app.tasks.runs import OnEnd, Run, RunRegistry
+from app.store.base import SessionStore, StoreError
+from app.tasks.base import Claim, TaskBackendUnavailable, TaskError, TaskManager, Ticket
+from app.tasks.runs import OnEnd, Run, RunProgram, RunRegistry
+
+Launch = Callable[[RunProgram], Run]
+
+log = logging.getLogger(__name__)
+
+Strategy = Literal["reject", "enqueue", "interrupt", "rollback"]
+"""What a new message does when its conversation is busy."""
+
+_TAKE_OVER_ATTEMPTS = 3
+"""Stops an interrupting request sends before it gives up (409): others may take the gap."""
+_QUEUE_RECHECK_SECONDS = 1.0
+"""Longest a queued turn sleeps without looking at the queue; a release wakes it sooner."""
 
 
 class TurnError(Exception):
@@ -40,14 +68,44 @@ class DependencyDown(TurnError):
     pass
 
 
+class RunObserver(Protocol):
+    """Sees each run from its launch to its end (telemetry: a span, counters)."""
+
+    def launch(self, kind: str, turn: Turn, program: RunProgram, launch: Launch) -> Run:
+        """Start the run with `launch(program)`, or with a program that wraps `program`.
+
+        Called in the request's context: what is current here is what the run's
+        background task inherits.
+        """
+        ...
+
+
+class _Unobserved:
+    def launch(self, kind: str, turn: Turn, program: RunProgram, launch: Launch) -> Run:
+        return launch(program)
+
+
 class TurnService:
     def __init__(
-        self, agents: dict[str, BaseAgent], tasks: TaskManager, runs: RunRegistry, ttl: float
+        self,
+        agents: dict[str, BaseAgent],
+        tasks: TaskManager,
+        runs: RunRegistry,
+        ttl: float,
+        store: SessionStore | None = None,
+        stop_wait: float = 5.0,
+        observer: RunObserver | None = None,
     ) -> None:
         self._agents = agents
         self._tasks = tasks
         self._runs = runs
         self._ttl = ttl
+        self._observer = observer or _Unobserved()
+        self._store = store
+        """Where `rollback` deletes the turn it stopped; without it, rollback is interrupt."""
+        self._stop_wait = stop_wait
+        self._waiting: set[asyncio.Task[None]] = set()
+        """Queued turns waiting for their conversation, cancelled at shutdown."""
 
     def kinds(self) -> frozenset[str]:
         """The agents this service runs; a stream for any other kind answers 501."""
@@ -68,18 +126,17 @@ class TurnService:
         file_id: str | None = None,
         options: GenerateOptions | None = None,
         on_end: OnEnd | None = None,
+        strategy: Strategy = "reject",
     ) -> Run:
-        """Claim, store the question, launch; `on_end` runs when the run has stored its turn."""
+        """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
+
+        With `enqueue` on a busy conversation the run comes back at once, holding
+        only its `queued` event, and is launched later in the same log.
+        """
         agent = self._agents.get(kind)
         if agent is None:
             raise UnknownAgent(kind)
         claim = Claim(user_id, conversation_id, uuid.uuid4().hex, kind)
-        try:
-            claimed = await self._tasks.claim(claim, self._ttl)
-        except TaskBackendUnavailable as exc:
-            raise DependencyDown("the task backend (Redis) is unavailable") from exc
-        if not claimed:
-            raise ConversationBusy(conversation_id)
         turn = Turn(
             key=claim.key,
             question=question,
@@ -88,6 +145,32 @@ class TurnService:
             options=options or GenerateOptions(),
         )
         try:
+            claimed = await self._tasks.claim(claim, self._ttl)
+            if not claimed and strategy == "enqueue":
+                return await self._enqueue(agent, claim, turn, on_end)
+            if not claimed and strategy in ("interrupt", "rollback"):
+                claimed = await self._take_over(claim, strategy)
+        except TaskBackendUnavailable as exc:
+            raise DependencyDown("the task backend (Redis) is unavailable") from exc
+        if not claimed:
+            raise ConversationBusy(conversation_id)
+        return await self._launch(agent, claim, turn, on_end)
+
+    async def shutdown(self) -> None:
+        """Queued turns leave their queues (their streams end `stopped`) with the app."""
+        for task in self._waiting:
+            task.cancel()
+        await asyncio.gather(*self._waiting, return_exceptions=True)
+
+    async def _launch(
+        self,
+        agent: BaseAgent,
+        claim: Claim,
+        turn: Turn,
+        on_end: OnEnd | None,
+        run: Run | None = None,
+    ) -> Run:
+        try:
             await agent.begin(turn)
         except BaseException as exc:
             with contextlib.suppress(TaskBackendUnavailable):
@@ -95,4 +178,146 @@ class TurnService:
             if isinstance(exc, StoreError):
                 raise DependencyDown("the database is unavailable") from exc
             raise
-        return self._runs.launch(claim, agent.start(turn), on_end)
+        launched = self._observer.launch(
+            claim.agent_type,
+            turn,
+            agent.start(turn),
+            lambda program: self._runs.launch(claim, program, on_end, run),
+        )
+        launched.session_id = turn.row_id
+        await self._show(_ticket(claim, turn.question, "running"))
+        return launched
+
+    async def _take_over(self, claim: Claim, strategy: Strategy) -> bool:
+        """Stop the running turn and take its place; rollback deletes the stopped turn's row."""
+        for _ in range(_TAKE_OVER_ATTEMPTS):
+            stopped = await self._tasks.request_stop(
+                claim.user_id, claim.conversation_id, self._stop_wait
+            )
+            if not await self._tasks.claim(claim, self._ttl):
+                continue
+            if strategy == "rollback" and stopped and self._store is not None:
+                try:
+                    await self._store.delete_last_turn(
+                        claim.user_id, claim.conversation_id, ("stopped",)
+                    )
+                except StoreError as exc:
+                    with contextlib.suppress(TaskBackendUnavailable):
+                        await self._tasks.release(claim)
+                    raise DependencyDown("the database is unavailable") from exc
+            return True
+        return False
+
+    async def _enqueue(
+        self, agent: BaseAgent, claim: Claim, turn: Turn, on_end: OnEnd | None
+    ) -> Run:
+        position = await self._tasks.join_queue(claim, self._ttl)
+        await self._show(_ticket(claim, turn.question, "queued"))
+        run = Run(claim)
+        run.log.append(QueuedEvent(claim.conversation_id, position))
+        waiter = asyncio.create_task(
+            self._wait_turn(agent, run, turn, on_end), name=f"queued-{claim.task_id}"
+        )
+        run.task = waiter
+        self._waiting.add(waiter)
+        waiter.add_done_callback(self._waiting.discard)
+        return run
+
+    async def _wait_turn(
+        self, agent: BaseAgent, run: Run, turn: Turn, on_end: OnEnd | None
+    ) -> None:
+        """Wait at the queue until this turn heads it and the conversation is free, then launch."""
+        claim, began = run.claim, time.monotonic()
+        error: ErrorEvent | None = None
+        try:
+            while (state := await self._tasks.claim_queued(claim, self._ttl)) == "waiting":
+                await self._tasks.wait_released(
+                    claim.user_id, claim.conversation_id, min(_QUEUE_RECHECK_SECONDS, self._ttl / 3)
+                )
+                await self._tasks.keep_queued(claim, self._ttl)
+            if state == "claimed":
+                await self._started(agent, run, turn, on_end)
+                return
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+        except (TaskError, DependencyDown) as exc:
+            log.warning("queued turn %s could not start: %s", claim.task_id, exc)
+            error = ErrorEvent(
+                "UNAVAILABLE", "The service could not start this queued message.", str(exc)
+            )
+        except Exception:
+            log.exception("queued turn %s failed", claim.task_id)
+            error = ErrorEvent("INTERNAL_ERROR", "The queued message could not start.")
+        await self._unqueued(run, turn, began, error, on_end)
+
+    async def _started(self, agent: BaseAgent, run: Run, turn: Turn, on_end: OnEnd | None) -> None:
+        """Launch the queued turn that holds its claim now, whatever cancels this waiter.
+
+        Storing the question and launching are one step: a stop landing in the
+        middle would leave a `running` row with no run. So the step finishes,
+        and the stop is passed on to the run it launched.
+        """
+        launching = asyncio.ensure_future(self._launch(agent, run.claim, turn, on_end, run))
+        try:
+            await asyncio.shield(launching)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            await launching
+            reason = run.stop_reason or "stopped"
+            run.stop_reason = None  # the stop cancelled this waiter, not the run yet
+            run.stop(reason)
+
+    async def _unqueued(
+        self,
+        run: Run,
+        turn: Turn,
+        began: float,
+        error: ErrorEvent | None,
+        on_end: OnEnd | None,
+    ) -> None:
+        """A queued turn that never started: out of the queue and the list, its stream ended."""
+        with contextlib.suppress(TaskError):
+            await self._tasks.leave_queue(run.claim)
+        await self._hide(_ticket(run.claim, turn.question, "queued"))
+        if error is not None:
+            run.log.append(error)
+        run.complete = CompleteEvent(
+            status="failed" if error else "stopped",
+            first_response_time=None,
+            total_response_time=int((time.monotonic() - began) * 1000),
+        )
+        run.settled = True
+        run.log.end(run.complete)
+        run.log.close()
+        run.ended.set()
+        if on_end is not None:
+            await on_end()
+
+    async def _show(self, ticket: Ticket) -> None:
+        """The list of runs is a convenience: a failure to write it never fails the turn."""
+        try:
+            await self._tasks.post(ticket)
+        except TaskError as exc:
+            log.warning("could not list run %s: %s", ticket.task_id, exc)
+
+    async def _hide(self, ticket: Ticket) -> None:
+        try:
+            await self._tasks.unpost(ticket)
+        except TaskError as exc:
+            log.warning("could not unlist run %s (dropped when next read): %s", ticket.task_id, exc)
+
+
+def _ticket(claim: Claim, question: str, status: Literal["running", "queued"]) -> Ticket:
+    return Ticket(
+        user_id=claim.user_id,
+        conversation_id=claim.conversation_id,
+        task_id=claim.task_id,
+        agent_type=claim.agent_type,
+        question=question,
+        started_at=datetime.now(UTC),
+        status=status,
+    )

@@ -12,14 +12,19 @@ from app.agents.base import AgentCore, Turn
 from app.agents.react import ReActAgent
 from app.config import Settings
 from app.tools.base import Tool
+from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
 from app.tools.web_search import configured_search
 
-SYSTEM_PROMPT = """You are a research assistant that answers with current, sourced facts.
+SYSTEM_PROMPT = (
+    """You are a research assistant that answers with current, sourced facts.
 Today is {today}.
 - Search the web when the question needs facts you are not sure of or recent information;
   search several aspects in parallel when that helps.
 - Cite sources inline as [n] using the numbers in the search results.
-- Answer in the language of the question, in Markdown, concisely."""
+- Answer in the language of the question, in Markdown, concisely.
+"""
+    + UNTRUSTED_CONTENT_RULE
+)
 
 NO_SEARCH_PROMPT = """You are a helpful assistant. Today is {today}.
 Web search is not available, so answer from your own knowledge and say when you are unsure.
@@ -50,4 +55,4 @@ class WebSearchAgent(ReActAgent):
 
 def build(core: AgentCore, settings: Settings) -> WebSearchAgent:
     """With a Tavily key, the agent searches; without one, it answers from the model alone."""
-    return WebSearchAgent(core, configured_search(core.http, settings))
+    return WebSearchAgent(core, configured_search(core.http, settings, core.mcp))

@@ -15,7 +15,7 @@ from fastapi import APIRouter, Body, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.agents.registry import AGENTS, AgentEntry
-from app.agents.turns import ConversationBusy, DependencyDown, UnknownAgent
+from app.agents.turns import ConversationBusy, DependencyDown, Strategy, UnknownAgent
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
@@ -23,7 +23,9 @@ from app.api.files import find_file
 from app.api.sse import EventStreamResponse
 from app.core.wire import WireModel
 from app.tasks.base import EventsGone, TaskBackendUnavailable
+from app.tasks.log import EventLogReader
 from app.tasks.runs import OnEnd, Run
+from app.tasks.webhooks import WebhookRefused
 
 router = APIRouter(prefix="/agent", tags=["agent"])
 
@@ -51,6 +53,18 @@ class StreamParams(BaseModel):
         default=None,
         alias="onDisconnect",
         description="What happens to the run when the client goes away (default: settings).",
+    )
+    multitask_strategy: Strategy | None = Field(
+        default=None,
+        alias="multitaskStrategy",
+        description="When the conversation is busy: `reject` (409, the default), `enqueue`"
+        " (run after it; the stream opens with `queued`), `interrupt` (stop it, keep its"
+        " partial answer), `rollback` (stop it and delete it).",
+    )
+    webhook: str | None = Field(
+        default=None,
+        max_length=2048,
+        description="A URL called (signed POST) once the turn ends; default: WEBHOOK_URL.",
     )
 
 
@@ -99,31 +113,47 @@ def _valid_conversation_id(value: str) -> str:
     return value
 
 
-async def _stream(
+async def open_run(
     entry: AgentEntry, params: StreamParams, user: str, services: ServicesDep
-) -> EventStreamResponse:
-    settings, kind = services.settings, entry.kind
+) -> tuple[Run, bool]:
+    """Check a stream request and start its turn: the one path every wire format takes.
+
+    Answers the request's 4xx/5xx (as `ApiError`) before anything is written or any
+    model is called. Returns the run and whether a client going away stops it.
+    """
+    limits, kind = services.http, entry.kind
     question = (params.query or "").strip()
     if not question:
         raise ApiError(400, "query is required and must not be empty")
-    if len(params.query or "") > settings.query_max_chars:
-        raise ApiError(413, f"query is longer than {settings.query_max_chars} characters")
+    if len(params.query or "") > limits.query_max_chars:
+        raise ApiError(413, f"query is longer than {limits.query_max_chars} characters")
     conversation_id = _conversation_id(params.conversation_id)
     await _check_file(entry, params.file_id, user, services)
     if kind not in services.turns.kinds():
         raise ApiError(501, f"The {kind} agent is not available in this version")
+    try:
+        webhook = await services.webhooks.target(params.webhook)
+    except WebhookRefused as exc:
+        raise ApiError(400, f"webhook refused: {exc}") from exc
     slot = await services.limits.open_stream(user, uuid.uuid4().hex)
     try:
-        await services.limits.take(user, "stream")
         run = await _start(services, entry, user, conversation_id, question, params, slot.release)
     except BaseException:
         await slot.release()
         raise
-    policy = params.on_disconnect or settings.on_disconnect
+    if webhook is not None:
+        services.webhooks.notify(run, webhook)
+    return run, (params.on_disconnect or limits.on_disconnect) == "cancel"
+
+
+async def _stream(
+    entry: AgentEntry, params: StreamParams, user: str, services: ServicesDep
+) -> EventStreamResponse:
+    run, cancel_when_gone = await open_run(entry, params, user, services)
     return EventStreamResponse(
         run.log,
-        ping_seconds=settings.sse_ping_seconds,
-        on_disconnect=(lambda: run.stop("client_gone")) if policy == "cancel" else None,
+        ping_seconds=services.http.sse_ping_seconds,
+        on_disconnect=(lambda: run.stop("client_gone")) if cancel_when_gone else None,
     )
 
 
@@ -140,7 +170,13 @@ async def _start(
     kind = entry.kind
     try:
         return await services.turns.start(
-            kind, user, conversation_id, question, params.file_id, on_end=on_end
+            kind,
+            user,
+            conversation_id,
+            question,
+            params.file_id,
+            on_end=on_end,
+            strategy=params.multitask_strategy or "reject",
         )
     except UnknownAgent as exc:
         raise ApiError(501, f"The {kind} agent is not available in this version") from exc
@@ -164,9 +200,9 @@ def _add_stream_routes(entry: AgentEntry) -> None:
     kind, path = entry.kind, f"/{entry.kind}/stream"
     responses: dict[int | str, dict[str, object]] = {
         200: {"content": {"text/event-stream": {}}, "description": "The event stream"},
-        400: {"description": "Bad input"},
         404: {"description": "Unknown fileId"},
-        409: {"description": "A task is already running for this conversation"},
+        400: {"description": "Bad input, or a `webhook` URL that may not be called"},
+        409: {"description": "A task is already running (`multitaskStrategy: reject`)"},
         429: {
             "description": "Over a per-user limit (streams at once, or a minute); see Retry-After"
         },
@@ -230,7 +266,9 @@ async def _stop(conversation_id: str | None, user: str, services: ServicesDep) -
     if not conversation_id:
         raise ApiError(400, "conversationId is required, in the query string or the JSON body")
     _valid_conversation_id(conversation_id)
-    if await services.tasks.request_stop(user, conversation_id, STOP_WAIT_SECONDS):
+    # The queue first: stopping the running turn would otherwise start the next queued one.
+    queued = await services.tasks.clear_queue(user, conversation_id)
+    if await services.tasks.request_stop(user, conversation_id, STOP_WAIT_SECONDS) or queued:
         return StopResult(success=True, message="The task was stopped")
     return StopResult(success=False, message="No task is running for this conversation")
 
@@ -284,17 +322,28 @@ async def resume_stream(
     memory when it runs here, else from the shared log (Redis). A run ends
     with `complete`; one whose instance died ends with `complete{status: interrupted}`.
     """
-    _valid_conversation_id(conversation_id)
     raw = last_event_id_header or last_event_id or "0"
     if not EVENT_ID.fullmatch(raw):
         raise ApiError(400, "Last-Event-ID must be a non-negative integer")
     after = int(raw)
+    reader = await run_reader(services, user, conversation_id, after)
+    if reader is None:
+        raise ApiError(404, "No running or recent task for this conversation")
+    return EventStreamResponse(reader, after=after, ping_seconds=services.http.sse_ping_seconds)
+
+
+async def run_reader(
+    services: ServicesDep, user: str, conversation_id: str, after: int
+) -> EventLogReader | None:
+    """The log of the conversation's running or recent run, on any instance; None if none.
+
+    The one path every wire format's resume takes; answers 400 (a bad id), 503 and 410
+    as `ApiError`.
+    """
+    _valid_conversation_id(conversation_id)
     try:
-        reader = await services.runs.reader(user, conversation_id, after)
+        return await services.runs.reader(user, conversation_id, after)
     except TaskBackendUnavailable as exc:
         raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
     except EventsGone as exc:
         raise ApiError(410, f"Cannot resume: {exc}; read the conversation's history") from exc
-    if reader is None:
-        raise ApiError(404, "No running or recent task for this conversation")
-    return EventStreamResponse(reader, after=after, ping_seconds=services.settings.sse_ping_seconds)

@@ -2,24 +2,41 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Annotated
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
 from fastapi import Depends, Request
+from pydantic import SecretStr
 
 from app.agents.turns import TurnService
-from app.config import Settings
 from app.documents.library import DocumentLibrary
+from app.interop.mcp import McpHub
 from app.limits import UserLimits
 from app.llm.base import ChatModel
 from app.store.base import SessionStore
 from app.tasks.base import TaskManager
 from app.tasks.runs import RunRegistry
+from app.tasks.webhooks import Webhooks
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    """What the routes hold a request to; main.py fills it, so routes never read `Settings`."""
+
+    query_max_chars: int
+    sse_ping_seconds: float
+    """Seconds between `: ping` comments on an idle stream."""
+    on_disconnect: Literal["continue", "cancel"]
+    """What a run does when its client goes away, unless the request says."""
+    public_url: str = ""
+    """Our base URL as clients reach it (the A2A card); empty: the URL a request came to."""
+    metrics_key: SecretStr = field(default_factory=lambda: SecretStr(""))
+    """The key /metrics asks for; empty: open, or off when API keys are set."""
 
 
 @dataclass(slots=True)
 class Services:
-    settings: Settings
+    http: HttpLimits
     store: SessionStore
     tasks: TaskManager
     runs: RunRegistry
@@ -29,6 +46,9 @@ class Services:
     files: DocumentLibrary
     model: ChatModel
     limits: UserLimits
+    webhooks: Webhooks
+    mcp: McpHub | None = None
+    """The MCP servers' connections, for their state in `/ready`."""
 
 
 async def get_services(request: Request) -> Services:

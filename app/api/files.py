@@ -11,18 +11,18 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, File, Path, UploadFile
+from fastapi import APIRouter, Path, Request
 from fastapi.responses import StreamingResponse
 from pydantic import AliasChoices, Field
+from starlette.datastructures import UploadFile
 
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
-from app.config import Settings
 from app.core.wire import WireModel, WireTime
 from app.documents.library import EmptyFile, FileError, FileTooLarge, UnsupportedFile
-from app.store.base import StoredFile
 from app.store.blobs import BlobNotFound
+from app.store.models import PUBLIC_CONFIG, FileBase, FileUpload, StoredFile
 
 router = APIRouter(prefix="/file", tags=["files"])
 
@@ -38,30 +38,29 @@ ACTIVE_TYPES = frozenset(
 )
 """Types a browser renders or runs as part of a page."""
 
+MAX_UPLOAD_FIELDS = 10
+"""Plain form fields an upload may carry beside its file (none are read)."""
+
 _STATUS: dict[type[FileError], int] = {UnsupportedFile: 415, FileTooLarge: 413, EmptyFile: 400}
 
 
-def body_limit(settings: Settings) -> int:
+def body_limit(upload_max_bytes: int) -> int:
     """The largest upload request body (see api/body_limit.py): the file and its multipart frame."""
-    return settings.upload_max_bytes + MULTIPART_OVERHEAD_BYTES
+    return upload_max_bytes + MULTIPART_OVERHEAD_BYTES
 
 
-class UploadedFile(WireModel):
+class UploadedFile(FileUpload):
     """A stored file as the upload answers it; the rest of the record is in `FileInfo`."""
 
+    model_config = PUBLIC_CONFIG
     file_id: str = Field(validation_alias=AliasChoices("id", "file_id"))
-    file_name: str
-    size: int
-    mime_type: str
 
 
-class FileInfo(UploadedFile):
-    status: str
-    """`processing`, `ready` or `failed`."""
-    error: str | None
-    """Why a `failed` file has no text."""
-    source: str
-    """`upload` (sent by the user) or `generated` (made by an agent)."""
+class FileInfo(FileBase):
+    """A file's metadata: every column of the file's base (store/models.py), and its id."""
+
+    model_config = PUBLIC_CONFIG
+    file_id: str = Field(validation_alias=AliasChoices("id", "file_id"))
     create_time: WireTime
 
 
@@ -78,9 +77,31 @@ async def find_file(services: ServicesDep, user: str, file_id: str) -> StoredFil
     return file
 
 
+UPLOAD_BODY = {
+    "required": True,
+    "content": {
+        "multipart/form-data": {
+            "schema": {
+                "type": "object",
+                "required": ["file"],
+                "properties": {
+                    "file": {
+                        "type": "string",
+                        "format": "binary",
+                        "description": "pdf, docx, xlsx, txt, md, csv, tsv, png, jpg",
+                    }
+                },
+            }
+        }
+    },
+}
+"""The upload's body as OpenAPI tells it: the route reads the form itself (see `upload_file`)."""
+
+
 @router.post(
     "/upload",
     summary="Upload a document",
+    openapi_extra={"requestBody": UPLOAD_BODY},
     responses={
         400: {"description": "No file, or an empty one"},
         413: {"description": "Larger than UPLOAD_MAX_BYTES"},
@@ -89,21 +110,26 @@ async def find_file(services: ServicesDep, user: str, file_id: str) -> StoredFil
     },
 )
 async def upload_file(
-    file: Annotated[UploadFile, File(description="pdf, docx, xlsx, txt, md, csv, tsv, png, jpg")],
-    user: UserDep,
-    services: ServicesDep,
+    request: Request, user: UserDep, services: ServicesDep
 ) -> Envelope[UploadedFile]:
     """Store the file and extract its text before answering.
 
     A pdf without a text layer, an image, or a damaged file is still stored,
     with status `failed` and the reason in `/file/info`. Over the user's
-    uploads a minute: 429 with `Retry-After`.
+    uploads a minute: 429 with `Retry-After`, before the body is read.
     """
+    # The form is read here, not declared as a parameter: FastAPI reads a declared
+    # body before any dependency runs, so a caller with no key or no uploads left
+    # would have sent (and we stored in a spool file) megabytes before hearing no.
     await services.limits.take(user, "upload")
-    try:
-        stored = await services.files.upload(user, file.filename or "", file.file)
-    except FileError as exc:
-        raise ApiError(_STATUS[type(exc)], str(exc)) from exc
+    async with request.form(max_files=1, max_fields=MAX_UPLOAD_FIELDS) as form:
+        file = form.get("file")
+        if not isinstance(file, UploadFile) or not file.filename:
+            raise ApiError(422, "Invalid request: file: an uploaded file is required")
+        try:
+            stored = await services.files.upload(user, file.filename, file.file)
+        except FileError as exc:
+            raise ApiError(_STATUS[type(exc)], str(exc)) from exc
     return ok(UploadedFile.model_validate(stored))
 
 

@@ -29,6 +29,8 @@ async def ready(
 ) -> JSONResponse:
     """200 when every dependency answers, else 503 naming the ones that did not.
 
+    Each MCP server's state is listed under `mcp` (`up`, `down` with its last
+    error, or `starting`); a server that is down does not make the answer 503.
     With `deep=1` the model is called too; a failure names its code in `errors`,
     and its details (URL, status, the provider's message) go to the service's log,
     not to this unauthenticated answer.
@@ -58,4 +60,7 @@ async def ready(
     body: dict[str, object] = {"status": "ready" if healthy else "unavailable", "checks": checks}
     if errors:
         body["errors"] = errors
+    if services.mcp is not None and services.mcp.connections:
+        # Reported, never a reason for 503: the agents work on without a server's tools.
+        body["mcp"] = services.mcp.report()
     return JSONResponse(body, status_code=200 if healthy else 503)

@@ -11,6 +11,7 @@ key, 413/414/431 for sizes, 422 for bad parameters, 429 over a limit).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI
@@ -33,11 +34,16 @@ _FASTAPI_SCHEMAS = ("HTTPValidationError", "ValidationError")
 
 def document_errors(app: FastAPI) -> None:
     """Make `app.openapi()` describe errors as they are sent; call once routes are added."""
+    amend_openapi(app, _with_envelope)
+
+
+def amend_openapi(app: FastAPI, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Pass the document `app.openapi()` builds through `change`, once, when first asked."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = _with_envelope(build())
+            app.openapi_schema = change(build())
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -11,7 +11,7 @@ from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.store.base import PlanRound, ToolCall, TurnFile
+from app.store.models import PUBLIC_CONFIG, TurnBase
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 
@@ -37,26 +37,14 @@ class ConversationPage(WireModel):
     page_size: int
 
 
-class MessageRecord(WireModel):
-    """One turn as the history shows it: the stored turn less its owner and keys."""
+class MessageRecord(TurnBase):
+    """One turn as the history shows it: every column of the turn's base (store/models.py).
 
+    The table adds only its keys and owner; a column added to the base reaches here as it is.
+    """
+
+    model_config = PUBLIC_CONFIG
     id: int
-    question: str
-    answer: str | None
-    thinking: str | None
-    tools: list[ToolCall]
-    reference: list[dict[str, str]]
-    recommend: list[str]
-    files: list[TurnFile]
-    plan: list[PlanRound]
-    """A deep research turn's rounds, tasks and critiques; empty for other agents."""
-    fileid: str | None
-    status: str
-    error: str | None
-    first_response_time: int | None
-    total_response_time: int | None
-    prompt_tokens: int
-    completion_tokens: int
     create_time: WireTime
 
 

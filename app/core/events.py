@@ -23,16 +23,21 @@ class StartEvent:
     session_id: int
     agent_type: str
     task_id: str
+    trace_id: str | None = None
+    """The run's trace, only when tracing is on, so a user's report can be found in it."""
     type: Literal["start"] = "start"
 
     def wire(self) -> dict[str, Any]:
-        return {
+        frame: dict[str, Any] = {
             "type": self.type,
             "conversationId": self.conversation_id,
             "sessionId": self.session_id,
             "agentType": self.agent_type,
             "taskId": self.task_id,
         }
+        if self.trace_id is not None:
+            frame["traceId"] = self.trace_id
+        return frame
 
 
 @dataclass(slots=True)
@@ -207,6 +212,23 @@ class DeckEvent:
 
 
 @dataclass(slots=True)
+class QueuedEvent:
+    """The conversation is busy and this request waits its turn (`multitaskStrategy: enqueue`)."""
+
+    conversation_id: str
+    position: int
+    """Its place in the conversation's queue when it joined: 1 runs next."""
+    type: Literal["queued"] = "queued"
+
+    def wire(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "conversationId": self.conversation_id,
+            "position": self.position,
+        }
+
+
+@dataclass(slots=True)
 class ErrorEvent:
     """A failure shown to the user.
 
@@ -340,6 +362,7 @@ Event = (
     | PlanEvent
     | StepEvent
     | CritiqueEvent
+    | QueuedEvent
 )
 
 

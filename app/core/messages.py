@@ -30,6 +30,15 @@ class ThinkingBlock:
 
 
 @dataclass(slots=True)
+class RedactedThinkingBlock:
+    """Reasoning the provider encrypted (Anthropic's `redacted_thinking`): never shown,
+    but sent back verbatim with the response it belongs to, which the provider checks."""
+
+    data: str
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+
+
+@dataclass(slots=True)
 class ToolUseBlock:
     """A complete tool call: adapters emit it only once its arguments are assembled."""
 
@@ -52,7 +61,7 @@ class ToolResultBlock:
     type: Literal["tool_result"] = "tool_result"
 
 
-ContentBlock = TextBlock | ThinkingBlock | ToolUseBlock | ToolResultBlock
+ContentBlock = TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock
 
 
 @dataclass(slots=True)

@@ -19,6 +19,11 @@ redirects included.
     ├── BlockedDestination  the host resolves only to refused addresses
     └── FetchFailed         not http(s), unreachable, too slow, or an HTTP error
 
+It lives in `core`, beside the vocabulary every layer shares, because every
+layer has such URLs (a tool's page fetch, an agent's pictures, interop's
+MCP and A2A servers, a webhook) and it imports nothing of ours: callers
+pass `OutboundPolicy.parse(settings.outbound_allowlist)`.
+
 Left out: what to do with the bytes (that is the agent's tool), robots.txt,
 and caching.
 """
@@ -34,8 +39,6 @@ from urllib.parse import urlsplit
 
 import httpcore2
 import httpx2 as httpx
-
-from app.config import Settings
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -75,10 +78,6 @@ class OutboundPolicy:
             except ValueError:
                 hosts.add(item.lower().rstrip("."))
         return cls(frozenset(hosts), tuple(networks))
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> OutboundPolicy:
-        return cls.parse(settings.outbound_allowlist)
 
     def allows_host(self, host: str) -> bool:
         return host.lower().rstrip(".") in self.hosts

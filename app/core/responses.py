@@ -11,7 +11,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.core.messages import ContentBlock, TextBlock, ThinkingBlock, ToolUseBlock
+from app.core.messages import (
+    ContentBlock,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolUseBlock,
+)
 
 FinishReason = Literal["stop", "tool_calls", "length", "content_filter", "error"]
 
@@ -67,7 +73,7 @@ def accumulate(chunks: list[ChatResponse]) -> ChatResponse:
                 out.content.append(TextBlock(block.text))
             elif isinstance(block, ThinkingBlock):
                 out.content.append(ThinkingBlock(block.thinking, block.signature))
-            elif isinstance(block, ToolUseBlock):
+            elif isinstance(block, ToolUseBlock | RedactedThinkingBlock):
                 out.content.append(block)
         if chunk.usage is not None:
             out.usage = chunk.usage

@@ -14,11 +14,12 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, PlainSerializer
 from pydantic.alias_generators import to_camel
 
+WIRE_CONFIG = ConfigDict(alias_generator=to_camel, populate_by_name=True, from_attributes=True)
+"""The wire's naming, also for a public model derived from a table's family (store/models.py)."""
+
 
 class WireModel(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, from_attributes=True, frozen=True
-    )
+    model_config = ConfigDict(**WIRE_CONFIG, frozen=True)
 
     def wire(self) -> dict[str, object]:
         return self.model_dump(by_alias=True)

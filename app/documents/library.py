@@ -36,7 +36,7 @@ import re
 import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import BinaryIO
@@ -54,8 +54,9 @@ from app.documents.extract import (
 from app.documents.isolated import ParseLimits, extract_isolated
 from app.documents.retrieval import Bm25Index, Embedder, chunk, normalize, rank
 from app.llm.embeddings import EmbeddingError
-from app.store.base import FileChunk, FileOutcome, FileStore, StoredFile, StoreError
+from app.store.base import FileChunk, FileOutcome, FileStore, StoreError
 from app.store.blobs import BlobStore, BlobTooLarge
+from app.store.models import StoredFile
 
 log = logging.getLogger(__name__)
 
@@ -164,12 +165,9 @@ class DocumentLibrary:
                 await self._store.delete_file(user_id, file_id)
             await self._discard(key)
             raise
-        return replace(
-            record,
-            status=outcome.status,
-            error=outcome.error,
-            embedding_model=outcome.embedding_model,
-        )
+        record.status, record.error = outcome.status, outcome.error
+        record.embedding_model = outcome.embedding_model
+        return record
 
     async def add_generated(
         self, user_id: str, conversation_id: str, name: str, data: bytes, mime_type: str
@@ -182,12 +180,8 @@ class DocumentLibrary:
         file_id = uuid.uuid4().hex
         key = f"generated/{file_id}"
         size = await self._blobs.put(key, io.BytesIO(data), len(data))
-        record = replace(
-            _new_file(file_id, user_id, clean_file_name(name), mime_type, size, key),
-            status="ready",
-            source="generated",
-            session_id=conversation_id,
-        )
+        record = _new_file(file_id, user_id, clean_file_name(name), mime_type, size, key)
+        record.status, record.source, record.session_id = "ready", "generated", conversation_id
         try:
             await self._store.add_file(record)
         except BaseException:

@@ -80,7 +80,10 @@ class StreamSlot(Protocol):
 
 class UserLimits(Protocol):
     async def open_stream(self, user: str, run_id: str) -> StreamSlot:
-        """Take one of the user's stream slots; raises `LimitExceeded` when none is free."""
+        """Take one of the user's stream slots and a new-stream token, both or neither.
+
+        Raises `LimitExceeded` when no slot is free (checked first) or the bucket is empty.
+        """
         ...
 
     async def take(self, user: str, action: Action) -> None:

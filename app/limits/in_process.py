@@ -38,6 +38,7 @@ class InProcessUserLimits:
         held = self._streams.setdefault(user, set())
         if self._rates.max_streams and len(held) >= self._rates.max_streams:
             raise too_many_streams(self._rates)
+        await self.take(user, "stream")
         held.add(run_id)
         return _Slot(self._streams, user, run_id)
 

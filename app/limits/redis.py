@@ -21,35 +21,49 @@ from app.tasks.redis_client import connect, redacted, translate_errors
 SLOT_SECONDS = 6 * 3600
 """Longest a slot is held without release: far past any turn, short of a lockout."""
 
-_OPEN_STREAM_LUA = """
-local now = tonumber(redis.call('TIME')[1])
+_TAKE = """
+local clock = redis.call('TIME')
+local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
+local function take(key, per_minute)
+  if per_minute <= 0 then
+    return 0
+  end
+  local state = redis.call('HMGET', key, 'tokens', 'at')
+  local tokens = tonumber(state[1]) or per_minute
+  local at = tonumber(state[2]) or now
+  tokens = math.min(per_minute, tokens + math.max(0, now - at) * per_minute / 60)
+  local wait = 0
+  if tokens >= 1 then
+    tokens = tokens - 1
+  else
+    wait = (1 - tokens) * 60 / per_minute
+  end
+  redis.call('HSET', key, 'tokens', tostring(tokens), 'at', tostring(now))
+  redis.call('EXPIRE', key, 120)
+  return wait
+end
+"""
+"""A token bucket at the server's clock; `take` answers the seconds to wait, 0 when taken."""
+
+_TAKE_LUA = _TAKE + "return tostring(take(KEYS[1], tonumber(ARGV[1])))"
+
+_OPEN_STREAM_LUA = (
+    _TAKE
+    + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if tonumber(ARGV[1]) > 0 and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
-  return 0
+  return 'full'
+end
+local wait = take(KEYS[2], tonumber(ARGV[4]))
+if wait > 0 then
+  return tostring(wait)
 end
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[2])
 redis.call('EXPIRE', KEYS[1], tonumber(ARGV[3]))
-return 1
+return '0'
 """
-
-_TAKE_LUA = """
-local clock = redis.call('TIME')
-local now = tonumber(clock[1]) + tonumber(clock[2]) / 1000000
-local per_minute = tonumber(ARGV[1])
-local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens = tonumber(state[1]) or per_minute
-local at = tonumber(state[2]) or now
-tokens = math.min(per_minute, tokens + math.max(0, now - at) * per_minute / 60)
-local wait = 0
-if tokens >= 1 then
-  tokens = tokens - 1
-else
-  wait = (1 - tokens) * 60 / per_minute
-end
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
-redis.call('EXPIRE', KEYS[1], 120)
-return tostring(wait)
-"""
+)
+"""A slot and a new-stream token in one round trip: both are taken, or neither."""
 
 
 @dataclass(slots=True)
@@ -75,12 +89,17 @@ class RedisUserLimits:
 
     async def open_stream(self, user: str, run_id: str) -> StreamSlot:
         key = f"{self._prefix}streams:{user}"
+        per_minute = self._rates.bucket("stream")
         with translate_errors(self._where):
-            opened = await self._open_stream(
-                keys=[key], args=[self._rates.max_streams, run_id, SLOT_SECONDS]
+            answer = await self._open_stream(
+                keys=[key, f"{self._prefix}stream:{user}"],
+                args=[self._rates.max_streams, run_id, SLOT_SECONDS, per_minute],
             )
-        if not opened:
+        if answer == "full":
             raise too_many_streams(self._rates)
+        wait = float(answer)
+        if wait > 0:
+            raise too_fast("stream", per_minute, wait)
         return _Slot(self._redis, self._where, key, run_id)
 
     async def take(self, user: str, action: Action) -> None:

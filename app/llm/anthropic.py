@@ -7,7 +7,10 @@ then `message_delta` (stop reason, output tokens) and `message_stop`, with
 `ping`s anywhere. Text and thinking deltas stream as they come; a thinking
 block's `signature_delta` comes out as a thinking block with no text and the
 signature (`accumulate` joins it to its block, so the loop can send it back);
-`input_json_delta` fragments are assembled into whole tool calls.
+`input_json_delta` fragments are assembled into whole tool calls. A
+`redacted_thinking` block (reasoning Anthropic's safety systems encrypted)
+arrives whole in its `content_block_start` and is kept as it came, so the
+loop sends it back with its tool calls; nothing of it is shown.
 
 An `error` event (`overloaded_error` at busy times) is classed by the HTTP
 status Anthropic documents for its type, so an overload before the first
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.core.messages import ContentBlock, TextBlock, ThinkingBlock
+from app.core.messages import ContentBlock, RedactedThinkingBlock, TextBlock, ThinkingBlock
 from app.core.responses import FinishReason, Usage
 from app.llm.anthropic_format import AnthropicChatFormatter
 from app.llm.streaming import StreamingChatModel, StreamParser, message_of, upstream_error
@@ -104,6 +107,8 @@ class AnthropicStreamParser(StreamParser):
             return [TextBlock(block["text"])]
         elif kind == "thinking" and block.get("thinking"):
             return [ThinkingBlock(block["thinking"])]
+        elif kind == "redacted_thinking":
+            return [RedactedThinkingBlock(block["data"])]
         return []
 
     def _delta(self, index: int, delta: dict[str, Any]) -> list[ContentBlock]:

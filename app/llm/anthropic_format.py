@@ -4,14 +4,16 @@ System messages become the `system` field; tool results become `tool_result`
 blocks of a user turn; consecutive turns of one role are joined. Thinking
 blocks go back only when Anthropic signed them (it rejects unsigned ones, such
 as reasoning another provider produced), and must go back with the tool calls
-they led to, which the ReAct loop does by replaying the whole response.
+they led to, which the ReAct loop does by replaying the whole response;
+`redacted_thinking` blocks go back the same way, their data untouched.
+Thinking of earlier turns is not sent: Anthropic ignores it there.
 
 `max_tokens` is required by the API: 4096 unless the call says. With a
 thinking budget, `max_tokens` counts thinking and answer together, so the
 budget is added to it; and since the API refuses sampling options and forced
 tool use while thinking, those are left out then (a forced choice becomes `auto`).
 
-Left out: images and documents, prompt caching, redacted thinking blocks.
+Left out: images and documents, prompt caching.
 """
 
 from __future__ import annotations
@@ -19,7 +21,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
+from app.core.messages import (
+    Msg,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from app.core.tools import GenerateOptions, ToolChoice, ToolSchema
 from app.llm.alternating import system_prompt, turns
 
@@ -79,6 +88,9 @@ class AnthropicChatFormatter:
                             "signature": block.signature,
                         }
                     )
+            elif isinstance(block, RedactedThinkingBlock):
+                if msg.role == "assistant":
+                    out.append({"type": "redacted_thinking", "data": block.data})
             elif isinstance(block, ToolUseBlock):
                 out.append(
                     {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}

@@ -90,39 +90,43 @@ class ModelConfig:
         return bool(self.base_url)
 
 
+class ModelCallWatch(Protocol):
+    """One model call (one attempt) as an observer follows it."""
+
+    def first_chunk(self) -> None:
+        """The first chunk of the answer arrived (time to first token)."""
+        ...
+
+    def end(self, elapsed: float, usage: Usage | None, error: BaseException | None) -> None: ...
+
+
 class ModelObserver(Protocol):
-    """Tracing hook: told when a model call starts and how it ended."""
+    """Tracing hook: told when a model call starts; follows it to its end."""
 
-    def on_start(self, provider: str, model: str, attempt: int) -> None: ...
-
-    def on_end(
-        self,
-        provider: str,
-        model: str,
-        elapsed: float,
-        usage: Usage | None,
-        error: BaseException | None,
-    ) -> None: ...
+    def on_start(self, provider: str, model: str, attempt: int) -> ModelCallWatch: ...
 
 
 class LoggingObserver:
-    """The default span hook: one debug line per call, never the prompt or the key."""
+    """The default hook: one debug line per call, never the prompt or the key."""
 
-    def on_start(self, provider: str, model: str, attempt: int) -> None:
+    def on_start(self, provider: str, model: str, attempt: int) -> ModelCallWatch:
         log.debug("model call start provider=%s model=%s attempt=%d", provider, model, attempt)
+        return _LoggedCall(provider, model)
 
-    def on_end(
-        self,
-        provider: str,
-        model: str,
-        elapsed: float,
-        usage: Usage | None,
-        error: BaseException | None,
-    ) -> None:
+
+@dataclass(frozen=True, slots=True)
+class _LoggedCall:
+    provider: str
+    model: str
+
+    def first_chunk(self) -> None:
+        return None
+
+    def end(self, elapsed: float, usage: Usage | None, error: BaseException | None) -> None:
         log.debug(
             "model call end provider=%s model=%s elapsed=%.3fs usage=%s error=%s",
-            provider,
-            model,
+            self.provider,
+            self.model,
             elapsed,
             usage,
             type(error).__name__ if error else None,
@@ -174,7 +178,7 @@ class ChatModel(ABC):
         while True:
             attempt += 1
             started = time.perf_counter()
-            self.observer.on_start(self.config.provider, self.config.model, attempt)
+            watch = self.observer.on_start(self.config.provider, self.config.model, attempt)
             splitter = ThinkTagSplitter()
             usage: Usage | None = None
             produced: list[ContentBlock] = []
@@ -188,13 +192,15 @@ class ChatModel(ABC):
                         if chunk.finish_reason and usage is None and self.tokens is not None:
                             usage = self.tokens.estimate_usage(messages, tools, produced)
                             chunk.usage = usage
+                        if not delivered:
+                            watch.first_chunk()
                         delivered = True
                         yield chunk
                 tail = splitter.flush()
                 if tail:
                     yield ChatResponse(content=list(tail))
             except ModelError as exc:
-                self._ended(started, usage, exc)
+                watch.end(time.perf_counter() - started, usage, exc)
                 exc.url = exc.url or self.endpoint_url
                 if delivered:
                     self._count_cut(on_usage, messages, tools, produced)
@@ -209,13 +215,13 @@ class ChatModel(ABC):
             except BaseException as exc:
                 # Cancelled (a stop, a timeout) or closed while the call was out: the
                 # prompt was sent, so it counts even if no chunk came yet.
-                self._ended(started, usage, exc)
+                watch.end(time.perf_counter() - started, usage, exc)
                 if usage is None:
                     self._count_cut(on_usage, messages, tools, produced)
                 elif on_usage is not None:
                     on_usage(usage)
                 raise
-            self._ended(started, usage, None)
+            watch.end(time.perf_counter() - started, usage, None)
             if usage is not None and on_usage is not None:
                 on_usage(usage)
             return
@@ -265,10 +271,6 @@ class ChatModel(ABC):
         """Count a call cut short: the provider's figures come only at the end of an answer."""
         if on_usage is not None and self.tokens is not None:
             on_usage(self.tokens.estimate_usage(messages, tools, produced))
-
-    def _ended(self, started: float, usage: Usage | None, error: BaseException | None) -> None:
-        elapsed = time.perf_counter() - started
-        self.observer.on_end(self.config.provider, self.config.model, elapsed, usage, error)
 
     @abstractmethod
     def _stream(

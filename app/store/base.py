@@ -17,58 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import Protocol
 
-from pydantic import Field
-
-from app.core.wire import WireModel
-
-TurnStatus = Literal["running", "completed", "stopped", "failed", "paused", "interrupted"]
-
-
-class ToolCall(WireModel):
-    """One tool call of a turn; `result` is None while it runs (or if it never finished)."""
-
-    id: str
-    name: str
-    arguments: str = ""
-    result: str | None = None
-    is_error: bool = False
-
-
-class TurnFile(WireModel):
-    """A file the turn made (a deck, a report), as its `file` event and the history show it."""
-
-    file_id: str
-    name: str
-    url: str
-    size: int
-    mime_type: str
-
-
-class PlanTask(WireModel):
-    """One task of a research round, as it stood when the turn was stored."""
-
-    id: str
-    title: str
-    depends_on: list[str] = Field(default_factory=list)
-    status: str = "pending"
-    summary: str = ""
-    sources: list[dict[str, str]] = Field(default_factory=list)
-    """`{url, title}` of what the task read."""
-
-
-class PlanCritique(WireModel):
-    passed: bool
-    feedback: str = ""
-
-
-class PlanRound(WireModel):
-    """One round of a deep research turn: its plan, and the critique that closed it."""
-
-    round: int
-    tasks: list[PlanTask]
-    critique: PlanCritique | None = None
+from app.store.models import StoredFile, StoredTurn, TurnOutcome
+from app.store.records import FileStatus, ToolCall, TurnStatus
 
 
 class StoreError(Exception):
@@ -77,61 +29,6 @@ class StoreError(Exception):
 
 class StoreUnavailable(StoreError):
     pass
-
-
-@dataclass(slots=True)
-class NewTurn:
-    session_id: str
-    """The conversation id (the wire's `conversationId`)."""
-    user_id: str
-    agent_type: str
-    question: str
-    fileid: str | None = None
-
-
-@dataclass(slots=True)
-class TurnOutcome:
-    """Everything the end of a run writes, in one update."""
-
-    answer: str
-    thinking: str
-    status: TurnStatus
-    tools: list[ToolCall] = field(default_factory=list)
-    reference: list[dict[str, str]] = field(default_factory=list)
-    recommend: list[str] = field(default_factory=list)
-    files: list[TurnFile] = field(default_factory=list)
-    plan: list[PlanRound] = field(default_factory=list)
-    error: str | None = None
-    first_response_time: int | None = None
-    total_response_time: int | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-@dataclass(slots=True)
-class StoredTurn:
-    id: int
-    session_id: str
-    user_id: str
-    agent_type: str
-    question: str
-    answer: str | None
-    thinking: str | None
-    tools: list[ToolCall]
-    reference: list[dict[str, str]]
-    recommend: list[str]
-    files: list[TurnFile]
-    fileid: str | None
-    status: TurnStatus
-    error: str | None
-    first_response_time: int | None
-    total_response_time: int | None
-    prompt_tokens: int
-    completion_tokens: int
-    create_time: datetime
-    update_time: datetime
-    plan: list[PlanRound] = field(default_factory=list)
-    """A deep research turn's rounds; empty for other agents."""
 
 
 @dataclass(slots=True)
@@ -155,8 +52,13 @@ class DeletedConversation:
 
 
 class SessionStore(Protocol):
-    async def add_question(self, turn: NewTurn) -> int:
-        """Insert the turn with status `running`; return its row id."""
+    async def add_question(self, turn: StoredTurn) -> int:
+        """Insert the turn with status `running` (its id and times set here); return its row id."""
+        ...
+
+    async def begin_turn(self, turn: StoredTurn, memory_turns: int) -> tuple[int, list[StoredTurn]]:
+        """`add_question`, and the conversation's latest `memory_turns` turns before it (oldest
+        first), in one round trip where the database allows."""
         ...
 
     async def finish_turn(self, turn_id: int, outcome: TurnOutcome) -> None: ...
@@ -208,31 +110,24 @@ class SessionStore(Protocol):
         """
         ...
 
+    async def delete_last_turn(
+        self, user_id: str, session_id: str, statuses: tuple[TurnStatus, ...]
+    ) -> int | None:
+        """Delete the conversation's newest turn if its status is one of `statuses`.
+
+        For a turn rolled back by the next message (`multitaskStrategy: rollback`),
+        which holds the conversation's claim, so nothing newer can appear meanwhile.
+        Returns the deleted row's id, or None.
+        """
+        ...
+
+    async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
+        """The user's conversations whose newest turn waits for the user, newest first."""
+        ...
+
     async def ping(self) -> None:
         """Raise `StoreUnavailable` when the database cannot be reached."""
         ...
-
-
-FileStatus = Literal["processing", "ready", "failed"]
-FileSource = Literal["upload", "generated"]
-
-
-@dataclass(slots=True)
-class StoredFile:
-    id: str
-    user_id: str
-    file_name: str
-    mime_type: str
-    size: int
-    blob_key: str
-    status: FileStatus
-    error: str | None
-    embedding_model: str | None
-    create_time: datetime
-    update_time: datetime
-    source: FileSource = "upload"
-    session_id: str | None = None
-    """The conversation that made a generated file; it is deleted with it."""
 
 
 @dataclass(slots=True)

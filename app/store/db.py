@@ -6,8 +6,18 @@ readers never block the writer; PostgreSQL gets a sized pool, a liveness
 check on checkout and short connect timeouts so a dead server answers 503 in
 seconds, not minutes.
 
+The few statements every turn runs are `Prepared`: compiled once, and run
+by the driver itself: on PostgreSQL by asyncpg on a small pool of its own,
+as its cached prepared statements; on a SQLite file by one aiosqlite
+connection in autocommit, the one writer SQLite has anyway, fed by
+aiosqlite's queue (one thread hop a statement). SQLAlchemy's execution
+around one statement (the greenlet hop, pool checkout, cursor adapter,
+result wrapping; on SQLite a thread hop for each) cost more client CPU than
+the statement itself; the SQL, the parameters and the column types stay
+SQLAlchemy's.
+
 Driver and SQLAlchemy exceptions do not leave this module's context
-managers: connection trouble becomes `StoreUnavailable`, anything else a
+managers (nor `run`): connection trouble becomes `StoreUnavailable`, anything else a
 `StoreError`, with a message that never contains the URL's password.
 Schema changes are Alembic's (`migrations/`, beside `app/` in the repo);
 this module only applies them.
@@ -15,15 +25,20 @@ this module only applies them.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+import sqlite3
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote_plus
 
+import aiosqlite
+import asyncpg
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Connection, event, text
+from sqlalchemy import Connection, Dialect, Select, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import (
@@ -32,6 +47,8 @@ from sqlalchemy.ext.asyncio import (
     async_sessionmaker,
     create_async_engine,
 )
+from sqlalchemy.sql.dml import UpdateBase
+from sqlalchemy.sql.elements import BindParameter
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from app.store.base import StoreError, StoreUnavailable
@@ -51,16 +68,134 @@ _MIGRATION_LOCK_KEY = 0x646F646F
 _UNAVAILABLE_SQLSTATES = ("08", "28", "3D", "53", "57P")
 
 
+Row = dict[str, Any]
+Statement = Select[Any] | UpdateBase
+_Processor = Callable[[Any], Any] | None
+
+
+class _Bind:
+    """One positional parameter: where its value comes from, and how its type sends it."""
+
+    __slots__ = ("default", "name", "process", "required")
+
+    def __init__(self, bind: BindParameter[Any], dialect: Dialect) -> None:
+        self.name = bind.key
+        self.required = bind.required
+        self.default = bind.value
+        """What SQLAlchemy itself put in the SQL, as a literal's value (SQLite's `OFFSET 0`)."""
+        self.process = bind.type.dialect_impl(dialect).bind_processor(dialect)
+
+    def value(self, params: Mapping[str, Any]) -> Any:
+        value = params[self.name] if self.required else params.get(self.name, self.default)
+        return value if self.process is None else self.process(value)
+
+
+class Prepared:
+    """One Core statement compiled once, with its parameters' order and its columns' types.
+
+    `keys` are the parameters an INSERT or UPDATE sets (SQLAlchemy derives
+    its column list from them). `Database.run` executes it.
+    """
+
+    def __init__(self, statement: Statement, dialect: Dialect, keys: Sequence[str] = ()) -> None:
+        compiled = statement.compile(dialect=dialect, column_keys=list(keys) or None)
+        self.statement = statement
+        self.sql = compiled.string
+        self.verb = _verb(self.sql)
+        self._binds = [_Bind(compiled.binds[name], dialect) for name in compiled.positiontup or ()]
+        self._columns: list[tuple[str, _Processor]] = [
+            (str(column.key), column.type.dialect_impl(dialect).result_processor(dialect, None))
+            for column in statement.exported_columns
+        ]
+
+    def args(self, params: Mapping[str, Any]) -> list[Any]:
+        """The positional arguments the driver takes, each as its column type sends it."""
+        return [bind.value(params) for bind in self._binds]
+
+    def rows(self, records: Sequence[Sequence[Any]]) -> list[Row]:
+        """The driver's records as mappings, each value as its column type reads it."""
+        columns = self._columns
+        return [
+            {
+                name: value if process is None else process(value)
+                for (name, process), value in zip(columns, record, strict=True)
+            }
+            for record in records
+        ]
+
+
+class _Driver(Protocol):
+    """Runs a prepared statement's SQL with positional arguments, without SQLAlchemy."""
+
+    async def fetch(self, sql: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]: ...
+
+    async def close(self) -> None: ...
+
+
+class _AsyncpgDriver:
+    def __init__(self, pool: asyncpg.Pool) -> None:
+        self._pool = pool
+
+    async def fetch(self, sql: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        async with self._pool.acquire() as conn:
+            records: list[asyncpg.Record] = await conn.fetch(sql, *args)
+            return records
+
+    async def close(self) -> None:
+        await self._pool.close()
+
+
+class _SqliteWriter:
+    """One connection for the per-turn statements, opened at first use like the engine's."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._conn: aiosqlite.Connection | None = None
+        self._opening = asyncio.Lock()
+
+    async def fetch(self, sql: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
+        conn = self._conn or await self._open()
+        return list(await conn.execute_fetchall(sql, args))
+
+    async def _open(self) -> aiosqlite.Connection:
+        async with self._opening:
+            if self._conn is None:
+                # Autocommit: each statement is its own transaction, as on `statement()`.
+                conn = await aiosqlite.connect(self._path, isolation_level=None)
+                for pragma in _SQLITE_PRAGMAS:
+                    await conn.execute(pragma)
+                self._conn = conn
+            return self._conn
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            await self._conn.close()
+            self._conn = None
+
+
+StatementSpan = Callable[[str, str], AbstractContextManager[object]]
+"""Given a statement's verb and SQL, a context that lasts while it runs (a trace span)."""
+
+
 class Database:
     """An async engine and session factory, usable only inside `Database.open`.
 
-    Single Core statements go through `statement()` (the fastest path, used
-    per turn), several that must commit together through `begin()`, ORM work
-    through `session()`. All three translate errors as the module says.
+    Single Core statements go through `statement()`, several that must
+    commit together through `begin()`, ORM work through `session()`, and the
+    per-turn statements through `run()` (the fastest path). All translate
+    errors as the module says.
     """
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, driver: _Driver | None = None) -> None:
         self.engine = engine
+        self._driver = driver
+        self.statements: Counter[str] = Counter()
+        """Statements sent, by their first word (`INSERT`, `WITH`, …), on every path: so a
+        test or the benchmark can hold a turn to its few statements."""
+        event.listen(engine.sync_engine, "before_cursor_execute", self._count)
+        self.statement_span: StatementSpan | None = None
+        """Wraps each statement `run()` sends on the driver itself (telemetry); statements
+        through SQLAlchemy are seen by its events. None, the default, costs nothing."""
         self.sessionmaker = async_sessionmaker(engine, class_=AsyncSession, expire_on_commit=False)
         self.safe_url = engine.url.render_as_string(hide_password=True)
         """The URL with its password masked, fit for logs and error messages."""
@@ -89,14 +224,49 @@ class Database:
                 f"database unavailable at {parsed.render_as_string(hide_password=True)}: "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
-        db = cls(engine)
+        driver = await _open_driver(parsed, pool_size)
+        db = cls(engine, driver)
         try:
             if migrate:
                 await db._migrate()
             yield db
         finally:
             db._closed = True
+            if driver is not None:
+                await driver.close()
             await engine.dispose()
+
+    @property
+    def dialect(self) -> Dialect:
+        return self.engine.dialect
+
+    def prepare(self, statement: Statement, keys: Sequence[str] = ()) -> Prepared:
+        return Prepared(statement, self.engine.dialect, keys)
+
+    async def run(self, prepared: Prepared, params: Mapping[str, Any]) -> list[Row]:
+        """Execute one statement alone (atomic by itself) and return its rows, if any.
+
+        The driver runs it (autocommit, as `statement()`); where there is no
+        driver of ours (an in-memory SQLite) it goes through `statement()`.
+        """
+        if self._driver is None:
+            async with self.statement() as conn:
+                result = await conn.execute(prepared.statement, dict(params))
+                return [dict(row) for row in result.mappings()] if result.returns_rows else []
+        if self._closed:
+            raise StoreError("the database is closed")
+        self.statements[prepared.verb] += 1
+        args = prepared.args(params)
+        span = self.statement_span
+        try:
+            if span is None:
+                records = await self._driver.fetch(prepared.sql, args)
+            else:
+                with span(prepared.verb, prepared.sql):
+                    records = await self._driver.fetch(prepared.sql, args)
+        except _DRIVER_ERRORS as exc:
+            raise self._translate(exc) from exc
+        return prepared.rows(records)
 
     @asynccontextmanager
     async def begin(self) -> AsyncIterator[AsyncConnection]:
@@ -140,6 +310,9 @@ class Database:
         except (OSError, TimeoutError, sa_exc.SQLAlchemyError) as exc:
             raise self._translate(exc) from exc
 
+    def _count(self, *args: Any) -> None:
+        self.statements[_verb(args[2])] += 1
+
     async def _migrate(self) -> None:
         async with self.begin() as conn:
             if conn.dialect.name == "postgresql":
@@ -159,6 +332,40 @@ class Database:
         if _is_unavailable(exc):
             return StoreUnavailable(f"database unavailable at {self.safe_url}: {reason}")
         return StoreError(f"database error: {reason}")
+
+
+_DRIVER_ERRORS = (
+    OSError,
+    TimeoutError,
+    asyncpg.PostgresError,
+    asyncpg.InterfaceError,
+    sqlite3.Error,
+)
+
+
+async def _open_driver(url: URL, pool_size: int) -> _Driver | None:
+    if url.get_driver_name() == "asyncpg":
+        # min_size=0: nothing connects until a statement needs it, as for the engine.
+        pool = await asyncpg.create_pool(
+            url.set(drivername="postgresql").render_as_string(hide_password=False),
+            min_size=0,
+            max_size=pool_size,
+            timeout=_CONNECT_TIMEOUT_SECONDS,
+            command_timeout=_COMMAND_TIMEOUT_SECONDS,
+        )
+        return _AsyncpgDriver(pool)
+    database = url.database
+    if url.get_backend_name() == "sqlite" and database and not _in_memory(database):
+        return _SqliteWriter(database)
+    return None
+
+
+def _in_memory(database: str) -> bool:
+    return database == ":memory:" or database.startswith("file:")
+
+
+def _verb(sql: str) -> str:
+    return sql.lstrip().split(None, 1)[0].upper()
 
 
 def _create_engine(url: URL, pool_size: int) -> AsyncEngine:
@@ -199,18 +406,24 @@ def _discard_closed(_dbapi_connection: Any, record: Any, _proxy: Any) -> None:
 
 def _ensure_sqlite_dir(url: URL) -> None:
     database = url.database
-    if not database or database == ":memory:" or database.startswith("file:"):
+    if not database or _in_memory(database):
         return
     Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
 
 
+_SQLITE_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    f"PRAGMA busy_timeout={_SQLITE_BUSY_TIMEOUT_MS}",
+    "PRAGMA foreign_keys=ON",
+    # Safe with WAL (a crash loses at most the last commits, never corrupts) and much faster.
+    "PRAGMA synchronous=NORMAL",
+)
+
+
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor = dbapi_connection.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
-    cursor.execute(f"PRAGMA busy_timeout={_SQLITE_BUSY_TIMEOUT_MS}")
-    cursor.execute("PRAGMA foreign_keys=ON")
-    # Safe with WAL (a crash loses at most the last commits, never corrupts) and much faster.
-    cursor.execute("PRAGMA synchronous=NORMAL")
+    for pragma in _SQLITE_PRAGMAS:
+        cursor.execute(pragma)
     cursor.close()
 
 
@@ -240,6 +453,8 @@ def _is_unavailable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, sa_exc.TimeoutError):  # no pooled connection came free in time
         return True
+    if isinstance(exc, asyncpg.InterfaceError | sqlite3.OperationalError):
+        return True  # the drivers' own: the connection is gone, or the file cannot be used
     for cause in _causes(exc):
         if isinstance(cause, OSError | TimeoutError):
             return True

@@ -21,10 +21,11 @@ from typing import cast
 from sqlalchemy import RowMapping, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.store.base import FileChunk, FileOutcome, StoredFile
+from app.store.base import FileChunk, FileOutcome
 from app.store.db import Database
 from app.store.models import AI_FILE as F
 from app.store.models import AI_FILE_CHUNK as C
+from app.store.models import StoredFile
 
 _METADATA = [c for c in F.c if c.name != "content"]
 """Every column but the text, which can be megabytes and only `/file/content` reads."""
@@ -35,21 +36,7 @@ class SqlFileStore:
         self._db = db
 
     async def add_file(self, file: StoredFile) -> None:
-        values = {
-            "id": file.id,
-            "user_id": file.user_id,
-            "file_name": file.file_name,
-            "mime_type": file.mime_type,
-            "size": file.size,
-            "blob_key": file.blob_key,
-            "status": file.status,
-            "error": file.error,
-            "embedding_model": file.embedding_model,
-            "create_time": file.create_time,
-            "update_time": file.update_time,
-            "source": file.source,
-            "session_id": file.session_id,
-        }
+        values = {column.name: getattr(file, column.name) for column in F.c}
         async with self._db.statement() as conn:
             await conn.execute(insert(F), values)
 
@@ -157,5 +144,5 @@ def _unpack_vector(data: bytes) -> list[float]:
 
 
 def _file(row: RowMapping) -> StoredFile:
-    """The metadata columns are the record's fields, name for name."""
-    return StoredFile(**row)
+    """The row as its table model; its columns already gave every value its type."""
+    return StoredFile.model_construct(**row)

@@ -6,15 +6,23 @@ Each table is declared once here and created by an Alembic revision in
 change to this model never rewrites history. Only the store modules in this
 package read or write them.
 
-JSON-valued columns (tools, reference, recommend) are TEXT, not a JSON type:
-SQLite and PostgreSQL then store and return exactly the same thing, and the
-wire hands the client the string as it is.
+One family per entity (SQLModel's base / table / public pattern): the
+columns a client sees are declared in a base class, the table adds its keys
+and owner, and the wire's model (api/) derives from the same base, camelCase
+by alias only. So adding a column is one field here plus one migration: the
+store writes and reads every column by rule, and the history shows it.
+
+JSON-valued columns (tools, reference, recommend, files, plan) are TEXT, not
+a JSON type, so SQLite and PostgreSQL store exactly the same thing;
+`JsonList` turns them into typed lists and back.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any, cast
 
+from pydantic import TypeAdapter
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -30,6 +38,17 @@ from sqlalchemy import (
 )
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
+from sqlmodel._compat import SQLModelConfig
+
+from app.core.wire import WIRE_CONFIG
+from app.store.records import (
+    FileSource,
+    FileStatus,
+    PlanRound,
+    ToolCall,
+    TurnFile,
+    TurnStatus,
+)
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -61,12 +80,88 @@ class UTCDateTime(TypeDecorator[datetime]):
         return value.astimezone(UTC)
 
 
-class AiSession(SQLModel, table=True):
-    __tablename__ = "ai_session"
-    __table_args__ = (
-        Index("ix_ai_session_session_id", "session_id"),
-        Index("ix_ai_session_user_id_update_time", "user_id", "update_time"),
-    )
+PUBLIC_CONFIG = cast(SQLModelConfig, WIRE_CONFIG)
+"""A family's public (wire) model takes this: the wire's camelCase names, by alias only."""
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class JsonList(TypeDecorator[list[Any]]):
+    """A list of typed records kept as JSON text, handed back typed.
+
+    An empty list is stored as NULL, so a row written before its run ended
+    (nothing there yet) and one that had nothing read the same: `[]`.
+    """
+
+    impl = Text
+    cache_ok = True
+
+    def __init__(self, item: Any) -> None:
+        super().__init__()
+        self.item = item
+        self._adapter: TypeAdapter[list[Any]] = TypeAdapter(list[item])
+
+    def process_bind_param(self, value: list[Any] | None, dialect: Dialect) -> str | None:
+        if not value:
+            return None
+        # `fallback=str`: one odd value inside a tool result must not lose the whole turn.
+        return self._adapter.dump_json(value, by_alias=True, fallback=str).decode()
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> list[Any]:
+        return self._adapter.validate_json(value) if value else []
+
+
+def _json_list(item: Any) -> Any:
+    """A list field stored in a `JsonList` column, nullable as the migrations made it."""
+    return Field(default_factory=list, sa_type=JsonList(item), nullable=True)
+
+
+class TurnOutcome(SQLModel):
+    """What the end of a run writes to its turn, in one update (the family's `XUpdate`)."""
+
+    answer: str | None = Field(default=None, sa_type=Text)
+    """The answer text; partial while running, kept as far as it got when stopped or interrupted."""
+    thinking: str | None = Field(default=None, sa_type=Text)
+    """Reasoning text streamed as `thinking` events."""
+    status: TurnStatus = Field(default="running", sa_type=String(16))
+    """`running` until the run ends, then how it ended."""
+    tools: list[ToolCall] = _json_list(ToolCall)
+    """The turn's tool calls `{id, name, arguments, result, isError}`."""
+    reference: list[dict[str, str]] = _json_list(dict[str, str])
+    """Sources `{url, title, content}` the answer used."""
+    recommend: list[str] = _json_list(str)
+    """Suggested follow-up questions."""
+    files: list[TurnFile] = _json_list(TurnFile)
+    """The files the turn made `{fileId, name, url, size, mimeType}`."""
+    plan: list[PlanRound] = _json_list(PlanRound)
+    """A deep research turn's rounds `{round, tasks, critique}`; empty otherwise."""
+    error: str | None = Field(default=None, sa_type=Text)
+    """What went wrong, for a `failed` turn; user-facing text, never a raw provider message."""
+    first_response_time: int | None = None
+    """Milliseconds from the question to the first streamed byte of the answer."""
+    total_response_time: int | None = None
+    """Milliseconds from the question to the end of the run."""
+    prompt_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    """Input tokens the turn spent across all its model calls."""
+    completion_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    """Output tokens the turn spent across all its model calls."""
+
+
+class TurnBase(TurnOutcome):
+    """A turn as its conversation's history shows it: the outcome and the question."""
+
+    question: str = Field(sa_type=Text)
+    """The user's query as received."""
+    fileid: str | None = Field(default=None, max_length=64)
+    """The uploaded file the turn asked about, if any."""
+    create_time: datetime = Field(default_factory=_utc_now, sa_type=UTCDateTime)
+    """When the question arrived (aware UTC)."""
+
+
+class StoredTurn(TurnBase):
+    """A turn as the store hands it back: the base plus its keys and owner."""
 
     id: int | None = Field(
         default=None,
@@ -84,83 +179,75 @@ class AiSession(SQLModel, table=True):
     """Owner of the turn; every query filters on it so users never see each other's rows."""
     agent_type: str = Field(max_length=32)
     """The name of the agent that answered, as the agent registry knows it."""
-    question: str = Field(sa_type=Text)
-    """The user's query as received."""
-    answer: str | None = Field(default=None, sa_type=Text)
-    """The answer text; partial while running, kept as far as it got when stopped or interrupted."""
-    thinking: str | None = Field(default=None, sa_type=Text)
-    """Reasoning text streamed as `thinking` events."""
-    tools: str | None = Field(default=None, sa_type=Text)
-    """JSON array of the turn's tool calls `{id, name, arguments, result, isError}`."""
-    reference: str | None = Field(default=None, sa_type=Text)
-    """JSON array of sources `{url, title, content}` the answer used."""
-    recommend: str | None = Field(default=None, sa_type=Text)
-    """JSON array of suggested follow-up questions."""
-    files: str | None = Field(default=None, sa_type=Text)
-    """JSON array of the files the turn made `{fileId, name, url, size, mimeType}`."""
-    plan: str | None = Field(default=None, sa_type=Text)
-    """JSON array of a deep research turn's rounds `{round, tasks, critique}`; NULL otherwise."""
-    fileid: str | None = Field(default=None, max_length=64)
-    """The uploaded file the turn asked about, if any."""
-    status: str = Field(max_length=16)
-    """`running` until the run ends, then how it ended (see `TurnStatus` in base.py)."""
-    error: str | None = Field(default=None, sa_type=Text)
-    """What went wrong, for a `failed` turn; user-facing text, never a raw provider message."""
-    first_response_time: int | None = None
-    """Milliseconds from the question to the first streamed byte of the answer."""
-    total_response_time: int | None = None
-    """Milliseconds from the question to the end of the run."""
-    prompt_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
-    """Input tokens the turn spent across all its model calls."""
-    completion_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
-    """Output tokens the turn spent across all its model calls."""
-    create_time: datetime = Field(sa_type=UTCDateTime)
-    """When the question arrived (aware UTC)."""
-    update_time: datetime = Field(sa_type=UTCDateTime)
+    update_time: datetime = Field(default_factory=_utc_now, sa_type=UTCDateTime)
     """Latest write to the row (aware UTC); a conversation's activity is its newest."""
+
+
+class AiSession(StoredTurn, table=True):
+    """The table: every column comes from the family above, none is declared here."""
+
+    __tablename__ = "ai_session"
+    __table_args__ = (
+        Index("ix_ai_session_session_id", "session_id"),
+        Index("ix_ai_session_user_id_update_time", "user_id", "update_time"),
+    )
 
 
 AI_SESSION: Table = AiSession.__table__  # type: ignore[attr-defined]
 """The Core table, for the store's single-statement queries without ORM overhead."""
 
 
-class AiFile(SQLModel, table=True):
+class FileUpload(SQLModel):
+    """A stored file as its upload answers it."""
+
+    file_name: str = Field(max_length=255)
+    """The client's file name, sanitised (no path), kept for display only."""
+    size: int = Field(sa_type=BigInteger)
+    """Bytes stored."""
+    mime_type: str = Field(max_length=128)
+    """The type checked against the content at upload, not the one the client declared."""
+
+
+class FileBase(FileUpload):
+    """A file as `/file/info` and `/file/list` show it."""
+
+    status: FileStatus = Field(sa_type=String(16))
+    """`processing` while its text is extracted, then `ready` or `failed`."""
+    error: str | None = Field(default=None, sa_type=Text)
+    """Why a `failed` file has no text, in words a user understands."""
+    source: FileSource = Field(
+        default="upload", sa_type=String(16), sa_column_kwargs={"server_default": "upload"}
+    )
+    """`upload` (the user sent it) or `generated` (an agent made it)."""
+    create_time: datetime = Field(sa_type=UTCDateTime)
+
+
+class StoredFile(FileBase):
     """An uploaded or generated file; its bytes live in the blob store under `blob_key`."""
+
+    id: str = Field(sa_column=Column(String(64), primary_key=True))
+    """The wire's `fileId`: generated by the service, never derived from the client's name."""
+    user_id: str = Field(max_length=128)
+    """Owner; every query filters on it, so another user's file is simply not found."""
+    blob_key: str = Field(max_length=255)
+    """Where the bytes are in the blob store; generated, never the client's path."""
+    content: str | None = Field(default=None, sa_type=Text)
+    """The extracted text, as `/file/content` answers it."""
+    embedding_model: str | None = Field(default=None, max_length=128)
+    """The model that embedded the chunks; NULL when they have no vectors."""
+    session_id: str | None = Field(default=None, max_length=128)
+    """For a generated file, the conversation that made it: deleted with it."""
+    update_time: datetime = Field(sa_type=UTCDateTime)
+
+
+class AiFile(StoredFile, table=True):
+    """The table: every column comes from the family above, none is declared here."""
 
     __tablename__ = "ai_file"
     __table_args__ = (
         Index("ix_ai_file_user_id_create_time", "user_id", "create_time"),
         Index("ix_ai_file_user_id_session_id", "user_id", "session_id"),
     )
-
-    id: str = Field(sa_column=Column(String(64), primary_key=True))
-    """The wire's `fileId`: generated by the service, never derived from the client's name."""
-    user_id: str = Field(max_length=128)
-    """Owner; every query filters on it, so another user's file is simply not found."""
-    file_name: str = Field(max_length=255)
-    """The client's file name, sanitised (no path), kept for display only."""
-    mime_type: str = Field(max_length=128)
-    """The type checked against the content at upload, not the one the client declared."""
-    size: int = Field(sa_column=Column(BigInteger(), nullable=False))
-    """Bytes stored."""
-    blob_key: str = Field(max_length=255)
-    """Where the bytes are in the blob store; generated, never the client's path."""
-    status: str = Field(max_length=16)
-    """`processing` while its text is extracted, then `ready` or `failed`."""
-    error: str | None = Field(default=None, sa_type=Text)
-    """Why a `failed` file has no text, in words a user understands."""
-    content: str | None = Field(default=None, sa_type=Text)
-    """The extracted text, as `/file/content` answers it."""
-    embedding_model: str | None = Field(default=None, max_length=128)
-    """The model that embedded the chunks; NULL when they have no vectors."""
-    source: str = Field(
-        default="upload", max_length=16, sa_column_kwargs={"server_default": "upload"}
-    )
-    """`upload` (the user sent it) or `generated` (an agent made it)."""
-    session_id: str | None = Field(default=None, max_length=128)
-    """For a generated file, the conversation that made it: deleted with it."""
-    create_time: datetime = Field(sa_type=UTCDateTime)
-    update_time: datetime = Field(sa_type=UTCDateTime)
 
 
 class AiFileChunk(SQLModel, table=True):

@@ -2,9 +2,11 @@
 
 Each method is a single SQLAlchemy Core statement where it can be, run
 through `Database.statement()` (no ORM, and no BEGIN/COMMIT round trips on
-PostgreSQL): the question INSERT and the answer UPDATE sit on every turn's
-path, so they are built once here and run without a read before them.
-Every query filters on the user.
+PostgreSQL). A turn's own statements are `Prepared` once per database and
+run through `Database.run()`: on PostgreSQL the question's INSERT and the
+memory read are one statement (a CTE: the INSERT cannot see its own row,
+so the SELECT beside it returns exactly the earlier turns), and the
+answer is one UPDATE. Every query filters on the user.
 
 The history list groups turns into conversations in SQL (one grouped
 subquery joined back to each conversation's first row), so a page costs
@@ -13,30 +15,35 @@ the same however long the history is.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, TypeVar, cast
+from typing import Any
 
-import orjson
-from sqlalchemy import RowMapping, bindparam, delete, exists, func, insert, select, update
-
-from app.core.wire import WireModel
-from app.store.base import (
-    ConversationSummary,
-    DeletedConversation,
-    NewTurn,
-    PlanRound,
-    StoredTurn,
-    ToolCall,
-    TurnFile,
-    TurnOutcome,
+from sqlalchemy import (
+    Select,
+    bindparam,
+    delete,
+    exists,
+    func,
+    insert,
+    select,
+    true,
+    update,
 )
+
+from app.store.base import ConversationSummary, DeletedConversation
 from app.store.db import Database
 from app.store.file_store import delete_file_rows
 from app.store.models import AI_FILE as F
 from app.store.models import AI_PPT_INST as DECKS
 from app.store.models import AI_SESSION as T
+from app.store.models import StoredTurn, TurnOutcome
+from app.store.records import ToolCall, TurnStatus
 
-R = TypeVar("R", bound=WireModel)
+_INSERTED = [c.name for c in T.c if c.name != "id"]
+"""Every column a question's INSERT writes: all of them, so a new one needs no edit here."""
+_OUTCOME = list(TurnOutcome.model_fields)
+"""Every column the answer's UPDATE writes, by the family's rule (models.py)."""
 
 _INSERT_QUESTION = insert(T).returning(T.c.id)
 _FINISH_TURN = update(T).where(T.c.id == bindparam("turn_id"))
@@ -52,25 +59,58 @@ _RECENT_TURNS = (
 _RECENT_TURNS_BEFORE = _RECENT_TURNS.where(T.c.id < bindparam("before_id"))
 
 
+def _question_with_memory() -> Select[Any]:
+    """`INSERT … RETURNING id` beside the conversation's latest rows, in one statement.
+
+    The LEFT JOIN keeps the new id when there are no earlier turns.
+    """
+    values = {name: bindparam(name, type_=T.c[name].type) for name in _INSERTED}
+    question = insert(T).values(values).returning(T.c.id).cte("question")
+    earlier = _RECENT_TURNS.lateral("earlier")
+    return select(question.c.id.label("new_id"), earlier).select_from(
+        question.outerjoin(earlier, true())
+    )
+
+
 class SqlSessionStore:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._finish_turn = db.prepare(_FINISH_TURN, [*_OUTCOME, "update_time"])
+        self._insert_question = db.prepare(_INSERT_QUESTION, _INSERTED)
+        self._recent_turns = db.prepare(_RECENT_TURNS_BEFORE)
+        self._question_with_memory = (
+            db.prepare(_question_with_memory()) if db.dialect.name == "postgresql" else None
+        )
 
-    async def add_question(self, turn: NewTurn) -> int:
+    async def add_question(self, turn: StoredTurn) -> int:
+        turn_id, _ = await self.begin_turn(turn, memory_turns=0)
+        return turn_id
+
+    async def begin_turn(self, turn: StoredTurn, memory_turns: int) -> tuple[int, list[StoredTurn]]:
+        """Store the question (`running`) and read the `memory_turns` turns before it.
+
+        One statement on PostgreSQL; elsewhere two, the INSERT committed first.
+        """
         now = _now()
-        params = {
-            "session_id": turn.session_id,
+        params = {name: getattr(turn, name) for name in _INSERTED}
+        params.update(status="running", create_time=now, update_time=now)
+        if self._question_with_memory is not None:
+            params["limit"] = max(memory_turns, 0)
+            rows = await self._db.run(self._question_with_memory, params)
+            turn_id = int(rows[0]["new_id"])
+            return turn_id, [_turn(row) for row in reversed(rows) if row["id"] is not None]
+        [row] = await self._db.run(self._insert_question, params)
+        turn_id = int(row["id"])
+        if memory_turns <= 0:
+            return turn_id, []
+        memory = {
             "user_id": turn.user_id,
-            "agent_type": turn.agent_type,
-            "question": turn.question,
-            "fileid": turn.fileid,
-            "status": "running",
-            "create_time": now,
-            "update_time": now,
+            "session_id": turn.session_id,
+            "limit": memory_turns,
+            "before_id": turn_id,
         }
-        async with self._db.statement() as conn:
-            result = await conn.execute(_INSERT_QUESTION, params)
-            return int(result.scalar_one())
+        earlier = await self._db.run(self._recent_turns, memory)
+        return turn_id, [_turn(row) for row in reversed(earlier)]
 
     async def finish_turn(self, turn_id: int, outcome: TurnOutcome) -> None:
         """Write the run's end in one UPDATE.
@@ -78,25 +118,9 @@ class SqlSessionStore:
         A turn deleted meanwhile (its conversation was deleted mid-run) is
         simply not there to update, which is what the user asked for.
         """
-        params = {
-            "turn_id": turn_id,
-            "answer": outcome.answer,
-            "thinking": outcome.thinking,
-            "status": outcome.status,
-            "tools": _dump_records(outcome.tools),
-            "reference": _dump(outcome.reference),
-            "recommend": _dump(outcome.recommend),
-            "files": _dump_records(outcome.files),
-            "plan": _dump_records(outcome.plan) if outcome.plan else None,
-            "error": outcome.error,
-            "first_response_time": outcome.first_response_time,
-            "total_response_time": outcome.total_response_time,
-            "prompt_tokens": outcome.prompt_tokens,
-            "completion_tokens": outcome.completion_tokens,
-            "update_time": _now(),
-        }
-        async with self._db.statement() as conn:
-            await conn.execute(_FINISH_TURN, params)
+        params = {name: getattr(outcome, name) for name in _OUTCOME}
+        params.update(turn_id=turn_id, update_time=_now())
+        await self._db.run(self._finish_turn, params)
 
     async def save_partial(
         self,
@@ -118,7 +142,7 @@ class SqlSessionStore:
             "update_time": _now(),
         }
         if tools is not None:
-            params["tools"] = _dump_records(tools)
+            params["tools"] = tools
         async with self._db.statement() as conn:
             await conn.execute(_SAVE_PARTIAL, params)
 
@@ -241,6 +265,40 @@ class SqlSessionStore:
             await conn.execute(delete(DECKS).where(*builds))
         return DeletedConversation(turns, [row.blob_key for row in files])
 
+    async def delete_last_turn(
+        self, user_id: str, session_id: str, statuses: tuple[TurnStatus, ...]
+    ) -> int | None:
+        newest = (
+            select(T.c.id)
+            .where(T.c.user_id == user_id, T.c.session_id == session_id)
+            .order_by(T.c.id.desc())
+            .limit(1)
+            .scalar_subquery()
+        )
+        stmt = delete(T).where(T.c.id == newest, T.c.status.in_(statuses)).returning(T.c.id)
+        async with self._db.statement() as conn:
+            return (await conn.execute(stmt)).scalar_one_or_none()
+
+    async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
+        newer = T.alias("newer")
+        stmt = (
+            select(T)
+            .where(
+                T.c.user_id == user_id,
+                T.c.status == "paused",
+                ~exists().where(
+                    newer.c.user_id == user_id,
+                    newer.c.session_id == T.c.session_id,
+                    newer.c.id > T.c.id,
+                ),
+            )
+            .order_by(T.c.id.desc())
+            .limit(limit)
+        )
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [_turn(row) for row in rows]
+
     async def ping(self) -> None:
         await self._db.ping()
 
@@ -249,35 +307,6 @@ def _now() -> datetime:
     return datetime.now(UTC)
 
 
-def _dump(value: list[Any]) -> str:
-    # `default=str`: one odd value inside a tool result must not lose the whole turn.
-    return orjson.dumps(value, default=str).decode()
-
-
-def _dump_records(records: list[ToolCall] | list[TurnFile] | list[PlanRound]) -> str:
-    return _dump([record.wire() for record in records])
-
-
-def _records(kind: type[R], text: str | None) -> list[R]:
-    return [kind.model_validate(item) for item in _load(text)]
-
-
-def _load(text: str | None) -> list[Any]:
-    """Decode a JSON column; rows written before the run ended hold NULL there."""
-    if not text:
-        return []
-    return cast(list[Any], orjson.loads(text))
-
-
-def _turn(row: RowMapping) -> StoredTurn:
-    """The columns are the record's fields, name for name; the JSON ones decoded."""
-    return StoredTurn(
-        **{
-            **row,
-            "tools": _records(ToolCall, row["tools"]),
-            "reference": _load(row["reference"]),
-            "recommend": _load(row["recommend"]),
-            "files": _records(TurnFile, row["files"]),
-            "plan": _records(PlanRound, row["plan"]),
-        }
-    )
+def _turn(row: Mapping[Any, Any]) -> StoredTurn:
+    """The row as its table model; its columns already gave every value its type."""
+    return StoredTurn.model_construct(**row)

@@ -1,7 +1,9 @@
 """Who may run a conversation right now, and how a stop reaches the run's owner.
 
 A `TaskManager` holds one claim per (user, conversation): a second claim
-fails (the API answers 409). The owner refreshes its claim while the run
+fails (the API answers 409), or, when the request asked to wait, joins the
+conversation's queue and takes the claim once it is at the head and the
+conversation is free (`claim_queued`). The owner refreshes its claim while the run
 lives; a claim not refreshed within the TTL expires, so a crashed instance
 never blocks a conversation for longer than that. A stop request may arrive
 at any instance: the manager delivers it to the instance holding the claim,
@@ -20,7 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from datetime import datetime
+from typing import Literal, Protocol
 
 from app.core.run import ConversationKey
 
@@ -49,6 +52,26 @@ class Claim:
         return ConversationKey(self.user_id, self.conversation_id)
 
 
+QueueState = Literal["claimed", "waiting", "gone"]
+"""What `claim_queued` found: the claim is ours; not our turn yet; our ticket was removed."""
+
+TicketStatus = Literal["running", "queued"]
+
+
+@dataclass(frozen=True, slots=True)
+class Ticket:
+    """A turn as the caller's list of runs shows it, on whichever instance it runs."""
+
+    user_id: str
+    conversation_id: str
+    task_id: str
+    agent_type: str
+    question: str
+    started_at: datetime
+    """When the request came (aware UTC); for a queued turn, when it joined the queue."""
+    status: TicketStatus
+
+
 StopHandler = Callable[[str, str], Awaitable[bool]]
 """Called on the owning instance with (user_id, conversation_id); True if it stopped a run."""
 
@@ -71,7 +94,10 @@ class TaskManager(Protocol):
         ...
 
     async def release(self, claim: Claim) -> None:
-        """Drop the claim if it is still ours, and wake anyone waiting for it to end."""
+        """Drop the claim if it is still ours, and wake anyone waiting for it to end.
+
+        The turn leaves its user's list of runs in the same step (no round trip of its own).
+        """
         ...
 
     async def current(self, user_id: str, conversation_id: str) -> Claim | None:
@@ -87,4 +113,47 @@ class TaskManager(Protocol):
 
     async def ping(self) -> None:
         """Raise `TaskBackendUnavailable` when the backend cannot be reached."""
+        ...
+
+    async def join_queue(self, claim: Claim, ttl: float) -> int:
+        """Queue the claim behind the conversation's run; its place (1: next).
+
+        The ticket lives `ttl` seconds unless `keep_queued` extends it, so a
+        waiter on an instance that died leaves the queue on its own.
+        """
+        ...
+
+    async def keep_queued(self, claim: Claim, ttl: float) -> bool:
+        """Extend the ticket; False when it was removed (a stop cleared the queue)."""
+        ...
+
+    async def claim_queued(self, claim: Claim, ttl: float) -> QueueState:
+        """Take the claim if the ticket heads the queue and the conversation is free.
+
+        Tickets ahead whose waiters are gone (expired) are dropped on the way.
+        """
+        ...
+
+    async def leave_queue(self, claim: Claim) -> None:
+        """Drop the ticket, and wake the other waiters: the head may have moved."""
+        ...
+
+    async def clear_queue(self, user_id: str, conversation_id: str) -> int:
+        """Drop every ticket of the conversation (a stop); how many there were."""
+        ...
+
+    async def wait_released(self, user_id: str, conversation_id: str, wait: float) -> None:
+        """Return when the conversation's claim or queue changes, or after `wait` seconds."""
+        ...
+
+    async def post(self, ticket: Ticket) -> None:
+        """Show the turn in its user's list of runs (a queued one, or one that started)."""
+        ...
+
+    async def unpost(self, ticket: Ticket) -> None:
+        """Take the turn off the list: it ended, or left the queue."""
+        ...
+
+    async def posted(self, user_id: str) -> list[Ticket]:
+        """The user's running and queued turns, oldest first; stale ones are dropped on the way."""
         ...

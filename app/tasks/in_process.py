@@ -16,7 +16,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 
 from app.core.run import ConversationKey
-from app.tasks.base import Claim, StopHandler
+from app.tasks.base import Claim, QueueState, StopHandler, Ticket
 
 
 @dataclass(slots=True)
@@ -32,6 +32,10 @@ class InProcessTaskManager:
     def __init__(self) -> None:
         self._held: dict[ConversationKey, _Held] = {}
         self._on_stop: StopHandler | None = None
+        self._queues: dict[ConversationKey, dict[str, float]] = {}
+        """Each conversation's tickets in arrival order: task id -> `time.monotonic()` deadline."""
+        self._changed: dict[ConversationKey, asyncio.Event] = {}
+        self._board: dict[str, dict[str, Ticket]] = {}
 
     async def start(self, on_stop: StopHandler) -> None:
         if self._on_stop is not None:
@@ -56,11 +60,15 @@ class InProcessTaskManager:
         return True
 
     async def release(self, claim: Claim) -> None:
+        posted = self._board.get(claim.user_id, {})
+        if posted.pop(claim.task_id, None) is not None and not posted:
+            self._board.pop(claim.user_id, None)
         key = claim.key
         held = self._live(key)
         if held is not None and held.claim.task_id == claim.task_id:
             del self._held[key]
             held.released.set()
+            self._changed_now(key)
 
     async def current(self, user_id: str, conversation_id: str) -> Claim | None:
         held = self._live(ConversationKey(user_id, conversation_id))
@@ -83,11 +91,95 @@ class InProcessTaskManager:
     async def ping(self) -> None:
         """Always reachable: the registry is this process."""
 
+    async def join_queue(self, claim: Claim, ttl: float) -> int:
+        queue = self._live_queue(claim.key)
+        queue[claim.task_id] = time.monotonic() + ttl
+        return len(queue)
+
+    async def keep_queued(self, claim: Claim, ttl: float) -> bool:
+        queue = self._live_queue(claim.key)
+        if claim.task_id not in queue:
+            return False
+        queue[claim.task_id] = time.monotonic() + ttl
+        return True
+
+    async def claim_queued(self, claim: Claim, ttl: float) -> QueueState:
+        key = claim.key
+        queue = self._live_queue(key)
+        if claim.task_id not in queue:
+            return "gone"
+        if next(iter(queue)) != claim.task_id or not await self.claim(claim, ttl):
+            return "waiting"
+        del queue[claim.task_id]
+        self._drop_if_empty(key)
+        return "claimed"
+
+    async def leave_queue(self, claim: Claim) -> None:
+        if self._live_queue(claim.key).pop(claim.task_id, None) is not None:
+            self._drop_if_empty(claim.key)
+            self._changed_now(claim.key)
+
+    async def clear_queue(self, user_id: str, conversation_id: str) -> int:
+        key = ConversationKey(user_id, conversation_id)
+        count = len(self._live_queue(key))
+        self._queues.pop(key, None)
+        self._changed_now(key)
+        return count
+
+    async def wait_released(self, user_id: str, conversation_id: str, wait: float) -> None:
+        changed = self._changed.setdefault(
+            ConversationKey(user_id, conversation_id), asyncio.Event()
+        )
+        with suppress(TimeoutError):
+            async with asyncio.timeout(wait):
+                await changed.wait()
+
+    async def post(self, ticket: Ticket) -> None:
+        self._board.setdefault(ticket.user_id, {})[ticket.task_id] = ticket
+
+    async def unpost(self, ticket: Ticket) -> None:
+        posted = self._board.get(ticket.user_id, {})
+        posted.pop(ticket.task_id, None)
+        if not posted:
+            self._board.pop(ticket.user_id, None)
+
+    async def posted(self, user_id: str) -> list[Ticket]:
+        posted = self._board.get(user_id, {})
+        for ticket in list(posted.values()):
+            key = ConversationKey(user_id, ticket.conversation_id)
+            if ticket.status == "running":
+                held = self._live(key)
+                alive = held is not None and held.claim.task_id == ticket.task_id
+            else:
+                alive = ticket.task_id in self._live_queue(key)
+            if not alive:
+                del posted[ticket.task_id]
+        return sorted(posted.values(), key=lambda t: t.started_at)
+
+    def _live_queue(self, key: ConversationKey) -> dict[str, float]:
+        """The conversation's tickets, without those whose waiters stopped keeping them."""
+        queue = self._queues.setdefault(key, {})
+        now = time.monotonic()
+        for task_id in [t for t, deadline in queue.items() if deadline <= now]:
+            del queue[task_id]
+        return queue
+
+    def _drop_if_empty(self, key: ConversationKey) -> None:
+        if not self._queues.get(key):
+            self._queues.pop(key, None)
+
+    def _changed_now(self, key: ConversationKey) -> None:
+        """Wake every `wait_released` on the conversation; later waits get a fresh event."""
+        changed = self._changed.pop(key, None)
+        if changed is not None:
+            changed.set()
+
     def _live(self, key: ConversationKey) -> _Held | None:
         """The claim on `key` unless its TTL ran out, in which case it is dropped here."""
         held = self._held.get(key)
         if held is not None and held.expires_at <= time.monotonic():
             del self._held[key]
             held.released.set()
+            self._changed_now(key)
             return None
         return held

@@ -42,8 +42,12 @@ class SharedRunLogs(Protocol):
     it; its own readers read the in-process `RunLog`.
     """
 
-    async def publish(self, claim: Claim, log: RunLog) -> None:
-        """Copy `log` out until it is closed and copied; failures are logged, never raised."""
+    async def publish(self, claim: Claim, log: RunLog) -> bool:
+        """Copy `log` out until it has ended and is copied; failures are logged, never raised.
+
+        True when the last copy also released the claim, in the same round
+        trip; otherwise the runner releases it.
+        """
         ...
 
     async def latest(self, user_id: str, conversation_id: str) -> str | None:
@@ -63,14 +67,18 @@ class SharedRunLogs(Protocol):
         """
         ...
 
+    async def last_event_id(self, task_id: str) -> int | None:
+        """The id of the newest event of that run copied out so far; None if none is kept."""
+        ...
+
     async def close(self) -> None: ...
 
 
 class LocalRunLogs:
     """The `SharedRunLogs` of an instance that runs alone: every log is its own, in memory."""
 
-    async def publish(self, claim: Claim, log: RunLog) -> None:
-        return None
+    async def publish(self, claim: Claim, log: RunLog) -> bool:
+        return False
 
     async def latest(self, user_id: str, conversation_id: str) -> str | None:
         return None
@@ -78,6 +86,9 @@ class LocalRunLogs:
     async def reader(
         self, user_id: str, conversation_id: str, task_id: str, after: int
     ) -> EventLogReader | None:
+        return None
+
+    async def last_event_id(self, task_id: str) -> int | None:
         return None
 
     async def close(self) -> None:

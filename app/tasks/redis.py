@@ -6,10 +6,20 @@ Lua scripts, so comparing the task id and touching the key are one atomic
 step: a run whose claim expired and was retaken must never extend or delete
 the new owner's key.
 
-A stop is published on `{prefix}stop`, a release on `{prefix}done`. Each
-instance holds one pub/sub connection subscribed to both: stop messages go to
-the stop handler (which alone knows whether the run is local), done messages
-wake the local `request_stop` calls waiting for that conversation to be free.
+Double texting adds a queue per conversation, `{prefix}queue:{user}:{conversation}`
+(a list of task ids, oldest first), each ticket alive while its waiter keeps
+`{prefix}queued:{task_id}` from expiring; taking the claim from the head of
+the queue is one Lua step. The caller's list of runs is a hash per user,
+`{prefix}board:{user}`, task id -> ticket; an entry whose claim or ticket is
+gone is dropped when the list is read, so a dead instance leaves nothing shown.
+
+A stop is published on `{prefix}stop`, a release on `{prefix}done`, a change
+of a queue (a ticket left, a stop cleared it) on `{prefix}queue`: that one
+wakes only queued turns, never a stop waiting for its run to end. Each
+instance holds one pub/sub connection subscribed to all three: stop messages
+go to the stop handler (which alone knows whether the run is local), done
+messages wake the local `request_stop` calls waiting for that conversation to
+be free, and the queued turns waiting for it.
 
 The listener outlives Redis restarts: it reconnects with capped, jittered
 backoff and logs once per outage. Commands never retry and time out within
@@ -27,12 +37,15 @@ import asyncio
 import json
 import logging
 import random
+from collections.abc import Iterable
 from contextlib import suppress
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
+from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError
 
-from app.tasks.base import Claim, StopHandler, TaskBackendUnavailable
+from app.tasks.base import Claim, QueueState, StopHandler, TaskBackendUnavailable, Ticket
 from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
 
 logger = logging.getLogger(__name__)
@@ -51,9 +64,11 @@ end
 return 0
 """
 
-# KEYS[1] claim key; ARGV: task id, done channel, done message. Publishing in
+# KEYS[1] claim key, KEYS[2] the user's list of runs; ARGV: task id, done channel, done
+# message. The turn leaves the list whether or not the claim is still its. Publishing in
 # the same step as the delete means no waiter can see the key gone yet miss the message.
 _RELEASE_LUA = """
+redis.call('HDEL', KEYS[2], ARGV[1])
 local value = redis.call('GET', KEYS[1])
 if value and cjson.decode(value)['task_id'] == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -61,6 +76,29 @@ if value and cjson.decode(value)['task_id'] == ARGV[1] then
   return 1
 end
 return 0
+"""
+
+
+# KEYS[1] queue, KEYS[2] claim; ARGV: task id, claim value, TTL in ms, ticket key prefix.
+# Tickets ahead whose waiters stopped keeping them are dropped on the way to the head.
+_CLAIM_QUEUED_LUA = """
+if redis.call('EXISTS', ARGV[4] .. ARGV[1]) == 0 then
+  redis.call('LREM', KEYS[1], 0, ARGV[1])
+  return 'gone'
+end
+while true do
+  local head = redis.call('LINDEX', KEYS[1], 0)
+  if not head then return 'gone' end
+  if head == ARGV[1] then break end
+  if redis.call('EXISTS', ARGV[4] .. head) == 1 then return 'waiting' end
+  redis.call('LPOP', KEYS[1])
+end
+if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then
+  redis.call('LPOP', KEYS[1])
+  redis.call('DEL', ARGV[4] .. ARGV[1])
+  return 'claimed'
+end
+return 'waiting'
 """
 
 
@@ -78,13 +116,17 @@ class RedisTaskManager:
         self._instance_id = instance_id
         self._stop_channel = f"{prefix}stop"
         self._done_channel = f"{prefix}done"
+        self._queue_channel = f"{prefix}queue"
         self._refresh_script = self._redis.register_script(_REFRESH_LUA)
         self._release_script = self._redis.register_script(_RELEASE_LUA)
+        self._claim_queued_script = self._redis.register_script(_CLAIM_QUEUED_LUA)
         self._listener: asyncio.Task[None] | None = None
         self._first_attempt = asyncio.Event()
         self._subscribed = False
         self._closed = False
         self._waiters: dict[_Key, set[asyncio.Future[None]]] = {}
+        self._queue_waiters: dict[_Key, set[asyncio.Future[None]]] = {}
+        """Queued turns waiting for a release or a queue change (`wait_released`)."""
         self._stops_in_flight: set[asyncio.Task[None]] = set()
 
     async def start(self, on_stop: StopHandler) -> None:
@@ -111,16 +153,20 @@ class RedisTaskManager:
         await self._redis.aclose()
 
     async def claim(self, claim: Claim, ttl: float) -> bool:
-        value = json.dumps(
+        key = self._key(claim.user_id, claim.conversation_id)
+        with translate_errors(self._where):
+            return bool(
+                await self._redis.set(key, self._claim_value(claim), nx=True, px=milliseconds(ttl))
+            )
+
+    def _claim_value(self, claim: Claim) -> str:
+        return json.dumps(
             {
                 "task_id": claim.task_id,
                 "agent_type": claim.agent_type,
                 "instance": self._instance_id,
             }
         )
-        key = self._key(claim.user_id, claim.conversation_id)
-        with translate_errors(self._where):
-            return bool(await self._redis.set(key, value, nx=True, px=milliseconds(ttl)))
 
     async def refresh(self, claim: Claim, ttl: float) -> bool:
         key = self._key(claim.user_id, claim.conversation_id)
@@ -134,7 +180,21 @@ class RedisTaskManager:
         key = self._key(claim.user_id, claim.conversation_id)
         done = _message(claim.user_id, claim.conversation_id)
         with translate_errors(self._where):
-            await self._release_script(keys=[key], args=[claim.task_id, self._done_channel, done])
+            await self._release_script(
+                keys=[key, self._board_key(claim.user_id)],
+                args=[claim.task_id, self._done_channel, done],
+            )
+
+    def release_in(self, pipe: Pipeline, claim: Claim) -> None:
+        """Queue `release` on `pipe`, to share a round trip (the run log's last batch).
+
+        EVAL, not the registered script: a script object on a pipeline costs
+        a SCRIPT EXISTS round trip on every execute.
+        """
+        key = self._key(claim.user_id, claim.conversation_id)
+        done = _message(claim.user_id, claim.conversation_id)
+        board = self._board_key(claim.user_id)
+        pipe.eval(_RELEASE_LUA, 2, key, board, claim.task_id, self._done_channel, done)
 
     async def current(self, user_id: str, conversation_id: str) -> Claim | None:
         with translate_errors(self._where):
@@ -176,8 +236,115 @@ class RedisTaskManager:
                 f"Redis at {self._where} answers but the stop listener is not subscribed yet"
             )
 
+    async def join_queue(self, claim: Claim, ttl: float) -> int:
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.set(self._ticket_key(claim.task_id), "1", px=milliseconds(ttl))
+            pipe.rpush(self._queue_key(claim.user_id, claim.conversation_id), claim.task_id)
+            with translate_errors(self._where):
+                _, position = await pipe.execute()
+        return int(position)
+
+    async def keep_queued(self, claim: Claim, ttl: float) -> bool:
+        with translate_errors(self._where):
+            return bool(
+                await self._redis.pexpire(self._ticket_key(claim.task_id), milliseconds(ttl))
+            )
+
+    async def claim_queued(self, claim: Claim, ttl: float) -> QueueState:
+        keys = [
+            self._queue_key(claim.user_id, claim.conversation_id),
+            self._key(claim.user_id, claim.conversation_id),
+        ]
+        args: list[str | int] = [
+            claim.task_id,
+            self._claim_value(claim),
+            milliseconds(ttl),
+            self._ticket_key(""),
+        ]
+        with translate_errors(self._where):
+            state = await self._claim_queued_script(keys=keys, args=args)
+        return cast(QueueState, state)
+
+    async def leave_queue(self, claim: Claim) -> None:
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.delete(self._ticket_key(claim.task_id))
+            pipe.lrem(self._queue_key(claim.user_id, claim.conversation_id), 0, claim.task_id)
+            pipe.publish(self._queue_channel, _message(claim.user_id, claim.conversation_id))
+            with translate_errors(self._where):
+                await pipe.execute()
+
+    async def clear_queue(self, user_id: str, conversation_id: str) -> int:
+        queue = self._queue_key(user_id, conversation_id)
+        with translate_errors(self._where):
+            async with self._redis.pipeline(transaction=True) as pipe:
+                pipe.lrange(queue, 0, -1)
+                pipe.delete(queue)
+                tickets, _ = await pipe.execute()
+            if tickets:
+                await self._redis.delete(*(self._ticket_key(t) for t in tickets))
+            await self._redis.publish(self._queue_channel, _message(user_id, conversation_id))
+        return len(tickets)
+
+    async def wait_released(self, user_id: str, conversation_id: str, wait: float) -> None:
+        key = (user_id, conversation_id)
+        changed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiters = self._queue_waiters.setdefault(key, set())
+        waiters.add(changed)
+        try:
+            with suppress(TimeoutError):
+                async with asyncio.timeout(wait):
+                    await changed
+        finally:
+            waiters.discard(changed)
+            if not waiters:
+                del self._queue_waiters[key]
+
+    async def post(self, ticket: Ticket) -> None:
+        value = json.dumps(
+            {
+                "conversation_id": ticket.conversation_id,
+                "agent_type": ticket.agent_type,
+                "question": ticket.question,
+                "started_at": ticket.started_at.isoformat(),
+                "status": ticket.status,
+            }
+        )
+        with translate_errors(self._where):
+            await self._redis.hset(self._board_key(ticket.user_id), ticket.task_id, value)
+
+    async def unpost(self, ticket: Ticket) -> None:
+        with translate_errors(self._where):
+            await self._redis.hdel(self._board_key(ticket.user_id), ticket.task_id)
+
+    async def posted(self, user_id: str) -> list[Ticket]:
+        board = self._board_key(user_id)
+        with translate_errors(self._where):
+            entries = await self._redis.hgetall(board)
+            tickets = [_ticket(user_id, str(k), str(v)) for k, v in entries.items()]
+            async with self._redis.pipeline(transaction=False) as pipe:
+                for ticket in tickets:
+                    if ticket.status == "running":
+                        pipe.get(self._key(user_id, ticket.conversation_id))
+                    else:
+                        pipe.exists(self._ticket_key(ticket.task_id))
+                found = await pipe.execute()
+            alive = [t for t, f in zip(tickets, found, strict=True) if _alive(t, f)]
+            stale = [t.task_id for t in tickets if t not in alive]
+            if stale:
+                await self._redis.hdel(board, *stale)
+        return sorted(alive, key=lambda t: t.started_at)
+
     def _key(self, user_id: str, conversation_id: str) -> str:
         return f"{self._prefix}task:{user_id}:{conversation_id}"
+
+    def _queue_key(self, user_id: str, conversation_id: str) -> str:
+        return f"{self._prefix}queue:{user_id}:{conversation_id}"
+
+    def _ticket_key(self, task_id: str) -> str:
+        return f"{self._prefix}queued:{task_id}"
+
+    def _board_key(self, user_id: str) -> str:
+        return f"{self._prefix}board:{user_id}"
 
     async def _listen(self, on_stop: StopHandler) -> None:
         """Hold the one subscription for the manager's lifetime, reconnecting after any loss."""
@@ -185,7 +352,9 @@ class RedisTaskManager:
         while True:
             try:
                 async with self._redis.pubsub() as pubsub:
-                    await pubsub.subscribe(self._stop_channel, self._done_channel)
+                    await pubsub.subscribe(
+                        self._stop_channel, self._done_channel, self._queue_channel
+                    )
                     if failed_attempts:
                         logger.info("Redis task listener subscribed again at %s", self._where)
                         failed_attempts = 0
@@ -220,6 +389,8 @@ class RedisTaskManager:
         for key in list(self._waiters):
             if not await self._redis.exists(self._key(*key)):
                 self._wake(key)
+        for key in list(self._queue_waiters):
+            _resolve_all(self._queue_waiters[key])
 
     def _dispatch(self, message: dict[str, Any], on_stop: StopHandler) -> None:
         try:
@@ -231,15 +402,18 @@ class RedisTaskManager:
         if message["channel"] == self._done_channel:
             self._wake(key)
             return
+        if message["channel"] == self._queue_channel:
+            # Not a release: a stop waiting for the run to end must not wake on it.
+            _resolve_all(self._queue_waiters.get(key, ()))
+            return
         # A task of its own: a slow handler must not hold up other stops or done messages.
         delivery = asyncio.create_task(_deliver_stop(on_stop, *key))
         self._stops_in_flight.add(delivery)
         delivery.add_done_callback(self._stops_in_flight.discard)
 
     def _wake(self, key: _Key) -> None:
-        for waiter in self._waiters.get(key, ()):
-            if not waiter.done():
-                waiter.set_result(None)
+        _resolve_all(self._waiters.get(key, ()))
+        _resolve_all(self._queue_waiters.get(key, ()))
 
 
 async def _deliver_stop(on_stop: StopHandler, user_id: str, conversation_id: str) -> None:
@@ -248,6 +422,32 @@ async def _deliver_stop(on_stop: StopHandler, user_id: str, conversation_id: str
     except Exception:
         # Nobody awaits this task: log here, or the failure surfaces only at garbage collection.
         logger.exception("stop handler failed for conversation %s", conversation_id)
+
+
+def _resolve_all(waiters: Iterable[asyncio.Future[None]]) -> None:
+    for waiter in waiters:
+        if not waiter.done():
+            waiter.set_result(None)
+
+
+def _ticket(user_id: str, task_id: str, raw: str) -> Ticket:
+    stored = json.loads(raw)
+    return Ticket(
+        user_id=user_id,
+        conversation_id=stored["conversation_id"],
+        task_id=task_id,
+        agent_type=stored["agent_type"],
+        question=stored["question"],
+        started_at=datetime.fromisoformat(stored["started_at"]),
+        status=stored["status"],
+    )
+
+
+def _alive(ticket: Ticket, found: Any) -> bool:
+    """A running ticket while its claim is the same task; a queued one while its key lives."""
+    if ticket.status == "running":
+        return found is not None and json.loads(found)["task_id"] == ticket.task_id
+    return bool(found)
 
 
 def _message(user_id: str, conversation_id: str) -> str:

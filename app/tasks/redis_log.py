@@ -47,6 +47,7 @@ from redis.typing import EncodableT, FieldT
 from app.core.events import CompleteEvent, encode_data, encode_frame
 from app.tasks.base import Claim, EventsGone, TaskError, TaskManager
 from app.tasks.log import RunLog
+from app.tasks.redis import RedisTaskManager
 from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
 
 logger = logging.getLogger(__name__)
@@ -94,6 +95,8 @@ class RedisRunLogs:
         self._where = redacted(url)
         self._prefix = prefix
         self._tasks = tasks
+        self._releaser = tasks if isinstance(tasks, RedisTaskManager) else None
+        """The task manager whose claims the last copy releases, when they are in Redis too."""
         self._live_ms = milliseconds(ttl + retention)
         self._retention_ms = milliseconds(retention)
         self._refresh = max(ttl / 3, 0.05)
@@ -104,7 +107,7 @@ class RedisRunLogs:
         await self._writer.aclose()
         await self._reader.aclose()
 
-    async def publish(self, claim: Claim, log: RunLog) -> None:
+    async def publish(self, claim: Claim, log: RunLog) -> bool:
         stream = self._stream_key(claim.task_id)
         pointer = self._pointer_key(claim.user_id, claim.conversation_id)
         cursor = 0
@@ -120,7 +123,7 @@ class RedisRunLogs:
             now = asyncio.get_running_loop().time()
             extend = cursor == 0 or now - expires_at >= self._refresh
             try:
-                await self._send(stream, pointer, claim.task_id, cursor, frames, ended, extend)
+                await self._send(stream, pointer, claim, cursor, frames, ended, extend)
             except (RedisError, OSError) as exc:
                 if not failing:
                     logger.warning(
@@ -132,7 +135,7 @@ class RedisRunLogs:
                     )
                 failing = True
                 if ended:
-                    return
+                    return False
                 cursor = 0
                 await asyncio.sleep(_RETRY_SECONDS)
                 continue
@@ -143,7 +146,7 @@ class RedisRunLogs:
                 expires_at = now
             cursor += len(frames)
             if ended:
-                return
+                return self._releaser is not None
 
     async def latest(self, user_id: str, conversation_id: str) -> str | None:
         claim = await self._tasks.current(user_id, conversation_id)
@@ -176,6 +179,13 @@ class RedisRunLogs:
             reader.end()  # asked from its end, or beyond: nothing more will come
         return reader
 
+    async def last_event_id(self, task_id: str) -> int | None:
+        with translate_errors(self._where):
+            tail = cast(
+                list[Entry], await self._writer.xrevrange(self._stream_key(task_id), count=1)
+            )
+        return _entry_id(tail[0][0])[0] if tail else None
+
     async def is_running(self, user_id: str, conversation_id: str, task_id: str) -> bool:
         """Whether the run still holds its conversation (raises `TaskError` if Redis fails)."""
         claim = await self._tasks.current(user_id, conversation_id)
@@ -194,14 +204,21 @@ class RedisRunLogs:
         self,
         stream: str,
         pointer: str,
-        task_id: str,
+        claim: Claim,
         cursor: int,
         frames: list[bytes],
         ended: bool,
         extend: bool,
     ) -> None:
-        """One round trip: the new frames, the end marker once ended, and the keys' lives."""
+        """One round trip: the new frames, the end marker once ended, and the keys' lives.
+
+        The last one also releases the claim, just before the end marker, as
+        the runner would have a moment earlier in a round trip of its own.
+        """
+        task_id = claim.task_id
         pipe: Pipeline = self._writer.pipeline(transaction=False)
+        if ended and self._releaser is not None:
+            self._releaser.release_in(pipe, claim)
         if cursor == 0:
             pipe.set(pointer, task_id, px=self._live_ms)
         # Trimming by id, not length: entries hold different numbers of events.

@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from app.core.events import Event, RunStatus
+from app.core.events import CompleteEvent, Event, RunStatus
 from app.core.run import Conclusion, ConversationKey, StopSignal
 from app.tasks.base import Claim, TaskBackendUnavailable, TaskError, TaskManager
 from app.tasks.log import EventLogReader, RunLog, SharedRunLogs
@@ -68,6 +68,12 @@ class Run:
     """Past the point a stop could change: the agent is storing its outcome, or has finished."""
     forget: asyncio.TimerHandle | None = None
     """When the ended run's log stops being kept for late readers."""
+    session_id: int | None = None
+    """The turn's row, once its question is stored (a queued run has none yet)."""
+    complete: CompleteEvent | None = None
+    """How the turn ended, once it has (for whoever is told of its end: a webhook)."""
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
+    """Set once the log is closed: the turn is stored and its claim released."""
 
     @property
     def running(self) -> bool:
@@ -133,13 +139,27 @@ class RunRegistry:
             return None
         return await self._shared.reader(user_id, conversation_id, task_id, after)
 
-    def launch(self, claim: Claim, program: RunProgram, on_end: OnEnd | None = None) -> Run:
+    async def last_event_id(self, user_id: str, conversation_id: str, task_id: str) -> int | None:
+        """The newest event id of that run, from this instance's log or the shared one."""
+        run = self.find(user_id, conversation_id)
+        if run is not None and run.claim.task_id == task_id:
+            return run.log.last_id
+        return await self._shared.last_event_id(task_id)
+
+    def launch(
+        self,
+        claim: Claim,
+        program: RunProgram,
+        on_end: OnEnd | None = None,
+        run: Run | None = None,
+    ) -> Run:
         """Start the run in the background; the caller already holds `claim`.
 
         `on_end` runs once the turn is stored, before the claim is released,
         so whoever waits for the release (a stop) sees what it frees too.
+        `run` is one whose stream already opened (a queued turn): its log goes on.
         """
-        run = Run(claim)
+        run = run or Run(claim)
         self._runs[claim.key] = run
         run.task = asyncio.create_task(
             self._drive(run, program, on_end), name=f"run-{claim.task_id}"
@@ -195,10 +215,12 @@ class RunRegistry:
                     await on_end()
                 except Exception:
                     log.exception("run %s: its end hook failed", run.claim.task_id)
-            await self._release(run.claim)
-            run.log.end(conclusion.complete if conclusion is not None else None)
-            await self._copied(run, copier)
+            run.complete = conclusion.complete if conclusion is not None else None
+            run.log.end(run.complete)
+            if not await self._copied(run, copier):
+                await self._release(run.claim)
             run.log.close()
+            run.ended.set()
             run.forget = asyncio.get_running_loop().call_later(self._retention, self._forget, run)
 
     async def _events(self, run: Run, program: RunProgram) -> RunStatus | None:
@@ -216,12 +238,16 @@ class RunRegistry:
             run.settled = True
         return None
 
-    async def _copied(self, run: Run, copier: asyncio.Task[None]) -> None:
-        """Wait for the copy to finish; it gives up on its own when Redis is down."""
+    async def _copied(self, run: Run, copier: asyncio.Task[bool]) -> bool:
+        """Wait for the copy to finish (it gives up on its own when Redis is down).
+
+        True when its last round trip released the claim too.
+        """
         try:
-            await copier
+            return await copier
         except Exception:
             log.exception("copying run %s to the shared log failed", run.claim.task_id)
+            return False
 
     async def _heartbeat(self, claim: Claim) -> None:
         interval = max(self._ttl / 3, 0.05)

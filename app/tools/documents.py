@@ -15,8 +15,10 @@ from typing import Any
 from app.core.events import Reference
 from app.core.tools import ToolSchema
 from app.documents.library import DocumentLibrary
-from app.store.base import FileChunk, StoredFile
+from app.store.base import FileChunk
+from app.store.models import StoredFile
 from app.tools.base import ToolContext, ToolOutput
+from app.tools.untrusted import untrusted
 
 REFERENCE_EXCERPT_CHARS = 500
 
@@ -65,7 +67,7 @@ class DocumentSearch:
             )
         blocks = [f"[{n}] {location(p)}\n{p.text}" for n, p in enumerate(found.passages, 1)]
         return ToolOutput(
-            "\n\n".join([header, *blocks]),
+            "\n\n".join([header, untrusted("\n\n".join(blocks), file.file_name)]),
             references=[_reference(file, p) for p in found.passages],
         )
 

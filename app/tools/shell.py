@@ -47,6 +47,7 @@ from typing import Any, Literal
 from app.core.events import ThinkingEvent
 from app.core.tools import ToolSchema
 from app.tools.base import ToolContext, ToolOutput
+from app.tools.untrusted import untrusted
 from app.tools.workspace import Workspace
 
 ShellMode = Literal["sandboxed", "unsandboxed"]
@@ -393,7 +394,7 @@ class BashTool:
         ctx.emit(ThinkingEvent(f"Running: {_first_line(command)}\n"))
         await asyncio.to_thread(self._workspace.create)
         result = await self._shell.run(command, self._workspace.root, asked)
-        text = result.output or "(no output)"
+        text = untrusted(result.output, "command output") if result.output else "(no output)"
         if result.flooded:
             text += f"\n[killed: it printed more than {FLOOD_BYTES} bytes]"
         elif result.timed_out:

@@ -10,7 +10,8 @@ logged once at WARNING with the URL, the status and Tavily's own message
 from __future__ import annotations
 
 import logging
-from typing import Any
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
 
 import httpx2 as httpx
 import orjson
@@ -20,7 +21,11 @@ from app.config import Settings
 from app.core.events import Reference
 from app.core.tools import ToolSchema
 from app.core.urls import public_url
-from app.tools.base import ToolContext, ToolOutput
+from app.tools.base import Tool, ToolContext, ToolOutput
+from app.tools.untrusted import untrusted
+
+if TYPE_CHECKING:
+    from app.tools.mcp import McpToolbox
 
 log = logging.getLogger(__name__)
 
@@ -41,16 +46,10 @@ SCHEMA = ToolSchema(
 )
 
 
-class TavilySearch:
-    schema = SCHEMA
+class WebSearch(ABC):
+    """`web_search` as the model sees it, whichever service answers it."""
 
-    def __init__(
-        self, client: httpx.AsyncClient, base_url: str, api_key: SecretStr, max_results: int
-    ) -> None:
-        self._client = client
-        self._url = base_url.rstrip("/") + "/search"
-        self._key = api_key
-        self._max_results = max_results
+    schema = SCHEMA
 
     def notice(self, args: dict[str, Any]) -> str | None:
         query = _query(args)
@@ -60,6 +59,23 @@ class TavilySearch:
         query = _query(args)
         if not query:
             return ToolOutput("The search needs a non-empty `query`.", is_error=True)
+        return await self.search(query)
+
+    @abstractmethod
+    async def search(self, query: str) -> ToolOutput:
+        """The results of a non-empty query, or an error result the model can read."""
+
+
+class TavilySearch(WebSearch):
+    def __init__(
+        self, client: httpx.AsyncClient, base_url: str, api_key: SecretStr, max_results: int
+    ) -> None:
+        self._client = client
+        self._url = base_url.rstrip("/") + "/search"
+        self._key = api_key
+        self._max_results = max_results
+
+    async def search(self, query: str) -> ToolOutput:
         try:
             async with self._client.stream(
                 "POST",
@@ -86,13 +102,7 @@ class TavilySearch:
             for r in results
             if isinstance(r, dict) and r.get("url")
         ]
-        if not references:
-            return ToolOutput(f"No results for: {query}")
-        lines = [
-            f"[{n}] {ref.title}\nURL: {ref.url}\n{ref.content}"
-            for n, ref in enumerate(references, 1)
-        ]
-        return ToolOutput("\n\n".join(lines), references=references)
+        return found(query, references)
 
     def _log_failure(self, status: int | str, message: str) -> None:
         key = self._key.get_secret_value()
@@ -120,8 +130,23 @@ def _query(args: dict[str, Any]) -> str:
     return str(args.get("query") or "").strip()
 
 
-def configured_search(client: httpx.AsyncClient, settings: Settings) -> TavilySearch | None:
-    """The web search of these settings; None without a Tavily key (agents then do without)."""
+def found(query: str, references: list[Reference]) -> ToolOutput:
+    """Results as the model cites them (`[n]`) and as the turn's references."""
+    if not references:
+        return ToolOutput(f"No results for: {query}")
+    lines = [
+        f"[{n}] {ref.title}\nURL: {ref.url}\n{ref.content}" for n, ref in enumerate(references, 1)
+    ]
+    return ToolOutput(untrusted("\n\n".join(lines), f"web search: {query}"), references=references)
+
+
+def configured_search(
+    client: httpx.AsyncClient, settings: Settings, mcp: McpToolbox | None = None
+) -> Tool | None:
+    """The web search of these settings: Tavily's HTTP API (None without a key: agents
+    then do without), or with `WEB_SEARCH_PROVIDER=mcp:<server>` an MCP server's search."""
+    if settings.web_search_provider != "tavily":
+        return mcp.web_search(settings.web_search_provider) if mcp is not None else None
     key = settings.tavily_api_key
     if not key.get_secret_value():
         return None

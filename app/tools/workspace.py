@@ -36,6 +36,7 @@ import orjson
 
 from app.core.tools import ToolSchema
 from app.tools.base import ToolContext, ToolOutput
+from app.tools.untrusted import untrusted
 
 DEFAULT_READ_LINES = 2000
 MAX_LINE_CHARS = 2000
@@ -247,7 +248,7 @@ class ReadFile(WorkspaceTool):
             numbered.append(
                 f"(lines {offset}-{end} of {len(lines)}; read on with offset={end + 1})"
             )
-        return "\n".join(numbered)
+        return untrusted("\n".join(numbered), str(args.get("path", "")))
 
 
 class WriteFile(WorkspaceTool):
@@ -361,8 +362,9 @@ class Grep(WorkspaceTool):
                 if regex.search(line):
                     matches.append(f"{name}:{number}: {line[:MAX_LINE_CHARS]}")
                     if len(matches) >= MAX_GREP_MATCHES:
-                        return "\n".join([*matches, f"(stopped at {MAX_GREP_MATCHES} matches)"])
-        return "\n".join(matches) if matches else "No match."
+                        matches.append(f"(stopped at {MAX_GREP_MATCHES} matches)")
+                        return untrusted("\n".join(matches), "grep")
+        return untrusted("\n".join(matches), "grep") if matches else "No match."
 
 
 def file_tools(workspace: Workspace) -> list[WorkspaceTool]:

@@ -459,7 +459,14 @@ async def test_agent_picker_offers_only_the_agents_the_server_runs(
     kinds = (await (await answered.value).json())["data"]
 
     running = [k["name"] for k in kinds if k["available"]]
-    assert running == ["Web search", "Ask a file", "PowerPoint", "Deep research", "Skills"]
+    assert running == [
+        "Web search",
+        "Ask a file",
+        "PowerPoint",
+        "Deep research",
+        "Skills",
+        "Remote agents",
+    ]
     await expect(page.locator("#agent option")).to_have_text(running)
 
 

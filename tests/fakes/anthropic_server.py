@@ -5,8 +5,11 @@ Named events, as documented: `message_start` (with the input tokens), a
 (`thinking_delta` then a `signature_delta`, `text_delta`, `input_json_delta`
 for a tool's arguments, whose first fragment is empty as Anthropic's is) and
 `content_block_stop`; then `message_delta` (stop reason, output tokens) and
-`message_stop`. Errors are `{"type": "error", "error": {"type", "message"}}`,
-as a status or as an `error` event.
+`message_stop`. `RedactedThinkingReply` adds what Anthropic sends when its
+safety systems encrypt reasoning: a `redacted_thinking` block whose opaque
+`data` comes whole in `content_block_start`, with no deltas. Errors are
+`{"type": "error", "error": {"type", "message"}}`, as a status or as an
+`error` event.
 
 Like the real API it refuses a request without `x-api-key` or
 `anthropic-version`, without `max_tokens`, with a role other than user and
@@ -16,6 +19,7 @@ assistant, or with an empty text block.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -29,6 +33,8 @@ from tests.fakes.scripted_server import (
     Request,
     ScriptedServer,
     Tokens,
+    ToolCallsReply,
+    Wire,
     split,
 )
 
@@ -119,6 +125,13 @@ class AnthropicEncoder(Encoder):
             frames += self._close()
         return frames
 
+    def redacted_thinking(self, data: str) -> list[bytes]:
+        frames = self._close()
+        self._index += 1
+        block = {"type": "redacted_thinking", "data": data}
+        start = {"type": "content_block_start", "index": self._index, "content_block": block}
+        return [*frames, frame(start), frame({"type": "content_block_stop", "index": self._index})]
+
     def closing(self, finish: Finish, usage: Tokens | None) -> list[bytes]:
         message_delta = {
             "type": "message_delta",
@@ -180,3 +193,23 @@ class FakeAnthropic(ScriptedServer):
                         400, message="messages: text content blocks must be non-empty"
                     )
         return None
+
+
+@dataclass(frozen=True)
+class RedactedThinkingReply(Reply):
+    """A `redacted_thinking` block first, then `then`'s tool calls."""
+
+    data: str
+    then: ToolCallsReply
+
+    async def play(self, wire: Wire) -> None:
+        encoder = wire.encoder
+        assert isinstance(encoder, AnthropicEncoder)
+        calls = [Call(wire.new_call_id(), name, arguments) for name, arguments in self.then.calls]
+        usage = wire.usage(True, self.then.fragments * len(calls))
+        await wire.start()
+        await wire.send(encoder.opening(usage))
+        await wire.send(encoder.redacted_thinking(self.data))
+        await wire.send(encoder.tool_calls(calls, self.then.fragments))
+        await wire.send(encoder.closing("tool_calls", usage))
+        await wire.end()

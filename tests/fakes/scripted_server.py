@@ -337,6 +337,11 @@ class Reply(ABC):
         """Send headers (and `first_text`), then nothing until the client gives up."""
         return HangReply(first_text=first_text)
 
+    @staticmethod
+    def gated(first_text: str, rest: str, gate: asyncio.Event) -> GatedReply:
+        """Send `first_text`, then `rest` and the end once the test sets `gate`."""
+        return GatedReply(first_text, rest, gate)
+
 
 @dataclass(frozen=True)
 class TextReply(Reply):
@@ -438,6 +443,24 @@ class HangReply(Reply):
             await wire.send(wire.encoder.opening(wire.usage(True, 1)))
             await wire.send(wire.encoder.text(self.first_text))
         await wire.wait_for_disconnect()
+
+
+@dataclass(frozen=True)
+class GatedReply(Reply):
+    first_text: str
+    rest: str
+    gate: asyncio.Event
+
+    async def play(self, wire: Wire) -> None:
+        encoder = wire.encoder
+        usage = wire.usage(True, 2)
+        await wire.start()
+        await wire.send(encoder.opening(usage))
+        await wire.send(encoder.text(self.first_text))
+        await self.gate.wait()
+        await wire.send(encoder.text(self.rest))
+        await wire.send(encoder.closing("stop", usage))
+        await wire.end()
 
 
 def _default_responder(body: Body) -> Reply:

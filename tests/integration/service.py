@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,8 +11,10 @@ from typing import Any
 
 import httpx
 
+from app.agents.base import AgentCore, BaseAgent
 from app.agents.registry import AGENTS, AgentEntry
 from app.config import Settings
+from app.llm.base import ChatModel
 from app.main import create_app
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.tavily_server import FakeTavily
@@ -19,6 +22,18 @@ from tests.support.server import serve
 from tests.support.sse import Event, collect
 
 TEST_LLM_KEY = "sk-test-secret-key-0123456789"
+
+
+def with_agent(cls: type[BaseAgent], kind: str = "pptx") -> list[AgentEntry]:
+    """The registry with `cls` in the slot of `kind`: how a new agent arrives, one entry."""
+
+    def factory(core: AgentCore, settings: Settings) -> BaseAgent:
+        return cls(core)
+
+    return [
+        dataclasses.replace(entry, factory=factory) if entry.kind == kind else entry
+        for entry in AGENTS
+    ]
 
 
 def service_settings(
@@ -67,11 +82,11 @@ def settings_for(
 
 @contextlib.asynccontextmanager
 async def running_service(
-    settings: Settings, agents: Sequence[AgentEntry] = AGENTS
+    settings: Settings, agents: Sequence[AgentEntry] = AGENTS, model: ChatModel | None = None
 ) -> AsyncIterator[httpx.AsyncClient]:
-    """The app on a real socket, and a client pointed at it."""
+    """The app on a real socket (its model scripted, when given), and a client pointed at it."""
     async with (
-        serve(create_app(settings, agents)) as url,
+        serve(create_app(settings, agents, model)) as url,
         httpx.AsyncClient(base_url=url, timeout=10) as client,
     ):
         yield client

@@ -6,19 +6,23 @@ A test agent takes the registry slot of a kind this build has no agent for
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 
-from app.agents.base import AgentCore, BaseAgent, Turn, TurnState
-from app.agents.registry import AGENTS, AgentEntry
-from app.config import Settings
+from app.agents.base import BaseAgent, Turn, TurnState
 from app.core.events import Event, TextEvent, ThinkingEvent
 from app.documents.library import generated_event
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.service import Backend, ask, history, running_service, settings_for
+from tests.integration.service import (
+    Backend,
+    ask,
+    history,
+    running_service,
+    settings_for,
+    with_agent,
+)
 
 DECK_MIME = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
 DECK = b"PK\x03\x04 a deck"
@@ -48,16 +52,6 @@ class DeckAgent(BaseAgent):
         event = generated_event(stored)
         yield event
         yield TextEvent(f"Your deck: [{stored.file_name}]({event.url})")
-
-
-def with_agent(cls: type[BaseAgent]) -> list[AgentEntry]:
-    def factory(core: AgentCore, settings: Settings) -> BaseAgent:
-        return cls(core)
-
-    return [
-        dataclasses.replace(entry, factory=factory) if entry.kind == "pptx" else entry
-        for entry in AGENTS
-    ]
 
 
 async def turn(client: httpx.AsyncClient, query: str, conversation: str) -> list[dict[str, object]]:

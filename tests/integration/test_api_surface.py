@@ -26,13 +26,16 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/agent/pptx/stream": {"get", "post"},
         "/agent/deep/stream": {"get", "post"},
         "/agent/skills/stream": {"get", "post"},
+        "/agent/host/stream": {"get", "post"},
         "/agent/stop": {"get", "post"},
         "/agent/resume": {"get"},
         "/agent/kinds": {"get"},
+        "/agent/runs": {"get"},
         "/session/list": {"get"},
         "/session/{conversation_id}": {"get", "delete"},
         "/health": {"get"},
         "/ready": {"get"},
+        "/metrics": {"get"},
         "/file/upload": {"post"},
         "/file/info/{file_id}": {"get"},
         "/file/content/{file_id}": {"get"},
@@ -40,6 +43,21 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/file/list": {"get"},
         "/file/download/{file_id}": {"get"},
         "/file/{file_id}": {"delete"},
+        "/ag-ui/{kind}": {"post"},
+        "/ai-sdk/{kind}": {"post"},
+        "/ai-sdk/{kind}/{chat_id}/stream": {"get"},
+        "/.well-known/agent-card.json": {"get"},
+        "/.well-known/agent.json": {"get"},
+        "/a2a": {"post"},
+        "/a2a/rest/message:send": {"post"},
+        "/a2a/rest/message:stream": {"post"},
+        "/a2a/rest/tasks": {"get"},
+        "/a2a/rest/tasks/{id}": {"get"},
+        "/a2a/rest/tasks/{id}:cancel": {"post"},
+        "/a2a/rest/tasks/{id}:subscribe": {"get", "post"},
+        "/a2a/rest/tasks/{id}/pushNotificationConfigs": {"get", "post"},
+        "/a2a/rest/tasks/{id}/pushNotificationConfigs/{push_id}": {"get", "delete"},
+        "/a2a/rest/extendedAgentCard": {"get"},
     }
     assert {path: set(ops) for path, ops in paths.items()} == expected
     assert "text/event-stream" in paths["/agent/chat/stream"]["get"]["responses"]["200"]["content"]
@@ -94,6 +112,8 @@ async def test_agent_kinds_list_what_runs_and_the_rest_answer_501(tmp_path: Path
          "needsFile": False, "acceptsFile": False},
         {"kind": "skills", "name": "Skills", "available": True,
          "needsFile": False, "acceptsFile": True},
+        {"kind": "host", "name": "Remote agents", "available": True,
+         "needsFile": False, "acceptsFile": False},
     ]  # fmt: skip
     assert {kind: r.status_code for kind, r in unavailable.items()} == {"pptx": 501}
     assert all(r.json()["code"] == 501 for r in unavailable.values())

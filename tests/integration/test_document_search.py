@@ -19,10 +19,11 @@ from pydantic import SecretStr
 from app.documents.library import DocumentLibrary, FileTooLarge, LibrarySettings, UnsupportedFile
 from app.documents.retrieval import Embedder
 from app.llm.embeddings import OpenAIEmbeddings
-from app.store.base import StoredFile, StoreUnavailable
+from app.store.base import StoreUnavailable
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
+from app.store.models import StoredFile
 from tests.fakes.embeddings_server import FakeEmbeddings
 from tests.support.documents import pdf_bytes
 

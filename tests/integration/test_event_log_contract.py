@@ -69,7 +69,7 @@ class RedisRun:
         log: RunLog,
         claim: Claim,
         tasks: RedisTaskManager,
-        copier: asyncio.Task[None],
+        copier: asyncio.Task[bool],
         other: RedisRunLogs,
     ) -> None:
         self.log = log
@@ -116,7 +116,7 @@ async def instance(
 @asynccontextmanager
 async def owned_run(
     url: str, prefix: str, *, max_events: int = 1000
-) -> AsyncIterator[tuple[Claim, RunLog, RedisTaskManager, asyncio.Task[None]]]:
+) -> AsyncIterator[tuple[Claim, RunLog, RedisTaskManager, asyncio.Task[bool]]]:
     """A claimed run whose log is being copied; closed, copied and released on exit."""
     claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
     log = RunLog()

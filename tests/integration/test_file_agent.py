@@ -24,6 +24,8 @@ SEARCHABLE = {"file_whole_text_chars": 0, "file_chunk_chars": 150, "file_chunk_o
 """Small passages (a page of `TOPICS` each), and no file small enough to be read whole."""
 ALICE = {"Authorization": "Bearer key-a"}
 BOB = {"Authorization": "Bearer key-b"}
+WRAPPED = '<untrusted-content source="manual.pdf">\n'
+"""How a passage of the manual reaches the model: marked as data (app/tools/untrusted.py)."""
 
 
 async def upload(client: httpx.AsyncClient, name: str, data: bytes, **kwargs: Any) -> str:
@@ -61,7 +63,7 @@ async def test_a_question_is_answered_from_the_right_page_with_references(
     assert start["toolCallId"] == end["toolCallId"]
     assert orjson.loads(start["arguments"]) == {"query": question}
     assert not end["isError"]
-    assert end["result"].split("\n\n")[1].startswith("[1] page 7\n")
+    assert end["result"].split("\n\n")[1].startswith(f"{WRAPPED}[1] page 7\n")
     assert "seven years" in end["result"]
     assert text_of(evts) == "The warranty lasts seven years (page 7)."
     refs = orjson.loads(next(e for e in evts if e["type"] == "reference")["content"])
@@ -108,7 +110,7 @@ async def test_the_model_can_search_again_with_other_words(
         "complete",
     ]
     second = [e for e in evts if e["type"] == "tool_end"][1]
-    assert second["result"].split("\n\n")[1].startswith("[1] page 8\n")
+    assert second["result"].split("\n\n")[1].startswith(f"{WRAPPED}[1] page 8\n")
     assert "thirty days" in tool_results(fake_llm.requests[1])[1]
     refs = orjson.loads(next(e for e in evts if e["type"] == "reference")["content"])
     assert f"/file/download/{file_id}#page=8&passage=7" in [r["url"] for r in refs]
@@ -122,7 +124,9 @@ async def test_a_small_file_is_handed_over_whole(
         evts = await ask(client, "Summarise it.", "c-3", file_id)
 
     end = next(e for e in evts if e["type"] == "tool_end")
-    assert end["result"].startswith('The whole text of "short.pdf":\n\n[1] pages 1-3\n')
+    assert end["result"].startswith(
+        'The whole text of "short.pdf":\n\n<untrusted-content source="short.pdf">\n[1] pages 1-3\n'
+    )
     assert all(topic in tool_results(fake_llm.requests[0])[0] for topic in TOPICS[:3])
     refs = orjson.loads(next(e for e in evts if e["type"] == "reference")["content"])
     assert [r["title"] for r in refs] == ["short.pdf, pages 1-3"]

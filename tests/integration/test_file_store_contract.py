@@ -14,9 +14,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.store.base import FileChunk, FileOutcome, FileStore, StoredFile
+from app.store.base import FileChunk, FileOutcome, FileStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
+from app.store.models import StoredFile
 
 CREATED = datetime(2026, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
 

@@ -14,7 +14,14 @@ import httpx
 import pytest
 
 from tests.integration.service import running_service, service_settings
-from tests.support.documents import MB, docx_bomb_bytes, docx_bytes, pdf_bomb_bytes
+from tests.support.documents import (
+    MB,
+    docx_bomb_bytes,
+    docx_bytes,
+    pdf_bomb_bytes,
+    pdf_nested_bytes,
+    xlsx_bomb_bytes,
+)
 
 BOMB_MB = 300
 SERVER_GROWTH_MB = 40
@@ -42,8 +49,8 @@ async def upload_and_read(client: httpx.AsyncClient, name: str, data: bytes) -> 
 
 @pytest.mark.parametrize(
     ("name", "build"),
-    [("bomb.docx", docx_bomb_bytes), ("bomb.pdf", pdf_bomb_bytes)],
-    ids=["docx", "pdf"],
+    [("bomb.docx", docx_bomb_bytes), ("bomb.pdf", pdf_bomb_bytes), ("bomb.xlsx", xlsx_bomb_bytes)],
+    ids=["docx", "pdf", "xlsx"],
 )
 async def test_a_decompression_bomb_ends_failed_and_the_server_stays_small(
     tmp_path: Path, sqlite_url: str, name: str, build: Any
@@ -113,3 +120,17 @@ async def test_a_document_with_more_text_than_the_budget_ends_failed(
         "error": "This is a text file with more than 1,000 characters of text, "
         "more than can be read.",
     }
+
+
+async def test_a_pdf_of_deeply_nested_objects_ends_failed_and_the_server_lives(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    async with running_service(service_settings(tmp_path, sqlite_url)) as client:
+        record = await upload_and_read(client, "nested.pdf", pdf_nested_bytes(200_000))
+        health = await client.get("/health")
+        after = await upload_and_read(client, "fine.docx", docx_bytes(["Still reading."]))
+
+    assert record["status"] == "failed"
+    assert "could not be read" in record["error"]
+    assert health.status_code == 200
+    assert after["status"] == "ready"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
@@ -162,9 +163,17 @@ async def test_a_final_store_that_fails_is_retried_until_the_database_is_back(
 
         seen = await stream(client, params, blip)
         stored = await history(client, "c-retry")
+        metrics = (await client.get("/metrics")).text
 
     assert seen[-1]["status"] == "stopped"
     assert [(t["status"], t["answer"]) for t in stored] == [("stopped", "Kept")]
+    (retries,) = [
+        sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if sample.name == "dodo_store_retries_total"
+    ]
+    assert retries >= 1
 
 
 @pytest.mark.postgres

@@ -15,7 +15,7 @@ from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from app.agents import pptx
@@ -30,13 +30,26 @@ PICTURE_SLIDE = 5
 """`image_text`, in the page order tests/support/decks.py gives eight slides."""
 
 
+def png_bytes() -> bytes:
+    png = io.BytesIO()
+    Image.new("RGB", (64, 48), "orange").save(png, format="PNG")
+    return png.getvalue()
+
+
 @dataclass
 class FakeImages:
-    """An OpenAI-compatible `/images/generations`; `status` 200 answers a small PNG."""
+    """An OpenAI-compatible `/images/generations`; `status` 200 answers a small PNG.
+
+    With `picture_url` set it answers that URL instead of the bytes, as
+    providers that ignore `response_format` do; it serves the picture at
+    `/v1/files/picture.png` itself, counting the `downloads`.
+    """
 
     status: int = 200
+    picture_url: str = ""
     prompts: list[str] = field(default_factory=list)
     auth: list[str] = field(default_factory=list)
+    downloads: int = 0
 
     async def generate(self, request: Request) -> JSONResponse:
         body: dict[str, Any] = await request.json()
@@ -44,20 +57,29 @@ class FakeImages:
         self.auth.append(request.headers.get("authorization", ""))
         if self.status != 200:
             return JSONResponse({"error": {"message": "down"}}, status_code=self.status)
-        png = io.BytesIO()
-        Image.new("RGB", (64, 48), "orange").save(png, format="PNG")
-        return JSONResponse({"data": [{"b64_json": base64.b64encode(png.getvalue()).decode()}]})
+        if self.picture_url:
+            return JSONResponse({"data": [{"url": self.picture_url}]})
+        return JSONResponse({"data": [{"b64_json": base64.b64encode(png_bytes()).decode()}]})
+
+    async def picture(self, request: Request) -> Response:
+        self.downloads += 1
+        return Response(png_bytes(), media_type="image/png")
 
 
 @pytest.fixture
 async def images() -> AsyncIterator[tuple[FakeImages, str]]:
     fake = FakeImages()
-    app = Starlette(routes=[Route("/v1/images/generations", fake.generate, methods=["POST"])])
-    async with serve(app, lifespan="off") as url:
+    routes = [
+        Route("/v1/images/generations", fake.generate, methods=["POST"]),
+        Route("/v1/files/picture.png", fake.picture),
+    ]
+    async with serve(Starlette(routes=routes), lifespan="off") as url:
         yield fake, f"{url}/v1"
 
 
-async def deck_slides(tmp_path: Path, sqlite_url: str, base_url: str) -> list[Any]:
+async def deck_slides(
+    tmp_path: Path, sqlite_url: str, base_url: str, **overrides: Any
+) -> list[Any]:
     """Build a deck with images configured; its slides as python-pptx reads them."""
     settings = service_settings(
         tmp_path,
@@ -65,6 +87,7 @@ async def deck_slides(tmp_path: Path, sqlite_url: str, base_url: str) -> list[An
         pptx_previews=False,
         pptx_image_base_url=base_url,
         pptx_image_api_key="img-secret",
+        **overrides,
     )
     model = DeckModel(TITLES)
     async with agent_core(settings, ScriptedModel(*[model.scripted] * 10)) as core:
@@ -105,3 +128,27 @@ async def test_without_a_picture_the_slide_keeps_its_panel_never_a_broken_one(
         s for slide in slides for s in slide.shapes if s.shape_type == MSO_SHAPE_TYPE.PICTURE
     ]
     assert "deco-visual-inset" in {s.name for s in slides[PICTURE_SLIDE].shapes}
+
+
+async def test_a_picture_named_by_a_local_url_is_not_fetched(
+    tmp_path: Path, sqlite_url: str, images: tuple[FakeImages, str]
+) -> None:
+    fake, base_url = images
+    fake.picture_url = f"{base_url}/files/picture.png"
+    slides = await deck_slides(tmp_path, sqlite_url, base_url)
+
+    assert len(fake.prompts) == 1
+    assert fake.downloads == 0
+    assert pictures_of(slides) == [[] for _ in TITLES]
+
+
+async def test_a_picture_named_by_a_url_the_allowlist_names_is_fetched(
+    tmp_path: Path, sqlite_url: str, images: tuple[FakeImages, str]
+) -> None:
+    fake, base_url = images
+    fake.picture_url = f"{base_url}/files/picture.png"
+    slides = await deck_slides(tmp_path, sqlite_url, base_url, outbound_allowlist="127.0.0.1")
+
+    assert fake.downloads == 1
+    expected = [["picture"] if n == PICTURE_SLIDE else [] for n in range(len(TITLES))]
+    assert pictures_of(slides) == expected

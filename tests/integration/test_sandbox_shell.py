@@ -279,7 +279,10 @@ async def test_the_tool_reports_the_exit_code_and_the_time_limit(
     slow = await tool({"command": "sleep 30", "timeout": 1}, ctx)
 
     assert failed.is_error
-    assert failed.text == "oops\n\n[exit code 3]"
+    # What a command prints reaches the model marked as data (app/tools/untrusted.py).
+    assert failed.text == (
+        '<untrusted-content source="command output">\noops\n\n</untrusted-content>\n[exit code 3]'
+    )
     assert slow.is_error
     assert "[killed: still running after 1 s" in slow.text
     assert [getattr(e, "content", "") for e in events] == [

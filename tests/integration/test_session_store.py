@@ -18,20 +18,10 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import text
 from sqlmodel import col, select
 
-from app.store.base import (
-    DeletedConversation,
-    NewTurn,
-    SessionStore,
-    StoredTurn,
-    StoreError,
-    StoreUnavailable,
-    ToolCall,
-    TurnFile,
-    TurnOutcome,
-    TurnStatus,
-)
+from app.store.base import DeletedConversation, SessionStore, StoreError, StoreUnavailable
 from app.store.db import MIGRATIONS_DIR, Database
-from app.store.models import AiSession
+from app.store.models import AiSession, StoredTurn, TurnOutcome
+from app.store.records import ToolCall, TurnFile, TurnStatus
 from app.store.sessions import SqlSessionStore
 
 
@@ -46,8 +36,8 @@ def new_turn(
     question: str = "What is SSE?",
     agent_type: str = "chat",
     fileid: str | None = None,
-) -> NewTurn:
-    return NewTurn(
+) -> StoredTurn:
+    return StoredTurn(
         session_id=session_id,
         user_id=user_id,
         agent_type=agent_type,

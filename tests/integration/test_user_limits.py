@@ -6,6 +6,9 @@ before any model call; another user is never held back by it.
 
 from __future__ import annotations
 
+import asyncio
+import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -111,3 +114,126 @@ async def test_uploads_a_minute_are_limited_per_user(
     assert second.json()["message"] == "Too many uploads: at most 1 a minute for one user"
     assert bobs.status_code == 200
     assert len(listed.json()["data"]) == 1
+
+
+async def head_of_answer_to_unsent_upload(
+    client: httpx.AsyncClient, headers: dict[str, str], declared_bytes: int
+) -> tuple[int, dict[str, str]]:
+    """Announce an upload of `declared_bytes`, send only its first part's head, read the answer.
+
+    A server that reads the body before answering waits for bytes that never
+    come, and the answer's deadline fails the test.
+    """
+    url = client.base_url
+    assert url.host
+    assert url.port
+    boundary = "hostile-boundary"
+    start = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\n'
+        "Content-Type: text/plain\r\n\r\n"
+    )
+    head = [
+        "POST /file/upload HTTP/1.1",
+        f"Host: {url.host}:{url.port}",
+        f"Content-Type: multipart/form-data; boundary={boundary}",
+        f"Content-Length: {declared_bytes}",
+        *(f"{name}: {value}" for name, value in headers.items()),
+    ]
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    try:
+        writer.write(("\r\n".join(head) + "\r\n\r\n" + start).encode())
+        await writer.drain()
+        async with asyncio.timeout(10):
+            answer = await reader.readuntil(b"\r\n\r\n")
+    finally:
+        writer.close()
+    status_line, *lines = answer.decode().strip().split("\r\n")
+    fields = dict(line.split(": ", 1) for line in lines)
+    return int(status_line.split()[1]), {k.lower(): v for k, v in fields.items()}
+
+
+async def test_an_upload_over_the_limit_is_refused_before_its_body_is_read(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = settings_for(backend, tmp_path, fake_llm, api_keys=KEYS, uploads_per_minute=1)
+    note = {"file": ("note.txt", b"A short note.\n")}
+    forty_mb = 40 * 1024 * 1024
+    async with running_service(settings) as client:
+        first = await client.post("/file/upload", files=note, headers=ALICE)
+        over, over_headers = await head_of_answer_to_unsent_upload(client, ALICE, forty_mb)
+        anonymous, _ = await head_of_answer_to_unsent_upload(client, {}, forty_mb)
+        bobs = await client.post("/file/upload", files=note, headers=BOB)
+
+    assert first.status_code == 200
+    assert over == 429
+    assert 1 <= int(over_headers["retry-after"]) <= 60
+    assert anonymous == 401
+    assert bobs.status_code == 200
+
+
+SLOW_WORDS = 1000
+"""Words of each of Alice's slow answers, one every `SLOW_DELAY` s: they outlast the test."""
+SLOW_DELAY = 0.05
+SLOWDOWN_ALLOWED = 5
+"""How many times Bob's usual wait for his first text it may take while Alice's streams run
+(or half a second, on a machine quick enough that the usual wait is tiny)."""
+SAMPLES = 5
+
+
+async def seconds_to_first_text(client: httpx.AsyncClient, conversation: str) -> float:
+    params = {"query": "Hi", "conversationId": conversation}
+    asked = time.monotonic()
+    async with (
+        asyncio.timeout(10),
+        client.stream("GET", "/agent/chat/stream", params=params, headers=BOB) as r,
+    ):
+        async for event in events(r):
+            if event["type"] == "text":
+                return time.monotonic() - asked
+    pytest.fail("Bob's stream ended before any text")
+
+
+async def read_slowly(client: httpx.AsyncClient, conversation: str, talking: asyncio.Event) -> None:
+    """Alice's client: reads her stream as it trickles, saying when the first text came."""
+    params = {"query": "A long one", "conversationId": conversation}
+    async with client.stream("GET", "/agent/chat/stream", params=params, headers=ALICE) as r:
+        assert r.status_code == 200
+        async for event in events(r):
+            if event["type"] == "text":
+                talking.set()
+
+
+async def test_one_users_slow_streams_do_not_delay_another_users_first_event(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    limit = 8
+    settings = settings_for(
+        backend,
+        tmp_path,
+        fake_llm,
+        api_keys=KEYS,
+        max_streams_per_user=limit,
+        recommendations_enabled=False,
+    )
+    slow = Reply.text("word " * SLOW_WORDS, delay=SLOW_DELAY)
+    async with running_service(settings) as client:
+        await seconds_to_first_text(client, "bob-warm-up")
+        baseline = [await seconds_to_first_text(client, f"bob-{n}") for n in range(SAMPLES)]
+        fake_llm.script(*[slow] * limit)
+        talking = [asyncio.Event() for _ in range(limit)]
+        async with asyncio.TaskGroup() as group:
+            readers = [
+                group.create_task(read_slowly(client, f"alice-{n}", talking[n]))
+                for n in range(limit)
+            ]
+            await asyncio.gather(*(t.wait() for t in talking))
+            refused, _ = await ask(client, "alice-over", ALICE)
+            loaded = [await seconds_to_first_text(client, f"bob-busy-{n}") for n in range(SAMPLES)]
+            still_running = sum(not t.done() for t in readers)
+            for reader in readers:
+                reader.cancel()
+
+    assert refused.status_code == 429
+    assert still_running == limit
+    usual, busy = statistics.median(baseline), statistics.median(loaded)
+    assert busy < max(usual * SLOWDOWN_ALLOWED, 0.5), (baseline, loaded)

@@ -71,7 +71,7 @@ def settings(tmp_path: Path, fake_search: FakeTavily) -> Settings:
 def cite_first_result(request: ModelRequest) -> Reply:
     """The model's second call: it answers from the search result it was sent."""
     [result] = request.tool_results()
-    first_line = result.output.splitlines()[0]
+    first_line = result.output.splitlines()[1]  # under the untrusted-content wrapper
     return Reply.text(f"Seven years, says {first_line}.")
 
 
@@ -106,10 +106,11 @@ async def test_the_agent_searches_then_answers_from_what_the_search_returned(
         ToolResultBlock(
             "call_1",
             "web_search",
+            '<untrusted-content source="web search: pump warranty">\n'
             "[1] pump warranty result 1\nURL: https://example.test/pump-warranty/1\n"
             "Facts about pump warranty, number 1.\n\n"
             "[2] pump warranty result 2\nURL: https://example.test/pump-warranty/2\n"
-            "Facts about pump warranty, number 2.",
+            "Facts about pump warranty, number 2.\n</untrusted-content>",
         )
     ]
     assert (stored.status, stored.answer, stored.thinking) == (

@@ -8,6 +8,7 @@ document it reads, so what it contains is visible next to the assertion.
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 import zlib
 from collections.abc import Sequence
@@ -76,25 +77,45 @@ MB = 1024 * 1024
 
 
 def docx_bomb_bytes(inflated_mb: int) -> bytes:
-    """A Word document whose `word/document.xml` unpacks to `inflated_mb` MB of paragraphs.
+    """A Word document whose `word/document.xml` unpacks to `inflated_mb` MB of paragraphs."""
+    paragraph = b"<w:p><w:r><w:t>boom boom boom boom</w:t></w:r></w:p>"
+    source = docx_bytes(["Bomb"])
+    return _office_bomb(source, "word/document.xml", b"w:body", paragraph, inflated_mb)
+
+
+def xlsx_bomb_bytes(inflated_mb: int) -> bytes:
+    """An Excel workbook whose first sheet unpacks to `inflated_mb` MB of rows."""
+    row = b"<row><c><v>1</v></c></row>"
+    source = xlsx_bytes({"Bomb": [["Bomb"]]})
+    return _office_bomb(source, "xl/worksheets/sheet1.xml", b"sheetData", row, inflated_mb)
+
+
+def _office_bomb(
+    source: bytes, member: str, element: bytes, unit: bytes, inflated_mb: int
+) -> bytes:
+    """`source` (a zip) with `member`'s `element` filled with `inflated_mb` MB of `unit`.
 
     Written a megabyte at a time, so building it costs the test no memory;
     it compresses about a thousandfold.
     """
-    with zipfile.ZipFile(io.BytesIO(docx_bytes(["Bomb"]))) as source:
-        parts = {name: source.read(name) for name in source.namelist()}
-    head, _, tail = parts.pop("word/document.xml").partition(b"<w:body>")
-    paragraph = b"<w:p><w:r><w:t>boom boom boom boom</w:t></w:r></w:p>"
-    block = paragraph * (MB // len(paragraph))
+    with zipfile.ZipFile(io.BytesIO(source)) as archive:
+        parts = {name: archive.read(name) for name in archive.namelist()}
+    xml = parts.pop(member)
+    opening = re.search(rb"<%b\s*/?>" % element, xml)
+    assert opening is not None, f"no <{element.decode()}> in {member}"
+    closing = b"</%b>" % element
+    head = xml[: opening.start()] + b"<%b>" % element
+    tail = xml[xml.index(closing) :] if closing in xml else closing + xml[opening.end() :]
+    block = unit * (MB // len(unit))
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive:
         for name, data in parts.items():
             archive.writestr(name, data)
-        with archive.open("word/document.xml", "w", force_zip64=True) as part:
-            part.write(head + b"<w:body>")
+        with archive.open(member, "w", force_zip64=True) as part:
+            part.write(head)
             for _ in range(inflated_mb):
                 part.write(block)
-            part.write(tail[tail.index(b"</w:body>") :])
+            part.write(tail)
     return out.getvalue()
 
 
@@ -103,11 +124,28 @@ def pdf_bomb_bytes(inflated_mb: int) -> bytes:
     deflate = zlib.compressobj(9)
     operators = b"0 0 m 1 1 l S\n" * (MB // 14)
     stream = b"".join(deflate.compress(operators) for _ in range(inflated_mb)) + deflate.flush()
+    contents = b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (
+        len(stream),
+        stream,
+    )
+    return _one_page_pdf(b"", contents)
+
+
+def pdf_nested_bytes(depth: int) -> bytes:
+    """A one-page pdf whose page holds arrays nested `depth` deep: a parser that recurses
+    per level runs out of stack long before the end."""
+    text = b"BT /F1 12 Tf 72 712 Td (Nested) Tj ET"
+    contents = b"<< /Length %d >>\nstream\n%s\nendstream" % (len(text), text)
+    return _one_page_pdf(b" /Annots " + b"[" * depth + b"]" * depth, contents)
+
+
+def _one_page_pdf(page_extra: bytes, contents: bytes) -> bytes:
+    """A pdf of one page (its dictionary with `page_extra`) drawn by `contents`."""
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R >>",
-        b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream),
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R%s >>" % page_extra,
+        contents,
     ]
     out = bytearray(b"%PDF-1.7\n")
     offsets = []

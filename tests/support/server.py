@@ -17,11 +17,12 @@ from starlette.types import ASGIApp
 
 
 @contextlib.asynccontextmanager
-async def serve(app: ASGIApp, *, lifespan: str = "on") -> AsyncIterator[str]:
-    """Serve `app` on 127.0.0.1 at a free port; yields the base URL."""
+async def serve(app: ASGIApp, *, lifespan: str = "on", port: int = 0) -> AsyncIterator[str]:
+    """Serve `app` on 127.0.0.1 at a free port (or `port`, to serve again where a
+    stopped server was); yields the base URL."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock.bind(("127.0.0.1", port))
     sock.listen(1024)
     port = sock.getsockname()[1]
     config = uvicorn.Config(

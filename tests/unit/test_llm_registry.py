@@ -159,19 +159,20 @@ async def test_the_example_env_file_leaves_every_default_to_the_provider() -> No
 async def test_a_preset_is_traced_under_its_own_name() -> None:
     calls: list[tuple[str, str, int]] = []
 
-    class Recorder:
-        def on_start(self, provider: str, model: str, attempt: int) -> None:
-            calls.append((provider, model, attempt))
+    class Call:
+        def __init__(self, provider: str, model: str) -> None:
+            self.provider, self.model = provider, model
 
-        def on_end(
-            self,
-            provider: str,
-            model: str,
-            elapsed: float,
-            usage: Usage | None,
-            error: BaseException | None,
-        ) -> None:
-            calls.append((provider, model, -1))
+        def first_chunk(self) -> None:
+            calls.append((self.provider, self.model, 0))
+
+        def end(self, elapsed: float, usage: Usage | None, error: BaseException | None) -> None:
+            calls.append((self.provider, self.model, -1))
+
+    class Recorder:
+        def on_start(self, provider: str, model: str, attempt: int) -> Call:
+            calls.append((provider, model, attempt))
+            return Call(provider, model)
 
     body = sse(delta_chunk({"content": "hi"}, "stop"), usage_chunk(1, 1), "[DONE]")
     transport = httpx.MockTransport(streamed(200, [body]))
@@ -181,7 +182,11 @@ async def test_a_preset_is_traced_under_its_own_name() -> None:
         )
         _, error = await run(chat, [Msg.text("user", "hi")])
     assert error is None
-    assert calls == [("deepseek", "deepseek-chat", 1), ("deepseek", "deepseek-chat", -1)]
+    assert calls == [
+        ("deepseek", "deepseek-chat", 1),
+        ("deepseek", "deepseek-chat", 0),
+        ("deepseek", "deepseek-chat", -1),
+    ]
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ from app.agents.memory import TURN_OVERHEAD_TOKENS, window
 from app.agents.tool_history import INTERRUPTED_RESULT
 from app.core.messages import ToolResultBlock
 from app.llm.tokens import TokenCounter, install_encodings
-from app.store.base import StoredTurn, ToolCall
+from app.store.models import StoredTurn
+from app.store.records import ToolCall
 
 
 @pytest.fixture(scope="module")

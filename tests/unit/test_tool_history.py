@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from app.agents.tool_history import INTERRUPTED_RESULT, closed, replay
 from app.core.messages import ToolResultBlock, ToolUseBlock
-from app.store.base import ToolCall
+from app.store.records import ToolCall
 
 FINISHED = ToolCall(
     id="call_1", name="web_search", arguments='{"query": "a"}', result="Found a.", is_error=False

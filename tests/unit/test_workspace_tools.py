@@ -113,8 +113,13 @@ async def test_read_file_numbers_lines_and_reads_a_part(workspace: Workspace) ->
     whole = await call(named["read_file"], path="notes.txt")
     part = await call(named["read_file"], path="notes.txt", offset=2, limit=2)
 
-    assert whole.text.splitlines()[0] == "     1\talpha"
-    assert part.text.splitlines()[:2] == ["     2\tbeta", "     3\tgamma"]
+    # What a file says reaches the model marked as data (app/tools/untrusted.py).
+    assert whole.text.splitlines()[:2] == [
+        '<untrusted-content source="notes.txt">',
+        "     1\talpha",
+    ]
+    assert whole.text.endswith("\n</untrusted-content>")
+    assert part.text.splitlines()[1:3] == ["     2\tbeta", "     3\tgamma"]
     assert "offset=4" in part.text
 
 
@@ -148,7 +153,7 @@ async def test_files_are_written_listed_found_and_searched(workspace: Workspace)
     assert (workspace.root / "out" / "report.md").read_text() == "# Report\nbeta\n"
     assert "out/report.md  (14 bytes)" in listed.text
     assert globbed.text == "out/report.md"
-    assert grepped.text.splitlines() == ["notes.txt:2: beta", "notes.txt:4: beta again"]
+    assert grepped.text.splitlines()[1:-1] == ["notes.txt:2: beta", "notes.txt:4: beta again"]
 
 
 async def test_files_larger_than_the_cap_are_neither_written_nor_read(

@@ -144,6 +144,6 @@ def build(core: AgentCore, settings: Settings) -> DeepResearchAgent:
     return DeepResearchAgent(
         core,
         partial(open_checkpointer, settings.database_url),
-        configured_search(core.http, settings),
+        configured_search(core.http, settings, core.mcp),
         DeepSettings.from_settings(settings),
     )

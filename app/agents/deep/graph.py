@@ -54,6 +54,7 @@ from app.core.events import (
 from app.core.messages import Msg
 from app.llm.errors import ModelError, user_message
 from app.tools.base import Tool
+from app.tools.untrusted import untrusted
 
 MAX_TASKS = 6
 SOURCE_EXCERPT_CHARS = 500
@@ -255,7 +256,7 @@ async def report(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
         Msg.text(
             "user",
             f"{_request(state)}\n\nBrief:\n{state['brief']}\n\n"
-            f"Task results:\n{_findings(state)}\n\nSources:\n{listing}",
+            f"Task results:\n{_findings(state)}\n\nSources:\n{untrusted(listing, 'sources')}",
         ),
     ]
     emit(ThinkingEvent("Writing the report…\n"))

@@ -5,6 +5,8 @@ chat model can answer it, tool calling or not; the answer is validated
 against the pydantic model in state.py.
 """
 
+from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
+
 CLARIFY = """You decide whether a research request can be researched as it stands.
 Today is {today}.
 Ask only when something essential is missing or ambiguous (the subject, the scope,
@@ -30,19 +32,27 @@ PLAN_AGAIN = """This is round {round}. What earlier rounds found is below; plan 
 research still missing, as the critique says:
 {feedback}"""
 
-TASK = """You are a researcher working on one task of a larger research. Today is {today}.
+TASK = (
+    """You are a researcher working on one task of a larger research. Today is {today}.
 Search the web for what the task needs, then answer with a concise, factual summary
-(at most 300 words) of what you found, citing the sources' URLs."""
+(at most 300 words) of what you found, citing the sources' URLs.
+"""
+    + UNTRUSTED_CONTENT_RULE
+)
 
 CRITIQUE = """You check research before its report is written.
 Does what was found cover every analysis point of the brief well enough to write a
 sound report? Answer with one JSON object and nothing else:
 {"passed": true or false, "feedback": "what is missing or weak (empty when passed)"}"""
 
-REPORT = """Write the research report. Today is {today}.
+REPORT = (
+    """Write the research report. Today is {today}.
 Answer the original question, covering the brief's analysis points, from the task
 results below. Cite sources inline as [n] with the numbers of the source list, and only
-those. Write in the language of the question, in Markdown, with headings."""
+those. Write in the language of the question, in Markdown, with headings.
+"""
+    + UNTRUSTED_CONTENT_RULE
+)
 
 INVALID = """Your answer could not be used: {error}
 Answer again with only the JSON object asked for."""

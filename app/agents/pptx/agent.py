@@ -287,7 +287,9 @@ class PptAgent(BaseAgent):
             call_id = f"deck-search-{build.id}-{number}"
             arguments = orjson.dumps({"query": query}).decode()
             yield ToolStartEvent("web_search", call_id, arguments)
-            output = await self._search({"query": query}, context)
+            with self.core.observer.tool_call("web_search", call_id) as ended:
+                output = await self._search({"query": query}, context)
+                ended(output.is_error)
             for note in notes:
                 yield note
             limit = self.core.limits.tool_result_display_chars
@@ -704,7 +706,7 @@ def build(core: AgentCore, settings: Settings) -> PptAgent:
         core,
         SqlDeckBuildStore(core.database),
         TemplateLibrary(),
-        configured_search(core.http, settings),
+        configured_search(core.http, settings, core.mcp),
         DeckSettings.from_settings(settings),
         configured_images(core.http, settings),
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.agents.pptx.templates import FieldSpec, TemplateSpec
+from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
 
 JSON_ONLY = "Answer with one JSON object and nothing else."
 
@@ -34,6 +35,7 @@ Each slide has a page type; the first is "cover", the last is "closing". Page ty
 {{pages}}
 Use what the research found where it helps:
 {{research}}
+{UNTRUSTED_CONTENT_RULE}
 {JSON_ONLY} Format: {{{{"title": "...", "slides": [{{{{"title": "...", "pageType": "...",
 "points": ["..."]}}}}]}}}}"""
 

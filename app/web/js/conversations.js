@@ -1,11 +1,14 @@
 // The conversation list (`/session/list`), newest activity first, a page at a time.
 // Deleting takes two presses of the same button, so a slip of the finger or the
-// keyboard does not lose a conversation, and no modal dialog is needed.
+// keyboard does not lose a conversation, and no modal dialog is needed. A badge says
+// which conversations have a turn running, queued or waiting for the reader
+// (`/agent/runs`), whichever tab, browser or instance started it.
 
 import { getJson, send } from './api.js';
 import { h } from './dom.js';
 
 const PAGE_SIZE = 20;
+const RUN_LABELS = { running: 'running', queued: 'queued', paused: 'waiting for you' };
 
 function when(iso) {
   const date = new Date(iso);
@@ -27,6 +30,8 @@ export class ConversationList {
     this.onError = onError;
     this.pages = 1;
     this.current = null;
+    /** conversationId -> the status of its run (`running`, `queued`, `paused`). */
+    this.runs = new Map();
     /** Counts the list's loads, so an answer that arrives after a newer one's is dropped. */
     this.loads = 0;
     more.addEventListener('click', () => {
@@ -50,7 +55,32 @@ export class ConversationList {
     this.empty.hidden = page.records.length > 0;
     this.more.hidden = page.records.length >= page.total;
     this.markCurrent(this.current);
+    this.markRuns();
     if (focused) this.openButton(focused)?.focus();
+  }
+
+  /** Show `runs` (conversationId -> status) as badges; a running one outranks the rest. */
+  setRuns(runs) {
+    this.runs = runs;
+    this.markRuns();
+  }
+
+  markRuns() {
+    for (const button of this.list.querySelectorAll('button.open')) {
+      const status = this.runs.get(button.dataset.id);
+      let badge = button.querySelector('.run-badge');
+      if (!status) {
+        badge?.remove();
+        delete button.dataset.run;
+        continue;
+      }
+      button.dataset.run = status;
+      if (!badge) {
+        badge = h('span', { class: 'run-badge' });
+        button.querySelector('.title').after(badge);
+      }
+      badge.textContent = RUN_LABELS[status] ?? status;
+    }
   }
 
   openButton(id) {
@@ -60,6 +90,7 @@ export class ConversationList {
   clear() {
     this.loads += 1;
     this.list.replaceChildren();
+    this.runs = new Map();
     this.empty.hidden = false;
     this.more.hidden = true;
   }

@@ -2,6 +2,12 @@
 // conversation list to the service. One answer streams at a time. The open
 // conversation lives in the URL (#c=<id>), so a reload shows it again and, if it was
 // still answering, follows the answer live from its first event.
+//
+// Other tabs and devices: the list badges the conversations with a turn running
+// (`/agent/runs`, looked at every few seconds while the page is visible), and a page
+// showing a conversation that starts answering elsewhere follows that answer too.
+// Tabs of one browser tell each other at once when they start or end a turn
+// (a BroadcastChannel), so two tabs on one conversation stay in step.
 
 import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
 import { ConversationList } from './conversations.js';
@@ -32,6 +38,8 @@ const ui = {
 };
 
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
+const RUNS_POLL_MS = 5000;
+const tabs = 'BroadcastChannel' in window ? new BroadcastChannel('dodo-agent.turns') : null;
 
 const state = {
   conversationId: null,
@@ -41,6 +49,8 @@ const state = {
   reading: null,
   /** Whether the view follows new content (the reader has not scrolled up). */
   pinned: true,
+  /** The page is joining, on its own, a turn that started elsewhere. */
+  joining: false,
 };
 
 const conversations = new ConversationList({
@@ -189,7 +199,36 @@ async function follow(turn, conversationId, open) {
     }
   }
   if (complete === null) await openConversation(conversationId);
-  else conversations.refresh().catch(showError);
+  else conversations.refresh().then(() => refreshRuns(), showError);
+}
+
+/**
+ * Badge the list with the caller's runs; with `join`, follow a turn of the open
+ * conversation that started elsewhere. A server without `/agent/runs` shows no badges.
+ */
+async function refreshRuns({ join = false } = {}) {
+  let runs;
+  try {
+    runs = await getJson('/agent/runs');
+  } catch {
+    return;
+  }
+  const byConversation = new Map();
+  for (const run of Array.isArray(runs) ? runs : []) {
+    if (byConversation.get(run.conversationId) !== 'running') {
+      byConversation.set(run.conversationId, run.status);
+    }
+  }
+  conversations.setRuns(byConversation);
+  const open = state.conversationId;
+  if (!join || state.reading || state.joining || byConversation.get(open) !== 'running') return;
+  state.joining = true;
+  try {
+    // The reader may have moved on while the list was asked for.
+    if (state.conversationId === open && !state.reading) await openConversation(open);
+  } finally {
+    state.joining = false;
+  }
 }
 
 async function ask(text) {
@@ -209,9 +248,17 @@ async function ask(text) {
   const turn = new TurnView(question, { onFollowUp: ask });
   addTurn(turn);
   ui.question.value = '';
-  await follow(turn, conversationId, (signal) =>
-    send(`/agent/${agent}/stream?${params}`, { headers: { Accept: 'text/event-stream' }, signal }),
-  );
+  await follow(turn, conversationId, async (signal) => {
+    const response = await send(`/agent/${agent}/stream?${params}`, {
+      headers: { Accept: 'text/event-stream' },
+      signal,
+    });
+    // The question is stored before the stream answers: another tab can rejoin it now.
+    tabs?.postMessage({ kind: 'started', conversationId });
+    conversations.refresh().then(() => refreshRuns(), showError);
+    return response;
+  });
+  tabs?.postMessage({ kind: 'ended', conversationId });
   // Back to the question box, unless the reader has moved on to something else; a
   // question the agent asked is waiting for the reply, so the box takes the focus.
   if (turn.el.dataset.status === 'paused' || document.activeElement === document.body) {
@@ -317,6 +364,7 @@ async function load() {
     showError(error);
     return;
   }
+  refreshRuns();
   // A question asked (or a chat opened) while the list loaded has changed the hash:
   // the reader has moved on, and opening the old one would abort what they started.
   if (location.hash !== hash) return;
@@ -380,6 +428,13 @@ window.addEventListener('hashchange', () => {
   const match = CONVERSATION_HASH.exec(location.hash);
   if (match && match[1] !== state.conversationId) openConversation(match[1]);
 });
+tabs?.addEventListener('message', (event) => {
+  const join = event.data?.kind === 'started';
+  conversations.refresh().then(() => refreshRuns({ join }), showError);
+});
+setInterval(() => {
+  if (!document.hidden) refreshRuns({ join: true });
+}, RUNS_POLL_MS);
 ui.messages.addEventListener('scroll', () => {
   const { scrollHeight, scrollTop, clientHeight } = ui.messages;
   state.pinned = scrollHeight - scrollTop - clientHeight < 80;

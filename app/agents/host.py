@@ -1,0 +1,60 @@
+"""The host agent (`/agent/host/stream`): ReAct over remote A2A agents, one tool each.
+
+It answers by delegating: each agent listed in `A2A_AGENTS` whose card
+could be read is a tool described from that card (app/tools/remote_agents.py),
+and the model decides whom to ask, and what. The tools are taken afresh
+each turn, so an agent found (or lost) by a card refresh shows from the
+next turn on. With no remote agent reachable it answers from the model
+alone, and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+
+from app.agents.base import AgentCore, Turn
+from app.agents.react import ReActAgent
+from app.config import Settings
+from app.interop.a2a.client import RemoteAgents
+from app.tools.base import Tool
+from app.tools.remote_agents import remote_tools
+
+SYSTEM_PROMPT = """You are a coordinator. Today is {today}.
+You answer by delegating to the remote agents you have as tools: pick the one (and the skill)
+that fits, write it a complete, self-contained request, and ask several in parallel when the
+question has independent parts. Then answer the user from what they returned, citing it;
+do not invent what no agent said. Answer in the language of the question, in Markdown."""
+
+NO_AGENTS_NOTICE = (
+    "No remote agent is reachable (A2A_AGENTS is empty, or their cards could not be read):"
+    " answering from the model alone.\n"
+)
+
+
+class HostAgent(ReActAgent):
+    agent_type = "host"
+
+    def __init__(self, core: AgentCore, remotes: RemoteAgents) -> None:
+        super().__init__(core)
+        self._remotes = remotes
+
+    @asynccontextmanager
+    async def resources(self) -> AsyncIterator[None]:
+        """The remote agents' cards, read at start-up and refreshed for the app's life."""
+        async with self._remotes.running():
+            yield
+
+    def system_prompt(self, turn: Turn) -> str:
+        return SYSTEM_PROMPT.format(today=datetime.now(UTC).date().isoformat())
+
+    def tools(self, turn: Turn) -> Sequence[Tool]:
+        return remote_tools(self._remotes)
+
+    def notices(self, turn: Turn) -> list[str]:
+        return [] if self._remotes.available() else [NO_AGENTS_NOTICE]
+
+
+def build(core: AgentCore, settings: Settings) -> HostAgent:
+    return HostAgent(core, RemoteAgents.from_settings(settings))

@@ -1,0 +1,358 @@
+"""AG-UI: `POST /ag-ui/{kind}` for CopilotKit and every other AG-UI client.
+
+The request is the protocol's `RunAgentInput`: `threadId` is our
+conversation, the last user message is the question, `forwardedProps` carries
+our own fields (`fileId`, `onDisconnect`), and a `resume` entry answering the
+interrupt a paused turn ended with is the user's answer to it (deep research's
+plan, the PPT builder's questions). The answer is the run's log re-encoded with
+the `ag-ui-protocol` package's event models and `EventEncoder`.
+
+Each AG-UI event is sent with the id of the event of ours it came from (on
+the last frame of its group), so a client that reconnects with `Last-Event-ID`
+on the same `threadId` rejoins the run where it left it, on any instance,
+instead of starting a new turn. Stop is our `/agent/stop`: the run ends with
+`RUN_FINISHED` and a `cancelled` outcome.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import orjson
+from ag_ui.core import (
+    PROTOCOL_VERSION,
+    BaseEvent,
+    CustomEvent,
+    EventType,
+    Interrupt,
+    RunAgentInput,
+    RunErrorEvent,
+    RunFinishedCancelledOutcome,
+    RunFinishedEvent,
+    RunFinishedInterruptOutcome,
+    RunFinishedSuccessOutcome,
+    RunStartedEvent,
+    StateDeltaEvent,
+    StateSnapshotEvent,
+    StepFinishedEvent,
+    StepStartedEvent,
+    TokenUsage,
+    ToolCallArgsEvent,
+    ToolCallEndEvent,
+    ToolCallResultEvent,
+    ToolCallStartEvent,
+    UserMessage,
+)
+from ag_ui.encoder import EventEncoder
+from fastapi import APIRouter, Body, Header
+from pydantic import ValidationError
+
+from app.api.agent import EVENT_ID, StreamParams, open_run, run_reader
+from app.api.auth import UserDep
+from app.api.deps import ServicesDep
+from app.api.envelope import ApiError
+from app.api.formats.base import Frame, TranslatedLog, agent_entry
+from app.api.sse import EventStreamResponse
+
+router = APIRouter(prefix="/ag-ui", tags=["ag-ui"])
+
+FORWARDED_FIELDS = ("fileId", "onDisconnect", "multitaskStrategy", "webhook")
+"""Our own stream fields a client may pass in `forwardedProps`."""
+PAUSED_REASON = "input_required"
+"""The interrupt's `reason` when a turn waits for the user's answer."""
+Outgoing = BaseEvent | bytes
+"""An AG-UI event to encode, or one already encoded (`frame`)."""
+
+
+class AgUiTranslator:
+    """Our events as AG-UI events, for one response; stateful, so one per reader."""
+
+    def __init__(self, thread_id: str, run_id: str) -> None:
+        self._encoder = EventEncoder()
+        self._thread_id = thread_id
+        self._run_id = run_id
+        self._task_id = ""
+        self._text: str | None = None
+        """The id of the assistant text message being streamed, if one is open."""
+        self._last_text: list[str] = []
+        """The newest text message's pieces: a paused turn's question to the user."""
+        self._reasoning: str | None = None
+        self._steps: set[str] = set()
+        self._state: dict[str, Any] = {}
+        self._error: Frame | None = None
+        """An `error` held back: the run's `RUN_ERROR` if `complete` follows, else a CUSTOM."""
+
+    def translate(self, event_id: int, event: Frame) -> bytes:
+        kind = event["type"]
+        out: list[Outgoing] = []
+        if self._error is not None and kind != "complete":
+            out.append(CustomEvent(name="error", value=self._error))
+            self._error = None
+        if kind == "start":
+            self._task_id = event["taskId"]
+            out.append(
+                RunStartedEvent(
+                    thread_id=self._thread_id,
+                    run_id=self._run_id,
+                    protocol_version=PROTOCOL_VERSION,
+                    metadata={"sessionId": event["sessionId"], "agentType": event["agentType"]},
+                )
+            )
+        elif kind == "text":
+            self._close_reasoning(out)
+            if self._text is None:
+                self._text = f"{self._task_id}-{event_id}"
+                self._last_text = []
+                out.append(
+                    frame(EventType.TEXT_MESSAGE_START, messageId=self._text, role="assistant")
+                )
+            if event["content"]:
+                self._last_text.append(event["content"])
+                out.append(
+                    frame(
+                        EventType.TEXT_MESSAGE_CONTENT, messageId=self._text, delta=event["content"]
+                    )
+                )
+        elif kind == "thinking":
+            self._close_text(out)
+            if self._reasoning is None:
+                self._reasoning = f"{self._task_id}-{event_id}"
+                out.append(frame(EventType.REASONING_START, messageId=self._reasoning))
+                out.append(
+                    frame(
+                        EventType.REASONING_MESSAGE_START,
+                        messageId=self._reasoning,
+                        role="reasoning",
+                    )
+                )
+            if event["content"]:
+                out.append(
+                    frame(
+                        EventType.REASONING_MESSAGE_CONTENT,
+                        messageId=self._reasoning,
+                        delta=event["content"],
+                    )
+                )
+        else:
+            self._close_text(out)
+            self._close_reasoning(out)
+            self._other(kind, event, out)
+        return self._encode(event_id, out)
+
+    def _other(self, kind: str, event: Frame, out: list[Outgoing]) -> None:
+        if kind == "tool_start":
+            call = event["toolCallId"]
+            out.append(ToolCallStartEvent(tool_call_id=call, tool_call_name=event["toolName"]))
+            if event["arguments"]:
+                out.append(ToolCallArgsEvent(tool_call_id=call, delta=event["arguments"]))
+            out.append(ToolCallEndEvent(tool_call_id=call))
+        elif kind == "tool_end":
+            call = event["toolCallId"]
+            out.append(
+                ToolCallResultEvent(
+                    message_id=f"{call}-result",
+                    tool_call_id=call,
+                    content=event["result"],
+                    role="tool",
+                )
+            )
+        elif kind in ("reference", "recommend"):
+            content = event["content"]
+            value = orjson.loads(content) if isinstance(content, str) else content
+            out.append(CustomEvent(name=kind, value=value))
+        elif kind in ("plan", "deck"):
+            self._set_state(kind, {k: v for k, v in event.items() if k != "type"}, out)
+        elif kind == "step":
+            self._step(event, out)
+        elif kind == "error":
+            if event["code"] == "RETRYING":
+                out.append(CustomEvent(name="retrying", value=event))
+            else:
+                self._error = event
+        elif kind == "complete":
+            self._complete(event, out)
+        elif kind == "queued":
+            # AG-UI allows nothing before RUN_STARTED: a queued run shows as one that has
+            # not started yet (the stream stays open, with pings, until it does).
+            return
+        else:
+            out.append(
+                CustomEvent(name=kind, value={k: v for k, v in event.items() if k != "type"})
+            )
+
+    def _set_state(self, key: str, value: Any, out: list[Outgoing]) -> None:
+        """The first shape of a key goes in a snapshot of the whole state, later ones as a delta."""
+        if key in self._state:
+            out.append(_replace(f"/{key}", value))
+        else:
+            out.append(StateSnapshotEvent(snapshot={**self._state, key: value}))
+        self._state[key] = value
+
+    def _step(self, event: Frame, out: list[Outgoing]) -> None:
+        name, status = event["taskId"], event["status"]
+        if name not in self._steps:
+            self._steps.add(name)
+            out.append(StepStartedEvent(step_name=name))
+        if status in ("completed", "failed"):
+            self._steps.discard(name)
+            out.append(StepFinishedEvent(step_name=name))
+        tasks = self._state.get("plan", {}).get("tasks", [])
+        for index, task in enumerate(tasks):
+            if task.get("id") == name:
+                task["status"] = status
+                out.append(_replace(f"/plan/tasks/{index}/status", status))
+
+    def _complete(self, event: Frame, out: list[Outgoing]) -> None:
+        out.extend(StepFinishedEvent(step_name=name) for name in sorted(self._steps))
+        self._steps.clear()
+        status, error = event["status"], self._error
+        self._error = None
+        if status in ("failed", "interrupted"):
+            message = error["message"] if error else f"The run ended {status}"
+            code = error["code"] if error else status.upper()
+            out.append(RunErrorEvent(message=message, code=code))
+            return
+        if error is not None:
+            out.append(CustomEvent(name="error", value=error))
+        usage = event.get("usage") or {}
+        finished = RunFinishedEvent(
+            thread_id=self._thread_id,
+            run_id=self._run_id,
+            result={k: v for k, v in event.items() if k != "type"},
+            usage=[
+                TokenUsage(
+                    input_tokens=usage.get("promptTokens", 0),
+                    output_tokens=usage.get("completionTokens", 0),
+                )
+            ],
+        )
+        if status == "paused":
+            finished.outcome = RunFinishedInterruptOutcome(
+                interrupts=[
+                    Interrupt(
+                        id=self._task_id,
+                        reason=PAUSED_REASON,
+                        message="".join(self._last_text) or None,
+                    )
+                ]
+            )
+        elif status == "stopped":
+            finished.outcome = RunFinishedCancelledOutcome()
+        else:
+            finished.outcome = RunFinishedSuccessOutcome()
+        out.append(finished)
+
+    def _close_text(self, out: list[Outgoing]) -> None:
+        if self._text is not None:
+            out.append(frame(EventType.TEXT_MESSAGE_END, messageId=self._text))
+            self._text = None
+
+    def _close_reasoning(self, out: list[Outgoing]) -> None:
+        if self._reasoning is not None:
+            out.append(frame(EventType.REASONING_MESSAGE_END, messageId=self._reasoning))
+            out.append(frame(EventType.REASONING_END, messageId=self._reasoning))
+            self._reasoning = None
+
+    def _encode(self, event_id: int, events: list[Outgoing]) -> bytes:
+        if not events:
+            return b""
+        frames = [e if isinstance(e, bytes) else self._encoder.encode(e).encode() for e in events]
+        frames[-1] = b"id: %d\n%s" % (event_id, frames[-1])
+        return b"".join(frames)
+
+
+def frame(kind: EventType, **fields: str) -> bytes:
+    """The package's encoding of an event whose fields are all strings, written directly.
+
+    Used for the text and reasoning messages' events, which are most of a turn's:
+    the package's models serialize through a Python-level serializer (it drops unset
+    optional fields) at about ten times the cost of this, which put the format over
+    its CPU budget (bench/README.md). Fields go in the models' order;
+    tests/unit/test_ag_ui_encoding.py holds the two encodings equal.
+    """
+    return b"data: %s\n\n" % orjson.dumps({"type": kind.value, **fields})
+
+
+def _replace(path: str, value: Any) -> StateDeltaEvent:
+    # The package exports no JSON Patch operation models; its validator builds them.
+    return StateDeltaEvent.model_validate(
+        {"type": "STATE_DELTA", "delta": [{"op": "replace", "path": path, "value": value}]}
+    )
+
+
+def question(run: RunAgentInput) -> str:
+    """What the user said: the answer in a `resume` entry, else the last user message's text."""
+    for entry in run.resume or ():
+        if entry.status == "resolved" and entry.payload is not None:
+            payload = entry.payload
+            if isinstance(payload, dict):
+                payload = payload.get("answer", payload.get("text", ""))
+            return payload if isinstance(payload, str) else orjson.dumps(payload).decode()
+    for message in reversed(run.messages):
+        if isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                return message.content
+            return "".join(getattr(part, "text", "") for part in message.content)
+    return ""
+
+
+def stream_params(run: RunAgentInput) -> StreamParams:
+    props = run.forwarded_props if isinstance(run.forwarded_props, dict) else {}
+    fields = {name: props[name] for name in FORWARDED_FIELDS if name in props}
+    try:
+        return StreamParams.model_validate(
+            {"query": question(run), "conversationId": run.thread_id, **fields}
+        )
+    except ValidationError as exc:
+        raise ApiError(422, f"forwardedProps: {exc.errors()[0]['msg']}") from exc
+
+
+@router.post(
+    "/{kind}",
+    summary="Run an agent over AG-UI (CopilotKit, @ag-ui/client)",
+    response_class=EventStreamResponse,
+    status_code=200,
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "AG-UI events"},
+        400: {"description": "Bad input (no user message, bad threadId)"},
+        404: {"description": "Unknown kind or fileId; on a reconnect, no run to rejoin"},
+        409: {"description": "A task is already running for this thread"},
+        410: {"description": "On a reconnect, the events after Last-Event-ID are gone"},
+        429: {"description": "Over a per-user limit; see Retry-After"},
+        501: {"description": "This agent is not available in this version"},
+        503: {"description": "A dependency is down"},
+    },
+)
+async def run_ag_ui(
+    kind: str,
+    run: Annotated[RunAgentInput, Body()],
+    user: UserDep,
+    services: ServicesDep,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> EventStreamResponse:
+    """Start a turn of agent `kind` from AG-UI's `RunAgentInput`, answered as AG-UI events.
+
+    `threadId` is the conversation, the last user message the question, a
+    `resume` entry's `payload` (a string, or `{answer}`) the answer to a paused
+    turn; `forwardedProps` may carry `fileId` and `onDisconnect`. With
+    `Last-Event-ID` the request rejoins the thread's running (or just ended)
+    run after that event instead of starting one.
+    """
+    entry = agent_entry(kind)
+    ping = services.http.sse_ping_seconds
+    if last_event_id is not None:
+        if not EVENT_ID.fullmatch(last_event_id):
+            raise ApiError(400, "Last-Event-ID must be a non-negative integer")
+        reader = await run_reader(services, user, run.thread_id, 0)
+        if reader is None:
+            raise ApiError(404, "No running or recent run on this thread")
+        translator = AgUiTranslator(run.thread_id, run.run_id)
+        log = TranslatedLog(reader, translator, hide_through=int(last_event_id))
+        return EventStreamResponse(log, ping_seconds=ping)
+    started, cancel_when_gone = await open_run(entry, stream_params(run), user, services)
+    translator = AgUiTranslator(started.claim.conversation_id, run.run_id)
+    return EventStreamResponse(
+        TranslatedLog(started.log, translator),
+        ping_seconds=ping,
+        on_disconnect=(lambda: started.stop("client_gone")) if cancel_when_gone else None,
+    )

@@ -1,0 +1,309 @@
+"""The AI SDK UI message stream (v1): `POST /ai-sdk/{kind}` for `useChat`.
+
+The request is what `useChat`'s default transport (`DefaultChatTransport`)
+sends: `id` is our conversation, the last user message's text parts are the
+question, and fields the page adds with `body` (`fileId`, `onDisconnect`) are
+ours. The answer is the run's log re-encoded as the documented UI message
+stream parts, marked by the `x-vercel-ai-ui-message-stream: v1` header and
+ended by `data: [DONE]`.
+
+`GET /ai-sdk/{kind}/{id}/stream` is what `useChat({resume: true})` calls on
+mount: the running turn's whole stream again, from the shared log (so from
+any instance), and 204 when the conversation has nothing running. Stop is our
+`/agent/stop`, and the stream then ends with `abort` and `finish`: unlike the
+AI SDK's reference setup, stopping and resuming work together because neither
+depends on the HTTP connection.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import orjson
+from fastapi import APIRouter, Body, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from app.api.agent import StreamParams, open_run, run_reader
+from app.api.auth import UserDep
+from app.api.deps import ServicesDep
+from app.api.envelope import ApiError
+from app.api.formats.base import Frame, TranslatedLog, agent_entry
+from app.api.sse import EventStreamResponse
+from app.tasks.base import TaskBackendUnavailable
+
+router = APIRouter(prefix="/ai-sdk", tags=["ai-sdk"])
+
+STREAM_HEADER = ("x-vercel-ai-ui-message-stream", "v1")
+DONE = b"data: [DONE]\n\n"
+FINISH_REASONS = {"completed": "stop", "paused": "other", "stopped": "other"}
+"""Our `complete.status` as the AI SDK's `finishReason`; anything else is `error`."""
+DATA_PARTS: dict[str, str | None] = {
+    "plan": None,
+    "deck": None,
+    "step": "taskId",
+    "critique": "round",
+}
+"""Our events sent as `data-<type>` parts, and the field that tells one part from the next
+(None: one part of that type per message): a later part with the same id replaces the
+earlier one in the client's message, so a plan or a task is shown once, as it stands."""
+
+
+class UIMessagePart(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    text: str | None = None
+
+
+class UIMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    id: str = ""
+    role: str
+    parts: list[UIMessagePart] = Field(default_factory=list)
+
+
+class ChatRequest(BaseModel):
+    """The body `DefaultChatTransport` posts; fields added with `body` are read as ours."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    id: str = Field(description="The chat id: our conversationId.")
+    messages: list[UIMessage] = Field(
+        description="The chat so far; the last user message's text parts are the question."
+    )
+    trigger: str | None = Field(
+        default=None, description="`submit-message` or `regenerate-message`."
+    )
+    message_id: str | None = Field(default=None, alias="messageId")
+    file_id: str | None = Field(default=None, alias="fileId")
+    on_disconnect: str | None = Field(default=None, alias="onDisconnect")
+    multitask_strategy: str | None = Field(default=None, alias="multitaskStrategy")
+    webhook: str | None = None
+
+
+class AiSdkTranslator:
+    """Our events as UI message stream parts, for one response; stateful, so one per reader."""
+
+    def __init__(self) -> None:
+        self._task_id = ""
+        self._text: str | None = None
+        self._reasoning: str | None = None
+
+    def translate(self, event_id: int, event: Frame) -> bytes:
+        kind = event["type"]
+        parts: list[dict[str, Any]] = []
+        if kind == "text":
+            self._close_reasoning(parts)
+            if self._text is None:
+                self._text = f"text-{event_id}"
+                parts.append({"type": "text-start", "id": self._text})
+            parts.append({"type": "text-delta", "id": self._text, "delta": event["content"]})
+        elif kind == "thinking":
+            self._close_text(parts)
+            if self._reasoning is None:
+                self._reasoning = f"reasoning-{event_id}"
+                parts.append({"type": "reasoning-start", "id": self._reasoning})
+            parts.append(
+                {"type": "reasoning-delta", "id": self._reasoning, "delta": event["content"]}
+            )
+        else:
+            self._close_text(parts)
+            self._close_reasoning(parts)
+            self._other(kind, event, parts)
+        out = b"".join(b"data: %s\n\n" % orjson.dumps(part) for part in parts)
+        return out + DONE if kind == "complete" else out
+
+    def _other(self, kind: str, event: Frame, parts: list[dict[str, Any]]) -> None:
+        fields = {k: v for k, v in event.items() if k != "type"}
+        if kind == "start":
+            self._task_id = event["taskId"]
+            parts.append({"type": "start", "messageId": self._task_id, "messageMetadata": fields})
+        elif kind == "tool_start":
+            parts.append(
+                {
+                    "type": "tool-input-available",
+                    "toolCallId": event["toolCallId"],
+                    "toolName": event["toolName"],
+                    "input": _json_or_text(event["arguments"]),
+                    "dynamic": True,
+                }
+            )
+        elif kind == "tool_end":
+            call = event["toolCallId"]
+            if event["isError"]:
+                parts.append(
+                    {"type": "tool-output-error", "toolCallId": call, "errorText": event["result"]}
+                )
+            else:
+                parts.append(
+                    {"type": "tool-output-available", "toolCallId": call, "output": event["result"]}
+                )
+            parts[-1]["dynamic"] = True
+        elif kind == "reference":
+            content = event["content"]
+            references = orjson.loads(content) if isinstance(content, str) else content
+            parts.extend(
+                {
+                    "type": "source-url",
+                    "sourceId": f"{self._task_id}-source-{index}",
+                    "url": ref["url"],
+                    "title": ref.get("title") or ref["url"],
+                }
+                for index, ref in enumerate(references)
+            )
+        elif kind == "recommend":
+            content = event["content"]
+            questions = orjson.loads(content) if isinstance(content, str) else content
+            parts.append({"type": "data-recommend", "data": questions})
+        elif kind == "file":
+            parts.append({"type": "file", "url": event["url"], "mediaType": event["mimeType"]})
+            parts.append({"type": "data-file", "id": event["fileId"], "data": fields})
+        elif kind in DATA_PARTS:
+            key = DATA_PARTS[kind]
+            part_id = kind if key is None else f"{kind}-{event[key]}"
+            parts.append({"type": f"data-{kind}", "id": part_id, "data": fields})
+        elif kind == "queued":
+            parts.append({"type": "data-queued", "data": fields, "transient": True})
+        elif kind == "error":
+            if event["code"] == "RETRYING":
+                parts.append({"type": "data-retrying", "data": fields, "transient": True})
+            else:
+                parts.append({"type": "error", "errorText": event["message"]})
+        elif kind == "complete":
+            if event["status"] == "stopped":
+                parts.append({"type": "abort"})
+            parts.append(
+                {
+                    "type": "finish",
+                    "finishReason": FINISH_REASONS.get(event["status"], "error"),
+                    "messageMetadata": fields,
+                }
+            )
+        else:
+            parts.append({"type": f"data-{kind}", "data": fields})
+
+    def _close_text(self, parts: list[dict[str, Any]]) -> None:
+        if self._text is not None:
+            parts.append({"type": "text-end", "id": self._text})
+            self._text = None
+
+    def _close_reasoning(self, parts: list[dict[str, Any]]) -> None:
+        if self._reasoning is not None:
+            parts.append({"type": "reasoning-end", "id": self._reasoning})
+            self._reasoning = None
+
+
+def _json_or_text(arguments: str) -> Any:
+    """A tool call's arguments as the object the model wrote, or the text when it is not JSON."""
+    try:
+        return orjson.loads(arguments)
+    except orjson.JSONDecodeError:
+        return arguments
+
+
+def _question(request: ChatRequest) -> str:
+    for message in reversed(request.messages):
+        if message.role == "user":
+            return "".join(part.text or "" for part in message.parts if part.type == "text")
+    return ""
+
+
+def _stream_params(request: ChatRequest) -> StreamParams:
+    fields = {
+        "fileId": request.file_id,
+        "onDisconnect": request.on_disconnect,
+        "multitaskStrategy": request.multitask_strategy,
+        "webhook": request.webhook,
+    }
+    try:
+        return StreamParams.model_validate(
+            {
+                "query": _question(request),
+                "conversationId": request.id,
+                **{k: v for k, v in fields.items() if v is not None},
+            }
+        )
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        raise ApiError(422, f"{'.'.join(map(str, error['loc']))}: {error['msg']}") from exc
+
+
+def _response(log: TranslatedLog, services: ServicesDep, **kwargs: Any) -> EventStreamResponse:
+    response = EventStreamResponse(log, ping_seconds=services.http.sse_ping_seconds, **kwargs)
+    response.headers[STREAM_HEADER[0]] = STREAM_HEADER[1]
+    return response
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"description": "Bad input (no user text, bad id)"},
+    404: {"description": "Unknown kind or fileId"},
+    409: {"description": "A task is already running for this chat"},
+    429: {"description": "Over a per-user limit; see Retry-After"},
+    501: {"description": "This agent is not available in this version"},
+    503: {"description": "A dependency is down"},
+}
+
+
+@router.post(
+    "/{kind}",
+    summary="Run an agent as an AI SDK UI message stream (useChat)",
+    response_class=EventStreamResponse,
+    status_code=200,
+    responses={
+        200: {"content": {"text/event-stream": {}}, "description": "UI message stream v1"},
+        **_ERRORS,
+    },
+)
+async def run_ai_sdk(
+    kind: str,
+    request: Annotated[ChatRequest, Body()],
+    user: UserDep,
+    services: ServicesDep,
+) -> EventStreamResponse:
+    """Start a turn of agent `kind` from `useChat`'s request, answered as a UI message stream.
+
+    `id` is the conversation and the last user message's text the question;
+    `fileId` and `onDisconnect` may be added with the transport's `body`.
+    """
+    run, cancel_when_gone = await open_run(
+        agent_entry(kind), _stream_params(request), user, services
+    )
+    return _response(
+        TranslatedLog(run.log, AiSdkTranslator()),
+        services,
+        on_disconnect=(lambda: run.stop("client_gone")) if cancel_when_gone else None,
+    )
+
+
+@router.get(
+    "/{kind}/{chat_id}/stream",
+    summary="Rejoin a chat's running turn (useChat resume)",
+    response_class=EventStreamResponse,
+    status_code=200,
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "The turn's stream, from its start",
+        },
+        204: {"description": "Nothing is running on this chat"},
+        400: {"description": "Bad chat id"},
+        404: {"description": "Unknown kind"},
+        410: {"description": "The run's first events are no longer kept"},
+        503: {"description": "The task backend (Redis) is down"},
+    },
+)
+async def resume_ai_sdk(kind: str, chat_id: str, user: UserDep, services: ServicesDep) -> Response:
+    """The chat's running turn from its first part, then live until `finish`, on any instance.
+
+    204 when nothing runs: `useChat` then shows the stored history as it is.
+    """
+    agent_entry(kind)
+    reader = await run_reader(services, user, chat_id, 0)
+    try:
+        running = reader is not None and await services.tasks.current(user, chat_id) is not None
+    except TaskBackendUnavailable as exc:
+        raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
+    if reader is None or not running:
+        return Response(status_code=204)
+    return _response(TranslatedLog(reader, AiSdkTranslator()), services)

@@ -1,0 +1,87 @@
+"""What the caller has going on: running, queued and paused turns across conversations.
+
+A page shows them (a badge in its conversation list) and rejoins a running
+one with `/agent/resume`. Running and queued turns come from the task
+manager, so every instance answers the same with Redis; paused turns (deep
+research waiting for the user) are turns that ended, read from the stored rows.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from app.api.auth import UserDep
+from app.api.deps import ServicesDep
+from app.api.envelope import ApiError, Envelope, ok
+from app.core.wire import WireModel, WireTime
+from app.store.base import StoreError
+from app.tasks.base import TaskBackendUnavailable
+
+router = APIRouter(prefix="/agent", tags=["agent"])
+
+PAUSED_SHOWN = 50
+"""Paused conversations listed at most, newest first: older ones are in the history."""
+
+
+class RunInfo(WireModel):
+    kind: str = Field(description="The agent, as in `/agent/{kind}/stream`.")
+    conversation_id: str
+    question: str
+    started_at: WireTime = Field(description="When the turn was asked (queued: when it queued).")
+    status: Literal["running", "queued", "paused"]
+    task_id: str | None = Field(description="The running or queued turn's task; null if paused.")
+    session_id: int | None = Field(description="The stored turn's row, for a paused one.")
+    last_event_id: int | None = Field(
+        description="The newest event of a running turn; `/agent/resume` from 0 replays it all."
+    )
+
+
+@router.get(
+    "/runs",
+    summary="The caller's running, queued and paused turns",
+    responses={503: {"description": "The task backend (Redis) or the database is down"}},
+)
+async def list_runs(user: UserDep, services: ServicesDep) -> Envelope[list[RunInfo]]:
+    """Running and queued turns (oldest first) on any instance, then paused ones (newest first)."""
+    try:
+        tickets = await services.tasks.posted(user)
+        runs = [
+            RunInfo(
+                kind=t.agent_type,
+                conversation_id=t.conversation_id,
+                question=t.question,
+                started_at=t.started_at,
+                status=t.status,
+                task_id=t.task_id,
+                session_id=None,
+                last_event_id=await services.runs.last_event_id(user, t.conversation_id, t.task_id)
+                if t.status == "running"
+                else None,
+            )
+            for t in tickets
+        ]
+    except TaskBackendUnavailable as exc:
+        raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
+    busy = {r.conversation_id for r in runs}
+    try:
+        paused = await services.store.paused_turns(user, PAUSED_SHOWN)
+    except StoreError as exc:
+        raise ApiError(503, "Service unavailable: the database is down") from exc
+    runs += [
+        RunInfo(
+            kind=turn.agent_type,
+            conversation_id=turn.session_id,
+            question=turn.question,
+            started_at=turn.create_time,
+            status="paused",
+            task_id=None,
+            session_id=turn.id,
+            last_event_id=None,
+        )
+        for turn in paused
+        if turn.session_id not in busy
+    ]
+    return ok(runs)

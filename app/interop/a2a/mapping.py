@@ -1,0 +1,323 @@
+"""Our turns as A2A tasks: task ids, states, and our events as A2A updates.
+
+A task is a turn: its id names the conversation and the stored row that
+began it (`<conversationId>.<rowId>`), so any instance can find it in
+`ai_session` without a table of its own, and another user's id finds
+nothing. A turn that paused to ask (deep research) and the turn answering
+it are one task, as A2A's input-required state has it: the task goes on
+through every row that follows a paused one.
+
+Our events map as: `text` -> the `answer` artifact (appended chunk by
+chunk); `reference` -> a `references` artifact (a data part); `file` -> a
+file artifact (a URL part with our download URL); `recommend` -> a
+`follow-ups` artifact; thinking, tool calls, plan steps and retry notices
+-> working-state status messages; `complete` -> the final state. Left out:
+`start` (the task itself says it) and `deck` (a page's preview).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from a2a.helpers.proto_helpers import (
+    new_data_part,
+    new_text_message,
+    new_text_part,
+    new_url_part,
+)
+from a2a.server.events.event_queue import Event as A2AEvent
+from a2a.server.tasks.task_manager import append_artifact_to_task
+from a2a.types.a2a_pb2 import (
+    Artifact,
+    Message,
+    Part,
+    Role,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+
+from app.store.models import StoredTurn
+
+TASK_ID = re.compile(r"(?P<conversation>[A-Za-z0-9_-]{1,128})\.(?P<row>[0-9]{1,18})")
+
+STATES: dict[str, TaskState] = {
+    "running": TaskState.TASK_STATE_WORKING,
+    "paused": TaskState.TASK_STATE_INPUT_REQUIRED,
+    "completed": TaskState.TASK_STATE_COMPLETED,
+    "stopped": TaskState.TASK_STATE_CANCELED,
+    "failed": TaskState.TASK_STATE_FAILED,
+    "interrupted": TaskState.TASK_STATE_FAILED,
+}
+"""Our turn statuses (and `complete` statuses) as A2A task states."""
+ENDED = frozenset(
+    {
+        TaskState.TASK_STATE_COMPLETED,
+        TaskState.TASK_STATE_CANCELED,
+        TaskState.TASK_STATE_FAILED,
+        TaskState.TASK_STATE_REJECTED,
+    }
+)
+"""Terminal states: a task in one takes no more messages and cannot be canceled."""
+
+ANSWER, REFERENCES, FOLLOW_UPS = "answer", "references", "follow-ups"
+
+
+def row_id(turn: StoredTurn) -> int:
+    """A stored turn's row id: the store only hands back rows it has read, which have one."""
+    if turn.id is None:
+        raise ValueError("a turn read from the store has no row id")
+    return turn.id
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRef:
+    conversation_id: str
+    row_id: int
+
+    @property
+    def task_id(self) -> str:
+        return f"{self.conversation_id}.{self.row_id}"
+
+
+def parse_task_id(task_id: str) -> TaskRef | None:
+    """The turn a task id names; None for an id we never gave out."""
+    match = TASK_ID.fullmatch(task_id)
+    if match is None:
+        return None
+    return TaskRef(match["conversation"], int(match["row"]))
+
+
+def task_turns(turns: Sequence[StoredTurn], row_id: int) -> list[StoredTurn]:
+    """The rows of the task begun by `row_id`: it, and each row answering a paused one."""
+    start = next((i for i, turn in enumerate(turns) if turn.id == row_id), None)
+    if start is None:
+        return []
+    rows = [turns[start]]
+    for turn in turns[start + 1 :]:
+        if rows[-1].status != "paused":
+            break
+        rows.append(turn)
+    return rows
+
+
+def user_message(text: str, ref: TaskRef) -> Message:
+    return new_text_message(
+        text, context_id=ref.conversation_id, task_id=ref.task_id, role=Role.ROLE_USER
+    )
+
+
+def agent_message(text: str, ref: TaskRef, data: dict[str, Any] | None = None) -> Message:
+    message = new_text_message(text, context_id=ref.conversation_id, task_id=ref.task_id)
+    if data is not None:
+        message.parts.append(new_data_part(data))
+    return message
+
+
+def absolute(url: str, base_url: str) -> str:
+    """Our download URLs are relative to the service; a remote agent's client needs them whole."""
+    if url.startswith("/"):
+        return base_url.rstrip("/") + url
+    return url
+
+
+def stored_task(rows: Sequence[StoredTurn], ref: TaskRef, base_url: str) -> Task:
+    """The task as the database has it: state of its latest row, artifacts of that row.
+
+    Earlier rows (a question asked, its answer given) are the task's history.
+    """
+    last = rows[-1]
+    task = Task(id=ref.task_id, context_id=ref.conversation_id)
+    for row in rows[:-1]:
+        task.history.append(user_message(row.question, ref))
+        task.history.append(agent_message(row.answer or "", ref))
+    task.history.append(user_message(last.question, ref))
+    state = STATES[last.status]
+    status = TaskStatus(state=state)
+    if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        status.message.CopyFrom(agent_message(last.answer or "", ref))
+    elif last.error:
+        status.message.CopyFrom(agent_message(last.error, ref, {"code": last.error}))
+    task.status.CopyFrom(status)
+    if last.answer and state != TaskState.TASK_STATE_INPUT_REQUIRED:
+        task.artifacts.append(
+            Artifact(artifact_id=ANSWER, name=ANSWER, parts=[new_text_part(last.answer)])
+        )
+    if last.reference:
+        task.artifacts.append(_references(last.reference))
+    for file in last.files:
+        task.artifacts.append(
+            _file(file.file_id, file.name, absolute(file.url, base_url), file.mime_type)
+        )
+    if last.recommend:
+        task.artifacts.append(_follow_ups(last.recommend))
+    return task
+
+
+def _references(items: Iterable[dict[str, str]]) -> Artifact:
+    return Artifact(
+        artifact_id=REFERENCES,
+        name=REFERENCES,
+        description="Sources the answer used: url, title, content",
+        parts=[new_data_part(list(items))],
+    )
+
+
+def _follow_ups(questions: list[str]) -> Artifact:
+    return Artifact(
+        artifact_id=FOLLOW_UPS,
+        name=FOLLOW_UPS,
+        description="Suggested follow-up questions",
+        parts=[new_data_part(questions)],
+    )
+
+
+def _file(file_id: str, name: str, url: str, mime_type: str) -> Artifact:
+    return Artifact(
+        artifact_id=f"file-{file_id}",
+        name=name,
+        parts=[new_url_part(url, media_type=mime_type, filename=name)],
+    )
+
+
+@dataclass(slots=True)
+class TaskUpdates:
+    """Our events (wire dicts, as the run log holds them) as one task's A2A updates.
+
+    It also keeps the task as the updates so far make it, for a subscriber
+    that joins late: replay the log into it, send `task`, then follow.
+    """
+
+    ref: TaskRef
+    base_url: str
+    task: Task = field(init=False)
+    ended: bool = False
+    """A final state was sent: completed, canceled, failed, or input-required."""
+    _answer: list[str] = field(default_factory=list)
+    _error: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.task = Task(
+            id=self.ref.task_id,
+            context_id=self.ref.conversation_id,
+            status=TaskStatus(state=TaskState.TASK_STATE_WORKING),
+        )
+
+    def translate(self, events: Sequence[dict[str, Any]]) -> list[A2AEvent]:
+        """A batch of our events as updates; runs of text or thinking deltas become one."""
+        out: list[A2AEvent] = []
+        for event in _coalesced(events):
+            update = self._update(event)
+            if update is None:
+                continue
+            if isinstance(update, TaskArtifactUpdateEvent):
+                append_artifact_to_task(self.task, update)
+            elif isinstance(update, TaskStatusUpdateEvent):
+                self.task.status.CopyFrom(update.status)
+            out.append(update)
+        return out
+
+    def _update(
+        self, event: dict[str, Any]
+    ) -> TaskArtifactUpdateEvent | TaskStatusUpdateEvent | None:
+        kind = event.get("type")
+        if kind == "text":
+            first = not self._answer
+            self._answer.append(event["content"])
+            return self._artifact(
+                Artifact(artifact_id=ANSWER, name=ANSWER, parts=[new_text_part(event["content"])]),
+                append=not first,
+            )
+        if kind == "reference":
+            return self._artifact(_references(_json_list(event.get("content"))))
+        if kind == "recommend":
+            return self._artifact(_follow_ups(_json_list(event.get("content"))))
+        if kind == "file":
+            url = absolute(event["url"], self.base_url)
+            return self._artifact(_file(event["fileId"], event["name"], url, event["mimeType"]))
+        if kind == "complete":
+            return self._final(event["status"])
+        if kind == "error" and event.get("code") != "RETRYING":
+            self._error = event
+            return None
+        text = _progress_text(event)
+        if text is None:
+            return None
+        return self._status(TaskState.TASK_STATE_WORKING, agent_message(text, self.ref, event))
+
+    def _final(self, status: str) -> TaskStatusUpdateEvent:
+        self.ended = True
+        state = STATES[status]
+        if state == TaskState.TASK_STATE_INPUT_REQUIRED:
+            # The answer of a paused turn is the question put to the user.
+            return self._status(state, agent_message("".join(self._answer), self.ref))
+        if self._error is not None:
+            message = agent_message(self._error.get("message", ""), self.ref, self._error)
+            return self._status(state, message)
+        return self._status(state, None)
+
+    def _artifact(self, artifact: Artifact, *, append: bool = False) -> TaskArtifactUpdateEvent:
+        return TaskArtifactUpdateEvent(
+            task_id=self.ref.task_id,
+            context_id=self.ref.conversation_id,
+            artifact=artifact,
+            append=append,
+        )
+
+    def _status(self, state: TaskState, message: Message | None) -> TaskStatusUpdateEvent:
+        status = TaskStatus(state=state)
+        if message is not None:
+            status.message.CopyFrom(message)
+        return TaskStatusUpdateEvent(
+            task_id=self.ref.task_id, context_id=self.ref.conversation_id, status=status
+        )
+
+
+def _progress_text(event: dict[str, Any]) -> str | None:
+    """What a working-state message says of one of our progress events; None: nothing."""
+    kind = event.get("type")
+    if kind == "thinking":
+        return str(event["content"])
+    if kind == "tool_start":
+        return f"Calling {event['toolName']}"
+    if kind == "tool_end":
+        return f"{event['toolName']} {'failed' if event.get('isError') else 'done'}"
+    if kind == "error":
+        return str(event.get("message", ""))
+    if kind == "plan":
+        return f"Plan: {len(event.get('tasks', []))} tasks"
+    if kind == "step":
+        return f"Task {event['taskId']} {event['status']}"
+    if kind == "critique":
+        return "Critique: passed" if event.get("passed") else "Critique: more research needed"
+    return None
+
+
+def _coalesced(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive text (or thinking) deltas joined: one update per batch, not per token."""
+    out: list[dict[str, Any]] = []
+    for event in events:
+        kind = event.get("type")
+        if out and kind in ("text", "thinking") and out[-1].get("type") == kind:
+            out[-1] = {**out[-1], "content": out[-1]["content"] + event["content"]}
+        else:
+            out.append(event)
+    return out
+
+
+def _json_list(value: Any) -> list[Any]:
+    """`reference.content` and `recommend.content` are JSON array strings on our wire."""
+    if isinstance(value, str):
+        parsed = orjson.loads(value)
+        return parsed if isinstance(parsed, list) else []
+    return list(value or [])
+
+
+def text_of(parts: Iterable[Part]) -> str:
+    return "".join(part.text for part in parts if part.HasField("text"))

@@ -1,0 +1,188 @@
+"""The A2A endpoints on our app: the card, JSON-RPC at `/a2a`, REST under `/a2a/rest`.
+
+The SDK's dispatchers speak the wire (JSON-RPC 2.0 with the 1.x method
+names and, on the same endpoint, the 0.3 ones; the HTTP+JSON binding);
+`RunTasks` answers them. Every call but the card is authenticated as the
+rest of the API is (`API_KEYS`, a bearer key or `?access_token=`), before
+the dispatcher reads the body; the caller's user and our public base URL
+travel to the handler in the call context.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.routes import (
+    DefaultServerCallContextBuilder,
+    add_a2a_routes_to_fastapi,
+    create_jsonrpc_routes,
+    create_rest_routes,
+)
+from fastapi import FastAPI
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from app.agents.registry import AgentEntry
+from app.api.auth import current_user
+from app.api.deps import Services
+from app.api.envelope import ApiError
+from app.api.openapi_errors import ERROR_ENVELOPE
+from app.interop.a2a.card import JSONRPC_PATH, REST_PATH, agent_card
+from app.interop.a2a.server import BASE_URL_KEY, USER_KEY, RunTasks
+
+A2A_ERROR = "A2AError"
+_A2A_ERROR_SCHEMA: dict[str, Any] = {
+    "title": A2A_ERROR,
+    "description": (
+        "An A2A call refused: A2A's own error (REST: google.rpc.Status as JSON; JSON-RPC"
+        " answers errors in a 200 response's `error`), or, before the call reaches A2A"
+        " (no valid key, too large), the service's envelope."
+    ),
+    "anyOf": [
+        {"$ref": f"#/components/schemas/{ERROR_ENVELOPE}"},
+        {
+            "type": "object",
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "properties": {
+                        "code": {"type": "integer"},
+                        "status": {"type": "string"},
+                        "message": {"type": "string"},
+                        "details": {"type": "array"},
+                    },
+                    "required": ["code", "status", "message"],
+                }
+            },
+            "required": ["error"],
+        },
+    ],
+}
+CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
+"""The card's place, and the one A2A 0.2 clients look at."""
+
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+class _CallContext(DefaultServerCallContextBuilder):
+    """The SDK's context, with who is calling (authenticated already) and where we are."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        context.state[USER_KEY] = request.state.a2a_user
+        context.state[BASE_URL_KEY] = _base_url(request)
+        return context
+
+
+def install_a2a(app: FastAPI, entries: Sequence[AgentEntry]) -> None:
+    """Add the A2A routes; their parts are read from the app's state when a call comes."""
+    handler = RunTasks(lambda: _services(app), entries)
+    context = _CallContext()
+    jsonrpc = create_jsonrpc_routes(
+        handler, rpc_url=JSONRPC_PATH, context_builder=context, enable_v0_3_compat=True
+    )
+    rest = create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH)
+    add_a2a_routes_to_fastapi(
+        app,
+        agent_card_routes=[Route(path, _card(entries), methods=["GET"]) for path in CARD_PATHS],
+        jsonrpc_routes=_authenticated(jsonrpc),
+        rest_routes=_authenticated(rest),
+    )
+    _document_a2a(app)
+
+
+def _card(entries: Sequence[AgentEntry]) -> Endpoint:
+    async def read_agent_card(request: Request) -> Response:
+        """This service's A2A agent card: its skills, interfaces and security scheme."""
+        services = _services(request.app)
+        card = agent_card(
+            entries,
+            services.turns.kinds(),
+            _base_url(request),
+            secured=bool(services.users_by_key),
+        )
+        return JSONResponse(agent_card_to_dict(card))
+
+    return read_agent_card
+
+
+def _authenticated(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
+    """The routes, each answering 401 before its dispatcher runs when the key is wrong.
+
+    The SDK's `/{tenant}` mount is left out: at the root of our app it would
+    catch every two-segment path before the chat page.
+    """
+    guarded: list[BaseRoute] = []
+    for route in routes:
+        if isinstance(route, Route):
+            methods = sorted(m for m in route.methods or () if m != "HEAD")
+            guarded.append(Route(route.path, _guard(route.endpoint), methods=methods))
+    return guarded
+
+
+def _guard(endpoint: Endpoint) -> Endpoint:
+    async def a2a_call(request: Request) -> Response:
+        request.state.a2a_user = await current_user(request, _services(request.app))
+        # The SDK's REST dispatcher answers a body that is not UTF-8 with a 500 (1.3.0);
+        # the body read here is the one it reads, cached on the request.
+        try:
+            (await request.body()).decode()
+        except UnicodeDecodeError as exc:
+            raise ApiError(400, "The body must be JSON in UTF-8") from exc
+        return await endpoint(request)
+
+    return a2a_call
+
+
+def _document_a2a(app: FastAPI) -> None:
+    """Make the OpenAPI document right about A2A's operations: their errors, their ids.
+
+    Call after `document_errors` (api/openapi_errors.py), which gave every
+    operation the envelope: this wraps it and changes only the A2A
+    operations. The SDK's REST routes name no path parameters; they get them.
+    """
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        document = build()
+        content = {"application/json": {"schema": {"$ref": f"#/components/schemas/{A2A_ERROR}"}}}
+        for path, item in document.get("paths", {}).items():
+            if not path.startswith(JSONRPC_PATH):
+                continue
+            for operation in item.values():
+                _name_path_parameters(path, operation)
+                for status, response in operation.get("responses", {}).items():
+                    if status[0] in "45":
+                        response["content"] = content
+                        response["description"] = "A client error: A2A's, or the envelope"
+        document.setdefault("components", {}).setdefault("schemas", {})[A2A_ERROR] = (
+            _A2A_ERROR_SCHEMA
+        )
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _name_path_parameters(path: str, operation: dict[str, Any]) -> None:
+    parameters: list[dict[str, Any]] = operation.setdefault("parameters", [])
+    named = {p["name"] for p in parameters if p.get("in") == "path"}
+    for name in re.findall(r"\{(\w+)\}", path):
+        if name not in named:
+            parameters.append(
+                {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+            )
+
+
+def _services(app: FastAPI) -> Services:
+    services: Services = app.state.services
+    return services
+
+
+def _base_url(request: Request) -> str:
+    configured: str = _services(request.app).http.public_url
+    return configured.rstrip("/") or str(request.base_url).rstrip("/")

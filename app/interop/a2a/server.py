@@ -1,0 +1,378 @@
+"""The A2A request handler: A2A calls answered by our runs, wherever they run.
+
+The SDK's `DefaultRequestHandler` keeps tasks and their event queues in the
+memory of the instance that runs them (or in its own task tables), so a
+cancel or a subscribe that reaches another instance finds nothing. Ours
+keeps no state of its own: a message starts a turn through `open_run`,
+the path every stream takes (validation, limits, the claim, the stored
+question); a task is read back from `ai_session`; a cancel is our stop,
+delivered by the task manager to whichever instance runs it; a subscribe
+reads the run's event log, from Redis when another instance runs it. So
+a task shows in `/session/*` like any turn, and one user's task is
+another's "not found".
+
+Which agent answers: the message's (or the request's) metadata `skill`
+names a kind; a message continuing a task goes to that task's agent;
+otherwise web search (`chat`). Left out: push notifications, and listing
+tasks across conversations (a context's tasks are its turns).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from a2a.server.context import ServerCallContext
+from a2a.server.events.event_queue import Event as A2AEvent
+from a2a.server.request_handlers.request_handler import RequestHandler
+from a2a.types.a2a_pb2 import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskPushNotificationConfig,
+    TaskState,
+)
+from a2a.utils.errors import (
+    A2AError,
+    ExtendedAgentCardNotConfiguredError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from google.protobuf.json_format import MessageToDict
+
+from app.agents.registry import AgentEntry
+from app.api.agent import STOP_WAIT_SECONDS, StreamParams, open_run
+from app.api.deps import Services
+from app.api.envelope import ApiError
+from app.interop.a2a.mapping import (
+    STATES,
+    TaskRef,
+    TaskUpdates,
+    parse_task_id,
+    row_id,
+    stored_task,
+    task_turns,
+    text_of,
+    user_message,
+)
+from app.llm.sse import SSEDecoder
+from app.store.base import StoreError
+from app.store.models import StoredTurn
+from app.tasks.base import EventsGone, TaskBackendUnavailable
+from app.tasks.log import EventLogReader
+
+log = logging.getLogger(__name__)
+
+DEFAULT_KIND = "chat"
+AFTER_START = 1
+"""The log cursor past a run's first event, `start`, which the task itself stands for."""
+WAIT_SECONDS = 15.0
+"""How long one read of a run's log waits before it looks again (a run may be silent)."""
+USER_KEY = "dodo_user"
+BASE_URL_KEY = "dodo_base_url"
+"""Keys of `ServerCallContext.state`, set by the routes' context builder."""
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    """A turn started for a message: the task it belongs to and its live events."""
+
+    ref: TaskRef
+    reader: EventLogReader
+    stop_when_gone: Callable[[], object] | None
+    earlier: list[StoredTurn]
+    """The task's rows before this turn (a question asked, its answer), for its history."""
+
+
+class RunTasks(RequestHandler):
+    def __init__(self, services: Callable[[], Services], entries: Sequence[AgentEntry]) -> None:
+        self._services = services
+        self._entries = {entry.kind: entry for entry in entries}
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task:
+        """Run the turn to its end (with `returnImmediately`, only start it); answer the task."""
+        started, updates = await self._begin(params, context)
+        if not params.configuration.return_immediately:
+            async for batch in _events(started.reader, AFTER_START):
+                updates.translate(batch)
+                if updates.ended:
+                    break
+        return updates.task
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[A2AEvent]:
+        started, updates = await self._begin(params, context)
+        snapshot = Task()
+        snapshot.CopyFrom(updates.task)
+        yield snapshot
+        try:
+            async for batch in _events(started.reader, AFTER_START):
+                for update in updates.translate(batch):
+                    yield update
+                if updates.ended:
+                    return
+        finally:
+            if not updates.ended and started.stop_when_gone is not None:
+                started.stop_when_gone()
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        ref, rows = await self._task(params.id, context)
+        return stored_task(rows, ref, _base_url(context))
+
+    async def on_cancel_task(
+        self, params: CancelTaskRequest, context: ServerCallContext
+    ) -> Task | None:
+        """Our stop, from any instance: the task manager reaches the one that runs it."""
+        ref, rows = await self._task(params.id, context)
+        if rows[-1].status != "running":
+            raise TaskNotCancelableError(f"The task is {rows[-1].status}")
+        user, services = _user(context), self._services()
+        try:
+            await services.tasks.request_stop(user, ref.conversation_id, STOP_WAIT_SECONDS)
+        except TaskBackendUnavailable as exc:
+            raise InternalError("The task backend (Redis) is down") from exc
+        ref, rows = await self._task(params.id, context)
+        return stored_task(rows, ref, _base_url(context))
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[A2AEvent]:
+        """The task as it stands, then its live updates: our resume, on any instance.
+
+        The run's log is replayed from its first event into the task sent
+        first, so nothing is sent twice and nothing is missed. A task that
+        has ended is sent as stored, and the stream ends.
+        """
+        ref, rows = await self._task(params.id, context)
+        base_url = _base_url(context)
+        if STATES[rows[-1].status] != TaskState.TASK_STATE_WORKING:
+            yield stored_task(rows, ref, base_url)
+            return
+        services, user = self._services(), _user(context)
+        try:
+            reader = await services.runs.reader(user, ref.conversation_id, 0)
+        except (TaskBackendUnavailable, EventsGone) as exc:
+            raise InternalError(f"Cannot follow the task: {exc}") from exc
+        if reader is None:
+            yield stored_task(rows, ref, base_url)
+            return
+        updates = TaskUpdates(ref, base_url)
+        _add_history(updates.task, rows, ref)
+        batches = _events(reader, 0)
+        async with contextlib.aclosing(batches):
+            replayed = await _replay(batches, updates, row_id(rows[-1]))
+            yield replayed
+            if updates.ended:
+                return
+            async for batch in batches:
+                for update in updates.translate(batch):
+                    yield update
+                if updates.ended:
+                    return
+
+    async def on_list_tasks(
+        self, params: ListTasksRequest, context: ServerCallContext
+    ) -> ListTasksResponse:
+        """A context's tasks: the conversation's turns, a paused one and its answer as one task."""
+        if not params.context_id:
+            raise UnsupportedOperationError("List tasks by contextId (a conversation)")
+        turns = await self._turns(_user(context), params.context_id)
+        tasks: list[Task] = []
+        index = 0
+        while index < len(turns):
+            ref = TaskRef(params.context_id, row_id(turns[index]))
+            rows = task_turns(turns, ref.row_id)
+            tasks.append(stored_task(rows, ref, _base_url(context)))
+            index += len(rows)
+        return ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=len(tasks))
+
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        raise PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        raise ExtendedAgentCardNotConfiguredError
+
+    async def _begin(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> tuple[Started, TaskUpdates]:
+        """Start the message's turn; the task as it stands before the run's first update."""
+        started = await self._start(params.message, _metadata(params), context)
+        updates = TaskUpdates(started.ref, _base_url(context))
+        _add_history(updates.task, started.earlier, started.ref)
+        updates.task.history.append(user_message(text_of(params.message.parts), started.ref))
+        return started, updates
+
+    async def _start(
+        self, message: Message, metadata: dict[str, Any], context: ServerCallContext
+    ) -> Started:
+        user, services = _user(context), self._services()
+        question = text_of(message.parts)
+        if not question.strip():
+            raise InvalidParamsError("The message must have a text part")
+        earlier: list[StoredTurn] = []
+        kind = str(metadata.get("skill") or DEFAULT_KIND)
+        conversation = message.context_id or None
+        task_ref: TaskRef | None = None
+        if message.task_id:
+            task_ref, earlier = await self._task(message.task_id, context)
+            if STATES[earlier[-1].status] != TaskState.TASK_STATE_INPUT_REQUIRED:
+                raise UnsupportedOperationError(
+                    f"The task is {earlier[-1].status}: only one waiting for input takes a message"
+                )
+            if conversation not in (None, task_ref.conversation_id):
+                raise InvalidParamsError("contextId is not the task's context")
+            conversation = task_ref.conversation_id
+            kind = str(metadata.get("skill") or earlier[0].agent_type)
+        entry = self._entries.get(kind)
+        if entry is None:
+            raise InvalidParamsError(f"Unknown skill {kind!r}")
+        file_id = metadata.get("fileId")
+        stream_params = StreamParams(
+            query=question,
+            conversationId=conversation,
+            fileId=str(file_id) if file_id else None,
+        )
+        try:
+            run, stop_when_gone = await open_run(entry, stream_params, user, services)
+        except ApiError as exc:
+            raise _a2a_error(exc) from exc
+        start = await _start_event(run.log)
+        row = TaskRef(str(start["conversationId"]), int(start["sessionId"]))
+        return Started(
+            ref=task_ref or row,
+            reader=run.log,
+            stop_when_gone=(lambda: run.stop("client_gone")) if stop_when_gone else None,
+            earlier=earlier,
+        )
+
+    async def _task(
+        self, task_id: str, context: ServerCallContext
+    ) -> tuple[TaskRef, list[StoredTurn]]:
+        """The caller's task and its rows; `TaskNotFoundError` for an unknown or another's."""
+        ref = parse_task_id(task_id)
+        if ref is None:
+            raise TaskNotFoundError
+        rows = task_turns(await self._turns(_user(context), ref.conversation_id), ref.row_id)
+        if not rows:
+            raise TaskNotFoundError
+        return ref, rows
+
+    async def _turns(self, user: str, conversation_id: str) -> list[StoredTurn]:
+        try:
+            return await self._services().store.get_conversation(user, conversation_id)
+        except StoreError as exc:
+            raise InternalError("The database is unavailable") from exc
+
+
+def _user(context: ServerCallContext) -> str:
+    user: str = context.state[USER_KEY]
+    return user
+
+
+def _base_url(context: ServerCallContext) -> str:
+    base: str = context.state[BASE_URL_KEY]
+    return base
+
+
+def _metadata(params: SendMessageRequest) -> dict[str, Any]:
+    """The request's metadata, with the message's own on top."""
+    merged: dict[str, Any] = MessageToDict(params.metadata) if params.HasField("metadata") else {}
+    if params.message.HasField("metadata"):
+        merged.update(MessageToDict(params.message.metadata))
+    return merged
+
+
+def _add_history(task: Task, rows: Sequence[StoredTurn], ref: TaskRef) -> None:
+    """Earlier rows of the task: each question put to the agent, and the question it asked back."""
+    done = stored_task(rows, ref, "") if rows else None
+    if done is not None:
+        task.history.extend(done.history)
+        if done.status.HasField("message"):
+            task.history.append(done.status.message)
+
+
+def _a2a_error(exc: ApiError) -> A2AError:
+    """Our stream request's refusal as the A2A error a client can act on."""
+    message = str(exc.detail)
+    if exc.status_code in (400, 404, 413, 422):
+        return InvalidParamsError(message)
+    if exc.status_code in (409, 429):
+        return InvalidRequestError(message, {"status": exc.status_code})
+    if exc.status_code == 501:
+        return UnsupportedOperationError(message)
+    return InternalError(message)
+
+
+async def _start_event(reader: EventLogReader) -> dict[str, Any]:
+    """The run's first event, `start`: it names the stored row, and so the task."""
+    decoder = SSEDecoder()
+    while True:
+        data, cursor = await reader.wait(0, WAIT_SECONDS)
+        if data:
+            return dict(orjson.loads(decoder.feed(data)[0].data))
+        if reader.finished(cursor):
+            raise InternalError("The run ended before it started")
+
+
+async def _events(reader: EventLogReader, after: int) -> AsyncGenerator[list[dict[str, Any]]]:
+    """The log's events after `after`, in the batches they come in, until it ends."""
+    decoder, cursor = SSEDecoder(), after
+    while True:
+        data, cursor = await reader.wait(cursor, WAIT_SECONDS)
+        if data:
+            yield [orjson.loads(event.data) for event in decoder.feed(data)]
+        elif reader.finished(cursor):
+            return
+
+
+async def _replay(
+    batches: AsyncIterator[list[dict[str, Any]]], updates: TaskUpdates, row_id: int
+) -> Task:
+    """Read what the log already holds into the task (the first batch at least)."""
+    first: list[dict[str, Any]] = await anext(batches, [])
+    if first and first[0].get("type") == "start" and first[0].get("sessionId") != row_id:
+        raise TaskNotFoundError("The task's run is no longer kept")
+    updates.translate(first)
+    snapshot = Task()
+    snapshot.CopyFrom(updates.task)
+    return snapshot

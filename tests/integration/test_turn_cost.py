@@ -1,0 +1,116 @@
+"""What one turn costs the database and Redis, counted, so a gain in the floor cannot slip back.
+
+A turn is stored in two statements on PostgreSQL (the question with the
+memory read beside it, then the answer) and three on SQLite (there the read
+is its own statement, in the question's transaction). The SQL count is the
+app's own `Database.statements`, which sees both SQLAlchemy's statements and
+the driver's. Redis commands are counted by a private redis-server
+(`INFO commandstats`), so nothing but this app's commands is in the count.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+import redis.asyncio as redis
+
+from app.main import create_app
+from tests.fakes.openai_server import FakeOpenAI
+from tests.integration.service import ask, service_settings
+from tests.support.processes import RedisServer
+from tests.support.server import serve
+
+TURNS = 6
+"""Three conversations of two turns: the second turn of each has memory to read."""
+REDIS_PER_TURN = {
+    # The per-user limits: a stream slot and a new-stream token (one script), the slot freed.
+    "evalsha": 1,
+    "time": 1,
+    "hmget": 1,
+    "hset": 2,  # one for the limits, one posting the turn to the list of runs (below)
+    "expire": 2,
+    "zremrangebyscore": 1,
+    "zcard": 1,
+    "zadd": 1,
+    "zrem": 1,
+    # The claim, the run's pointer set at its start and end, and the release (a script sent
+    # with the log's last batch) with its notice.
+    "set": 3,
+    "eval": 1,
+    "get": 1,
+    "del": 1,
+    "publish": 1,
+    # The caller's list of runs (GET /agent/runs): the turn posted once it started (its own
+    # round trip), and taken off inside the release script.
+    "hdel": 1,
+}
+"""Redis commands one turn runs, scripts' inner commands included (`INFO commandstats`)."""
+LOG_COPY = ("xadd", "pexpire")
+
+
+async def redis_commands(url: str) -> Counter[str]:
+    """Commands the server ran since its last reset, less the ones asking it."""
+    client = redis.from_url(url)
+    try:
+        stats = await client.info("commandstats")
+    finally:
+        await client.aclose()
+    counts = Counter({name.removeprefix("cmdstat_"): int(v["calls"]) for name, v in stats.items()})
+    for ours in ("info", "config|resetstat", "hello"):  # this test's, and handshakes
+        counts.pop(ours, None)
+    return +counts
+
+
+async def reset_redis_stats(url: str) -> None:
+    client = redis.from_url(url)
+    try:
+        await client.config_resetstat()
+    finally:
+        await client.aclose()
+
+
+async def run_turns(client: httpx.AsyncClient) -> None:
+    for conversation in ("c1", "c2", "c3"):
+        for question in ("What is SSE?", "And why?"):
+            events = await ask(client, question, conversation)
+            assert events[-1]["status"] == "completed"
+
+
+@pytest.mark.postgres
+async def test_a_turn_costs_two_statements_and_a_fixed_few_redis_commands(
+    postgres_url: str, redis_server: RedisServer, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = service_settings(
+        tmp_path, postgres_url, redis_server.url, llm_base_url=fake_llm.base_url
+    )
+    app = create_app(settings)
+    async with serve(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        await ask(client, "Warm up", "c0")
+        before = app.state.database.statements.copy()
+        await reset_redis_stats(redis_server.url)
+        await run_turns(client)
+        commands = await redis_commands(redis_server.url)
+        statements = app.state.database.statements - before
+
+    assert statements == Counter({"WITH": TURNS, "UPDATE": TURNS})
+    # The log's copy is one entry per burst of events: how many bursts depends on timing.
+    copies = {name: commands.pop(name) for name in LOG_COPY}
+    assert all(TURNS <= n <= 2 * TURNS for n in copies.values()), copies
+    assert commands == Counter({name: n * TURNS for name, n in REDIS_PER_TURN.items()})
+
+
+async def test_an_embedded_turn_costs_three_statements(
+    sqlite_url: str, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = service_settings(tmp_path, sqlite_url, llm_base_url=fake_llm.base_url)
+    app = create_app(settings)
+    async with serve(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
+        await ask(client, "Warm up", "c0")
+        before = app.state.database.statements.copy()
+        await run_turns(client)
+        statements = app.state.database.statements - before
+
+    assert statements == Counter({"INSERT": TURNS, "SELECT": TURNS, "UPDATE": TURNS})
