@@ -253,6 +253,12 @@ def floor_lines(results: Result) -> list[str]:
         return []
     proxy = cpu_ms_per_turn(targets[base], {})[0]
     store, redis = floor["store_cpu_ms"], floor["redis_cpu_ms"]
+    if proxy <= 0:
+        # A run too short for one clock tick of the proxy's CPU has no base to share.
+        return [
+            f"floor: storage {_fmt(store)} ms + Redis {_fmt(redis)} ms of CPU per turn;"
+            f" {base} used no measurable CPU, so no shares"
+        ]
     return [
         f"floor: storage {_fmt(store)} ms + Redis {_fmt(redis)} ms of CPU per turn;"
         f" {base} {_fmt(proxy)} ms per turn, so {THROUGHPUT_TARGET} x {base} leaves"

@@ -57,7 +57,11 @@ def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
     assert results["floor"]["turns"] == 4
     assert results["floor"]["store_cpu_ms"] > 0
     assert results["floor"]["redis_cpu_ms"] > 0
-    assert len(floor_lines(results)) == 4
+    lines = floor_lines(results)
+    assert lines[0].startswith("floor: storage")
+    # The proxy's CPU is read in clock ticks; a tiny run can use less than one.
+    proxy_cpu = results["targets"]["proxy (httpx2)"]["saturation"]["cpu_seconds"]
+    assert len(lines) == (4 if proxy_cpu else 1)
     assert results["tracebacks"] == 0
 
 

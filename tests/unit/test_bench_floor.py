@@ -1,0 +1,33 @@
+"""The floor lines of the benchmark report, from readings a short run can give."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bench.table import floor_lines
+
+
+def _results(proxy_cpu_seconds: float) -> dict[str, Any]:
+    saturation = {"cpu_seconds": proxy_cpu_seconds, "completed": 100}
+    return {
+        "floor": {"store_cpu_ms": 0.3, "redis_cpu_ms": 0.2, "turns": 100},
+        "clients": {"proxy (httpx2)": "httpx2", "service": "httpx2"},
+        "targets": {"proxy (httpx2)": {"saturation": saturation}},
+    }
+
+
+def test_the_floor_is_shared_against_the_proxys_cpu() -> None:
+    lines = floor_lines(_results(0.3))
+
+    assert len(lines) == 4
+    assert "storage 0.10 of proxy (httpx2)'s CPU per turn (target <= 0.11): PASS" in lines[2]
+    assert "Redis 0.07 of proxy (httpx2)'s CPU per turn (target <= 0.09): PASS" in lines[3]
+
+
+def test_a_proxy_that_used_no_measurable_cpu_gives_no_shares() -> None:
+    lines = floor_lines(_results(0.0))
+
+    assert lines == [
+        "floor: storage 0.30 ms + Redis 0.20 ms of CPU per turn;"
+        " proxy (httpx2) used no measurable CPU, so no shares"
+    ]
