@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import orjson
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from app.agents.deep.checkpoints import open_checkpointer, thread_id
 from app.config import Settings
@@ -347,6 +348,34 @@ async def test_research_cut_by_a_shutdown_is_interrupted_and_continues_on_the_ne
     assert resumed[-1]["status"] == "completed"
     assert researcher.calls[MARKET] == 2
     assert researcher.calls[COSTS] == 3
+
+
+async def test_a_checkpoint_write_cut_by_a_shutdown_does_not_lock_out_the_next_instance(
+    sqlite_url: str,
+) -> None:
+    def at(step: str) -> RunnableConfig:
+        return {"configurable": {"thread_id": "t", "checkpoint_ns": "", "checkpoint_id": step}}
+
+    async with open_checkpointer(sqlite_url) as saver:
+        assert isinstance(saver, AsyncSqliteSaver)
+        for step in ("s1", "s2"):
+            await saver.aput_writes(at(step), [("a", 1)], "task")
+        # What cancelled work leaves on the connection: a read stopped after its first
+        # row, and a write stopped between its INSERT and its commit.
+        unfinished_read = await saver.conn.execute("SELECT * FROM writes")
+        assert await unfinished_read.fetchone() is not None
+        await saver.conn.execute(
+            "INSERT INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, idx, channel)"
+            " VALUES ('t', '', 's3', 'task', 0, 'a')"
+        )
+    async with open_checkpointer(sqlite_url) as saver:
+        assert isinstance(saver, AsyncSqliteSaver)
+        await saver.aput_writes(at("s4"), [("a", 2)], "task")
+        cursor = await saver.conn.execute("SELECT checkpoint_id FROM writes ORDER BY 1")
+        stored = [row[0] for row in await cursor.fetchall()]
+
+    assert unfinished_read is not None  # alive until here, as a cancelled task's frame keeps it
+    assert stored == ["s1", "s2", "s4"]  # the cut write is gone, the next one went through
 
 
 async def test_a_task_the_model_fails_fails_the_turn_and_retry_runs_only_that_task(

@@ -7,7 +7,12 @@ beside the app's (`app.db` -> `app.db-checkpoints`), because SQLite has one
 writer per file: in the same file a step's checkpoint writes queued behind
 the turns' writes and theirs behind them, and a shutdown mid-research left
 the file locked for the next instance's migration (seen in a test, never
-with two files). Either creates its tables when opened, at start-up. A
+with two files). A write a stop cancelled before its commit leaves its transaction
+open, and a statement a cancelled read left unfinished makes closing the connection
+only a zombie's close, which keeps that transaction's lock until the statement is
+garbage collected: the next instance's first checkpoint then waited 5 s and failed
+as "database is locked". So the transaction is rolled back before the connection
+closes. Either creates its tables when opened, at start-up. A
 conversation's research is one thread, named by `thread_id`.
 """
 
@@ -96,4 +101,7 @@ async def open_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpointSa
     async with aiosqlite.connect(sqlite_path(url.database)) as conn:
         sqlite = AsyncSqliteSaver(conn)
         await sqlite.setup()
-        yield sqlite
+        try:
+            yield sqlite
+        finally:
+            await conn.rollback()
