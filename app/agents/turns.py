@@ -145,7 +145,9 @@ class TurnService:
             options=options or GenerateOptions(),
         )
         try:
-            claimed = await self._tasks.claim(claim, self._ttl)
+            # Listed in the same step as the claim: one round trip less before the first event.
+            posted = await self._tasks.claim(claim, self._ttl, _ticket(claim, question, "running"))
+            claimed = posted
             if not claimed and strategy == "enqueue":
                 return await self._enqueue(agent, claim, turn, on_end)
             if not claimed and strategy in ("interrupt", "rollback"):
@@ -154,7 +156,7 @@ class TurnService:
             raise DependencyDown("the task backend (Redis) is unavailable") from exc
         if not claimed:
             raise ConversationBusy(conversation_id)
-        return await self._launch(agent, claim, turn, on_end)
+        return await self._launch(agent, claim, turn, on_end, posted=posted)
 
     async def shutdown(self) -> None:
         """Queued turns leave their queues (their streams end `stopped`) with the app."""
@@ -169,7 +171,10 @@ class TurnService:
         turn: Turn,
         on_end: OnEnd | None,
         run: Run | None = None,
+        *,
+        posted: bool = False,
     ) -> Run:
+        """Store the question and start the run; list it unless its claim did (`posted`)."""
         try:
             await agent.begin(turn)
         except BaseException as exc:
@@ -185,7 +190,8 @@ class TurnService:
             lambda program: self._runs.launch(claim, program, on_end, run),
         )
         launched.session_id = turn.row_id
-        await self._show(_ticket(claim, turn.question, "running"))
+        if not posted:
+            await self._show(_ticket(claim, turn.question, "running"))
         return launched
 
     async def _take_over(self, claim: Claim, strategy: Strategy) -> bool:

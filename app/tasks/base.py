@@ -85,8 +85,12 @@ class TaskManager(Protocol):
         """Stop listening; claims still held are released by their runs, or expire."""
         ...
 
-    async def claim(self, claim: Claim, ttl: float) -> bool:
-        """Take the conversation for this task; False when another task holds it."""
+    async def claim(self, claim: Claim, ttl: float, ticket: Ticket | None = None) -> bool:
+        """Take the conversation for this task; False when another task holds it.
+
+        With `ticket`, a claim taken also shows the turn in its user's list of runs,
+        in the same step (no round trip of its own before the turn's first event).
+        """
         ...
 
     async def refresh(self, claim: Claim, ttl: float) -> bool:

@@ -45,11 +45,13 @@ class InProcessTaskManager:
     async def close(self) -> None:
         self._on_stop = None
 
-    async def claim(self, claim: Claim, ttl: float) -> bool:
+    async def claim(self, claim: Claim, ttl: float, ticket: Ticket | None = None) -> bool:
         key = claim.key
         if self._live(key) is not None:
             return False
         self._held[key] = _Held(claim, time.monotonic() + ttl)
+        if ticket is not None:
+            await self.post(ticket)
         return True
 
     async def refresh(self, claim: Claim, ttl: float) -> bool:

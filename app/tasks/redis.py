@@ -64,6 +64,16 @@ end
 return 0
 """
 
+# KEYS[1] claim key, KEYS[2] the user's list of runs; ARGV: claim value, TTL in ms, task
+# id, the turn as listed. The turn is listed only if the claim is taken.
+_CLAIM_POSTING_LUA = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
+  return 1
+end
+return 0
+"""
+
 # KEYS[1] claim key, KEYS[2] the user's list of runs; ARGV: task id, done channel, done
 # message. The turn leaves the list whether or not the claim is still its. Publishing in
 # the same step as the delete means no waiter can see the key gone yet miss the message.
@@ -117,6 +127,7 @@ class RedisTaskManager:
         self._stop_channel = f"{prefix}stop"
         self._done_channel = f"{prefix}done"
         self._queue_channel = f"{prefix}queue"
+        self._claim_posting_script = self._redis.register_script(_CLAIM_POSTING_LUA)
         self._refresh_script = self._redis.register_script(_REFRESH_LUA)
         self._release_script = self._redis.register_script(_RELEASE_LUA)
         self._claim_queued_script = self._redis.register_script(_CLAIM_QUEUED_LUA)
@@ -152,11 +163,17 @@ class RedisTaskManager:
         await asyncio.gather(*pending, return_exceptions=True)
         await self._redis.aclose()
 
-    async def claim(self, claim: Claim, ttl: float) -> bool:
+    async def claim(self, claim: Claim, ttl: float, ticket: Ticket | None = None) -> bool:
         key = self._key(claim.user_id, claim.conversation_id)
+        value, expiry = self._claim_value(claim), milliseconds(ttl)
         with translate_errors(self._where):
+            if ticket is None:
+                return bool(await self._redis.set(key, value, nx=True, px=expiry))
             return bool(
-                await self._redis.set(key, self._claim_value(claim), nx=True, px=milliseconds(ttl))
+                await self._claim_posting_script(
+                    keys=[key, self._board_key(claim.user_id)],
+                    args=[value, expiry, ticket.task_id, _listed(ticket)],
+                )
             )
 
     def _claim_value(self, claim: Claim) -> str:
@@ -300,17 +317,8 @@ class RedisTaskManager:
                 del self._queue_waiters[key]
 
     async def post(self, ticket: Ticket) -> None:
-        value = json.dumps(
-            {
-                "conversation_id": ticket.conversation_id,
-                "agent_type": ticket.agent_type,
-                "question": ticket.question,
-                "started_at": ticket.started_at.isoformat(),
-                "status": ticket.status,
-            }
-        )
         with translate_errors(self._where):
-            await self._redis.hset(self._board_key(ticket.user_id), ticket.task_id, value)
+            await self._redis.hset(self._board_key(ticket.user_id), ticket.task_id, _listed(ticket))
 
     async def unpost(self, ticket: Ticket) -> None:
         with translate_errors(self._where):
@@ -428,6 +436,19 @@ def _resolve_all(waiters: Iterable[asyncio.Future[None]]) -> None:
     for waiter in waiters:
         if not waiter.done():
             waiter.set_result(None)
+
+
+def _listed(ticket: Ticket) -> str:
+    """The turn as its user's list of runs holds it (`_ticket` reads it back)."""
+    return json.dumps(
+        {
+            "conversation_id": ticket.conversation_id,
+            "agent_type": ticket.agent_type,
+            "question": ticket.question,
+            "started_at": ticket.started_at.isoformat(),
+            "status": ticket.status,
+        }
+    )
 
 
 def _ticket(user_id: str, task_id: str, raw: str) -> Ticket:

@@ -163,3 +163,20 @@ async def test_a_queue_change_does_not_end_a_stop_waiting_for_its_run(
     assert still_waiting
     assert await stopping is True
     assert time.monotonic() - began < PROMPTLY
+
+
+async def test_a_claim_with_a_ticket_lists_the_turn_only_when_it_is_taken(
+    backend: Backend,  # noqa: F811
+) -> None:
+    manager, _ = backend
+    running, refused = new_claim(), new_claim()
+
+    taken = await manager.claim(running, TTL, ticket(running, "running"))
+    busy = await manager.claim(refused, TTL, ticket(refused, "running"))
+    listed = await manager.posted("alice")
+    await manager.release(running)
+
+    assert (taken, busy) == (True, False)
+    assert [(t.task_id, t.status) for t in listed] == [(running.task_id, "running")]
+    assert listed[0].question == f"question of {running.task_id[:6]}"
+    assert await manager.posted("alice") == []

@@ -27,7 +27,7 @@ TURNS = 6
 """Three conversations of two turns: the second turn of each has memory to read."""
 REDIS_PER_TURN = {
     # The per-user limits: a stream slot and a new-stream token (one script), the slot freed.
-    "evalsha": 1,
+    "evalsha": 2,  # that script, and the claim's (below)
     "time": 1,
     "hmget": 1,
     "hset": 2,  # one for the limits, one posting the turn to the list of runs (below)
@@ -36,15 +36,15 @@ REDIS_PER_TURN = {
     "zcard": 1,
     "zadd": 1,
     "zrem": 1,
-    # The claim, the run's pointer set at its start and end, and the release (a script sent
-    # with the log's last batch) with its notice.
+    # The claim (a script that also lists the turn), the run's pointer set at its start and
+    # end, and the release (a script sent with the log's last batch) with its notice.
     "set": 3,
     "eval": 1,
     "get": 1,
     "del": 1,
     "publish": 1,
-    # The caller's list of runs (GET /agent/runs): the turn posted once it started (its own
-    # round trip), and taken off inside the release script.
+    # The caller's list of runs (GET /agent/runs): the turn listed inside the claim's script,
+    # and taken off inside the release script.
     "hdel": 1,
 }
 """Redis commands one turn runs, scripts' inner commands included (`INFO commandstats`)."""

@@ -112,8 +112,8 @@ class TracedTaskManager:
     async def close(self) -> None:
         await self._inner.close()
 
-    async def claim(self, claim: Claim, ttl: float) -> bool:
-        return await self._traced("claim", lambda: self._inner.claim(claim, ttl))
+    async def claim(self, claim: Claim, ttl: float, ticket: Ticket | None = None) -> bool:
+        return await self._traced("claim", lambda: self._inner.claim(claim, ttl, ticket))
 
     async def refresh(self, claim: Claim, ttl: float) -> bool:
         return await self._traced("refresh", lambda: self._inner.refresh(claim, ttl))
