@@ -1,8 +1,8 @@
 """Per request: the open-streams gauge, and the request's span when tracing is on.
 
 A pure ASGI middleware, so an event stream's frames pass through untouched:
-without tracing it never wraps `send`, and with it only the response's start
-is looked at. The request's span stays current while the app handles the
+`send` is wrapped only to see the response's start (to count a stream), and
+nothing after it is looked at. The request's span stays current while the app handles the
 request, so the run it starts, and everything that run does, nests under
 it. A `traceparent` header from the caller makes it part of the caller's trace.
 """
