@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Callable
 from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Header, Query
@@ -115,11 +116,12 @@ def _valid_conversation_id(value: str) -> str:
 
 async def open_run(
     entry: AgentEntry, params: StreamParams, user: str, services: ServicesDep
-) -> tuple[Run, bool]:
+) -> tuple[Run, Callable[[], object] | None]:
     """Check a stream request and start its turn: the one path every wire format takes.
 
     Answers the request's 4xx/5xx (as `ApiError`) before anything is written or any
-    model is called. Returns the run and whether a client going away stops it.
+    model is called. Returns the run and what to call when its client goes away:
+    a stop, or None when the run goes on without it.
     """
     limits, kind = services.http, entry.kind
     question = (params.query or "").strip()
@@ -143,17 +145,17 @@ async def open_run(
         raise
     if webhook is not None:
         services.webhooks.notify(run, webhook)
-    return run, (params.on_disconnect or limits.on_disconnect) == "cancel"
+    if (params.on_disconnect or limits.on_disconnect) != "cancel":
+        return run, None
+    return run, lambda: run.stop("client_gone")
 
 
 async def _stream(
     entry: AgentEntry, params: StreamParams, user: str, services: ServicesDep
 ) -> EventStreamResponse:
-    run, cancel_when_gone = await open_run(entry, params, user, services)
+    run, on_disconnect = await open_run(entry, params, user, services)
     return EventStreamResponse(
-        run.log,
-        ping_seconds=services.http.sse_ping_seconds,
-        on_disconnect=(lambda: run.stop("client_gone")) if cancel_when_gone else None,
+        run.log, ping_seconds=services.http.sse_ping_seconds, on_disconnect=on_disconnect
     )
 
 

@@ -349,10 +349,8 @@ async def run_ag_ui(
         translator = AgUiTranslator(run.thread_id, run.run_id)
         log = TranslatedLog(reader, translator, hide_through=int(last_event_id))
         return EventStreamResponse(log, ping_seconds=ping)
-    started, cancel_when_gone = await open_run(entry, stream_params(run), user, services)
+    started, on_disconnect = await open_run(entry, stream_params(run), user, services)
     translator = AgUiTranslator(started.claim.conversation_id, run.run_id)
     return EventStreamResponse(
-        TranslatedLog(started.log, translator),
-        ping_seconds=ping,
-        on_disconnect=(lambda: started.stop("client_gone")) if cancel_when_gone else None,
+        TranslatedLog(started.log, translator), ping_seconds=ping, on_disconnect=on_disconnect
     )

@@ -266,13 +266,9 @@ async def run_ai_sdk(
     `id` is the conversation and the last user message's text the question;
     `fileId` and `onDisconnect` may be added with the transport's `body`.
     """
-    run, cancel_when_gone = await open_run(
-        agent_entry(kind), _stream_params(request), user, services
-    )
+    run, on_disconnect = await open_run(agent_entry(kind), _stream_params(request), user, services)
     return _response(
-        TranslatedLog(run.log, AiSdkTranslator()),
-        services,
-        on_disconnect=(lambda: run.stop("client_gone")) if cancel_when_gone else None,
+        TranslatedLog(run.log, AiSdkTranslator()), services, on_disconnect=on_disconnect
     )
 
 

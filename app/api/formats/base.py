@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from app.agents.registry import AGENTS, AgentEntry
+from app.agents.registry import BY_KIND, AgentEntry
 from app.api.envelope import ApiError
 from app.tasks.log import EventLogReader
 
@@ -91,7 +91,7 @@ class TranslatedLog:
 
 def agent_entry(kind: str) -> AgentEntry:
     """The registry's agent for a format's `{kind}` path segment; 404 for none."""
-    for entry in AGENTS:
-        if entry.kind == kind:
-            return entry
-    raise ApiError(404, f"No agent of kind {kind!r}")
+    entry = BY_KIND.get(kind)
+    if entry is None:
+        raise ApiError(404, f"No agent of kind {kind!r}")
+    return entry

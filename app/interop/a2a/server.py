@@ -281,7 +281,7 @@ class RunTasks(RequestHandler):
         return Started(
             ref=task_ref or row,
             reader=run.log,
-            stop_when_gone=(lambda: run.stop("client_gone")) if stop_when_gone else None,
+            stop_when_gone=stop_when_gone,
             earlier=earlier,
         )
 
@@ -345,13 +345,11 @@ def _a2a_error(exc: ApiError) -> A2AError:
 
 async def _start_event(reader: EventLogReader) -> dict[str, Any]:
     """The run's first event, `start`: it names the stored row, and so the task."""
-    decoder = SSEDecoder()
-    while True:
-        data, cursor = await reader.wait(0, WAIT_SECONDS)
-        if data:
-            return dict(orjson.loads(decoder.feed(data)[0].data))
-        if reader.finished(cursor):
-            raise InternalError("The run ended before it started")
+    async with contextlib.aclosing(_events(reader, 0)) as batches:
+        first = await anext(batches, None)
+    if first is None:
+        raise InternalError("The run ended before it started")
+    return dict(first[0])
 
 
 async def _events(reader: EventLogReader, after: int) -> AsyncGenerator[list[dict[str, Any]]]:
