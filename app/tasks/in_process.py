@@ -62,9 +62,7 @@ class InProcessTaskManager:
         return True
 
     async def release(self, claim: Claim) -> None:
-        posted = self._board.get(claim.user_id, {})
-        if posted.pop(claim.task_id, None) is not None and not posted:
-            self._board.pop(claim.user_id, None)
+        self._unlist(claim.user_id, claim.task_id)
         key = claim.key
         held = self._live(key)
         if held is not None and held.claim.task_id == claim.task_id:
@@ -140,10 +138,13 @@ class InProcessTaskManager:
         self._board.setdefault(ticket.user_id, {})[ticket.task_id] = ticket
 
     async def unpost(self, ticket: Ticket) -> None:
-        posted = self._board.get(ticket.user_id, {})
-        posted.pop(ticket.task_id, None)
+        self._unlist(ticket.user_id, ticket.task_id)
+
+    def _unlist(self, user_id: str, task_id: str) -> None:
+        posted = self._board.get(user_id, {})
+        posted.pop(task_id, None)
         if not posted:
-            self._board.pop(ticket.user_id, None)
+            self._board.pop(user_id, None)
 
     async def posted(self, user_id: str) -> list[Ticket]:
         posted = self._board.get(user_id, {})
