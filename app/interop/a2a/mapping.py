@@ -56,15 +56,6 @@ STATES: dict[str, TaskState] = {
     "interrupted": TaskState.TASK_STATE_FAILED,
 }
 """Our turn statuses (and `complete` statuses) as A2A task states."""
-ENDED = frozenset(
-    {
-        TaskState.TASK_STATE_COMPLETED,
-        TaskState.TASK_STATE_CANCELED,
-        TaskState.TASK_STATE_FAILED,
-        TaskState.TASK_STATE_REJECTED,
-    }
-)
-"""Terminal states: a task in one takes no more messages and cannot be canceled."""
 
 ANSWER, REFERENCES, FOLLOW_UPS = "answer", "references", "follow-ups"
 

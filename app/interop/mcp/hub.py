@@ -23,7 +23,6 @@ from app.interop.mcp.connection import McpConnection, McpLimits
 class McpHub:
     def __init__(self, servers: Sequence[McpServerConfig], limits: McpLimits) -> None:
         self.connections = {server.name: McpConnection(server, limits) for server in servers}
-        self._limits = limits
 
     @classmethod
     @contextlib.asynccontextmanager
