@@ -15,7 +15,7 @@ the same however long the history is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -103,14 +103,10 @@ class SqlSessionStore:
         turn_id = int(row["id"])
         if memory_turns <= 0:
             return turn_id, []
-        memory = {
-            "user_id": turn.user_id,
-            "session_id": turn.session_id,
-            "limit": memory_turns,
-            "before_id": turn_id,
-        }
-        earlier = await self._db.run(self._recent_turns, memory)
-        return turn_id, [_turn(row) for row in reversed(earlier)]
+        earlier = await self.recent_turns(
+            turn.user_id, turn.session_id, memory_turns, before_id=turn_id
+        )
+        return turn_id, earlier
 
     async def finish_turn(self, turn_id: int, outcome: TurnOutcome) -> None:
         """Write the run's end in one UPDATE.
@@ -170,11 +166,13 @@ class SqlSessionStore:
         self, user_id: str, session_id: str, limit: int, before_id: int | None = None
     ) -> list[StoredTurn]:
         params = {"user_id": user_id, "session_id": session_id, "limit": max(limit, 0)}
-        stmt = _RECENT_TURNS
         if before_id is not None:
-            stmt, params["before_id"] = _RECENT_TURNS_BEFORE, before_id
-        async with self._db.statement() as conn:
-            rows = (await conn.execute(stmt, params)).mappings().all()
+            # A turn's memory, read on every turn: the prepared statement, on the driver.
+            params["before_id"] = before_id
+            rows: Sequence[Mapping[Any, Any]] = await self._db.run(self._recent_turns, params)
+        else:
+            async with self._db.statement() as conn:
+                rows = (await conn.execute(_RECENT_TURNS, params)).mappings().all()
         return [_turn(row) for row in reversed(rows)]
 
     async def list_conversations(
