@@ -144,19 +144,19 @@ class TurnService:
             file_id=file_id,
             options=options or GenerateOptions(),
         )
+        # Listed in the same step as the claim: one round trip less before the first event.
+        ticket = _ticket(claim, question, "running")
         try:
-            # Listed in the same step as the claim: one round trip less before the first event.
-            posted = await self._tasks.claim(claim, self._ttl, _ticket(claim, question, "running"))
-            claimed = posted
+            claimed = await self._tasks.claim(claim, self._ttl, ticket)
             if not claimed and strategy == "enqueue":
                 return await self._enqueue(agent, claim, turn, on_end)
             if not claimed and strategy in ("interrupt", "rollback"):
-                claimed = await self._take_over(claim, strategy)
+                claimed = await self._take_over(claim, strategy, ticket)
         except TaskBackendUnavailable as exc:
             raise DependencyDown("the task backend (Redis) is unavailable") from exc
         if not claimed:
             raise ConversationBusy(conversation_id)
-        return await self._launch(agent, claim, turn, on_end, posted=posted)
+        return await self._launch(agent, claim, turn, on_end, posted=True)
 
     async def shutdown(self) -> None:
         """Queued turns leave their queues (their streams end `stopped`) with the app."""
@@ -194,13 +194,13 @@ class TurnService:
             await self._show(_ticket(claim, turn.question, "running"))
         return launched
 
-    async def _take_over(self, claim: Claim, strategy: Strategy) -> bool:
+    async def _take_over(self, claim: Claim, strategy: Strategy, ticket: Ticket) -> bool:
         """Stop the running turn and take its place; rollback deletes the stopped turn's row."""
         for _ in range(_TAKE_OVER_ATTEMPTS):
             stopped = await self._tasks.request_stop(
                 claim.user_id, claim.conversation_id, self._stop_wait
             )
-            if not await self._tasks.claim(claim, self._ttl):
+            if not await self._tasks.claim(claim, self._ttl, ticket):
                 continue
             if strategy == "rollback" and stopped and self._store is not None:
                 try:
