@@ -13,9 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from redis.asyncio import Redis
-
 from app.limits.base import Action, Rates, StreamSlot, too_fast, too_many_streams
+from app.tasks.redis_batch import SharedPipeline
 from app.tasks.redis_client import connect, redacted, translate_errors
 
 SLOT_SECONDS = 6 * 3600
@@ -68,14 +67,14 @@ return '0'
 
 @dataclass(slots=True)
 class _Slot:
-    redis: Redis
+    batch: SharedPipeline
     where: str
     key: str
     run_id: str
 
     async def release(self) -> None:
         with translate_errors(self.where):
-            await self.redis.zrem(self.key, self.run_id)
+            await self.batch.command(lambda pipe: pipe.zrem(self.key, self.run_id))
 
 
 class RedisUserLimits:
@@ -84,34 +83,35 @@ class RedisUserLimits:
         self._where = redacted(url)
         self._prefix = f"{prefix}limits:"
         self._rates = rates
-        self._open_stream = self._redis.register_script(_OPEN_STREAM_LUA)
-        self._take = self._redis.register_script(_TAKE_LUA)
+        self._batch = SharedPipeline(self._redis)
 
     async def open_stream(self, user: str, run_id: str) -> StreamSlot:
-        key = f"{self._prefix}streams:{user}"
+        key, bucket = f"{self._prefix}streams:{user}", f"{self._prefix}stream:{user}"
         per_minute = self._rates.bucket("stream")
+        args = (self._rates.max_streams, run_id, SLOT_SECONDS, per_minute)
         with translate_errors(self._where):
-            answer = await self._open_stream(
-                keys=[key, f"{self._prefix}stream:{user}"],
-                args=[self._rates.max_streams, run_id, SLOT_SECONDS, per_minute],
+            answer = await self._batch.command(
+                lambda pipe: pipe.eval(_OPEN_STREAM_LUA, 2, key, bucket, *args)
             )
         if answer == "full":
             raise too_many_streams(self._rates)
         wait = float(answer)
         if wait > 0:
             raise too_fast("stream", per_minute, wait)
-        return _Slot(self._redis, self._where, key, run_id)
+        return _Slot(self._batch, self._where, key, run_id)
 
     async def take(self, user: str, action: Action) -> None:
         per_minute = self._rates.bucket(action)
         if not per_minute:
             return
+        key = f"{self._prefix}{action}:{user}"
         with translate_errors(self._where):
             wait = float(
-                await self._take(keys=[f"{self._prefix}{action}:{user}"], args=[per_minute])
+                await self._batch.command(lambda pipe: pipe.eval(_TAKE_LUA, 1, key, per_minute))
             )
         if wait > 0:
             raise too_fast(action, per_minute, wait)
 
     async def close(self) -> None:
+        await self._batch.close()
         await self._redis.aclose()

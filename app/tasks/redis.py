@@ -46,6 +46,7 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError
 
 from app.tasks.base import Claim, QueueState, StopHandler, TaskBackendUnavailable, Ticket
+from app.tasks.redis_batch import SharedPipeline
 from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
 
 logger = logging.getLogger(__name__)
@@ -127,9 +128,7 @@ class RedisTaskManager:
         self._stop_channel = f"{prefix}stop"
         self._done_channel = f"{prefix}done"
         self._queue_channel = f"{prefix}queue"
-        self._claim_posting_script = self._redis.register_script(_CLAIM_POSTING_LUA)
-        self._refresh_script = self._redis.register_script(_REFRESH_LUA)
-        self._release_script = self._redis.register_script(_RELEASE_LUA)
+        self._batch = SharedPipeline(self._redis)
         self._claim_queued_script = self._redis.register_script(_CLAIM_QUEUED_LUA)
         self._listener: asyncio.Task[None] | None = None
         self._first_attempt = asyncio.Event()
@@ -161,20 +160,22 @@ class RedisTaskManager:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
+        await self._batch.close()
         await self._redis.aclose()
 
     async def claim(self, claim: Claim, ttl: float, ticket: Ticket | None = None) -> bool:
         key = self._key(claim.user_id, claim.conversation_id)
         value, expiry = self._claim_value(claim), milliseconds(ttl)
-        with translate_errors(self._where):
+
+        def fill(pipe: Pipeline) -> None:
             if ticket is None:
-                return bool(await self._redis.set(key, value, nx=True, px=expiry))
-            return bool(
-                await self._claim_posting_script(
-                    keys=[key, self._board_key(claim.user_id)],
-                    args=[value, expiry, ticket.task_id, _listed(ticket)],
-                )
-            )
+                pipe.set(key, value, nx=True, px=expiry)
+            else:
+                board, listed = self._board_key(claim.user_id), _listed(ticket)
+                pipe.eval(_CLAIM_POSTING_LUA, 2, key, board, value, expiry, ticket.task_id, listed)
+
+        with translate_errors(self._where):
+            return bool(await self._batch.command(fill))
 
     def _claim_value(self, claim: Claim) -> str:
         return json.dumps(
@@ -187,26 +188,22 @@ class RedisTaskManager:
 
     async def refresh(self, claim: Claim, ttl: float) -> bool:
         key = self._key(claim.user_id, claim.conversation_id)
+        expiry = milliseconds(ttl)
         with translate_errors(self._where):
-            extended = await self._refresh_script(
-                keys=[key], args=[claim.task_id, milliseconds(ttl)]
+            extended = await self._batch.command(
+                lambda pipe: pipe.eval(_REFRESH_LUA, 1, key, claim.task_id, expiry)
             )
         return bool(extended)
 
     async def release(self, claim: Claim) -> None:
-        key = self._key(claim.user_id, claim.conversation_id)
-        done = _message(claim.user_id, claim.conversation_id)
         with translate_errors(self._where):
-            await self._release_script(
-                keys=[key, self._board_key(claim.user_id)],
-                args=[claim.task_id, self._done_channel, done],
-            )
+            await self._batch.command(lambda pipe: self.release_in(pipe, claim))
 
     def release_in(self, pipe: Pipeline, claim: Claim) -> None:
         """Queue `release` on `pipe`, to share a round trip (the run log's last batch).
 
-        EVAL, not the registered script: a script object on a pipeline costs
-        a SCRIPT EXISTS round trip on every execute.
+        EVAL, not a registered script: a script object on a pipeline costs a
+        SCRIPT EXISTS round trip on every execute.
         """
         key = self._key(claim.user_id, claim.conversation_id)
         done = _message(claim.user_id, claim.conversation_id)

@@ -48,6 +48,7 @@ from app.core.events import CompleteEvent, encode_data, encode_frame
 from app.tasks.base import Claim, EventsGone, TaskError, TaskManager
 from app.tasks.log import RunLog
 from app.tasks.redis import RedisTaskManager
+from app.tasks.redis_batch import SharedPipeline
 from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
 
 logger = logging.getLogger(__name__)
@@ -90,6 +91,7 @@ class RedisRunLogs:
         timeout: float = 2.0,
     ) -> None:
         self._writer = connect(url, timeout=timeout, decode=False)
+        self._batch = SharedPipeline(self._writer)
         # Its own pool: a blocked XREAD holds a connection for up to `max_idle`.
         self._reader = connect(url, timeout=timeout, read_timeout=max_idle + timeout, decode=False)
         self._where = redacted(url)
@@ -104,6 +106,7 @@ class RedisRunLogs:
         self._max_idle = max_idle
 
     async def close(self) -> None:
+        await self._batch.close()
         await self._writer.aclose()
         await self._reader.aclose()
 
@@ -215,35 +218,36 @@ class RedisRunLogs:
         The last one also releases the claim, just before the end marker, as
         the runner would have a moment earlier in a round trip of its own.
         """
-        task_id = claim.task_id
-        pipe: Pipeline = self._writer.pipeline(transaction=False)
-        if ended and self._releaser is not None:
-            self._releaser.release_in(pipe, claim)
-        if cursor == 0:
-            pipe.set(pointer, task_id, px=self._live_ms)
         # Trimming by id, not length: entries hold different numbers of events.
         oldest = max(0, cursor + len(frames) - self._max_events + 1)
         chunks = [frames[i : i + _ENTRY_EVENTS] for i in range(0, len(frames), _ENTRY_EVENTS)]
         if ended and not chunks:
             chunks = [[]]  # the end marker alone
-        first = cursor + 1
-        for index, chunk in enumerate(chunks, 1):
-            fields: dict[FieldT, EncodableT] = {
-                str(number).encode(): frame for number, frame in enumerate(chunk, first)
-            }
-            final = ended and index == len(chunks)
-            if final:
-                fields[_END] = b""
-            last = first + len(chunk) - 1
-            entry_id = f"{last}-{_FINAL if final else _EVENTS}"
-            pipe.xadd(stream, fields, id=entry_id, minid=oldest, approximate=False)
-            first = last + 1
-        if ended:
-            pipe.pexpire(stream, self._retention_ms)
-            pipe.set(pointer, task_id, px=self._retention_ms)
-        elif extend:
-            pipe.pexpire(stream, self._live_ms)
-        for result in await pipe.execute(raise_on_error=False):
+
+        def fill(pipe: Pipeline) -> None:
+            if ended and self._releaser is not None:
+                self._releaser.release_in(pipe, claim)
+            if cursor == 0:
+                pipe.set(pointer, claim.task_id, px=self._live_ms)
+            first = cursor + 1
+            for index, chunk in enumerate(chunks, 1):
+                fields: dict[FieldT, EncodableT] = {
+                    str(number).encode(): frame for number, frame in enumerate(chunk, first)
+                }
+                final = ended and index == len(chunks)
+                if final:
+                    fields[_END] = b""
+                last = first + len(chunk) - 1
+                entry_id = f"{last}-{_FINAL if final else _EVENTS}"
+                pipe.xadd(stream, fields, id=entry_id, minid=oldest, approximate=False)
+                first = last + 1
+            if ended:
+                pipe.pexpire(stream, self._retention_ms)
+                pipe.set(pointer, claim.task_id, px=self._retention_ms)
+            elif extend:
+                pipe.pexpire(stream, self._live_ms)
+
+        for result in await self._batch.execute(fill):
             # A resend after an outage finds the entries Redis kept: those are done already.
             if isinstance(result, ResponseError) and "equal or smaller" not in str(result):
                 raise result

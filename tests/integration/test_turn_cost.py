@@ -27,7 +27,8 @@ TURNS = 6
 """Three conversations of two turns: the second turn of each has memory to read."""
 REDIS_PER_TURN = {
     # The per-user limits: a stream slot and a new-stream token (one script), the slot freed.
-    "evalsha": 2,  # that script, and the claim's (below)
+    # Scripts go as EVAL: batched with other turns' commands in one pipeline (SharedPipeline).
+    "eval": 3,  # that script, the claim's and the release's (below)
     "time": 1,
     "hmget": 1,
     "hset": 2,  # one for the limits, one posting the turn to the list of runs (below)
@@ -39,7 +40,6 @@ REDIS_PER_TURN = {
     # The claim (a script that also lists the turn), the run's pointer set at its start and
     # end, and the release (a script sent with the log's last batch) with its notice.
     "set": 3,
-    "eval": 1,
     "get": 1,
     "del": 1,
     "publish": 1,

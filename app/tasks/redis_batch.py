@@ -1,0 +1,87 @@
+"""Concurrent turns' Redis commands sent together: one pipeline, one round trip.
+
+Under load dozens of turns each send Redis a command or a short pipeline at
+nearly the same moment (a claim, a copy of the run log, a release), and a
+round trip costs the client a write, a wake-up and a read: in redis-py
+about 0.1 ms of CPU, more than the commands in it. `SharedPipeline` queues
+what its callers hand it during one pass of the event loop and sends all of
+it as one pipeline at the next pass, so that cost is paid once per batch,
+not once per caller. A caller alone waits no longer than before: nothing
+lingers, the batch leaves as soon as the loop comes round.
+
+Replies come back to each caller in the order it queued its commands. A
+command's error (a `ResponseError`) is its caller's reply, not raised, so
+one caller's refused command cannot fail another's; an error of the
+connection fails everyone in the batch, as it would have failed each of
+their own round trips.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+
+Fill = Callable[[Pipeline], object]
+"""Queues one caller's commands on the batch's pipeline."""
+
+
+class SharedPipeline:
+    """Build one per Redis client; `close()` it before closing the client."""
+
+    def __init__(self, redis: Redis) -> None:
+        self._redis = redis
+        self._queued: list[tuple[Fill, asyncio.Future[list[Any]]]] = []
+        self._sending: set[asyncio.Task[None]] = set()
+
+    async def execute(self, fill: Fill) -> list[Any]:
+        """The replies to the commands `fill` queues, in order; a refused command's is its error."""
+        loop = asyncio.get_running_loop()
+        if not self._queued:
+            loop.call_soon(self._flush)
+        future: asyncio.Future[list[Any]] = loop.create_future()
+        self._queued.append((fill, future))
+        return await future
+
+    async def command(self, fill: Fill) -> Any:
+        """The reply to the one command `fill` queues; a refused command raises its error."""
+        (reply,) = await self.execute(fill)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+    async def close(self) -> None:
+        """Let the batches already on their way finish, so their callers get their replies."""
+        await asyncio.gather(*self._sending, return_exceptions=True)
+
+    def _flush(self) -> None:
+        batch, self._queued = self._queued, []
+        task = asyncio.create_task(self._send(batch))
+        self._sending.add(task)
+        task.add_done_callback(self._sending.discard)
+
+    async def _send(self, batch: list[tuple[Fill, asyncio.Future[list[Any]]]]) -> None:
+        pipe: Pipeline = self._redis.pipeline(transaction=False)
+        spans: list[int] = []
+        try:
+            for fill, _ in batch:
+                fill(pipe)
+                spans.append(len(pipe))
+            replies = await pipe.execute(raise_on_error=False)
+        except asyncio.CancelledError:
+            for _, future in batch:
+                future.cancel()
+            raise
+        except BaseException as exc:
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(exc)
+            return
+        start = 0
+        for (_, future), end in zip(batch, spans, strict=True):
+            if not future.done():
+                future.set_result(replies[start:end])
+            start = end

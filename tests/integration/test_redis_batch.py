@@ -1,0 +1,103 @@
+"""Concurrent callers' Redis commands share round trips, and each still gets its own replies.
+
+Run against a redis-server of the test's own, so its connection count is
+only this test's and the test may kill it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from redis.asyncio.client import Pipeline
+from redis.exceptions import ResponseError
+
+from app.tasks.base import TaskBackendUnavailable
+from app.tasks.redis_batch import SharedPipeline
+from app.tasks.redis_client import connect, translate_errors
+from tests.support.processes import RedisServer
+
+pytestmark = pytest.mark.redis
+
+CALLERS = 40
+
+
+async def connections_received(server: RedisServer) -> int:
+    """Connections the server accepted since it started, this question's own included."""
+    client = connect(server.url, timeout=2.0)
+    try:
+        stats = await client.info("stats")
+    finally:
+        await client.aclose()
+    return int(stats["total_connections_received"])
+
+
+async def test_concurrent_callers_share_one_connection_and_get_their_own_replies(
+    redis_server: RedisServer,
+) -> None:
+    client = connect(redis_server.url, timeout=2.0)
+    batch = SharedPipeline(client)
+    before = await connections_received(redis_server)
+
+    async def caller(number: int) -> list[object]:
+        def fill(pipe: Pipeline) -> None:
+            pipe.set(f"key:{number}", f"value {number}")
+            pipe.incrby("total", number)
+            pipe.get(f"key:{number}")
+
+        return await batch.execute(fill)
+
+    try:
+        replies = await asyncio.gather(*(caller(n) for n in range(CALLERS)))
+        after = await connections_received(redis_server)
+        total = await client.get("total")
+    finally:
+        await batch.close()
+        await client.aclose()
+
+    assert [reply[0] for reply in replies] == [True] * CALLERS
+    assert [reply[2] for reply in replies] == [f"value {n}" for n in range(CALLERS)]
+    assert total == str(sum(range(CALLERS)))
+    # One connection for all forty callers (and one for the question about connections):
+    # each caller alone would have taken a connection of the pool for its round trip.
+    assert after - before == 2
+
+
+async def test_a_refused_command_is_its_callers_reply_and_fails_no_one_else(
+    redis_server: RedisServer,
+) -> None:
+    client = connect(redis_server.url, timeout=2.0)
+    batch = SharedPipeline(client)
+    try:
+        await client.set("text", "not a number")
+        refused, counted = await asyncio.gather(
+            batch.execute(lambda pipe: pipe.incr("text")),
+            batch.command(lambda pipe: pipe.incr("counter")),
+        )
+        with pytest.raises(ResponseError):
+            await batch.command(lambda pipe: pipe.incr("text"))
+    finally:
+        await batch.close()
+        await client.aclose()
+
+    assert isinstance(refused[0], ResponseError)
+    assert counted == 1
+
+
+async def test_a_lost_server_fails_every_caller_of_the_batch(redis_server: RedisServer) -> None:
+    client = connect(redis_server.url, timeout=2.0)
+    batch = SharedPipeline(client)
+    await batch.command(lambda pipe: pipe.ping())
+    redis_server.kill()
+
+    async def caller(number: int) -> None:
+        with translate_errors("the test's server"):
+            await batch.command(lambda pipe: pipe.set(f"key:{number}", "value"))
+
+    try:
+        outcomes = await asyncio.gather(*(caller(n) for n in range(5)), return_exceptions=True)
+    finally:
+        await batch.close()
+        await client.aclose()
+
+    assert all(isinstance(outcome, TaskBackendUnavailable) for outcome in outcomes), outcomes
