@@ -245,6 +245,7 @@ def floor_lines(results: Result) -> list[str]:
     At saturation each server spends its one core, so throughput is the inverse
     of CPU per turn. A service that did nothing but relay like the proxy plus
     its storage and Redis work could reach at most proxy / (proxy + floor).
+    Redis's part is what it adds to the same turn on the in-process registry.
     """
     floor = results.get("floor")
     targets: dict[str, Result] = results["targets"]
@@ -253,16 +254,13 @@ def floor_lines(results: Result) -> list[str]:
         return []
     proxy = cpu_ms_per_turn(targets[base], {})[0]
     store, redis = floor["store_cpu_ms"], floor["redis_cpu_ms"]
+    cost = f"floor: storage {_fmt(store)} ms + Redis {_fmt(redis)} ms (over in-process) of CPU"
     if proxy <= 0:
         # A run too short for one clock tick of the proxy's CPU has no base to share.
-        return [
-            f"floor: storage {_fmt(store)} ms + Redis {_fmt(redis)} ms of CPU per turn;"
-            f" {base} used no measurable CPU, so no shares"
-        ]
+        return [f"{cost} per turn; {base} used no measurable CPU, so no shares"]
     return [
-        f"floor: storage {_fmt(store)} ms + Redis {_fmt(redis)} ms of CPU per turn;"
-        f" {base} {_fmt(proxy)} ms per turn, so {THROUGHPUT_TARGET} x {base} leaves"
-        f" {_fmt(proxy / THROUGHPUT_TARGET - proxy)} ms for all the service adds",
+        f"{cost} per turn; {base} {_fmt(proxy)} ms per turn, so {THROUGHPUT_TARGET} x {base}"
+        f" leaves {_fmt(proxy / THROUGHPUT_TARGET - proxy)} ms for all the service adds",
         f"floor: best ratio possible with storage alone {proxy / (proxy + store):.2f},"
         f" with storage and Redis {proxy / (proxy + store + redis):.2f}",
         *(

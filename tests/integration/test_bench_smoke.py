@@ -54,9 +54,12 @@ def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
     table = render(results)
     for label, _ in figures(results["sizes"]):
         assert label in table
-    assert results["floor"]["turns"] == 4
-    assert results["floor"]["store_cpu_ms"] > 0
-    assert results["floor"]["redis_cpu_ms"] > 0
+    floor = results["floor"]
+    assert floor["turns"] == 4
+    assert floor["store_cpu_ms"] > 0
+    assert floor["redis_turn_cpu_ms"] > 0
+    assert floor["in_process_turn_cpu_ms"] > 0
+    assert floor["redis_cpu_ms"] == floor["redis_turn_cpu_ms"] - floor["in_process_turn_cpu_ms"]
     lines = floor_lines(results)
     assert lines[0].startswith("floor: storage")
     # The proxy's CPU is read in clock ticks; a tiny run can use less than one.

@@ -28,6 +28,6 @@ def test_a_proxy_that_used_no_measurable_cpu_gives_no_shares() -> None:
     lines = floor_lines(_results(0.0))
 
     assert lines == [
-        "floor: storage 0.30 ms + Redis 0.20 ms of CPU per turn;"
+        "floor: storage 0.30 ms + Redis 0.20 ms (over in-process) of CPU per turn;"
         " proxy (httpx2) used no measurable CPU, so no shares"
     ]
