@@ -352,12 +352,23 @@ async def _open_driver(url: URL, pool_size: int) -> _Driver | None:
             max_size=pool_size,
             timeout=_CONNECT_TIMEOUT_SECONDS,
             command_timeout=_COMMAND_TIMEOUT_SECONDS,
+            reset=_keep_session,
         )
         return _AsyncpgDriver(pool)
     database = url.database
     if url.get_backend_name() == "sqlite" and database and not _in_memory(database):
         return _SqliteWriter(database)
     return None
+
+
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Nothing to undo: the pool's connections only run single prepared statements.
+
+    asyncpg's default reset sends `RESET ALL`, `UNLISTEN *`, `CLOSE ALL` and
+    an advisory-unlock on every release, a round trip per statement for
+    session state these statements never set (no SET, LISTEN, cursor or
+    lock). asyncpg still rolls back a transaction left open before this runs.
+    """
 
 
 def _in_memory(database: str) -> bool:

@@ -4,7 +4,9 @@ A turn is stored in two statements on PostgreSQL (the question with the
 memory read beside it, then the answer) and three on SQLite (there the read
 is its own statement, in the question's transaction). The SQL count is the
 app's own `Database.statements`, which sees both SQLAlchemy's statements and
-the driver's. Redis commands are counted by a private redis-server
+the driver's; the server's own view of each connection's last statement
+shows that a statement is not followed by a reset query of the pool's. Redis
+commands are counted by a private redis-server
 (`INFO commandstats`), so nothing but this app's commands is in the count.
 """
 
@@ -16,6 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 import redis.asyncio as redis
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.main import create_app
 from tests.fakes.openai_server import FakeOpenAI
@@ -72,6 +76,22 @@ async def reset_redis_stats(url: str) -> None:
         await client.aclose()
 
 
+async def last_queries(database_url: str) -> list[str]:
+    """Each other connection's last statement, as the PostgreSQL server saw it."""
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.connect() as conn:
+            rows = await conn.execute(
+                text(
+                    "SELECT query FROM pg_stat_activity"
+                    " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+                )
+            )
+            return [str(query) for (query,) in rows]
+    finally:
+        await engine.dispose()
+
+
 async def run_turns(client: httpx.AsyncClient) -> None:
     for conversation in ("c1", "c2", "c3"):
         for question in ("What is SSE?", "And why?"):
@@ -94,8 +114,13 @@ async def test_a_turn_costs_two_statements_and_a_fixed_few_redis_commands(
         await run_turns(client)
         commands = await redis_commands(redis_server.url)
         statements = app.state.database.statements - before
+        queries = await last_queries(postgres_url)
 
     assert statements == Counter({"WITH": TURNS, "UPDATE": TURNS})
+    # Each is one round trip: the connections that stored the answers ended on that
+    # statement, not on a reset query the pool sends after it (asyncpg's default).
+    assert any(query.startswith("UPDATE ai_session SET answer=") for query in queries), queries
+    assert not [query for query in queries if "RESET ALL" in query], queries
     # The log's copy is one entry per burst of events: how many bursts depends on timing.
     copies = {name: commands.pop(name) for name in LOG_COPY}
     assert all(TURNS <= n <= 2 * TURNS for n in copies.values()), copies
