@@ -8,6 +8,7 @@ research waiting for the user) are turns that ended, read from the stored rows.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Literal
 
 from fastapi import APIRouter
@@ -48,6 +49,12 @@ async def list_runs(user: UserDep, services: ServicesDep) -> Envelope[list[RunIn
     """Running and queued turns (oldest first) on any instance, then paused ones (newest first)."""
     try:
         tickets = await services.tasks.posted(user)
+        # Read together: on Redis, the running turns' newest ids then share one round trip.
+        running = [t for t in tickets if t.status == "running"]
+        newest = await asyncio.gather(
+            *(services.runs.last_event_id(user, t.conversation_id, t.task_id) for t in running)
+        )
+        last_ids = dict(zip((t.task_id for t in running), newest, strict=True))
         runs = [
             RunInfo(
                 kind=t.agent_type,
@@ -57,9 +64,7 @@ async def list_runs(user: UserDep, services: ServicesDep) -> Envelope[list[RunIn
                 status=t.status,
                 task_id=t.task_id,
                 session_id=None,
-                last_event_id=await services.runs.last_event_id(user, t.conversation_id, t.task_id)
-                if t.status == "running"
-                else None,
+                last_event_id=last_ids.get(t.task_id),
             )
             for t in tickets
         ]

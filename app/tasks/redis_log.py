@@ -183,9 +183,11 @@ class RedisRunLogs:
         return reader
 
     async def last_event_id(self, task_id: str) -> int | None:
+        stream = self._stream_key(task_id)
         with translate_errors(self._where):
             tail = cast(
-                list[Entry], await self._writer.xrevrange(self._stream_key(task_id), count=1)
+                list[Entry],
+                await self._batch.command(lambda pipe: pipe.xrevrange(stream, count=1)),
             )
         return _entry_id(tail[0][0])[0] if tail else None
 

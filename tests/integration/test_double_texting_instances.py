@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import httpx
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI
@@ -101,3 +102,35 @@ async def test_a_stop_on_one_instance_ends_a_message_queued_on_the_other(
     assert first_rest[-1]["status"] == "stopped"
     assert [t["question"] for t in stored] == ["One"]
     assert len(fake_llm.requests) == 1
+
+
+async def test_the_other_instance_lists_each_running_turn_with_its_newest_event(
+    instances: Instances,  # noqa: F811
+    fake_llm: FakeOpenAI,
+) -> None:
+    on_a, on_b = await instances.start()
+    fake_llm.script(Reply.hang(first_text="First"), Reply.hang(first_text="Second"))
+    async with (
+        on_a.stream("GET", "/agent/chat/stream", params=params("One", "c-1")) as one,
+        on_a.stream("GET", "/agent/chat/stream", params=params("Two", "c-2")) as two,
+    ):
+        texts = [(await until(events(one), "text"))[-1], (await until(events(two), "text"))[-1]]
+        for conversation, text in zip(("c-1", "c-2"), texts, strict=True):
+            await seen_on(on_b, conversation, text["_id"])  # so Redis's copy holds it
+        listed_on_b = await runs(on_b)
+        for conversation in ("c-1", "c-2"):
+            await on_b.get("/agent/stop", params={"conversationId": conversation})
+
+    assert [(r["conversationId"], r["status"]) for r in listed_on_b] == [
+        ("c-1", "running"),
+        ("c-2", "running"),
+    ]
+    assert [r["lastEventId"] for r in listed_on_b] == [text["_id"] for text in texts]
+
+
+async def seen_on(client: httpx.AsyncClient, conversation: str, event_id: int) -> None:
+    """Return once `client`'s instance can replay event `event_id` of the conversation's run."""
+    query = {"conversationId": conversation, "lastEventId": str(event_id - 1)}
+    async with client.stream("GET", "/agent/resume", params=query) as response:
+        event = await anext(events(response))
+    assert event["_id"] == event_id
