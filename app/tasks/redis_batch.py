@@ -24,6 +24,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 Fill = Callable[[Pipeline], object]
 """Queues one caller's commands on the batch's pipeline."""
@@ -36,9 +37,12 @@ class SharedPipeline:
         self._redis = redis
         self._queued: list[tuple[Fill, asyncio.Future[list[Any]]]] = []
         self._sending: set[asyncio.Task[None]] = set()
+        self._closed = False
 
     async def execute(self, fill: Fill) -> list[Any]:
         """The replies to the commands `fill` queues, in order; a refused command's is its error."""
+        if self._closed:
+            raise RedisConnectionError("the Redis client is closed")
         loop = asyncio.get_running_loop()
         if not self._queued:
             loop.call_soon(self._flush)
@@ -54,10 +58,14 @@ class SharedPipeline:
         return reply
 
     async def close(self) -> None:
-        """Let the batches already on their way finish, so their callers get their replies."""
+        """Send what is queued and let every batch finish, so each caller gets its replies."""
+        self._closed = True
+        self._flush()
         await asyncio.gather(*self._sending, return_exceptions=True)
 
     def _flush(self) -> None:
+        if not self._queued:
+            return  # already sent by `close`
         batch, self._queued = self._queued, []
         task = asyncio.create_task(self._send(batch))
         self._sending.add(task)

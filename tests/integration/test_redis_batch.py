@@ -10,6 +10,7 @@ import asyncio
 
 import pytest
 from redis.asyncio.client import Pipeline
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from app.tasks.base import TaskBackendUnavailable
@@ -82,6 +83,23 @@ async def test_a_refused_command_is_its_callers_reply_and_fails_no_one_else(
 
     assert isinstance(refused[0], ResponseError)
     assert counted == 1
+
+
+async def test_closing_sends_what_is_queued_and_refuses_what_comes_after(
+    redis_server: RedisServer,
+) -> None:
+    client = connect(redis_server.url, timeout=2.0)
+    batch = SharedPipeline(client)
+    try:
+        queued = asyncio.ensure_future(batch.command(lambda pipe: pipe.set("last", "word")))
+        await asyncio.sleep(0)  # the caller queues its command; the batch is not sent yet
+        await batch.close()
+        with pytest.raises(RedisConnectionError):
+            await batch.command(lambda pipe: pipe.get("last"))
+        assert await queued is True
+        assert await client.get("last") == "word"
+    finally:
+        await client.aclose()
 
 
 async def test_a_lost_server_fails_every_caller_of_the_batch(redis_server: RedisServer) -> None:
