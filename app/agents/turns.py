@@ -80,11 +80,6 @@ class RunObserver(Protocol):
         ...
 
 
-class _Unobserved:
-    def launch(self, kind: str, turn: Turn, program: RunProgram, launch: Launch) -> Run:
-        return launch(program)
-
-
 class TurnService:
     def __init__(
         self,
@@ -92,17 +87,17 @@ class TurnService:
         tasks: TaskManager,
         runs: RunRegistry,
         ttl: float,
-        store: SessionStore | None = None,
-        stop_wait: float = 5.0,
-        observer: RunObserver | None = None,
+        store: SessionStore,
+        stop_wait: float,
+        observer: RunObserver,
     ) -> None:
         self._agents = agents
         self._tasks = tasks
         self._runs = runs
         self._ttl = ttl
-        self._observer = observer or _Unobserved()
+        self._observer = observer
         self._store = store
-        """Where `rollback` deletes the turn it stopped; without it, rollback is interrupt."""
+        """Where `rollback` deletes the turn it stopped."""
         self._stop_wait = stop_wait
         self._waiting: set[asyncio.Task[None]] = set()
         """Queued turns waiting for their conversation, cancelled at shutdown."""
@@ -202,7 +197,7 @@ class TurnService:
             )
             if not await self._tasks.claim(claim, self._ttl, ticket):
                 continue
-            if strategy == "rollback" and stopped and self._store is not None:
+            if strategy == "rollback" and stopped:
                 try:
                     await self._store.delete_last_turn(
                         claim.user_id, claim.conversation_id, ("stopped",)
