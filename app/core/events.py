@@ -117,6 +117,23 @@ class Reference:
     def wire(self) -> dict[str, str]:
         return {"url": self.url, "title": self.title, "content": self.content}
 
+    @classmethod
+    def listed(cls, items: object) -> list[Reference]:
+        """References from `{url, title, content}` objects, as search tools and agents list them.
+
+        What a search engine, an MCP server or a remote agent lists is not
+        trusted: the page shows each reference as a link, so only web (http,
+        https) addresses are kept, and an item that is not an object is dropped.
+        """
+        if not isinstance(items, list):
+            return []
+        return [
+            cls(url, str(item.get("title", "")), str(item.get("content", "")))
+            for item in items
+            if isinstance(item, dict)
+            and (url := str(item.get("url", ""))).startswith(("http://", "https://"))
+        ]
+
 
 @dataclass(slots=True)
 class ReferenceEvent:

@@ -188,7 +188,7 @@ def references(result: CallToolResult) -> list[Reference]:
     """The sources a result carries: structured `results`, Tavily-style text, web links."""
     found_refs: list[Reference] = []
     if isinstance(result.structured_content, dict):
-        found_refs += _listed(result.structured_content)
+        found_refs += Reference.listed(result.structured_content.get("results"))
     for block in result.content:
         if isinstance(block, TextContent):
             found_refs += _listed_json(block.text) or _tavily_text(block.text)
@@ -202,17 +202,6 @@ def references(result: CallToolResult) -> list[Reference]:
     return list(unique.values())
 
 
-def _listed(data: dict[str, Any]) -> list[Reference]:
-    results = data.get("results")
-    if not isinstance(results, list):
-        return []
-    return [
-        Reference(str(r["url"]), str(r.get("title", "")), str(r.get("content", "")))
-        for r in results
-        if isinstance(r, dict) and str(r.get("url", "")).startswith(("http://", "https://"))
-    ]
-
-
 def _listed_json(text: str) -> list[Reference]:
     if not text.lstrip().startswith("{"):
         return []
@@ -220,7 +209,7 @@ def _listed_json(text: str) -> list[Reference]:
         data = orjson.loads(text)
     except orjson.JSONDecodeError:
         return []
-    return _listed(data) if isinstance(data, dict) else []
+    return Reference.listed(data.get("results")) if isinstance(data, dict) else []
 
 
 def _tavily_text(text: str) -> list[Reference]:

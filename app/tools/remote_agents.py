@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.core.events import FileEvent, Reference, ThinkingEvent
+from app.core.events import FileEvent, ThinkingEvent
 from app.core.tools import ToolSchema
 from app.interop.a2a.client import RemoteAgent, RemoteAgents
 from app.tools.base import ToolContext, ToolOutput
@@ -46,7 +46,7 @@ class RemoteAgentTool:
         for file in reply.files:
             ctx.emit(FileEvent(file.url, file.name, file.url, 0, file.mime_type))
         answer = "".join(reply.text)
-        references = [Reference(r["url"], r["title"], r["content"]) for r in reply.references]
+        references = reply.references
         if reply.state == "completed":
             return ToolOutput(answer or "(no text)", references=references)
         if reply.state == "input_required":

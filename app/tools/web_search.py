@@ -97,12 +97,7 @@ class TavilySearch(WebSearch):
             results = orjson.loads(content).get("results") or []
         except (orjson.JSONDecodeError, AttributeError):
             return ToolOutput("Web search returned an unreadable answer.", is_error=True)
-        references = [
-            Reference(str(r.get("url", "")), str(r.get("title", "")), str(r.get("content", "")))
-            for r in results
-            if isinstance(r, dict) and r.get("url")
-        ]
-        return found(query, references)
+        return found(query, Reference.listed(results))
 
     def _log_failure(self, status: int | str, message: str) -> None:
         key = self._key.get_secret_value()

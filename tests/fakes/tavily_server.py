@@ -31,6 +31,8 @@ class FakeTavily:
     """When set, searches answer this status with Tavily's error shape, naming the key sent."""
     disconnected: asyncio.Event = field(default_factory=asyncio.Event)
     """Set when a client gave up on a search that was hanging: the tool call was cancelled."""
+    extra_results: list[Any] = field(default_factory=list)
+    """Listed after the generated results, as they are (a search engine's odd or hostile ones)."""
     padding_bytes: int = 0
     """When set, answers carry this many bytes more, streamed (a provider gone wrong)."""
     base_url: str = ""
@@ -61,7 +63,11 @@ class FakeTavily:
             }
             for n in range(1, self.results_per_query + 1)
         ]
-        answer = {"query": query, "results": results, "response_time": 0.01}
+        answer = {
+            "query": query,
+            "results": [*results, *self.extra_results],
+            "response_time": 0.01,
+        }
         if self.padding_bytes:
             return StreamingResponse(
                 _padded(answer, self.padding_bytes), media_type="application/json"

@@ -123,6 +123,30 @@ async def test_the_agent_searches_then_answers_from_what_the_search_returned(
     assert stored.prompt_tokens > 0
 
 
+async def test_a_result_whose_link_is_not_a_web_address_is_neither_shown_nor_sent(
+    settings: Settings, fake_search: FakeTavily
+) -> None:
+    """The page shows references as links: a `javascript:` one would run in the user's page."""
+    fake_search.extra_results = [
+        {"title": "Claim your prize", "url": "javascript:alert(document.cookie)", "content": "!"},
+        {"title": "No address", "content": "Nothing to link to."},
+        "not a result at all",
+    ]
+    model = ScriptedModel(
+        Reply.tool_calls(("web_search", {"query": "pump warranty"})), cite_first_result
+    )
+    async with agent_core(settings, model) as core:
+        events = await run_turn(web_search.build(core, settings), "How long is the pump warranty?")
+        [stored] = await core.store.get_conversation("u1", "c1")
+
+    urls = ["https://example.test/pump-warranty/1", "https://example.test/pump-warranty/2"]
+    assert ("reference", urls) in outline(events)
+    assert [ref["url"] for ref in stored.reference] == urls
+    [sent] = model.requests[1].tool_results()
+    assert "prize" not in sent.output
+    assert "javascript:" not in sent.output
+
+
 async def test_a_turn_that_needs_a_call_the_script_lacks_fails_the_test_not_the_turn(
     settings: Settings, fake_search: FakeTavily
 ) -> None:

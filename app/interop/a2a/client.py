@@ -41,6 +41,7 @@ from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 
 from app.config import Settings
+from app.core.events import Reference
 from app.core.urls import public_url
 from app.interop.a2a.mapping import text_of
 
@@ -95,7 +96,7 @@ class RemoteReply:
     text: list[str] = field(default_factory=list)
     status: str = ""
     """The last status message: a question when input is required, a reason when it failed."""
-    references: list[dict[str, str]] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
     files: list[RemoteFile] = field(default_factory=list)
 
 
@@ -259,17 +260,7 @@ def _artifact(reply: RemoteReply, name: str, parts: Iterable[Part]) -> None:
         elif part.HasField("url"):
             reply.files.append(RemoteFile(part.filename or name, part.url, part.media_type))
         elif part.HasField("data"):
-            data = MessageToDict(part.data)
-            if isinstance(data, list):
-                reply.references.extend(
-                    {
-                        "url": str(item["url"]),
-                        "title": str(item.get("title", "")),
-                        "content": str(item.get("content", "")),
-                    }
-                    for item in data
-                    if isinstance(item, dict) and item.get("url")
-                )
+            reply.references.extend(Reference.listed(MessageToDict(part.data)))
 
 
 def _state(state: int) -> str:
