@@ -141,7 +141,7 @@ def stored_task(rows: Sequence[StoredTurn], ref: TaskRef, base_url: str) -> Task
             Artifact(artifact_id=ANSWER, name=ANSWER, parts=[new_text_part(last.answer)])
         )
     if last.reference:
-        task.artifacts.append(_references(last.reference))
+        task.artifacts.append(_references(last.reference, base_url))
     for file in last.files:
         task.artifacts.append(
             _file(file.file_id, file.name, absolute(file.url, base_url), file.mime_type)
@@ -151,12 +151,14 @@ def stored_task(rows: Sequence[StoredTurn], ref: TaskRef, base_url: str) -> Task
     return task
 
 
-def _references(items: Iterable[dict[str, str]]) -> Artifact:
+def _references(items: Iterable[dict[str, str]], base_url: str) -> Artifact:
+    """A document's passages are cited by relative download URLs: whole, like files' URLs."""
+    whole = [{**item, "url": absolute(str(item.get("url", "")), base_url)} for item in items]
     return Artifact(
         artifact_id=REFERENCES,
         name=REFERENCES,
         description="Sources the answer used: url, title, content",
-        parts=[new_data_part(list(items))],
+        parts=[new_data_part(whole)],
     )
 
 
@@ -226,7 +228,7 @@ class TaskUpdates:
                 append=not first,
             )
         if kind == "reference":
-            return self._artifact(_references(_json_list(event.get("content"))))
+            return self._artifact(_references(_json_list(event.get("content")), self.base_url))
         if kind == "recommend":
             return self._artifact(_follow_ups(_json_list(event.get("content"))))
         if kind == "file":
