@@ -7,8 +7,11 @@ only this test's and the test may kill it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
+from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
@@ -33,14 +36,22 @@ async def connections_received(server: RedisServer) -> int:
     return int(stats["total_connections_received"])
 
 
+@asynccontextmanager
+async def shared(server: RedisServer) -> AsyncIterator[tuple[Redis, SharedPipeline]]:
+    """A client of the server and its shared pipeline, closed in the app's order."""
+    client = connect(server.url, timeout=2.0)
+    batch = SharedPipeline(client)
+    try:
+        yield client, batch
+    finally:
+        await batch.close()
+        await client.aclose()
+
+
 async def test_concurrent_callers_share_one_connection_and_get_their_own_replies(
     redis_server: RedisServer,
 ) -> None:
-    client = connect(redis_server.url, timeout=2.0)
-    batch = SharedPipeline(client)
-    before = await connections_received(redis_server)
-
-    async def caller(number: int) -> list[object]:
+    async def caller(batch: SharedPipeline, number: int) -> list[object]:
         def fill(pipe: Pipeline) -> None:
             pipe.set(f"key:{number}", f"value {number}")
             pipe.incrby("total", number)
@@ -48,13 +59,11 @@ async def test_concurrent_callers_share_one_connection_and_get_their_own_replies
 
         return await batch.execute(fill)
 
-    try:
-        replies = await asyncio.gather(*(caller(n) for n in range(CALLERS)))
+    async with shared(redis_server) as (client, batch):
+        before = await connections_received(redis_server)
+        replies = await asyncio.gather(*(caller(batch, n) for n in range(CALLERS)))
         after = await connections_received(redis_server)
         total = await client.get("total")
-    finally:
-        await batch.close()
-        await client.aclose()
 
     assert [reply[0] for reply in replies] == [True] * CALLERS
     assert [reply[2] for reply in replies] == [f"value {n}" for n in range(CALLERS)]
@@ -67,9 +76,7 @@ async def test_concurrent_callers_share_one_connection_and_get_their_own_replies
 async def test_a_refused_command_is_its_callers_reply_and_fails_no_one_else(
     redis_server: RedisServer,
 ) -> None:
-    client = connect(redis_server.url, timeout=2.0)
-    batch = SharedPipeline(client)
-    try:
+    async with shared(redis_server) as (client, batch):
         await client.set("text", "not a number")
         refused, counted = await asyncio.gather(
             batch.execute(lambda pipe: pipe.incr("text")),
@@ -77,9 +84,6 @@ async def test_a_refused_command_is_its_callers_reply_and_fails_no_one_else(
         )
         with pytest.raises(ResponseError):
             await batch.command(lambda pipe: pipe.incr("text"))
-    finally:
-        await batch.close()
-        await client.aclose()
 
     assert isinstance(refused[0], ResponseError)
     assert counted == 1
@@ -88,9 +92,7 @@ async def test_a_refused_command_is_its_callers_reply_and_fails_no_one_else(
 async def test_closing_sends_what_is_queued_and_refuses_what_comes_after(
     redis_server: RedisServer,
 ) -> None:
-    client = connect(redis_server.url, timeout=2.0)
-    batch = SharedPipeline(client)
-    try:
+    async with shared(redis_server) as (client, batch):
         queued = asyncio.ensure_future(batch.command(lambda pipe: pipe.set("last", "word")))
         await asyncio.sleep(0)  # the caller queues its command; the batch is not sent yet
         await batch.close()
@@ -98,24 +100,18 @@ async def test_closing_sends_what_is_queued_and_refuses_what_comes_after(
             await batch.command(lambda pipe: pipe.get("last"))
         assert await queued is True
         assert await client.get("last") == "word"
-    finally:
-        await client.aclose()
 
 
 async def test_a_lost_server_fails_every_caller_of_the_batch(redis_server: RedisServer) -> None:
-    client = connect(redis_server.url, timeout=2.0)
-    batch = SharedPipeline(client)
-    await batch.command(lambda pipe: pipe.ping())
-    redis_server.kill()
-
-    async def caller(number: int) -> None:
+    async def caller(batch: SharedPipeline, number: int) -> None:
         with translate_errors("the test's server"):
             await batch.command(lambda pipe: pipe.set(f"key:{number}", "value"))
 
-    try:
-        outcomes = await asyncio.gather(*(caller(n) for n in range(5)), return_exceptions=True)
-    finally:
-        await batch.close()
-        await client.aclose()
+    async with shared(redis_server) as (_, batch):
+        await batch.command(lambda pipe: pipe.ping())
+        redis_server.kill()
+        outcomes = await asyncio.gather(
+            *(caller(batch, n) for n in range(5)), return_exceptions=True
+        )
 
     assert all(isinstance(outcome, TaskBackendUnavailable) for outcome in outcomes), outcomes
