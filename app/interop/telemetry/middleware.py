@@ -2,9 +2,10 @@
 
 A pure ASGI middleware, so an event stream's frames pass through untouched:
 `send` is wrapped only to see the response's start (to count a stream), and
-nothing after it is looked at. The request's span stays current while the app handles the
-request, so the run it starts, and everything that run does, nests under
-it. A `traceparent` header from the caller makes it part of the caller's trace.
+nothing after it is looked at. The request's span stays current while the app
+handles the request, so the run it starts, and everything that run does, nests
+under it. A `traceparent` header from the caller makes it part of the caller's
+trace.
 """
 
 from __future__ import annotations
