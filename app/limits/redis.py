@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from app.limits.base import Action, Rates, StreamSlot, too_fast, too_many_streams
 from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import connect, redacted, translate_errors
+from app.tasks.redis_client import redacted, translate_errors
 
 SLOT_SECONDS = 6 * 3600
 """Longest a slot is held without release: far past any turn, short of a lockout."""
@@ -79,11 +79,10 @@ class _Slot:
 
 class RedisUserLimits:
     def __init__(self, url: str, prefix: str, rates: Rates, *, timeout: float = 2.0) -> None:
-        self._redis = connect(url, timeout=timeout)
         self._where = redacted(url)
         self._prefix = f"{prefix}limits:"
         self._rates = rates
-        self._batch = SharedPipeline(self._redis)
+        self._batch = SharedPipeline(url, timeout=timeout)
 
     async def open_stream(self, user: str, run_id: str) -> StreamSlot:
         key, bucket = f"{self._prefix}streams:{user}", f"{self._prefix}stream:{user}"
@@ -114,4 +113,3 @@ class RedisUserLimits:
 
     async def close(self) -> None:
         await self._batch.close()
-        await self._redis.aclose()

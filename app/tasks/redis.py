@@ -121,14 +121,14 @@ class RedisTaskManager:
     """
 
     def __init__(self, url: str, prefix: str, instance_id: str, *, timeout: float = 2.0) -> None:
-        self._redis = connect(url, timeout=timeout)
+        self._redis = connect(url, timeout=timeout, read_timeout=timeout)
         self._where = redacted(url)
         self._prefix = prefix
         self._instance_id = instance_id
         self._stop_channel = f"{prefix}stop"
         self._done_channel = f"{prefix}done"
         self._queue_channel = f"{prefix}queue"
-        self._batch = SharedPipeline(self._redis)
+        self._batch = SharedPipeline(url, timeout=timeout)
         self._claim_queued_script = self._redis.register_script(_CLAIM_QUEUED_LUA)
         self._listener: asyncio.Task[None] | None = None
         self._first_attempt = asyncio.Event()

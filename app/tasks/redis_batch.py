@@ -14,6 +14,12 @@ command's error (a `ResponseError`) is its caller's reply, not raised, so
 one caller's refused command cannot fail another's; an error of the
 connection fails everyone in the batch, as it would have failed each of
 their own round trips.
+
+The pipeline has a client of its own, whose replies carry no timeout each:
+redis-py arms a timer for every reply it reads (a quarter of a batch's
+client CPU), and a batch's replies arrive together. One timer bounds the
+whole round trip instead, so a Redis that stopped answering still fails
+the batch's callers after `timeout`.
 """
 
 from __future__ import annotations
@@ -22,19 +28,21 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
+
+from app.tasks.redis_client import connect
 
 Fill = Callable[[Pipeline], object]
 """Queues one caller's commands on the batch's pipeline."""
 
 
 class SharedPipeline:
-    """Build one per Redis client; `close()` it before closing the client."""
+    """`close()` it at shutdown: it sends what is queued, then closes its client."""
 
-    def __init__(self, redis: Redis) -> None:
-        self._redis = redis
+    def __init__(self, url: str, *, timeout: float, decode: bool = True) -> None:
+        self._redis = connect(url, timeout=timeout, read_timeout=None, decode=decode)
+        self._timeout = timeout
         self._queued: list[tuple[Fill, asyncio.Future[list[Any]]]] = []
         self._sending: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -62,6 +70,7 @@ class SharedPipeline:
         self._closed = True
         self._flush()
         await asyncio.gather(*self._sending, return_exceptions=True)
+        await self._redis.aclose()
 
     def _flush(self) -> None:
         if not self._queued:
@@ -78,7 +87,8 @@ class SharedPipeline:
             for fill, _ in batch:
                 fill(pipe)
                 spans.append(len(pipe))
-            replies = await pipe.execute(raise_on_error=False)
+            async with asyncio.timeout(self._timeout):
+                replies = await pipe.execute(raise_on_error=False)
         except asyncio.CancelledError:
             for _, future in batch:
                 future.cancel()

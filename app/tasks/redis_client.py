@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import cast
 from urllib.parse import urlsplit, urlunsplit
 
+import hiredis
 from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError
+from redis.exceptions import DataError, RedisError
+from redis.typing import EncodableT
 
 from app.tasks.base import TaskBackendUnavailable
 
@@ -25,13 +29,56 @@ POOL_WAIT_SECONDS = 30.0
 """Longest wait for a free connection: a burst of a thousand claims queues, it is not refused."""
 
 
-def connect(
-    url: str, *, timeout: float, read_timeout: float | None = None, decode: bool = True
-) -> Redis:
-    """A pooled client whose connect and commands each give up after `timeout` seconds.
+class _HiredisPacking:
+    """Commands packed into Redis's protocol by hiredis, in C.
 
-    `read_timeout` replaces `timeout` for replies, for clients that block
-    server-side (XREAD BLOCK) longer than a command normally takes.
+    redis-py's asyncio connection packs each argument in Python, 10 to 20 µs
+    a command: a quarter of what a batch of turns' commands costs the client
+    (bench/README.md, "The floor cut"). hiredis, which redis-py already uses
+    to read replies, writes the same bytes; redis-py's synchronous client
+    packs with it too.
+    """
+
+    def pack_command(self, *args: EncodableT) -> list[bytes]:
+        # A command name of several words ("CLIENT SETINFO") goes as several
+        # arguments, as redis-py's own packer sends it.
+        if isinstance(args[0], str):
+            args = (*args[0].encode().split(), *args[1:])
+        elif isinstance(args[0], bytes) and b" " in args[0]:
+            args = (*args[0].split(), *args[1:])
+        try:
+            # A bytearray is refused here too (redis-py's packer takes one); nothing sends one.
+            return [hiredis.pack_command(cast(tuple[str | int | float | bytes], args))]
+        except TypeError as exc:  # a value Redis has no type for (None, a bool)
+            raise DataError(str(exc)) from exc
+
+
+class _PackedConnection(_HiredisPacking, Connection):
+    pass
+
+
+class _PackedSSLConnection(_HiredisPacking, SSLConnection):
+    pass
+
+
+class _PackedUnixConnection(_HiredisPacking, UnixDomainSocketConnection):
+    pass
+
+
+_PACKED = {
+    "redis": _PackedConnection,
+    "rediss": _PackedSSLConnection,
+    "unix": _PackedUnixConnection,
+}
+"""The connection class for each of the URL schemes redis-py accepts."""
+
+
+def connect(url: str, *, timeout: float, read_timeout: float | None, decode: bool = True) -> Redis:
+    """A pooled client whose connects give up after `timeout`, and replies after `read_timeout`.
+
+    `read_timeout` is `timeout` for most clients; longer for one that blocks
+    server-side (XREAD BLOCK); None where the caller bounds each round trip
+    itself (`SharedPipeline`), which saves a timer per reply.
     """
     # One immediate retry, on a broken connection only, said explicitly: the
     # Redis() constructor of redis-py 6+ defaults to ten with backoff, which
@@ -44,11 +91,12 @@ def connect(
     # connections": a burst of new streams answered 503. This pool queues them.
     pool = BlockingConnectionPool.from_url(
         url,
+        connection_class=_PACKED.get(urlsplit(url).scheme, Connection),
         max_connections=MAX_CONNECTIONS,
         timeout=POOL_WAIT_SECONDS,
         decode_responses=decode,
         socket_connect_timeout=timeout,
-        socket_timeout=timeout if read_timeout is None else read_timeout,
+        socket_timeout=read_timeout,
         retry=Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,)),
     )
     return Redis.from_pool(pool)

@@ -90,8 +90,8 @@ class RedisRunLogs:
         max_idle: float,
         timeout: float = 2.0,
     ) -> None:
-        self._writer = connect(url, timeout=timeout, decode=False)
-        self._batch = SharedPipeline(self._writer)
+        self._writer = connect(url, timeout=timeout, read_timeout=timeout, decode=False)
+        self._batch = SharedPipeline(url, timeout=timeout, decode=False)
         # Its own pool: a blocked XREAD holds a connection for up to `max_idle`.
         self._reader = connect(url, timeout=timeout, read_timeout=max_idle + timeout, decode=False)
         self._where = redacted(url)

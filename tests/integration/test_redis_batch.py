@@ -28,7 +28,7 @@ CALLERS = 40
 
 async def connections_received(server: RedisServer) -> int:
     """Connections the server accepted since it started, this question's own included."""
-    client = connect(server.url, timeout=2.0)
+    client = connect(server.url, timeout=2.0, read_timeout=2.0)
     try:
         stats = await client.info("stats")
     finally:
@@ -37,10 +37,12 @@ async def connections_received(server: RedisServer) -> int:
 
 
 @asynccontextmanager
-async def shared(server: RedisServer) -> AsyncIterator[tuple[Redis, SharedPipeline]]:
-    """A client of the server and its shared pipeline, closed in the app's order."""
-    client = connect(server.url, timeout=2.0)
-    batch = SharedPipeline(client)
+async def shared(
+    server: RedisServer, batch_timeout: float = 2.0
+) -> AsyncIterator[tuple[Redis, SharedPipeline]]:
+    """A shared pipeline to the server, and a client of its own to look with."""
+    client = connect(server.url, timeout=2.0, read_timeout=2.0)
+    batch = SharedPipeline(server.url, timeout=batch_timeout)
     try:
         yield client, batch
     finally:
@@ -115,3 +117,22 @@ async def test_a_lost_server_fails_every_caller_of_the_batch(redis_server: Redis
         )
 
     assert all(isinstance(outcome, TaskBackendUnavailable) for outcome in outcomes), outcomes
+
+
+async def test_a_server_that_stops_answering_fails_the_batch_after_its_timeout(
+    redis_server: RedisServer,
+) -> None:
+    async def doomed(batch: SharedPipeline) -> None:
+        with translate_errors("the test's server"):
+            await batch.command(lambda pipe: pipe.set("key", "value"))
+
+    async with shared(redis_server, batch_timeout=0.3) as (_, batch):
+        await batch.command(lambda pipe: pipe.ping())
+        redis_server.freeze()
+        try:
+            # Replies carry no timeout of their own: the batch's is all that ends the wait.
+            with pytest.raises(TaskBackendUnavailable, match="TimeoutError"):
+                await asyncio.wait_for(doomed(batch), 10)
+        finally:
+            redis_server.thaw()
+        assert await batch.command(lambda pipe: pipe.ping()) is True

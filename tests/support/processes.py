@@ -74,6 +74,15 @@ class RedisServer:
             self._process.wait()
             self._process = None
 
+    def freeze(self) -> None:
+        """Stop the server answering while its connections stay open, as a hung host does."""
+        assert self._process is not None
+        self._process.send_signal(signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        assert self._process is not None
+        self._process.send_signal(signal.SIGCONT)
+
 
 class PostgresServer:
     """A private PostgreSQL cluster (initdb + pg_ctl) on a free port, trust auth.
