@@ -4,10 +4,24 @@ One client per provider, built in the lifespan and closed with it. httpx's
 defaults (100 connections, a 5 s wait for a free one) make the 101st
 concurrent stream fail, so the pool holds as many connections as the service
 is meant to hold streams, all kept alive between calls.
+
+Each time a request starts or a response ends, httpcore's pool asks every
+idle connection whether its server has closed it. It asks through anyio's
+attributes, which build a dictionary of lambdas per question: with the
+pool's connections idle between turns, a tenth of a short turn's CPU at
+saturation (bench/README.md, "The floor cut"). `_ProbedNetwork` gives each
+connection's stream its socket once, and answers that question with one
+`poll`.
 """
 
 from __future__ import annotations
 
+import select
+import socket
+import ssl
+from typing import Any
+
+import httpcore2
 import httpx2 as httpx
 
 from app.config import Settings
@@ -15,8 +29,14 @@ from app.config import Settings
 
 def build_http_client(settings: Settings) -> httpx.AsyncClient:
     size = settings.llm_max_connections
+    transport = httpx.AsyncHTTPTransport(
+        limits=httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    )
+    # The transport takes no network backend, so the pool's own is wrapped in place.
+    pool = transport._pool
+    pool._network_backend = _ProbedNetwork(pool._network_backend)
     return httpx.AsyncClient(
-        limits=httpx.Limits(max_connections=size, max_keepalive_connections=size),
+        transport=transport,
         # `read` bounds the wait for each chunk; a stream waiting for a pooled
         # connection is waiting for its first chunk, so it gets the same patience.
         timeout=httpx.Timeout(
@@ -25,3 +45,60 @@ def build_http_client(settings: Settings) -> httpx.AsyncClient:
             pool=settings.llm_timeout_seconds,
         ),
     )
+
+
+class _ProbedNetwork(httpcore2.AsyncNetworkBackend):
+    """The pool's own network layer, each stream it opens wrapped in a `_ProbedStream`."""
+
+    def __init__(self, inner: httpcore2.AsyncNetworkBackend) -> None:
+        self._inner = inner
+
+    async def connect_tcp(self, *args: Any, **kwargs: Any) -> httpcore2.AsyncNetworkStream:
+        return _ProbedStream(await self._inner.connect_tcp(*args, **kwargs))
+
+    async def connect_unix_socket(self, *args: Any, **kwargs: Any) -> httpcore2.AsyncNetworkStream:
+        return _ProbedStream(await self._inner.connect_unix_socket(*args, **kwargs))
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class _ProbedStream(httpcore2.AsyncNetworkStream):
+    def __init__(self, inner: httpcore2.AsyncNetworkStream) -> None:
+        self._inner = inner
+        self._socket: socket.socket | None = inner.get_extra_info("socket")
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
+        return await self._inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        await self._inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def start_tls(
+        self,
+        ssl_context: ssl.SSLContext,
+        server_hostname: str | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 (httpcore's interface)
+    ) -> httpcore2.AsyncNetworkStream:
+        return _ProbedStream(await self._inner.start_tls(ssl_context, server_hostname, timeout))
+
+    def get_extra_info(self, info: str) -> Any:
+        if info == "is_readable":
+            return _readable(self._socket)
+        return self._inner.get_extra_info(info)
+
+
+def _readable(sock: socket.socket | None) -> bool:
+    """True when a read would not wait: on an idle connection, the server has closed it.
+
+    A socket already gone counts as readable, as in httpcore: the next read returns b"".
+    """
+    fd = -1 if sock is None else sock.fileno()
+    if fd < 0:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
