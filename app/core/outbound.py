@@ -33,8 +33,9 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpcore2
@@ -146,16 +147,28 @@ class GuardedNetwork(httpcore2.AsyncNetworkBackend):
         return allowed[0]
 
 
+def transport_over(
+    wrap: Callable[[httpcore2.AsyncNetworkBackend], httpcore2.AsyncNetworkBackend],
+    **options: Any,
+) -> httpx.AsyncHTTPTransport:
+    """An httpx transport (built with `options`) whose connections go through `wrap(network)`.
+
+    httpx's transport takes no network backend, so its pool's own is wrapped
+    in place: the one spot that reaches into httpx's and httpcore's insides.
+    """
+    transport = httpx.AsyncHTTPTransport(**options)
+    pool = transport._pool
+    assert isinstance(pool, httpcore2.AsyncConnectionPool)
+    pool._network_backend = wrap(pool._network_backend)
+    return transport
+
+
 def guarded_client(
     policy: OutboundPolicy, *, timeout: float, max_redirects: int = 5
 ) -> httpx.AsyncClient:
     """A client for chosen URLs: every connection checked, redirects followed (and checked)."""
     # No proxy (`trust_env=False`): a proxy would dial for us, out of the guard's sight.
-    transport = httpx.AsyncHTTPTransport(trust_env=False)
-    # The transport takes no network backend, so the pool's own is wrapped in place.
-    pool = transport._pool
-    assert isinstance(pool, httpcore2.AsyncConnectionPool)
-    pool._network_backend = GuardedNetwork(policy, pool._network_backend)
+    transport = transport_over(lambda network: GuardedNetwork(policy, network), trust_env=False)
     return httpx.AsyncClient(
         transport=transport,
         trust_env=False,

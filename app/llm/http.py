@@ -16,7 +16,6 @@ connection's stream its socket once, and answers that question with one
 
 from __future__ import annotations
 
-import select
 import socket
 import ssl
 from typing import Any
@@ -24,19 +23,21 @@ from typing import Any
 import httpcore2
 import httpx2 as httpx
 
+# httpcore's own probe, as its streams answer `is_readable`, given the socket directly.
+from httpcore2._utils import is_socket_readable
+
 from app.config import Settings
+from app.core.outbound import transport_over
 
 
 def build_http_client(settings: Settings) -> httpx.AsyncClient:
     size = settings.llm_max_connections
-    transport = httpx.AsyncHTTPTransport(
-        limits=httpx.Limits(max_connections=size, max_keepalive_connections=size)
-    )
-    # The transport takes no network backend, so the pool's own is wrapped in place.
-    pool = transport._pool
-    pool._network_backend = _ProbedNetwork(pool._network_backend)
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
     return httpx.AsyncClient(
-        transport=transport,
+        transport=transport_over(_ProbedNetwork, limits=limits),
+        # The client builds the transports of proxies named in the environment
+        # (HTTPS_PROXY), which must hold as many streams as the direct one.
+        limits=limits,
         # `read` bounds the wait for each chunk; a stream waiting for a pooled
         # connection is waiting for its first chunk, so it gets the same patience.
         timeout=httpx.Timeout(
@@ -87,18 +88,5 @@ class _ProbedStream(httpcore2.AsyncNetworkStream):
 
     def get_extra_info(self, info: str) -> Any:
         if info == "is_readable":
-            return _readable(self._socket)
+            return is_socket_readable(self._socket)
         return self._inner.get_extra_info(info)
-
-
-def _readable(sock: socket.socket | None) -> bool:
-    """True when a read would not wait: on an idle connection, the server has closed it.
-
-    A socket already gone counts as readable, as in httpcore: the next read returns b"".
-    """
-    fd = -1 if sock is None else sock.fileno()
-    if fd < 0:
-        return True
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))
