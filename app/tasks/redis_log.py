@@ -90,7 +90,6 @@ class RedisRunLogs:
         max_idle: float,
         timeout: float = 2.0,
     ) -> None:
-        self._writer = connect(url, timeout=timeout, read_timeout=timeout, decode=False)
         self._batch = SharedPipeline(url, timeout=timeout, decode=False)
         # Its own pool: a blocked XREAD holds a connection for up to `max_idle`.
         self._reader = connect(url, timeout=timeout, read_timeout=max_idle + timeout, decode=False)
@@ -107,7 +106,6 @@ class RedisRunLogs:
 
     async def close(self) -> None:
         await self._batch.close()
-        await self._writer.aclose()
         await self._reader.aclose()
 
     async def publish(self, claim: Claim, log: RunLog) -> bool:
@@ -156,7 +154,8 @@ class RedisRunLogs:
         if claim is not None:
             return claim.task_id
         with translate_errors(self._where):
-            value = await self._writer.get(self._pointer_key(user_id, conversation_id))
+            pointer = self._pointer_key(user_id, conversation_id)
+            value = await self._batch.command(lambda pipe: pipe.get(pointer))
         return None if value is None else cast(bytes, value).decode()
 
     async def reader(
@@ -164,10 +163,14 @@ class RedisRunLogs:
     ) -> RedisStreamReader | None:
         stream = self._stream_key(task_id)
         with translate_errors(self._where):
-            pipe: Pipeline = self._writer.pipeline(transaction=False)
-            pipe.xrange(stream, count=1)
-            pipe.xrevrange(stream, count=1)
-            head, tail = cast(list[list[Entry]], await pipe.execute())
+            # Queued together, so they leave in one batch: one round trip.
+            head, tail = cast(
+                list[list[Entry]],
+                await asyncio.gather(
+                    self._batch.command(lambda pipe: pipe.xrange(stream, count=1)),
+                    self._batch.command(lambda pipe: pipe.xrevrange(stream, count=1)),
+                ),
+            )
         reader = RedisStreamReader(self, stream, (user_id, conversation_id, task_id))
         if not head:
             running = await self.is_running(user_id, conversation_id, task_id)
