@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 import httpcore2
 import httpx2 as httpx
+from httpcore2._async.interfaces import AsyncRequestInterface
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -149,17 +150,23 @@ class GuardedNetwork(httpcore2.AsyncNetworkBackend):
 
 def transport_over(
     wrap: Callable[[httpcore2.AsyncNetworkBackend], httpcore2.AsyncNetworkBackend],
+    *,
+    pool: Callable[[httpcore2.AsyncConnectionPool], AsyncRequestInterface] | None = None,
     **options: Any,
 ) -> httpx.AsyncHTTPTransport:
     """An httpx transport (built with `options`) whose connections go through `wrap(network)`.
 
     httpx's transport takes no network backend, so its pool's own is wrapped
-    in place: the one spot that reaches into httpx's and httpcore's insides.
+    in place; with `pool`, what it builds around httpx's pool (which then only
+    makes the connections) takes that pool's place. The one spot that reaches
+    into httpx's and httpcore's insides.
     """
     transport = httpx.AsyncHTTPTransport(**options)
-    pool = transport._pool
-    assert isinstance(pool, httpcore2.AsyncConnectionPool)
-    pool._network_backend = wrap(pool._network_backend)
+    made = transport._pool
+    assert isinstance(made, httpcore2.AsyncConnectionPool)
+    made._network_backend = wrap(made._network_backend)
+    if pool is not None:
+        transport._pool = pool(made)  # type: ignore[assignment]  # httpx only calls its interface
     return transport
 
 

@@ -5,13 +5,12 @@ defaults (100 connections, a 5 s wait for a free one) make the 101st
 concurrent stream fail, so the pool holds as many connections as the service
 is meant to hold streams, all kept alive between calls.
 
-Each time a request starts or a response ends, httpcore's pool asks every
-idle connection whether its server has closed it. It asks through anyio's
-attributes, which build a dictionary of lambdas per question: with the
-pool's connections idle between turns, a tenth of a short turn's CPU at
-saturation (bench/README.md, "The floor cut"). `_ProbedNetwork` gives each
-connection's stream its socket once, and answers that question with one
-`poll`.
+The pool (`app/llm/pool.py`) finds a free connection without walking the
+others. Before it reuses an idle connection it asks whether the server has
+closed it; httpcore asks through anyio's attributes, which build a
+dictionary of lambdas per question (bench/README.md, "The floor cut").
+`_ProbedNetwork` gives each connection's stream its socket once, and answers
+that question with one `poll`.
 """
 
 from __future__ import annotations
@@ -28,13 +27,19 @@ from httpcore2._utils import is_socket_readable
 
 from app.config import Settings
 from app.core.outbound import transport_over
+from app.llm.pool import StackPool
 
 
 def build_http_client(settings: Settings) -> httpx.AsyncClient:
     size = settings.llm_max_connections
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    transport = transport_over(
+        _ProbedNetwork,
+        pool=lambda maker: StackPool(maker, max_connections=size, max_idle=size),
+        limits=limits,
+    )
     return httpx.AsyncClient(
-        transport=transport_over(_ProbedNetwork, limits=limits),
+        transport=transport,
         # The client builds the transports of proxies named in the environment
         # (HTTPS_PROXY), which must hold as many streams as the direct one.
         limits=limits,

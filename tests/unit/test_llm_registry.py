@@ -144,7 +144,7 @@ async def test_http_client_pool_and_timeouts_come_from_settings() -> None:
         assert client.timeout == httpx.Timeout(42.0, connect=3.0, pool=42.0)
         # httpx exposes no public view of its limits; the pool is what enforces them.
         pool = client._transport._pool  # type: ignore[attr-defined]
-        assert (pool._max_connections, pool._max_keepalive_connections) == (7, 7)
+        assert (pool._max_connections, pool._max_idle) == (7, 7)
 
 
 async def test_the_example_env_file_leaves_every_default_to_the_provider() -> None:
