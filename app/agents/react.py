@@ -27,7 +27,7 @@ from app.core.events import (
     ToolStartEvent,
 )
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
-from app.core.responses import ChatResponse, Retrying, accumulate
+from app.core.responses import Accumulator, ChatResponse, Retrying
 from app.llm.errors import user_message
 from app.tools.base import Announced, Tool, ToolContext, ToolOutput
 
@@ -94,21 +94,21 @@ class ReActAgent(BaseAgent):
                 messages.append(Msg.text("user", FINAL_ROUND_NOTE))
             if await self._hook("before_reasoning", turn, messages):
                 return
-            chunks: list[ChatResponse] = []
+            merged = Accumulator()
             schemas = [] if final else [t.schema for t in tools.values()]
             stream = self.core.model.stream(messages, schemas, turn.options, state.add_usage)
             async for item in stream:
                 if isinstance(item, Retrying):
                     yield retry_notice(item)
                     continue
-                chunks.append(item)
+                merged.add(item)
                 for block in item.content:
                     if isinstance(block, TextBlock):
                         yield TextEvent(block.text)
                     elif isinstance(block, ThinkingBlock) and block.thinking:
                         # A signature arrives as a thinking block without text: nothing to show.
                         yield ThinkingEvent(block.thinking)
-            response = accumulate(chunks)
+            response = merged.result()
             calls = [b for b in response.content if isinstance(b, ToolUseBlock)]
             messages.append(Msg("assistant", response.content))
             if await self._hook("after_reasoning", turn, response) or not calls or final:

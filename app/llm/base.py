@@ -39,7 +39,7 @@ import httpx2 as httpx
 from pydantic import SecretStr
 
 from app.core.messages import ContentBlock, Msg, TextBlock
-from app.core.responses import ChatResponse, ModelEvent, Retrying, Usage
+from app.core.responses import Accumulator, ChatResponse, ModelEvent, Retrying, Usage
 from app.core.tools import GenerateOptions, ToolSchema
 from app.core.urls import public_url
 from app.llm.errors import ModelError, ModelHTTPError, ModelNotConfigured
@@ -181,16 +181,17 @@ class ChatModel(ABC):
             watch = self.observer.on_start(self.config.provider, self.config.model, attempt)
             splitter = ThinkTagSplitter()
             usage: Usage | None = None
-            produced: list[ContentBlock] = []
+            produced = Accumulator()
             delivered = False
             try:
                 async with aclosing(self._stream(messages, tools, opts)) as chunks:
                     async for chunk in chunks:
                         chunk = _split_think(chunk, splitter)
-                        produced.extend(chunk.content)
+                        produced.add(chunk)
                         usage = chunk.usage or usage
                         if chunk.finish_reason and usage is None and self.tokens is not None:
-                            usage = self.tokens.estimate_usage(messages, tools, produced)
+                            merged = produced.result().content
+                            usage = self.tokens.estimate_usage(messages, tools, merged)
                             chunk.usage = usage
                         if not delivered:
                             watch.first_chunk()
@@ -266,11 +267,11 @@ class ChatModel(ABC):
         on_usage: UsageSink | None,
         messages: Sequence[Msg],
         tools: Sequence[ToolSchema],
-        produced: list[ContentBlock],
+        produced: Accumulator,
     ) -> None:
         """Count a call cut short: the provider's figures come only at the end of an answer."""
         if on_usage is not None and self.tokens is not None:
-            on_usage(self.tokens.estimate_usage(messages, tools, produced))
+            on_usage(self.tokens.estimate_usage(messages, tools, produced.result().content))
 
     @abstractmethod
     def _stream(

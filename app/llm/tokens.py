@@ -34,7 +34,7 @@ from app.core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from app.core.responses import ChatResponse, Usage, accumulate
+from app.core.responses import Usage
 from app.core.tools import ToolSchema
 
 ENCODINGS = ("cl100k_base", "o200k_base")
@@ -119,13 +119,15 @@ class TokenCounter:
         )
 
     def estimate_usage(
-        self, messages: Sequence[Msg], tools: Sequence[ToolSchema], produced: Iterable[ContentBlock]
+        self, messages: Sequence[Msg], tools: Sequence[ToolSchema], produced: Sequence[ContentBlock]
     ) -> Usage:
-        """The usage of a call whose provider reported none: what was sent, what came back."""
-        # Deltas are joined first: counted one by one, word pieces would count too much.
-        whole = accumulate([ChatResponse(content=list(produced))])
+        """The usage of a call whose provider reported none: what was sent, what came back.
+
+        `produced` is the answer merged (`Accumulator`): counted delta by delta,
+        word pieces would count too much.
+        """
         return Usage(
             prompt_tokens=self.count_messages(messages) + self.count_tools(tools),
-            completion_tokens=self.count_content(whole.content),
+            completion_tokens=self.count_content(produced),
             estimated=True,
         )
