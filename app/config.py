@@ -132,6 +132,9 @@ class Settings(BaseSettings):
     """New streams per user and minute (a token bucket: a minute's worth may come at once)."""
     uploads_per_minute: int = Field(default=20, ge=0)
 
+    max_starting_turns: int = Field(default=24, ge=1)
+    """New turns storing their question at once; more wait their turn, so running streams flow."""
+
     sse_ping_seconds: float = Field(default=15.0, gt=0)
     on_disconnect: DisconnectPolicy = "continue"
     resume_retention_seconds: int = 300

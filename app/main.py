@@ -129,6 +129,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             store,
             agent.STOP_WAIT_SECONDS,
             telemetry,
+            settings.max_starting_turns,
         )
         stack.push_async_callback(limits.close)
         stack.push_async_callback(tasks.close)

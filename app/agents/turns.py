@@ -90,6 +90,7 @@ class TurnService:
         store: SessionStore,
         stop_wait: float,
         observer: RunObserver,
+        starting: int,
     ) -> None:
         self._agents = agents
         self._tasks = tasks
@@ -101,6 +102,8 @@ class TurnService:
         self._stop_wait = stop_wait
         self._waiting: set[asyncio.Task[None]] = set()
         """Queued turns waiting for their conversation, cancelled at shutdown."""
+        self._starting = asyncio.Semaphore(starting)
+        """Turns storing their question and launching at once (`MAX_STARTING_TURNS`)."""
 
     def kinds(self) -> frozenset[str]:
         """The agents this service runs; a stream for any other kind answers 501."""
@@ -169,21 +172,27 @@ class TurnService:
         *,
         posted: bool = False,
     ) -> Run:
-        """Store the question and start the run; list it unless its claim did (`posted`)."""
-        try:
-            await agent.begin(turn)
-        except BaseException as exc:
-            with contextlib.suppress(TaskBackendUnavailable):
-                await self._tasks.release(claim)
-            if isinstance(exc, StoreError):
-                raise DependencyDown("the database is unavailable") from exc
-            raise
-        launched = self._observer.launch(
-            claim.agent_type,
-            turn,
-            agent.start(turn),
-            lambda program: self._runs.launch(claim, program, on_end, run),
-        )
+        """Store the question and start the run; list it unless its claim did (`posted`).
+
+        A burst of new turns takes turns here, a few at a time: each start costs
+        far more than an event of a running stream, and a thousand at once held
+        the running streams' events back by half a second (bench/README.md).
+        """
+        async with self._starting:
+            try:
+                await agent.begin(turn)
+            except BaseException as exc:
+                with contextlib.suppress(TaskBackendUnavailable):
+                    await self._tasks.release(claim)
+                if isinstance(exc, StoreError):
+                    raise DependencyDown("the database is unavailable") from exc
+                raise
+            launched = self._observer.launch(
+                claim.agent_type,
+                turn,
+                agent.start(turn),
+                lambda program: self._runs.launch(claim, program, on_end, run),
+            )
         launched.session_id = turn.row_id
         if not posted:
             await self._show(_ticket(claim, turn.question, "running"))
