@@ -178,21 +178,22 @@ class TurnService:
         far more than an event of a running stream, and a thousand at once held
         the running streams' events back by half a second (bench/README.md).
         """
-        async with self._starting:
-            try:
-                await agent.begin(turn)
-            except BaseException as exc:
-                with contextlib.suppress(TaskBackendUnavailable):
-                    await self._tasks.release(claim)
-                if isinstance(exc, StoreError):
-                    raise DependencyDown("the database is unavailable") from exc
-                raise
-            launched = self._observer.launch(
-                claim.agent_type,
-                turn,
-                agent.start(turn),
-                lambda program: self._runs.launch(claim, program, on_end, run),
-            )
+        with self._runs.starting(claim.key):
+            async with self._starting:
+                try:
+                    await agent.begin(turn)
+                except BaseException as exc:
+                    with contextlib.suppress(TaskBackendUnavailable):
+                        await self._tasks.release(claim)
+                    if isinstance(exc, StoreError):
+                        raise DependencyDown("the database is unavailable") from exc
+                    raise
+                launched = self._observer.launch(
+                    claim.agent_type,
+                    turn,
+                    agent.start(turn),
+                    lambda program: self._runs.launch(claim, program, on_end, run),
+                )
         launched.session_id = turn.row_id
         if not posted:
             await self._show(_ticket(claim, turn.question, "running"))

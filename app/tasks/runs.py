@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -114,6 +114,8 @@ class RunRegistry:
         self._retention = retention
         self._shared = shared
         self._runs: dict[ConversationKey, Run] = {}
+        self._starting: dict[ConversationKey, StopReason | None] = {}
+        """Turns claimed and not yet launched, with the stop that came meanwhile, if any."""
 
     def find(self, user_id: str, conversation_id: str) -> Run | None:
         return self._runs.get(ConversationKey(user_id, conversation_id))
@@ -164,13 +166,34 @@ class RunRegistry:
         run.task = asyncio.create_task(
             self._drive(run, program, on_end), name=f"run-{claim.task_id}"
         )
+        early = self._starting.get(claim.key)
+        if early is not None:
+            run.stop(early)
         return run
+
+    @contextlib.contextmanager
+    def starting(self, key: ConversationKey) -> Iterator[None]:
+        """A turn of `key` holds its claim and is about to launch (storing its question,
+        or waiting its turn to): a stop meanwhile is kept, and stops the run at launch."""
+        self._starting[key] = None
+        try:
+            yield
+        finally:
+            self._starting.pop(key, None)
 
     async def stop(
         self, user_id: str, conversation_id: str, reason: StopReason = "stopped"
     ) -> bool:
-        """Stop a local run and wait until it has stored its turn and released its claim."""
-        run = self.find(user_id, conversation_id)
+        """Stop a local run and wait until it has stored its turn and released its claim.
+
+        A turn still starting is stopped as it launches; its claim's release
+        tells the caller when it has ended.
+        """
+        key = ConversationKey(user_id, conversation_id)
+        run = self._runs.get(key)
+        if key in self._starting and (run is None or not run.running):
+            self._starting[key] = self._starting[key] or reason
+            return True
         if run is None or run.task is None or not run.stop(reason):
             return False
         with contextlib.suppress(asyncio.CancelledError):

@@ -22,7 +22,7 @@ from app.agents.registry import AGENTS, AgentEntry
 from app.agents.web_search import WebSearchAgent
 from app.config import Settings
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.service import Backend, ask, running_service, settings_for
+from tests.integration.service import Backend, ask, history, running_service, settings_for
 
 
 @dataclass
@@ -83,3 +83,28 @@ async def test_a_burst_of_turns_starts_a_few_at_a_time_and_every_one_runs(
     assert storing_while_held == 2
     assert starts.most == 2
     assert [events[-1]["status"] for events in answers] == ["completed"] * 5
+
+
+async def test_a_turn_stopped_while_it_waits_to_start_ends_stopped(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    starts = Starts()
+    settings = settings_for(backend, tmp_path, fake_llm, max_starting_turns=1)
+    async with running_service(settings, agents_holding(starts)) as client:
+        first = asyncio.create_task(ask(client, "Hi", "first"))
+        second = asyncio.create_task(ask(client, "Hi", "second"))
+        async with asyncio.timeout(10):
+            while await running_turns(client) < 2:
+                pass  # one turn stores its question, the other waits its turn to start
+        stop = asyncio.create_task(client.get("/agent/stop", params={"conversationId": "second"}))
+        # A stop answers once its turn has ended, and this one cannot end before it starts.
+        done, _ = await asyncio.wait({stop}, timeout=0.2)
+        assert not done
+        starts.release.set()
+        stopped, answered, stop_answer = await asyncio.gather(second, first, stop)
+        stored = await history(client, "second")
+
+    assert stopped[-1]["status"] == "stopped"
+    assert answered[-1]["status"] == "completed"
+    assert stop_answer.json()["success"] is True
+    assert [turn["status"] for turn in stored] == ["stopped"]
