@@ -61,9 +61,13 @@ def agents_holding(starts: Starts) -> list[AgentEntry]:
     ]
 
 
-async def running_turns(client: httpx.AsyncClient) -> int:
-    response = await client.get("/agent/runs")
-    return sum(run["status"] == "running" for run in response.json()["data"])
+async def until_claimed(client: httpx.AsyncClient, turns: int) -> None:
+    """Until `turns` turns have claimed their conversations (listed as running)."""
+    async with asyncio.timeout(10):
+        while True:
+            response = await client.get("/agent/runs")
+            if sum(run["status"] == "running" for run in response.json()["data"]) >= turns:
+                return
 
 
 async def test_a_burst_of_turns_starts_a_few_at_a_time_and_every_one_runs(
@@ -73,9 +77,7 @@ async def test_a_burst_of_turns_starts_a_few_at_a_time_and_every_one_runs(
     settings = settings_for(backend, tmp_path, fake_llm, max_starting_turns=2)
     async with running_service(settings, agents_holding(starts)) as client:
         burst = [asyncio.create_task(ask(client, "Hi", f"burst-{n}")) for n in range(5)]
-        async with asyncio.timeout(10):
-            while await running_turns(client) < 5:
-                pass  # each turn of the burst has claimed its conversation
+        await until_claimed(client, 5)
         storing_while_held = starts.storing
         starts.release.set()
         answers = await asyncio.gather(*burst)
@@ -93,9 +95,7 @@ async def test_a_turn_stopped_while_it_waits_to_start_ends_stopped(
     async with running_service(settings, agents_holding(starts)) as client:
         first = asyncio.create_task(ask(client, "Hi", "first"))
         second = asyncio.create_task(ask(client, "Hi", "second"))
-        async with asyncio.timeout(10):
-            while await running_turns(client) < 2:
-                pass  # one turn stores its question, the other waits its turn to start
+        await until_claimed(client, 2)  # one stores its question, one waits its turn to start
         stop = asyncio.create_task(client.get("/agent/stop", params={"conversationId": "second"}))
         # A stop answers once its turn has ended, and this one cannot end before it starts.
         done, _ = await asyncio.wait({stop}, timeout=0.2)
