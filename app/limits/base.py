@@ -78,6 +78,21 @@ class StreamSlot(Protocol):
         ...
 
 
+class Unheld:
+    """The slot of a stream when streams at once are not limited: there is nothing to count.
+
+    So a deployment without that limit pays nothing for it: on Redis, opening
+    a stream costs no round trip before the turn starts (none at all when
+    new streams a minute are unlimited too), and its end none after.
+    """
+
+    async def release(self) -> None:
+        return None
+
+
+UNHELD = Unheld()
+
+
 class UserLimits(Protocol):
     async def open_stream(self, user: str, run_id: str) -> StreamSlot:
         """Take one of the user's stream slots and a new-stream token, both or neither.

@@ -5,7 +5,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from app.limits.base import Action, Rates, StreamSlot, refill, too_fast, too_many_streams
+from app.limits.base import (
+    UNHELD,
+    Action,
+    Rates,
+    StreamSlot,
+    refill,
+    too_fast,
+    too_many_streams,
+)
 
 
 @dataclass(slots=True)
@@ -35,8 +43,11 @@ class InProcessUserLimits:
         self._buckets: dict[tuple[str, Action], _Bucket] = {}
 
     async def open_stream(self, user: str, run_id: str) -> StreamSlot:
+        if not self._rates.max_streams:
+            await self.take(user, "stream")
+            return UNHELD
         held = self._streams.setdefault(user, set())
-        if self._rates.max_streams and len(held) >= self._rates.max_streams:
+        if len(held) >= self._rates.max_streams:
             raise too_many_streams(self._rates)
         await self.take(user, "stream")
         held.add(run_id)

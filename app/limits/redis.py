@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.limits.base import Action, Rates, StreamSlot, too_fast, too_many_streams
+from app.limits.base import UNHELD, Action, Rates, StreamSlot, too_fast, too_many_streams
 from app.tasks.redis_batch import SharedPipeline
 from app.tasks.redis_client import redacted, translate_errors
 
@@ -50,7 +50,7 @@ _OPEN_STREAM_LUA = (
     _TAKE
     + """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if tonumber(ARGV[1]) > 0 and redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
   return 'full'
 end
 local wait = take(KEYS[2], tonumber(ARGV[4]))
@@ -85,6 +85,9 @@ class RedisUserLimits:
         self._batch = SharedPipeline(url, timeout=timeout)
 
     async def open_stream(self, user: str, run_id: str) -> StreamSlot:
+        if not self._rates.max_streams:
+            await self.take(user, "stream")
+            return UNHELD
         key, bucket = f"{self._prefix}streams:{user}", f"{self._prefix}stream:{user}"
         per_minute = self._rates.bucket("stream")
         args = (self._rates.max_streams, run_id, SLOT_SECONDS, per_minute)

@@ -30,17 +30,9 @@ from tests.support.server import serve
 TURNS = 6
 """Three conversations of two turns: the second turn of each has memory to read."""
 REDIS_PER_TURN = {
-    # The per-user limits: a stream slot and a new-stream token (one script), the slot freed.
     # Scripts go as EVAL: batched with other turns' commands in one pipeline (SharedPipeline).
-    "eval": 3,  # that script, the claim's and the release's (below)
-    "time": 1,
-    "hmget": 1,
-    "hset": 2,  # one for the limits, one posting the turn to the list of runs (below)
-    "expire": 2,
-    "zremrangebyscore": 1,
-    "zcard": 1,
-    "zadd": 1,
-    "zrem": 1,
+    "eval": 2,  # the claim's and the release's
+    "hset": 1,  # posting the turn to the list of runs (below)
     # The claim (a script that also lists the turn), the run's pointer set at its start and
     # end, and the release (a script sent with the log's last batch) with its notice.
     "set": 3,
@@ -52,6 +44,10 @@ REDIS_PER_TURN = {
     "hdel": 1,
 }
 """Redis commands one turn runs, scripts' inner commands included (`INFO commandstats`)."""
+BUCKET = Counter({"eval": 1, "time": 1, "hmget": 1, "hset": 1, "expire": 1})
+"""Taking a new-stream token (a script): what a turn adds with `STREAMS_PER_MINUTE` on."""
+SLOT = Counter({"zremrangebyscore": 1, "zcard": 1, "zadd": 1, "expire": 1, "zrem": 1})
+"""Taking a stream slot, in the token's script, and freeing it: `MAX_STREAMS_PER_USER` on."""
 LOG_COPY = ("xadd", "pexpire")
 
 
@@ -100,11 +96,31 @@ async def run_turns(client: httpx.AsyncClient) -> None:
 
 
 @pytest.mark.postgres
+@pytest.mark.parametrize(
+    ("max_streams", "per_minute", "limits"),
+    [
+        (8, 30, BUCKET + SLOT),
+        (0, 30, BUCKET),
+        (0, 0, Counter()),  # no limit costs nothing: not even a round trip
+    ],
+    ids=["both-limits", "streams-a-minute-only", "no-limits"],
+)
 async def test_a_turn_costs_two_statements_and_a_fixed_few_redis_commands(
-    postgres_url: str, redis_server: RedisServer, tmp_path: Path, fake_llm: FakeOpenAI
+    max_streams: int,
+    per_minute: int,
+    limits: Counter[str],
+    postgres_url: str,
+    redis_server: RedisServer,
+    tmp_path: Path,
+    fake_llm: FakeOpenAI,
 ) -> None:
     settings = service_settings(
-        tmp_path, postgres_url, redis_server.url, llm_base_url=fake_llm.base_url
+        tmp_path,
+        postgres_url,
+        redis_server.url,
+        llm_base_url=fake_llm.base_url,
+        max_streams_per_user=max_streams,
+        streams_per_minute=per_minute,
     )
     app = create_app(settings)
     async with serve(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:
@@ -124,7 +140,8 @@ async def test_a_turn_costs_two_statements_and_a_fixed_few_redis_commands(
     # The log's copy is one entry per burst of events: how many bursts depends on timing.
     copies = {name: commands.pop(name) for name in LOG_COPY}
     assert all(TURNS <= n <= 2 * TURNS for n in copies.values()), copies
-    assert commands == Counter({name: n * TURNS for name, n in REDIS_PER_TURN.items()})
+    per_turn = Counter(REDIS_PER_TURN) + limits
+    assert commands == Counter({name: n * TURNS for name, n in per_turn.items()})
 
 
 async def test_an_embedded_turn_costs_three_statements(

@@ -79,10 +79,18 @@ async def test_streams_at_once_are_limited_per_user_until_a_run_ends(
     assert again_events[-1]["status"] == "completed"
 
 
+@pytest.mark.parametrize("at_once", [8, 0], ids=["streams-at-once-limited", "only-a-minute"])
 async def test_new_streams_a_minute_are_limited_per_user(
-    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+    at_once: int, backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
-    settings = settings_for(backend, tmp_path, fake_llm, api_keys=KEYS, streams_per_minute=2)
+    settings = settings_for(
+        backend,
+        tmp_path,
+        fake_llm,
+        api_keys=KEYS,
+        streams_per_minute=2,
+        max_streams_per_user=at_once,
+    )
     async with running_service(settings) as client:
         answered = [await ask(client, f"c-{n}", ALICE) for n in range(2)]
         calls_before = len(fake_llm.requests)
