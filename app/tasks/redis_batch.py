@@ -51,10 +51,13 @@ class SharedPipeline:
         """The replies to the commands `fill` queues, in order; a refused command's is its error."""
         if self._closed:
             raise RedisConnectionError("the Redis client is closed")
-        loop = asyncio.get_running_loop()
         if not self._queued:
-            loop.call_soon(self._flush)
-        future: asyncio.Future[list[Any]] = loop.create_future()
+            # The task's first step runs at the loop's next pass, where it takes what
+            # every caller of this pass queued: the batch leaves in that same step.
+            task = asyncio.create_task(self._send())
+            self._sending.add(task)
+            task.add_done_callback(self._sending.discard)
+        future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._queued.append((fill, future))
         return await future
 
@@ -66,21 +69,13 @@ class SharedPipeline:
         return reply
 
     async def close(self) -> None:
-        """Send what is queued and let every batch finish, so each caller gets its replies."""
+        """Let every batch leave and finish, so each caller gets its replies."""
         self._closed = True
-        self._flush()
         await asyncio.gather(*self._sending, return_exceptions=True)
         await self._redis.aclose()
 
-    def _flush(self) -> None:
-        if not self._queued:
-            return  # already sent by `close`
+    async def _send(self) -> None:
         batch, self._queued = self._queued, []
-        task = asyncio.create_task(self._send(batch))
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
-
-    async def _send(self, batch: list[tuple[Fill, asyncio.Future[list[Any]]]]) -> None:
         pipe: Pipeline = self._redis.pipeline(transaction=False)
         spans: list[int] = []
         try:
