@@ -15,9 +15,11 @@ from typing import Any
 
 Result = dict[str, Any]
 THROUGHPUT_TARGET = 0.7
+"""The issue's target: service turns/s at saturation as a share of the proxy's."""
 FLOOR_TARGETS = {"storage": 0.11, "Redis": 0.09}
 """The most of the proxy's CPU per turn a turn's storage and its Redis work may take (issue 22)."""
-"""The issue's target: service turns/s at saturation as a share of the proxy's."""
+FIRST_EVENT_TARGET = (50, 1.5)
+"""At this many concurrent streams, the most the first event's p99 may be, times the proxy's."""
 Figure = Callable[[Result, Result], tuple[float, ...] | None]
 """(the target's results, the upstream's results) -> one or two numbers, or None (n/a)."""
 
@@ -196,6 +198,7 @@ def verdicts(results: Result) -> list[str]:
     targets: dict[str, Result] = results["targets"]
     upstream = targets["upstream"]
     wide = results["sizes"]["wide"]
+    concurrency, most = FIRST_EVENT_TARGET
     out: list[str] = []
     for name, r in targets.items():
         base = yardstick(name, results["clients"])
@@ -228,6 +231,18 @@ def verdicts(results: Result) -> list[str]:
                 lambda v: v < 100,
             ),
         ]
+        mine, theirs = (
+            first_event(concurrency)(r, upstream),
+            first_event(concurrency)(targets[base], upstream),
+        )
+        if mine is not None and theirs is not None:
+            checks.append(
+                (
+                    f"first event p99 at {concurrency} concurrent <= {most} x {base}",
+                    mine[1] / theirs[1],
+                    lambda v: v <= most,
+                )
+            )
         across = _safe(stop("across"), r, upstream)
         if across is not None:
             checks.append(("stop p99 across instances < 250 ms", across[1], lambda v: v < 250))
@@ -264,7 +279,7 @@ def floor_lines(results: Result) -> list[str]:
         f"floor: best ratio possible with storage alone {proxy / (proxy + store):.2f},"
         f" with storage and Redis {proxy / (proxy + store + redis):.2f}",
         *(
-            f"floor: {part} {share:.2f} of {base}'s CPU per turn (target <= {target}):"
+            f"floor: {part} {share:.3f} of {base}'s CPU per turn (target <= {target}):"
             f" {'PASS' if share <= target else 'MISS'}"
             for part, cost in (("storage", store), ("Redis", redis))
             for target, share in [(FLOOR_TARGETS[part], cost / proxy)]
