@@ -20,8 +20,8 @@ def test_the_floor_is_shared_against_the_proxys_cpu() -> None:
     lines = floor_lines(_results(0.3))
 
     assert len(lines) == 4
-    assert "storage 0.10 of proxy (httpx2)'s CPU per turn (target <= 0.11): PASS" in lines[2]
-    assert "Redis 0.07 of proxy (httpx2)'s CPU per turn (target <= 0.09): PASS" in lines[3]
+    assert "storage 0.100 of proxy (httpx2)'s CPU per turn (target <= 0.11): PASS" in lines[2]
+    assert "Redis 0.067 of proxy (httpx2)'s CPU per turn (target <= 0.09): PASS" in lines[3]
 
 
 def test_a_proxy_that_used_no_measurable_cpu_gives_no_shares() -> None:
