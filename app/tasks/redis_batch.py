@@ -44,6 +44,8 @@ class SharedPipeline:
         self._redis = connect(url, timeout=timeout, read_timeout=None, decode=decode)
         self._timeout = timeout
         self._queued: list[tuple[Fill, asyncio.Future[list[Any]]]] = []
+        self._next: asyncio.Task[None] | None = None
+        """The task that will send what is queued, until its first step takes it."""
         self._sending: set[asyncio.Task[None]] = set()
         self._closed = False
 
@@ -51,12 +53,12 @@ class SharedPipeline:
         """The replies to the commands `fill` queues, in order; a refused command's is its error."""
         if self._closed:
             raise RedisConnectionError("the Redis client is closed")
-        if not self._queued:
+        if self._next is None:
             # The task's first step runs at the loop's next pass, where it takes what
             # every caller of this pass queued: the batch leaves in that same step.
-            task = asyncio.create_task(self._send())
-            self._sending.add(task)
-            task.add_done_callback(self._sending.discard)
+            self._next = asyncio.create_task(self._send())
+            self._sending.add(self._next)
+            self._next.add_done_callback(self._sent)
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
         self._queued.append((fill, future))
         return await future
@@ -74,8 +76,16 @@ class SharedPipeline:
         await asyncio.gather(*self._sending, return_exceptions=True)
         await self._redis.aclose()
 
+    def _sent(self, task: asyncio.Task[None]) -> None:
+        self._sending.discard(task)
+        if task is self._next:  # cancelled before it took its batch: its callers must know
+            self._next = None
+            queued, self._queued = self._queued, []
+            for _, future in queued:
+                future.cancel()
+
     async def _send(self) -> None:
-        batch, self._queued = self._queued, []
+        batch, self._queued, self._next = self._queued, [], None
         pipe: Pipeline = self._redis.pipeline(transaction=False)
         spans: list[int] = []
         try:

@@ -136,3 +136,20 @@ async def test_a_server_that_stops_answering_fails_the_batch_after_its_timeout(
         finally:
             redis_server.thaw()
         assert await batch.command(lambda pipe: pipe.ping()) is True
+
+
+async def test_a_batch_cancelled_before_it_leaves_cancels_its_callers_and_the_next_one_leaves(
+    redis_server: RedisServer,
+) -> None:
+    """As at a shutdown that cancels every task: no caller is left waiting for ever."""
+    async with shared(redis_server) as (client, batch):
+        queued = asyncio.ensure_future(batch.command(lambda pipe: pipe.set("lost", "word")))
+        await asyncio.sleep(0)  # the caller queues its command; the batch is not sent yet
+        (sending,) = [t for t in asyncio.all_tasks() if "SharedPipeline._send" in repr(t)]
+        sending.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(queued, 5)
+        answer = await asyncio.wait_for(batch.command(lambda pipe: pipe.set("next", "one")), 5)
+
+        assert answer is True
+        assert await client.get("lost") is None
