@@ -17,6 +17,7 @@ redirects included.
 
     OutboundError           base: `str()` is fit to show a model or a user
     ├── BlockedDestination  the host resolves only to refused addresses
+    ├── Unresolvable        the host's name does not resolve (in time)
     └── FetchFailed         not http(s), unreachable, too slow, or an HTTP error
 
 It lives in `core`, beside the vocabulary every layer shares, because every
@@ -51,6 +52,10 @@ class OutboundError(Exception):
 
 
 class BlockedDestination(OutboundError):
+    pass
+
+
+class Unresolvable(OutboundError):
     pass
 
 
@@ -94,6 +99,32 @@ class OutboundPolicy:
         return address.is_global and not address.is_multicast
 
 
+async def allowed_address(
+    policy: OutboundPolicy, host: str, port: int, seconds: float | None
+) -> IPAddress:
+    """The address to dial for `host`: the first it resolves to that `policy` allows.
+
+    Raises `Unresolvable` when the name does not resolve within `seconds`, and
+    `BlockedDestination` when none of its addresses is allowed.
+    """
+    try:
+        async with asyncio.timeout(seconds):
+            found = await asyncio.get_running_loop().getaddrinfo(
+                host, port, type=socket.SOCK_STREAM
+            )
+    except (OSError, TimeoutError) as exc:
+        raise Unresolvable(f"{host} could not be resolved") from exc
+    addresses = [ipaddress.ip_address(info[4][0]) for info in found]
+    if policy.allows_host(host):
+        return addresses[0]
+    allowed = [a for a in addresses if policy.allows_address(a)]
+    if not allowed:
+        raise BlockedDestination(
+            f"{host} is a private, local or metadata address, which may not be fetched"
+        )
+    return allowed[0]
+
+
 class GuardedNetwork(httpcore2.AsyncNetworkBackend):
     """httpcore's network layer, dialling only addresses the policy allows.
 
@@ -113,7 +144,10 @@ class GuardedNetwork(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[httpcore2.SOCKET_OPTION] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        address = await self._allowed_address(host, port, timeout)
+        try:
+            address = await allowed_address(self._policy, host, port, timeout)
+        except Unresolvable as exc:
+            raise httpcore2.ConnectError(str(exc)) from exc
         return await self._inner.connect_tcp(
             str(address), port, timeout, local_address, socket_options
         )
@@ -128,24 +162,6 @@ class GuardedNetwork(httpcore2.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)
-
-    async def _allowed_address(self, host: str, port: int, seconds: float | None) -> IPAddress:
-        try:
-            async with asyncio.timeout(seconds):
-                found = await asyncio.get_running_loop().getaddrinfo(
-                    host, port, type=socket.SOCK_STREAM
-                )
-        except (OSError, TimeoutError) as exc:
-            raise httpcore2.ConnectError(f"{host} could not be resolved") from exc
-        addresses = [ipaddress.ip_address(info[4][0]) for info in found]
-        if self._policy.allows_host(host):
-            return addresses[0]
-        allowed = [a for a in addresses if self._policy.allows_address(a)]
-        if not allowed:
-            raise BlockedDestination(
-                f"{host} is a private, local or metadata address, which may not be fetched"
-            )
-        return allowed[0]
 
 
 def transport_over(

@@ -32,9 +32,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import ipaddress
 import logging
-import socket
 import time
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
@@ -43,7 +41,14 @@ import httpx2 as httpx
 import orjson
 
 from app.config import Settings
-from app.core.outbound import OutboundError, OutboundPolicy, guarded_client
+from app.core.outbound import (
+    BlockedDestination,
+    OutboundError,
+    OutboundPolicy,
+    Unresolvable,
+    allowed_address,
+    guarded_client,
+)
 from app.tasks.runs import Run
 
 log = logging.getLogger(__name__)
@@ -111,20 +116,16 @@ class Webhooks:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise WebhookRefused("webhook must be an http or https URL with a host")
         host = parts.hostname
-        if self._policy.allows_host(host):
-            return
+        port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
-            async with asyncio.timeout(_RESOLVE_SECONDS):
-                found = await asyncio.get_running_loop().getaddrinfo(
-                    host, parts.port or 443, type=socket.SOCK_STREAM
-                )
-        except (OSError, TimeoutError) as exc:
+            await allowed_address(self._policy, host, port, _RESOLVE_SECONDS)
+        except Unresolvable as exc:
             raise WebhookRefused(f"webhook host {host} could not be resolved") from exc
-        if not any(self._policy.allows_address(ipaddress.ip_address(f[4][0])) for f in found):
+        except BlockedDestination as exc:
             raise WebhookRefused(
                 f"webhook host {host} is a private, local or metadata address;"
                 " OUTBOUND_ALLOWLIST must name it"
-            )
+            ) from exc
 
     async def _after(self, run: Run, url: str) -> None:
         await run.ended.wait()

@@ -97,6 +97,12 @@ async def test_metadata_private_and_link_local_addresses_are_refused(url: str) -
         await get(url, seconds=1)
 
 
+async def test_a_host_that_does_not_resolve_is_a_failed_fetch() -> None:
+    # `.invalid` never resolves (RFC 6761): a connection error, as for a host that is down.
+    with pytest.raises(FetchFailed, match="could not be fetched: ConnectError"):
+        await get("https://page.invalid/", seconds=2)
+
+
 async def test_a_redirect_into_the_private_network_is_refused() -> None:
     async with (
         counting_server() as inside,

@@ -145,12 +145,17 @@ async def test_a_webhook_on_a_refused_address_answers_400_before_anything_runs(
         not_http = await client.post(
             "/agent/chat/stream", json={"query": "Q", "webhook": "file:///etc/passwd"}
         )
+        # `.invalid` never resolves (RFC 6761).
+        unresolvable = await client.post(
+            "/agent/chat/stream", json={"query": "Q", "webhook": "https://hooks.invalid/end"}
+        )
         stored = await client.get("/session/c-r")
 
     assert refused.status_code == 400
     assert refused.json()["code"] == 400
     assert "OUTBOUND_ALLOWLIST" in refused.json()["message"]
-    assert metadata.status_code == not_http.status_code == 400
+    assert metadata.status_code == not_http.status_code == unresolvable.status_code == 400
+    assert "hooks.invalid could not be resolved" in unresolvable.json()["message"]
     assert stored.status_code == 404
     assert fake_llm.requests == []
     assert receiver.calls.empty()
