@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -17,7 +18,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from app.tasks.base import TaskBackendUnavailable
-from app.tasks.redis_batch import SharedPipeline
+from app.tasks.redis_batch import Fill, SharedPipeline
 from app.tasks.redis_client import connect, translate_errors
 from tests.support.processes import RedisServer
 
@@ -34,6 +35,13 @@ async def connections_received(server: RedisServer) -> int:
     finally:
         await client.aclose()
     return int(stats["total_connections_received"])
+
+
+async def queued_caller(batch: SharedPipeline, fill: Fill) -> asyncio.Future[Any]:
+    """A caller whose command is queued in `batch`, the batch not sent yet."""
+    caller = asyncio.ensure_future(batch.command(fill))
+    await asyncio.sleep(0)  # the caller's step: it queues its command and schedules the batch
+    return caller
 
 
 @asynccontextmanager
@@ -95,8 +103,7 @@ async def test_closing_sends_what_is_queued_and_refuses_what_comes_after(
     redis_server: RedisServer,
 ) -> None:
     async with shared(redis_server) as (client, batch):
-        queued = asyncio.ensure_future(batch.command(lambda pipe: pipe.set("last", "word")))
-        await asyncio.sleep(0)  # the caller queues its command; the batch is not sent yet
+        queued = await queued_caller(batch, lambda pipe: pipe.set("last", "word"))
         await batch.close()
         with pytest.raises(RedisConnectionError):
             await batch.command(lambda pipe: pipe.get("last"))
@@ -143,8 +150,7 @@ async def test_a_batch_cancelled_before_it_leaves_cancels_its_callers_and_the_ne
 ) -> None:
     """As at a shutdown that cancels every task: no caller is left waiting for ever."""
     async with shared(redis_server) as (client, batch):
-        queued = asyncio.ensure_future(batch.command(lambda pipe: pipe.set("lost", "word")))
-        await asyncio.sleep(0)  # the caller queues its command; the batch is not sent yet
+        queued = await queued_caller(batch, lambda pipe: pipe.set("lost", "word"))
         (sending,) = [t for t in asyncio.all_tasks() if "SharedPipeline._send" in repr(t)]
         sending.cancel()
         with pytest.raises(asyncio.CancelledError):
