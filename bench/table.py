@@ -199,6 +199,7 @@ def verdicts(results: Result) -> list[str]:
     upstream = targets["upstream"]
     wide = results["sizes"]["wide"]
     concurrency, most = FIRST_EVENT_TARGET
+    first = first_event(concurrency)
     out: list[str] = []
     for name, r in targets.items():
         base = yardstick(name, results["clients"])
@@ -231,10 +232,7 @@ def verdicts(results: Result) -> list[str]:
                 lambda v: v < 100,
             ),
         ]
-        mine, theirs = (
-            first_event(concurrency)(r, upstream),
-            first_event(concurrency)(targets[base], upstream),
-        )
+        mine, theirs = first(r, upstream), first(targets[base], upstream)
         if mine is not None and theirs is not None:
             checks.append(
                 (
