@@ -111,10 +111,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         for built in agents.values():
             # Before the runs' shutdown is registered, so they close after every run ended.
             await stack.enter_async_context(built.resources())
-        tasks = build_task_manager(settings, instance_id=uuid.uuid4().hex[:12])
+        backend = build_task_manager(settings, instance_id=uuid.uuid4().hex[:12])
+        tasks = backend
         if tracer is not None and settings.redis_url:
-            tasks = TracedTaskManager(tasks, tracer)
-        shared_logs = build_shared_logs(settings, tasks)
+            tasks = TracedTaskManager(backend, tracer)
+        shared_logs = build_shared_logs(settings, tasks, backend)
         run_registry = RunRegistry(
             tasks, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
         )

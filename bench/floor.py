@@ -121,7 +121,9 @@ async def redis_turns(url: str, prefix: str, turns: int, concurrency: int) -> fl
     """`log_turns` with the claims and the logs' copies in Redis, as several instances run."""
     tasks = RedisTaskManager(url, prefix, "floor")
     await tasks.start(_no_stop)
-    logs = RedisRunLogs(url, prefix, tasks, ttl=30, retention=60, max_events=10_000, max_idle=15)
+    logs = RedisRunLogs(
+        url, prefix, tasks, releaser=tasks, ttl=30, retention=60, max_events=10_000, max_idle=15
+    )
     try:
         return await log_turns(tasks, logs, turns, concurrency)
     finally:

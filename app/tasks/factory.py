@@ -21,14 +21,21 @@ def build_task_manager(settings: Settings, instance_id: str) -> TaskManager:
     return RedisTaskManager(settings.redis_url, settings.redis_prefix, instance_id)
 
 
-def build_shared_logs(settings: Settings, tasks: TaskManager) -> SharedRunLogs:
-    """Redis Streams with `REDIS_URL`; without it only the in-process logs exist (one instance)."""
+def build_shared_logs(
+    settings: Settings, tasks: TaskManager, backend: TaskManager
+) -> SharedRunLogs:
+    """Redis Streams with `REDIS_URL`; without it only the in-process logs exist (one instance).
+
+    `tasks` is what the app calls (tracing may wrap it), `backend` the manager
+    `build_task_manager` made: a run's last copy releases its claim through it.
+    """
     if not settings.redis_url:
         return LocalRunLogs()
     return RedisRunLogs(
         settings.redis_url,
         settings.redis_prefix,
         tasks,
+        releaser=backend if isinstance(backend, RedisTaskManager) else None,
         ttl=settings.task_ttl_seconds,
         retention=settings.resume_retention_seconds,
         max_events=settings.resume_max_events,

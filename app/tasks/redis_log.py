@@ -75,6 +75,8 @@ class RedisRunLogs:
     """The `SharedRunLogs` backend on Redis; build it once per app and `close()` it at shutdown.
 
     `tasks` answers whether a run still holds its conversation (its liveness);
+    `releaser`, the same manager when it keeps its claims in Redis, lets a run's
+    last copy release its claim in the same round trip;
     `max_idle` is the longest a reader blocks on Redis before its response pings.
     """
 
@@ -84,6 +86,7 @@ class RedisRunLogs:
         prefix: str,
         tasks: TaskManager,
         *,
+        releaser: RedisTaskManager | None,
         ttl: float,
         retention: float,
         max_events: int,
@@ -96,8 +99,9 @@ class RedisRunLogs:
         self._where = redacted(url)
         self._prefix = prefix
         self._tasks = tasks
-        self._releaser = tasks if isinstance(tasks, RedisTaskManager) else None
-        """The task manager whose claims the last copy releases, when they are in Redis too."""
+        self._releaser = releaser
+        """The Redis task manager whose claims the last copy releases: `tasks` itself, unwrapped
+        (tracing wraps it), or None where the runner releases its claim on its own."""
         self._live_ms = milliseconds(ttl + retention)
         self._retention_ms = milliseconds(retention)
         self._refresh = max(ttl / 3, 0.05)

@@ -104,7 +104,14 @@ async def instance(
     tasks = RedisTaskManager(url, prefix, uuid.uuid4().hex[:6])
     await tasks.start(no_stop)
     logs = RedisRunLogs(
-        url, prefix, tasks, ttl=30, retention=retention, max_events=max_events, max_idle=max_idle
+        url,
+        prefix,
+        tasks,
+        releaser=tasks,
+        ttl=30,
+        retention=retention,
+        max_events=max_events,
+        max_idle=max_idle,
     )
     try:
         yield logs, tasks

@@ -143,7 +143,9 @@ async def test_a_turn_is_one_trace_of_request_run_model_tool_and_store_spans(
         assert "What is OpenTelemetry" not in str(_attributes(statement))
     if backend.redis_url:
         assert _parent_id(_one(turn, "tasks.claim")) == _span_id(request)
-        assert _parent_id(_one(turn, "tasks.release")) == _span_id(run)
+        # Released in the round trip of the run log's last copy, as without tracing:
+        # not in a call (and a span) of its own.
+        assert not [span.name for span in turn if span.name == "tasks.release"]
 
     lines = _model_call_lines(caplog)
     assert lines
