@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -66,8 +67,8 @@ class Run:
     task: asyncio.Task[None] | None = None
     settled: bool = False
     """Past the point a stop could change: the agent is storing its outcome, or has finished."""
-    forget: asyncio.TimerHandle | None = None
-    """When the ended run's log stops being kept for late readers."""
+    kept_until: float = 0.0
+    """When the ended run's log stops being kept for late readers (the loop's clock)."""
     session_id: int | None = None
     """The turn's row, once its question is stored (a queued run has none yet)."""
     complete: CompleteEvent | None = None
@@ -116,6 +117,9 @@ class RunRegistry:
         self._runs: dict[ConversationKey, Run] = {}
         self._starting: dict[ConversationKey, StopReason | None] = {}
         """Turns claimed and not yet launched, with the stop that came meanwhile, if any."""
+        self._kept: deque[Run] = deque()
+        """Ended runs in the order they ended, which is the order they expire in."""
+        self._expiry: asyncio.TimerHandle | None = None
 
     def find(self, user_id: str, conversation_id: str) -> Run | None:
         return self._runs.get(ConversationKey(user_id, conversation_id))
@@ -212,9 +216,10 @@ class RunRegistry:
         pending = [r.task for r in self._runs.values() if r.task is not None and not r.task.done()]
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-        for run in self._runs.values():
-            if run.forget is not None:
-                run.forget.cancel()
+        if self._expiry is not None:
+            self._expiry.cancel()
+            self._expiry = None
+        self._kept.clear()
         self._runs.clear()
 
     async def _drive(self, run: Run, program: RunProgram, on_end: OnEnd | None) -> None:
@@ -244,7 +249,7 @@ class RunRegistry:
                 await self._release(run.claim)
             run.log.close()
             run.ended.set()
-            run.forget = asyncio.get_running_loop().call_later(self._retention, self._forget, run)
+            self._keep(run)
 
     async def _events(self, run: Run, program: RunProgram) -> RunStatus | None:
         """Append the run's events until it ends; the status to store if a stop cut it."""
@@ -293,6 +298,27 @@ class RunRegistry:
         except TaskError as exc:
             log.warning("could not release run %s (it expires by TTL): %s", claim.task_id, exc)
 
-    def _forget(self, run: Run) -> None:
-        if self._runs.get(run.claim.key) is run:
-            del self._runs[run.claim.key]
+    def _keep(self, run: Run) -> None:
+        """Keep the ended run's log for late readers, and nothing it no longer needs.
+
+        Its task goes, with what asyncio and anyio keep beside a task: kept
+        for the whole retention, those made every kept run twenty-odd objects
+        that each full garbage collection walks, and with a few thousand runs
+        kept the collections paused every open stream for 100 to 200 ms. One
+        timer expires all kept runs, rather than one each.
+        """
+        loop = asyncio.get_running_loop()
+        run.task = None
+        run.kept_until = loop.time() + self._retention
+        self._kept.append(run)
+        if self._expiry is None:
+            self._expiry = loop.call_at(run.kept_until, self._expire)
+
+    def _expire(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        while self._kept and self._kept[0].kept_until <= now:
+            run = self._kept.popleft()
+            if self._runs.get(run.claim.key) is run:
+                del self._runs[run.claim.key]
+        self._expiry = loop.call_at(self._kept[0].kept_until, self._expire) if self._kept else None

@@ -1,0 +1,90 @@
+"""An ended run is kept for late readers (a resume, a second tab) for the retention, and no longer.
+
+What is kept is its log, not its task: a service holds every run of the last
+few minutes, and each object kept is one more that every full garbage
+collection walks while all open streams wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import uuid
+import weakref
+from collections.abc import AsyncIterator
+
+from app.core.events import CompleteEvent, Event, RunStatus, TextEvent
+from app.core.run import Conclusion, StopSignal
+from app.tasks import Claim, InProcessTaskManager, LocalRunLogs
+from app.tasks.runs import Run, RunRegistry
+
+RETENTION = 0.5
+
+
+class Answer:
+    """A run that is over at once: one word, then its `complete`."""
+
+    def __init__(self, word: str) -> None:
+        self.word = word
+
+    async def events(self, stop: StopSignal) -> AsyncIterator[Event]:
+        yield TextEvent(self.word)
+
+    async def conclude(self, stopped: RunStatus | None) -> Conclusion:
+        return Conclusion(CompleteEvent("completed", 1, 2))
+
+
+async def no_stop(user_id: str, conversation_id: str) -> bool:
+    return False
+
+
+async def registry() -> tuple[RunRegistry, InProcessTaskManager]:
+    tasks = InProcessTaskManager()
+    await tasks.start(no_stop)
+    return RunRegistry(tasks, ttl=30, retention=RETENTION, shared=LocalRunLogs()), tasks
+
+
+async def ended_run(runs: RunRegistry, tasks: InProcessTaskManager, word: str) -> Run:
+    claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
+    assert await tasks.claim(claim, 30)
+    run = runs.launch(claim, Answer(word))
+    await run.ended.wait()
+    return run
+
+
+async def sleep_until(deadline: float) -> None:
+    """Retention is a duration: there is nothing to await but the clock."""
+    await asyncio.sleep(max(0.0, deadline - asyncio.get_running_loop().time()) + 0.05)
+
+
+async def test_an_ended_run_stays_readable_without_its_task() -> None:
+    runs, tasks = await registry()
+    claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
+    assert await tasks.claim(claim, 30)
+    run = runs.launch(claim, Answer("kept"))
+    assert run.task is not None
+    gone = weakref.ref(run.task)
+    await run.ended.wait()
+    gc.collect()
+
+    assert gone() is None
+    assert runs.find("alice", "conv-1") is run
+    assert b'"kept"' in run.log.read(0)
+    assert run.log.finished(run.log.last_id)
+    await runs.shutdown()
+
+
+async def test_ended_runs_are_forgotten_when_their_own_retention_ends() -> None:
+    runs, tasks = await registry()
+    first = await ended_run(runs, tasks, "first")
+    await asyncio.sleep(RETENTION / 2)
+    second = await ended_run(runs, tasks, "second")  # the same conversation's next turn
+
+    await sleep_until(first.kept_until)
+    # The first run's expiry does not take the conversation's newer run with it.
+    assert asyncio.get_running_loop().time() < second.kept_until, "the machine was too slow"
+    assert runs.find("alice", "conv-1") is second
+
+    await sleep_until(second.kept_until)
+    assert runs.find("alice", "conv-1") is None
+    await runs.shutdown()
