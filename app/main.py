@@ -57,6 +57,8 @@ log = logging.getLogger("app")
 
 _SWITCH_INTERVAL_SECONDS = 0.0005
 """How long the served process's busy thread keeps the GIL from one that asks for it."""
+_MIDDLE_COLLECTIONS_PER_FULL = 100
+"""Collections of the middle generation between full ones; CPython's default is 10."""
 
 
 @asynccontextmanager
@@ -266,6 +268,14 @@ def __getattr__(name: str) -> FastAPI:
         # routes, models; ~125k objects) never dies, so full collections skip it.
         # Without this each one walked it: 115 ms pauses in every open stream.
         gc.freeze()
+        # A full collection walks every object alive, and pauses every open stream
+        # while it does: ~1 µs an object, 110 to 220 ms with 1,000 streams open
+        # (~200 objects each). The heap growing by a quarter triggered one after
+        # another as those streams opened, five in 15 s. Waiting for 100 middle
+        # generation collections rather than 10 left none in that burst (bench/README.md);
+        # most garbage here is freed by reference counts, not by collections.
+        young, middle, _ = gc.get_threshold()
+        gc.set_threshold(young, middle, _MIDDLE_COLLECTIONS_PER_FULL)
         # The event loop rarely waits, so a thread that needs the GIL (each
         # aiosqlite statement takes several turns on its thread) waited the full
         # 5 ms switch interval every time: with 1,000 streams on SQLite that held
