@@ -62,18 +62,17 @@ class BodyLimit:
             return
         max_bytes = self.per_path.get(scope["path"], self.max_bytes)
         declared = Headers(scope=scope).get("content-length", "")
-        too_large = ApiError(413, f"The request body is larger than {max_bytes} bytes")
         received = 0
 
         async def limited() -> Message:
             nonlocal received
             if declared.isdigit() and int(declared) > max_bytes:
-                raise too_large
+                raise _too_large(max_bytes)
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > max_bytes:
-                    raise too_large
+                    raise _too_large(max_bytes)
             return message
 
         await self.app(scope, limited, send)
@@ -87,3 +86,7 @@ class BodyLimit:
             message = f"The query string is longer than {self.max_query_bytes} bytes"
             return JSONResponse(error_body(414, message), status_code=414)
         return None
+
+
+def _too_large(max_bytes: int) -> ApiError:
+    return ApiError(413, f"The request body is larger than {max_bytes} bytes")
