@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
+from sqlalchemy import literal, text
 from sqlmodel import col, select
 
 from app.store.base import DeletedConversation, SessionStore, StoreError, StoreUnavailable
@@ -363,4 +363,23 @@ async def test_sqlite_path_that_cannot_exist_is_store_unavailable(tmp_path: Path
         async with Database.open(
             f"sqlite+aiosqlite:///{blocker}/app.db", pool_size=5, migrate=True
         ):
+            pass
+
+
+async def test_the_turns_pool_opens_in_full_beside_the_start_up_and_keeps_its_connections(
+    postgres_url: str,
+) -> None:
+    """A burst of new turns finds its connections open (PostgreSQL starts a process for each)."""
+    async with Database.open(postgres_url, pool_size=4, migrate=False) as database:
+        driver = database._driver  # the pool is the driver's own; nothing else shows it
+        await driver._filling  # type: ignore[union-attr]
+        assert driver._pool.get_size() == 4  # type: ignore[union-attr]
+        for _ in range(3):
+            await database.run(database.prepare(select(literal(1).label("one"))), {})
+        assert driver._pool.get_size() == 4  # type: ignore[union-attr]
+
+
+async def test_a_database_closed_while_its_pool_opens_closes_at_once(postgres_url: str) -> None:
+    async with asyncio.timeout(10):
+        async with Database.open(postgres_url, pool_size=20, migrate=False):
             pass
