@@ -174,10 +174,15 @@ class _AsyncpgDriver:
             for future in opening:
                 future.cancel()  # a close() came first: stop those still connecting
             await asyncio.wait(opening)
-            failed = [f.exception() for f in opening if not f.cancelled() and f.exception()]
+            failed: list[BaseException] = []
             for future in opening:
-                if not future.cancelled() and future.exception() is None:
+                if future.cancelled():
+                    continue
+                error = future.exception()
+                if error is None:
                     await self._pool.release(future.result())
+                else:
+                    failed.append(error)
         if failed:
             log.info(
                 "opened %d of the database pool's %d connections ahead of use (%s);"
