@@ -176,7 +176,7 @@ class Shell:
             "--",
         ]
         if self.mode == "unsandboxed":
-            return [*argv, "/bin/bash", "-c", command]
+            return [*argv, *self._drop_to_user(), "/bin/bash", "-c", command]
         argv += [str(self._bwrap), *_system_binds()]
         # The private /tmp first: Python may live under /tmp (a checkout there, a CI clone),
         # and a tmpfs mounted after its bind would hide it.
@@ -194,10 +194,24 @@ class Shell:
         # As root: no user namespace (it would map the sandbox's user back to root, whom
         # the process limit does not bind); bubblewrap keeps just what `setpriv` needs to
         # become nobody, and setpriv drops every capability for good.
-        argv += [*_NAMESPACES, *_SETPRIV_CAPS, "--", "setpriv", f"--reuid={self.run_as}"]
-        argv += [f"--regid={self.run_as}", "--clear-groups", "--no-new-privs"]
-        argv += ["--inh-caps=-all", "--bounding-set=-all", "--"]
+        argv += [*_NAMESPACES, *_SETPRIV_CAPS, "--", *self._drop_to_user()]
         return [*argv, "/bin/bash", "-c", command]
+
+    def _drop_to_user(self) -> list[str]:
+        """`setpriv` to `run_as` with no groups and no capabilities, for good; empty when
+        the service is not root. A program, not `user=` on the spawn: uvloop refuses that."""
+        if self.run_as is None:
+            return []
+        return [
+            "setpriv",
+            f"--reuid={self.run_as}",
+            f"--regid={self.run_as}",
+            "--clear-groups",
+            "--no-new-privs",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+            "--",
+        ]
 
     def time_limit(self, asked: float | None) -> float:
         """The wall-clock limit of a call: the default, or what it asked, up to the maximum."""
@@ -210,9 +224,6 @@ class Shell:
             raise ShellUnavailable(reason)
         seconds = self.time_limit(limit)
         home = str(workspace) if self.mode == "unsandboxed" else SANDBOX_WORKSPACE
-        user: dict[str, Any] = {}
-        if self.run_as is not None and self.mode == "unsandboxed":
-            user = {"user": self.run_as, "group": self.run_as, "extra_groups": []}
         process = await asyncio.create_subprocess_exec(
             *self.command_line(command, workspace),
             stdin=asyncio.subprocess.DEVNULL,
@@ -221,8 +232,10 @@ class Shell:
             # Empty for the sandbox (bubblewrap is PID 1 inside, its environment shows).
             env={} if self.mode == "sandboxed" else self._environment(home),
             cwd=workspace,
-            process_group=0,
-            **user,
+            # A session of its own makes the command the leader of a new process group,
+            # which a stop or a time-out kills whole. Not `process_group=` nor `user=`:
+            # uvloop, the loop uvicorn serves on, refuses both.
+            start_new_session=True,
         )
         assert process.stdout is not None
         output = _Output(self.limits.output_bytes, process.pid)
