@@ -12,11 +12,12 @@ import os
 import shutil
 import socket
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from typing import NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+import uvicorn.loops.auto
 
 POSTGRES_TEST_URL = os.environ.get(
     "POSTGRES_TEST_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
@@ -118,3 +119,15 @@ def redis_prefix() -> Iterator[str]:
 @pytest.fixture
 def sqlite_url(tmp_path: os.PathLike[str]) -> str:
     return f"sqlite+aiosqlite:///{tmp_path}/app.db"
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> Mapping[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """Every async test on the loop uvicorn serves the product on (uvloop when installed).
+
+    The apps the tests drive run inside the test's loop, so a test on asyncio's own
+    loop proves another product: the shell's `process_group=` worked here for months
+    while every served skills turn failed on uvloop.
+    """
+    return {"served": uvicorn.loops.auto.auto_loop_factory(use_subprocess=False)}

@@ -26,6 +26,11 @@ import pytest
 
 from tests.conftest import require_binary, unavailable
 
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SERVE_FLAGS = ("--timeout-graceful-shutdown", "30")
+"""uvicorn's flags in `scripts/run` (and the Dockerfile) beside host and port: the product
+is tested as it is served, on uvicorn's default loop (uvloop) and nothing else changed."""
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -166,20 +171,22 @@ class ServiceProcess:
         self._workdir = workdir
         # Only what the process needs: nothing of the developer's own settings leaks in.
         base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-        self._env = {**base, "DATA_DIR": str(workdir / f"{name}-data"), **env}
+        # This checkout's `app`, whatever checkout the installed package points at.
+        base["PYTHONPATH"] = str(PROJECT_ROOT)
+        self.env = {**base, "DATA_DIR": str(workdir / f"{name}-data"), **env}
+        """What the process starts with: a test may add to it before `start()`."""
         self._process: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
         """Start, and return once `/health` answers (connection refused until then is fine)."""
-        command = ("-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port")
         with self.log_path.open("ab") as log:
             self._process = await asyncio.create_subprocess_exec(
                 sys.executable,
-                *command,
-                str(self.port),
+                *("-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(self.port)),
+                *SERVE_FLAGS,
                 *("--log-level", "warning"),
                 cwd=self._workdir,
-                env=self._env,
+                env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
