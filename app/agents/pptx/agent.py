@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
 import orjson
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from app.agents.base import AgentCore, AgentFailure, BaseAgent, Turn, TurnState
 from app.agents.pptx import preview, prompts
@@ -120,6 +120,10 @@ class InvalidPlan(AgentFailure):
 
 
 class RequirementAnswer(Requirement):
+    # Every field may be null, so an object of another shape would read as "nothing
+    # said" and pause the build with questions: it is refused and asked again instead.
+    model_config = ConfigDict(extra="forbid")
+
     ask: str | None = None
     """The question for the user when something is missing."""
 
