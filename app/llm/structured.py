@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -72,11 +73,12 @@ async def structured(
     `on_text` is told each piece of the answer as it comes, and "" when an
     answer starts (so a preview can start over); `on_retry` each `Retrying`.
     """
+    asking = _Asking(model, options or {}, on_usage, on_text, on_retry)
     conversation = list(messages)
     value: Shape | None = None
     problems: list[str] = []
     for _ in range(attempts):
-        text = await _answer(model, conversation, shape, options or {}, on_usage, on_text, on_retry)
+        text = await asking.answer(conversation, shape)
         try:
             value = read_answer(text, shape)
             problems = check(value) if check is not None else []
@@ -90,53 +92,47 @@ async def structured(
     raise StructuredOutputInvalid(shape.__name__, problems, value)
 
 
-async def _answer(
-    model: ChatModel,
-    messages: list[Msg],
-    shape: type[BaseModel],
-    options: GenerateOptions,
-    on_usage: UsageSink | None,
-    on_text: Callable[[str], None] | None,
-    on_retry: Callable[[Retrying], None] | None,
-) -> str:
-    """One answer's text, asked natively unless the model answers in the prompt's form."""
-    mode = model.structured_output
-    if mode != "prompt":
-        schema = shape.model_json_schema(by_alias=True) if mode == "json_schema" else None
-        native: GenerateOptions = {
-            **options,
-            "response_format": ResponseFormat(shape.__name__, schema),
-        }
-        try:
-            return await _text(model, messages, native, on_usage, on_text, on_retry)
-        except ModelError as exc:
-            if not model.refused_structured_output(exc):
-                raise
-    return await _text(model, messages, options, on_usage, on_text, on_retry)
+@dataclass(frozen=True, slots=True)
+class _Asking:
+    """One step's calls: the model, the caller's options, and where what comes goes."""
 
+    model: ChatModel
+    options: GenerateOptions
+    on_usage: UsageSink | None
+    on_text: Callable[[str], None] | None
+    on_retry: Callable[[Retrying], None] | None
 
-async def _text(
-    model: ChatModel,
-    messages: list[Msg],
-    options: GenerateOptions,
-    on_usage: UsageSink | None,
-    on_text: Callable[[str], None] | None,
-    on_retry: Callable[[Retrying], None] | None,
-) -> str:
-    if on_text is not None:
-        on_text("")
-    parts: list[str] = []
-    async for item in model.stream(messages, (), options, on_usage):
-        if isinstance(item, Retrying):
-            if on_retry is not None:
-                on_retry(item)
-            continue
-        for block in item.content:
-            if isinstance(block, TextBlock):
-                parts.append(block.text)
-                if on_text is not None:
-                    on_text(block.text)
-    return "".join(parts)
+    async def answer(self, messages: list[Msg], shape: type[BaseModel]) -> str:
+        """One answer's text, asked natively unless the model answers in the prompt's form."""
+        mode = self.model.structured_output
+        if mode != "prompt":
+            schema = shape.model_json_schema(by_alias=True) if mode == "json_schema" else None
+            native: GenerateOptions = {
+                **self.options,
+                "response_format": ResponseFormat(shape.__name__, schema),
+            }
+            try:
+                return await self._text(messages, native)
+            except ModelError as exc:
+                if not self.model.refused_structured_output(exc):
+                    raise
+        return await self._text(messages, self.options)
+
+    async def _text(self, messages: list[Msg], options: GenerateOptions) -> str:
+        if self.on_text is not None:
+            self.on_text("")
+        parts: list[str] = []
+        async for item in self.model.stream(messages, (), options, self.on_usage):
+            if isinstance(item, Retrying):
+                if self.on_retry is not None:
+                    self.on_retry(item)
+                continue
+            for block in item.content:
+                if isinstance(block, TextBlock):
+                    parts.append(block.text)
+                    if self.on_text is not None:
+                        self.on_text(block.text)
+        return "".join(parts)
 
 
 def parse_json(text: str) -> Any:
