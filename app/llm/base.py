@@ -90,6 +90,7 @@ class ModelConfig:
     """Most bytes one call's answer may take on the wire: bounds an answer that never ends,
     and the memory of one that comes as a single huge event."""
     structured_output: StructuredOutput = "json_schema"
+    """What the server offers for JSON steps (`LLM_STRUCTURED_OUTPUT=prompt`: "prompt")."""
 
     @property
     def configured(self) -> bool:
