@@ -66,6 +66,8 @@ class Settings(BaseSettings):
     llm_top_p: float | None = None
     llm_thinking_budget: int | None = Field(default=None, ge=0)
     """Tokens the model may reason with (Anthropic, Gemini, DashScope); 0: none; empty: default."""
+    llm_structured_output: Literal["native", "prompt"] = "native"
+    """How JSON steps ask for JSON: the provider's structured output, or only the prompt."""
 
     tavily_api_key: SecretStr = SecretStr("")
     tavily_base_url: str = "https://api.tavily.com"

@@ -1,7 +1,9 @@
 """Three follow-up questions after an answer: one short extra model call.
 
-It is a nicety, so it is bounded in time and any failure yields no
-suggestions rather than a failed turn. A stop still cancels it.
+It is a nicety, so it is bounded in time, asked once (no second try), and
+any failure yields no suggestions rather than a failed turn. A stop still
+cancels it. The answer is a JSON step like the deep research's
+(`app/llm/structured.py`): native structured output where the provider has it.
 """
 
 from __future__ import annotations
@@ -9,22 +11,28 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import orjson
+from pydantic import BaseModel
 
 from app.core.messages import Msg
-from app.core.responses import ChatResponse
 from app.llm.base import ChatModel, UsageSink
 from app.llm.errors import ModelError
+from app.llm.structured import structured
 
 log = logging.getLogger(__name__)
 
 TIMEOUT_SECONDS = 20.0
 ANSWER_EXCERPT_CHARS = 4000
+MAX_QUESTIONS = 3
 PROMPT = (
     "You suggest follow-up questions. Given a question and its answer, write exactly three "
     "short follow-up questions the user is likely to ask next, in the language of the "
-    "question. Reply with a JSON array of three strings and nothing else."
+    'question. Answer with one JSON object and nothing else: {"questions": ["...", "...", '
+    '"..."]}'
 )
+
+
+class FollowUps(BaseModel):
+    questions: list[str]
 
 
 async def suggest_follow_ups(
@@ -37,27 +45,17 @@ async def suggest_follow_ups(
         Msg.text("system", PROMPT),
         Msg.text("user", f"Question: {question}\n\nAnswer: {answer[:ANSWER_EXCERPT_CHARS]}"),
     ]
-    parts: list[str] = []
     try:
         async with asyncio.timeout(TIMEOUT_SECONDS):
-            async for item in model.stream(messages, (), {"max_tokens": 300}, on_usage):
-                if isinstance(item, ChatResponse):
-                    parts.extend(b.text for b in item.content if b.type == "text")
+            found = await structured(
+                model,
+                messages,
+                FollowUps,
+                options={"max_tokens": 300},
+                on_usage=on_usage,
+                attempts=1,
+            )
     except (ModelError, TimeoutError) as exc:
         log.info("no follow-up questions: %s", type(exc).__name__)
         return []
-    return parse_questions("".join(parts))
-
-
-def parse_questions(text: str) -> list[str]:
-    """The first JSON array of strings in `text` (models wrap it in prose or fences)."""
-    start, end = text.find("["), text.rfind("]")
-    if start < 0 or end <= start:
-        return []
-    try:
-        items = orjson.loads(text[start : end + 1])
-    except orjson.JSONDecodeError:
-        return []
-    if not isinstance(items, list):
-        return []
-    return [s.strip() for s in items if isinstance(s, str) and s.strip()][:3]
+    return [q.strip() for q in found.questions if q.strip()][:MAX_QUESTIONS]

@@ -7,7 +7,10 @@ then `message_delta` (stop reason, output tokens) and `message_stop`, with
 `ping`s anywhere. Text and thinking deltas stream as they come; a thinking
 block's `signature_delta` comes out as a thinking block with no text and the
 signature (`accumulate` joins it to its block, so the loop can send it back);
-`input_json_delta` fragments are assembled into whole tool calls. A
+`input_json_delta` fragments are assembled into whole tool calls, except
+those of the forced tool that carries a structured answer (anthropic_format.py):
+the first call of it streams out as the answer's text, as JSON answers do on
+the other providers. A
 `redacted_thinking` block (reasoning Anthropic's safety systems encrypted)
 arrives whole in its `content_block_start` and is kept as it came, so the
 loop sends it back with its tool calls; nothing of it is shown.
@@ -23,7 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 from app.core.messages import ContentBlock, RedactedThinkingBlock, TextBlock, ThinkingBlock
-from app.core.responses import FinishReason, Usage
+from app.core.responses import ChatResponse, FinishReason, Usage
+from app.core.tools import GenerateOptions
 from app.llm.anthropic_format import AnthropicChatFormatter
 from app.llm.streaming import StreamingChatModel, StreamParser, message_of, upstream_error
 
@@ -54,6 +58,7 @@ ERROR_STATUS: dict[str, int] = {
 class AnthropicChatModel(StreamingChatModel):
     provider = "anthropic"
     formatter = AnthropicChatFormatter()
+    structured_parameters = ("tool_choice",)
 
     def endpoint(self, base_url: str) -> str:
         return f"{base_url}/messages"
@@ -65,16 +70,20 @@ class AnthropicChatModel(StreamingChatModel):
             "x-api-key": key,
         }
 
-    def parser(self) -> StreamParser:
-        return AnthropicStreamParser()
+    def parser(self, options: GenerateOptions) -> StreamParser:
+        shape = options.get("response_format")
+        return AnthropicStreamParser(shape.name if shape is not None else None)
 
 
 class AnthropicStreamParser(StreamParser):
-    def __init__(self) -> None:
+    def __init__(self, answer_tool: str | None = None) -> None:
         super().__init__()
         self._prompt_tokens = 0
         self._tool_blocks: set[int] = set()
         """Indexes of `tool_use` blocks: server tools' blocks stream JSON too, and are not ours."""
+        self._answer_tool = answer_tool
+        self._answer_block: int | None = None
+        """The index of the block whose input is the structured answer."""
 
     def read(self, event: str, payload: Any) -> list[ContentBlock]:
         kind = payload["type"]
@@ -100,7 +109,9 @@ class AnthropicStreamParser(StreamParser):
 
     def _start(self, index: int, block: dict[str, Any]) -> list[ContentBlock]:
         kind = block["type"]
-        if kind == "tool_use":
+        if kind == "tool_use" and block["name"] == self._answer_tool and self._answer_block is None:
+            self._answer_block = index
+        elif kind == "tool_use":
             self._tool_blocks.add(index)
             self.calls.add(index, call_id=block["id"], name=block["name"])
         elif kind == "text" and block.get("text"):
@@ -119,9 +130,22 @@ class AnthropicStreamParser(StreamParser):
             return [ThinkingBlock(delta["thinking"])]
         if kind == "signature_delta":
             return [ThinkingBlock("", signature=delta["signature"])]
+        if kind == "input_json_delta" and index == self._answer_block and delta["partial_json"]:
+            return [TextBlock(delta["partial_json"])]
         if kind == "input_json_delta" and index in self._tool_blocks:
             self.calls.add(index, arguments=delta["partial_json"])
         return []
+
+    def final(self) -> ChatResponse:
+        last = super().final()
+        if (
+            self._answer_block is not None
+            and last.finish_reason == "tool_calls"
+            and not last.content
+        ):
+            # Only the answer's forced tool was called: the answer is whole.
+            last.finish_reason = "stop"
+        return last
 
     def _usage(self, usage: dict[str, Any]) -> None:
         """Input tokens come in `message_start`, the running output count in `message_delta`.

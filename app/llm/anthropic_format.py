@@ -13,6 +13,12 @@ thinking budget, `max_tokens` counts thinking and answer together, so the
 budget is added to it; and since the API refuses sampling options and forced
 tool use while thinking, those are left out then (a forced choice becomes `auto`).
 
+A `response_format` option is a forced tool (Anthropic's way to hold an
+answer to a schema): one more tool, named as the shape, whose input schema is
+the answer's, and `tool_choice` naming it. The API refuses forced tool use
+while thinking, so such a call does not think. The adapter reads that tool's
+input back as the answer's text.
+
 Left out: images and documents, prompt caching.
 """
 
@@ -33,6 +39,7 @@ from app.core.tools import GenerateOptions, ToolChoice, ToolSchema
 from app.llm.alternating import system_prompt, turns
 
 DEFAULT_MAX_TOKENS = 4096
+ANSWER_TOOL = "Give your answer by calling this tool with it."
 _CHOICES: dict[str, dict[str, Any]] = {
     "auto": {"type": "auto"},
     "none": {"type": "none"},
@@ -58,7 +65,8 @@ class AnthropicChatFormatter:
         system = system_prompt(messages)
         if system:
             body["system"] = system
-        budget = options.get("thinking_budget", 0)
+        shape = options.get("response_format")
+        budget = 0 if shape is not None else options.get("thinking_budget", 0)
         if budget:
             body["max_tokens"] += budget
             body["thinking"] = {"type": "enabled", "budget_tokens": budget}
@@ -71,6 +79,11 @@ class AnthropicChatFormatter:
             ]
             if "tool_choice" in options:
                 body["tool_choice"] = _tool_choice(options["tool_choice"], thinking=bool(budget))
+        if shape is not None:
+            schema = shape.schema or {"type": "object"}
+            answer = {"name": shape.name, "description": ANSWER_TOOL, "input_schema": schema}
+            body["tools"] = [*body.get("tools", ()), answer]
+            body["tool_choice"] = {"type": "tool", "name": shape.name}
         return body
 
     def format_content(self, msg: Msg) -> list[dict[str, Any]]:

@@ -33,7 +33,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import ClassVar, Protocol
+from typing import ClassVar, Literal, Protocol
 
 import httpx2 as httpx
 from pydantic import SecretStr
@@ -52,6 +52,11 @@ CHECK_TIMEOUT_SECONDS = 10.0
 """The longest `check()` waits for the model's first chunk."""
 UsageSink = Callable[[Usage], None]
 """Told the usage of each call a `stream()` made (see the module docstring)."""
+StructuredOutput = Literal["json_schema", "json_object", "prompt"]
+"""How a JSON step asks this model for JSON: the provider's native mode holding the answer
+to the step's schema, one holding it only to "a JSON object", or the prompt alone."""
+REFUSAL_STATUSES = (400, 422)
+"""Statuses a server answers an unknown or unsupported request field with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,6 +89,8 @@ class ModelConfig:
     max_response_bytes: int = 32 * 1024 * 1024
     """Most bytes one call's answer may take on the wire: bounds an answer that never ends,
     and the memory of one that comes as a single huge event."""
+    structured_output: StructuredOutput = "json_schema"
+    """What the server offers for JSON steps (`LLM_STRUCTURED_OUTPUT=prompt`: "prompt")."""
 
     @property
     def configured(self) -> bool:
@@ -135,6 +142,8 @@ class _LoggedCall:
 
 class ChatModel(ABC):
     provider: ClassVar[str]
+    structured_parameters: ClassVar[tuple[str, ...]] = ()
+    """The request fields of the native structured output, as a refusing server names them."""
 
     def __init__(
         self,
@@ -148,6 +157,7 @@ class ChatModel(ABC):
         self.observer: ModelObserver = observer or LoggingObserver()
         self.tokens = tokens
         """Counts usage the provider does not report; None leaves such usage unknown."""
+        self._native_refused = False
 
     @property
     def model_name(self) -> str:
@@ -157,6 +167,32 @@ class ChatModel(ABC):
     def endpoint_url(self) -> str:
         """What a call goes to, fit for a log line or an error (no key, no query string)."""
         return public_url(self.config.base_url)
+
+    @property
+    def structured_output(self) -> StructuredOutput:
+        """How JSON steps ask this model: as configured, or in the prompt once it refused that."""
+        return "prompt" if self._native_refused else self.config.structured_output
+
+    def refused_structured_output(self, error: ModelError) -> bool:
+        """Whether `error` is the server refusing the native structured output.
+
+        If so, this model is never asked for it again: the refusal is its
+        configuration's, and asking each time would cost a call each time.
+        """
+        if not isinstance(error, ModelHTTPError) or error.status not in REFUSAL_STATUSES:
+            return False
+        detail = error.detail.casefold()
+        if not any(name.casefold() in detail for name in self.structured_parameters):
+            return False
+        if not self._native_refused:
+            log.warning(
+                "model %s refuses %s (%s): its JSON steps ask in the prompt from now on",
+                self.config.model,
+                self.config.structured_output,
+                error.describe(),
+            )
+        self._native_refused = True
+        return True
 
     async def stream(
         self,

@@ -20,6 +20,7 @@ from typing import Any
 
 from app.core.messages import ContentBlock
 from app.core.responses import Usage
+from app.core.tools import GenerateOptions
 from app.llm.dashscope_format import DashScopeChatFormatter
 from app.llm.errors import ModelContentBlocked, ModelError
 from app.llm.openai import FINISH_REASONS, read_delta
@@ -39,6 +40,7 @@ CONTENT_BLOCKED = "DataInspectionFailed"
 
 class DashScopeChatModel(StreamingChatModel):
     provider = "dashscope"
+    structured_parameters = ("response_format",)
     formatter = DashScopeChatFormatter()
 
     def endpoint(self, base_url: str) -> str:
@@ -47,7 +49,7 @@ class DashScopeChatModel(StreamingChatModel):
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}", "X-DashScope-SSE": "enable"}
 
-    def parser(self) -> StreamParser:
+    def parser(self, options: GenerateOptions) -> StreamParser:
         return DashScopeStreamParser()
 
     def http_error(self, status: int, body: bytes, retry_after: float | None) -> ModelError:

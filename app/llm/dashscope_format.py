@@ -9,6 +9,9 @@ and `incremental_output: true` so each event carries only what is new.
 
 DashScope's `tool_choice` takes `auto`, `none` or one named function; a
 `required` choice names the tool when there is only one, and is `auto` otherwise.
+A `response_format` option turns on DashScope's JSON mode (`response_format:
+{"type": "json_object"}`; the prompt says the shape), which Qwen's models
+refuse while thinking, so such a call does not think.
 A thinking budget sets `enable_thinking` (Qwen3's hybrid models think only
 when asked) and `thinking_budget`.
 """
@@ -42,7 +45,10 @@ class DashScopeChatFormatter:
                 message["content"] = ""
         parameters: dict[str, Any] = {"result_format": "message", "incremental_output": True}
         parameters.update((k, v) for k, v in options.items() if k in _SAMPLING_OPTIONS)
-        if "thinking_budget" in options:
+        if "response_format" in options:
+            parameters["response_format"] = {"type": "json_object"}
+            parameters["enable_thinking"] = False
+        elif "thinking_budget" in options:
             budget = options["thinking_budget"]
             parameters["enable_thinking"] = budget != 0
             if budget:

@@ -22,6 +22,7 @@ import orjson
 
 from app.core.messages import ContentBlock, TextBlock, ThinkingBlock
 from app.core.responses import FinishReason, Usage
+from app.core.tools import GenerateOptions
 from app.llm.errors import ModelContentBlocked, ModelError, ModelResponseError
 from app.llm.gemini_format import GeminiChatFormatter
 from app.llm.streaming import StreamingChatModel, StreamParser, message_of, upstream_error
@@ -44,6 +45,12 @@ _SECONDS = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
 class GeminiChatModel(StreamingChatModel):
     provider = "gemini"
+    structured_parameters = (
+        "responseJsonSchema",
+        "response_json_schema",
+        "responseMimeType",
+        "response_mime_type",
+    )
     formatter = GeminiChatFormatter()
 
     def endpoint(self, base_url: str) -> str:
@@ -53,7 +60,7 @@ class GeminiChatModel(StreamingChatModel):
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"x-goog-api-key": key}
 
-    def parser(self) -> StreamParser:
+    def parser(self, options: GenerateOptions) -> StreamParser:
         return GeminiStreamParser()
 
     def http_error(self, status: int, body: bytes, retry_after: float | None) -> ModelError:

@@ -9,6 +9,12 @@ call's id and name. Thought text is not sent back, but a call's
 Tools are declared with `parametersJsonSchema`, which takes our JSON Schemas
 as they are (the older `parameters` field takes only an OpenAPI subset).
 
+A `response_format` option asks for JSON (`responseMimeType:
+application/json`) held to its schema by `responseJsonSchema`, which, like
+`parametersJsonSchema`, takes JSON Schema as it is: `responseSchema` takes
+only the OpenAPI subset, which cannot say a deck's slide fields (an object
+with open keys) or pydantic's `$defs`.
+
 Left out: images and files, safety settings (the API's defaults apply),
 cached content.
 """
@@ -50,6 +56,11 @@ class GeminiChatFormatter:
         if "thinking_budget" in options:
             budget = options["thinking_budget"]
             config["thinkingConfig"] = {"thinkingBudget": budget, "includeThoughts": budget != 0}
+        if "response_format" in options:
+            shape = options["response_format"]
+            config["responseMimeType"] = "application/json"
+            if shape.schema is not None:
+                config["responseJsonSchema"] = shape.schema
         if config:
             body["generationConfig"] = config
         if tools:

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from app.core.messages import ContentBlock, TextBlock, ThinkingBlock
 from app.core.responses import ChatResponse, FinishReason, Usage
+from app.core.tools import GenerateOptions
 from app.core.urls import public_url
 from app.llm.errors import ModelError, ModelResponseError
 from app.llm.openai_format import OpenAIChatFormatter
@@ -40,6 +41,7 @@ FINISH_REASONS: dict[str, FinishReason] = {
 class OpenAIChatModel(StreamingChatModel):
     provider = "openai"
     formatter = OpenAIChatFormatter()
+    structured_parameters = ("response_format", "json_schema", "json_object")
 
     def endpoint(self, base_url: str) -> str:
         return f"{base_url}/chat/completions"
@@ -47,7 +49,7 @@ class OpenAIChatModel(StreamingChatModel):
     def auth_headers(self, key: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def parser(self) -> StreamParser:
+    def parser(self, options: GenerateOptions) -> StreamParser:
         return OpenAIStreamParser()
 
     def http_error(self, status: int, body: bytes, retry_after: float | None) -> ModelError:

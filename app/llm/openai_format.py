@@ -4,6 +4,10 @@ Kept apart from the adapter so the wire format can be tested (and reused by
 other OpenAI-compatible providers) without any HTTP. The body always asks for
 a stream with usage, so the last chunk reports token counts.
 
+A `response_format` option is sent as OpenAI documents it: `json_schema`
+with the step's schema, `strict` where the schema has a strict form
+(json_schema.py), or `json_object` where the server takes only that.
+
 Left out on purpose: thinking blocks (OpenAI-compatible servers neither accept
 nor need reasoning sent back), images, and `n > 1`. `max_tokens` is used
 rather than `max_completion_tokens` because every compatible server
@@ -18,7 +22,8 @@ from typing import Any
 import orjson
 
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
-from app.core.tools import GenerateOptions, ToolChoice, ToolSchema
+from app.core.tools import GenerateOptions, ResponseFormat, ToolChoice, ToolSchema
+from app.llm.json_schema import strict_schema
 
 _SAMPLING_OPTIONS = ("temperature", "max_tokens", "top_p")
 _CHOICE_KEYWORDS = ("auto", "none", "required")
@@ -43,6 +48,8 @@ class OpenAIChatFormatter:
             body["tools"] = [function_tool(t) for t in tools]
             if "tool_choice" in options:
                 body["tool_choice"] = _tool_choice(options["tool_choice"])
+        if "response_format" in options:
+            body["response_format"] = response_format(options["response_format"])
         return body
 
     def format_message(self, msg: Msg) -> list[dict[str, Any]]:
@@ -74,6 +81,14 @@ def function_tool(tool: ToolSchema) -> dict[str, Any]:
             "parameters": tool.parameters,
         },
     }
+
+
+def response_format(shape: ResponseFormat) -> dict[str, Any]:
+    if shape.schema is None:
+        return {"type": "json_object"}
+    strict = strict_schema(shape.schema)
+    json_schema = {"name": shape.name, "schema": strict or shape.schema, "strict": bool(strict)}
+    return {"type": "json_schema", "json_schema": json_schema}
 
 
 def _tool_choice(choice: ToolChoice) -> str | dict[str, Any]:

@@ -5,6 +5,11 @@ OpenAI-compatible servers the seeds name (DeepSeek, GLM, Qwen's compatible
 mode, vLLM, Ollama) are lines too: the one OpenAI adapter with their
 endpoint, default model and timeout, so `LLM_PROVIDER=deepseek` and a key is
 a whole configuration. `LLM_BASE_URL` and `LLM_MODEL` override any of them.
+
+Each line also says how the server takes a JSON step (`structured_output`):
+held to the step's schema, or (DeepSeek, GLM, Qwen's compatible mode,
+DashScope) only to "a JSON object", the shape then said in the prompt.
+`LLM_STRUCTURED_OUTPUT=prompt` asks every step in the prompt alone.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import httpx2 as httpx
 from app.config import Settings
 from app.core.tools import GenerateOptions
 from app.llm.anthropic import AnthropicChatModel
-from app.llm.base import ChatModel, ModelConfig, ModelObserver, RetryPolicy
+from app.llm.base import ChatModel, ModelConfig, ModelObserver, RetryPolicy, StructuredOutput
 from app.llm.dashscope import DashScopeChatModel
 from app.llm.gemini import GeminiChatModel
 from app.llm.openai import OpenAIChatModel
@@ -38,6 +43,8 @@ class ProviderSpec:
     """Runs beside the service, with no key: its default URL is used as is."""
     timeout: float = 60.0
     """Seconds to wait for each chunk, unless `LLM_TIMEOUT_SECONDS` is given."""
+    structured_output: StructuredOutput = "json_schema"
+    """The native structured output the server offers (see the module docstring)."""
 
 
 PROVIDERS: dict[str, ProviderSpec] = {
@@ -49,12 +56,28 @@ PROVIDERS: dict[str, ProviderSpec] = {
         GeminiChatModel, "https://generativelanguage.googleapis.com/v1beta", "gemini-2.5-flash"
     ),
     "dashscope": ProviderSpec(
-        DashScopeChatModel, "https://dashscope.aliyuncs.com/api/v1", "qwen-plus"
+        DashScopeChatModel,
+        "https://dashscope.aliyuncs.com/api/v1",
+        "qwen-plus",
+        structured_output="json_object",
     ),
-    "deepseek": ProviderSpec(OpenAIChatModel, "https://api.deepseek.com/v1", "deepseek-chat"),
-    "glm": ProviderSpec(OpenAIChatModel, "https://open.bigmodel.cn/api/paas/v4", "glm-4.6"),
+    "deepseek": ProviderSpec(
+        OpenAIChatModel,
+        "https://api.deepseek.com/v1",
+        "deepseek-chat",
+        structured_output="json_object",
+    ),
+    "glm": ProviderSpec(
+        OpenAIChatModel,
+        "https://open.bigmodel.cn/api/paas/v4",
+        "glm-4.6",
+        structured_output="json_object",
+    ),
     "qwen": ProviderSpec(
-        OpenAIChatModel, "https://dashscope.aliyuncs.com/compatible-mode/v1", "qwen-plus"
+        OpenAIChatModel,
+        "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        "qwen-plus",
+        structured_output="json_object",
     ),
     "vllm": ProviderSpec(
         OpenAIChatModel, "http://localhost:8000/v1", "", local=True, timeout=LOCAL_TIMEOUT_SECONDS
@@ -105,4 +128,7 @@ def model_config(settings: Settings, spec: ProviderSpec) -> ModelConfig:
         defaults=defaults,
         timeout=settings.llm_timeout_seconds if given else spec.timeout,
         max_response_bytes=settings.llm_max_response_bytes,
+        structured_output=(
+            "prompt" if settings.llm_structured_output == "prompt" else spec.structured_output
+        ),
     )

@@ -20,7 +20,7 @@ An adapter is then a few small pieces, with its formatter beside it::
         def auth_headers(self, key):
             return {"Authorization": f"Bearer {key}"}
 
-        def parser(self):
+        def parser(self, options):
             return EchoStreamParser()  # a StreamParser: read() turns a payload into deltas
 
 Left out: non-streamed calls (every answer is streamed), and resuming a
@@ -157,8 +157,8 @@ class StreamingChatModel(ChatModel):
         """The headers that carry the key, and any the API requires with it."""
 
     @abstractmethod
-    def parser(self) -> StreamParser:
-        """A fresh parser for one streamed answer."""
+    def parser(self, options: GenerateOptions) -> StreamParser:
+        """A fresh parser for one streamed answer to a call with these options."""
 
     def body(
         self, messages: Sequence[Msg], tools: Sequence[ToolSchema], options: GenerateOptions
@@ -191,7 +191,7 @@ class StreamingChatModel(ChatModel):
             ) as response:
                 if not response.is_success:
                     raise await self._http_error(response)
-                parser = self.parser()
+                parser = self.parser(options)
                 decoder = SSEDecoder()
                 received = 0
                 async for raw in response.aiter_bytes():

@@ -45,7 +45,9 @@ async def test_question_streams_answer_thinking_tools_references_and_follow_ups(
             reasoning="The results say that 3.13 shipped.",
             delay=0.02,
         ),
-        Reply.text('["What changed in 3.13?", "Is it faster?", "How do I upgrade?"]'),
+        Reply.text(
+            '{"questions": ["What changed in 3.13?", "Is it faster?", "How do I upgrade?"]}'
+        ),
         Reply.text("It is faster in places."),
     )
     await page.goto(app_url)
@@ -304,7 +306,7 @@ async def test_a_question_asked_while_the_list_loads_keeps_its_turn(
     reported the new conversation as gone."""
     upstreams.llm.script(
         Reply.text("An earlier answer."),
-        Reply.text('["One?", "Two?", "Three?"]'),
+        Reply.text('{"questions": ["One?", "Two?", "Three?"]}'),
         Reply.text("Blue light scatters most."),
     )
     listed = asyncio.Event()

@@ -64,7 +64,7 @@ async def test_original_client_streams_renders_and_manages_history(
     upstreams.llm.script(
         Reply.tool_calls([("web_search", {"query": "rust 2024"})]),
         Reply.text("Rust 2024 is stable [1].", reasoning="Two sources agree."),
-        Reply.text('["What is new?", "How do I migrate?", "Is it faster?"]'),
+        Reply.text('{"questions": ["What is new?", "How do I migrate?", "Is it faster?"]}'),
     )
     async with client_and_service(page, app_settings):
         await page.locator("#question").fill("What is Rust 2024?")

@@ -18,7 +18,8 @@ async def test_a_running_conversation_has_a_badge_and_opening_it_follows_the_ans
 ) -> None:
     gate = asyncio.Event()
     upstreams.llm.script(
-        Reply.gated("First", " answer.", gate), Reply.text('["One?", "Two?", "Three?"]')
+        Reply.gated("First", " answer.", gate),
+        Reply.text('{"questions": ["One?", "Two?", "Three?"]}'),
     )
     other = await page.context.new_page()
     await page.goto(app_url)
@@ -49,9 +50,9 @@ async def test_two_tabs_on_one_conversation_stay_in_step(
     gate = asyncio.Event()
     upstreams.llm.script(
         Reply.text("Short answer."),
-        Reply.text('["One?", "Two?", "Three?"]'),
+        Reply.text('{"questions": ["One?", "Two?", "Three?"]}'),
         Reply.gated("Second", " answer.", gate),
-        Reply.text('["Four?", "Five?", "Six?"]'),
+        Reply.text('{"questions": ["Four?", "Five?", "Six?"]}'),
     )
     await page.goto(app_url)
     first = await ask(page, "First question")

@@ -13,7 +13,10 @@ safety systems encrypt reasoning: a `redacted_thinking` block whose opaque
 
 Like the real API it refuses a request without `x-api-key` or
 `anthropic-version`, without `max_tokens`, with a role other than user and
-assistant, or with an empty text block.
+assistant, or with an empty text block; and a forced tool (`tool_choice`
+`{"type": "tool", "name"}`, how a structured answer is asked for) that is
+not among the tools, or asked for while thinking. A structured answer comes
+back as that tool's call, its input streamed in `input_json_delta`s.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from tests.fakes.scripted_server import (
     Finish,
     Reply,
     Request,
+    Requested,
     ScriptedServer,
     Tokens,
     ToolCallsReply,
@@ -125,6 +129,10 @@ class AnthropicEncoder(Encoder):
             frames += self._close()
         return frames
 
+    def structured(self, answer: str) -> tuple[list[bytes], Finish]:
+        forced = self.request["tool_choice"]["name"]
+        return self.tool_calls([Call(f"toolu_{self.response_id}", forced, answer)], 3), "tool_calls"
+
     def redacted_thinking(self, data: str) -> list[bytes]:
         frames = self._close()
         self._index += 1
@@ -173,6 +181,24 @@ class AnthropicEncoder(Encoder):
 class FakeAnthropic(ScriptedServer):
     encoder = AnthropicEncoder
     base_path = "/v1"
+    refused_native = "tool_choice: forcing a tool is not supported by this model"
+
+    def requested(self, body: Body) -> Requested | None:
+        choice = body.get("tool_choice") or {}
+        if choice.get("type") != "tool":
+            return None
+        tool = next(t for t in body["tools"] if t["name"] == choice["name"])
+        return Requested(tool["name"], tool["input_schema"])
+
+    def system_text(self, body: Body) -> str:
+        return str(body.get("system") or "")
+
+    def has_tool_results(self, body: Body) -> bool:
+        return any(
+            isinstance(m["content"], list)
+            and any(b.get("type") == "tool_result" for b in m["content"])
+            for m in body["messages"]
+        )
 
     def is_chat(self, request: Request) -> bool:
         return request.method == "POST" and request.target == "/v1/messages"
@@ -192,7 +218,20 @@ class FakeAnthropic(ScriptedServer):
                     return Reply.error(
                         400, message="messages: text content blocks must be non-empty"
                     )
+        return _forced_tool_refusal(body)
+
+
+def _forced_tool_refusal(body: Body) -> Reply | None:
+    choice = body.get("tool_choice") or {}
+    if choice.get("type") != "tool":
         return None
+    if choice.get("name") not in [t["name"] for t in body.get("tools", [])]:
+        return Reply.error(400, message=f"tool_choice: tool {choice.get('name')!r} not found")
+    if (body.get("thinking") or {}).get("type") == "enabled":
+        return Reply.error(
+            400, message="Thinking may not be enabled when tool_choice forces tool use."
+        )
+    return None
 
 
 @dataclass(frozen=True)

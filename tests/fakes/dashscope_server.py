@@ -11,7 +11,9 @@ as an `event:error`.
 
 Like the real API it refuses a request without a Bearer key or a message
 whose `content` is not a string; it serves only the streamed, incremental,
-message-format answers our adapter asks for.
+message-format answers our adapter asks for. JSON mode
+(`parameters.response_format: {"type": "json_object"}`) needs the word
+"json" in the messages and thinking off, as Model Studio's documents say.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from tests.fakes.scripted_server import (
     Finish,
     Reply,
     Request,
+    Requested,
     ScriptedServer,
     Tokens,
     split,
@@ -128,6 +131,18 @@ class DashScopeEncoder(Encoder):
 class FakeDashScope(ScriptedServer):
     encoder = DashScopeEncoder
     base_path = "/api/v1"
+    refused_native = "The parameter response_format is not supported by this model."
+
+    def requested(self, body: Body) -> Requested | None:
+        form = (body.get("parameters") or {}).get("response_format") or {}
+        return Requested("", None) if form.get("type") == "json_object" else None
+
+    def system_text(self, body: Body) -> str:
+        messages = body["input"]["messages"]
+        return next((m["content"] for m in messages if m["role"] == "system"), "")
+
+    def has_tool_results(self, body: Body) -> bool:
+        return any(m["role"] == "tool" for m in body["input"]["messages"])
 
     def is_chat(self, request: Request) -> bool:
         return request.method == "POST" and request.target == PATH
@@ -144,4 +159,13 @@ class FakeDashScope(ScriptedServer):
         for message in (body.get("input") or {}).get("messages", []):
             if not isinstance(message.get("content"), str):
                 return Reply.error(400, message="Input should be a valid string: content")
+        if self.requested(body) is not None:
+            if "json" not in orjson.dumps(body["input"]["messages"]).decode().casefold():
+                return Reply.error(
+                    400, message="'messages' must contain the word 'json' to use json_object."
+                )
+            if parameters.get("enable_thinking"):
+                return Reply.error(
+                    400, message="response_format json_object does not work in thinking mode."
+                )
         return None

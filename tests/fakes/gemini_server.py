@@ -9,7 +9,9 @@ calls. Errors are `{"error": {"code", "message", "status"}}`; a 429 says when
 to retry in a `google.rpc.RetryInfo` detail of the body, not in a header.
 
 Like the real API it refuses a request without `x-goog-api-key` and turns
-whose role is neither `user` nor `model`.
+whose role is neither `user` nor `model`, and a `generationConfig` with a
+response schema (`responseJsonSchema` or `responseSchema`, not both) but no
+`responseMimeType: application/json`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tests.fakes.scripted_server import (
     Finish,
     Reply,
     Request,
+    Requested,
     ScriptedServer,
     Tokens,
 )
@@ -140,6 +143,23 @@ class GeminiEncoder(Encoder):
 class FakeGemini(ScriptedServer):
     encoder = GeminiEncoder
     base_path = "/v1beta"
+    refused_native = (
+        'Invalid JSON payload received. Unknown name "responseJsonSchema" at '
+        "'generation_config': Cannot find field."
+    )
+
+    def requested(self, body: Body) -> Requested | None:
+        config = body.get("generationConfig") or {}
+        if config.get("responseMimeType") != "application/json":
+            return None
+        return Requested("", config.get("responseJsonSchema") or config.get("responseSchema"))
+
+    def system_text(self, body: Body) -> str:
+        parts = (body.get("systemInstruction") or {}).get("parts") or []
+        return "".join(str(p.get("text") or "") for p in parts)
+
+    def has_tool_results(self, body: Body) -> bool:
+        return any("functionResponse" in p for c in body["contents"] for p in c["parts"])
 
     def is_chat(self, request: Request) -> bool:
         return request.method == "POST" and bool(ROUTE.match(request.target))
@@ -150,4 +170,12 @@ class FakeGemini(ScriptedServer):
         for content in body.get("contents", []):
             if content.get("role") not in ("user", "model"):
                 return Reply.error(400, message="Please use a valid role: user, model.")
+        config = body.get("generationConfig") or {}
+        schemas = [k for k in ("responseJsonSchema", "responseSchema") if k in config]
+        if len(schemas) > 1:
+            return Reply.error(400, message="responseSchema and responseJsonSchema: set only one.")
+        if schemas and config.get("responseMimeType") != "application/json":
+            return Reply.error(
+                400, message=f"{schemas[0]} needs responseMimeType: application/json."
+            )
         return None

@@ -6,10 +6,16 @@ the role, `reasoning_content` deltas (DeepSeek's field) for thinking,
 for a client to reassemble), a finish chunk, a usage chunk with `choices: []`
 when `stream_options.include_usage` was asked for, then `data: [DONE]`.
 No key is required, as with local servers.
+
+Structured output is read from `response_format` as OpenAI documents it:
+`json_schema` with a `name` and a `schema` (a `strict` one must close every
+object and require every property), or `json_object`, which needs the word
+"json" in the messages. A malformed one is refused with OpenAI's 400.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Sequence
 
@@ -21,7 +27,9 @@ from tests.fakes.scripted_server import (
     Call,
     Encoder,
     Finish,
+    Reply,
     Request,
+    Requested,
     ScriptedServer,
     Tokens,
     split,
@@ -29,6 +37,31 @@ from tests.fakes.scripted_server import (
 
 _FIRST_DELTA: Body = {"role": "assistant", "content": "", "refusal": None}
 _SAMPLING = ("temperature", "max_tokens", "top_p")
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+
+def strict_problem(schema: Body, where: str = "()") -> str | None:
+    """What OpenAI's strict mode refuses in `schema`, if anything (a few of its rules)."""
+    if schema.get("type") == "object":
+        if schema.get("additionalProperties") is not False:
+            return (
+                f"In context={where}, 'additionalProperties' is required to be supplied"
+                " and to be false."
+            )
+        missing = set(schema.get("properties", {})) - set(schema.get("required", []))
+        if missing:
+            return (
+                f"In context={where}, 'required' is required to include every property:"
+                f" {sorted(missing)}."
+            )
+    for key in ("default", "minLength", "maxLength"):
+        if key in schema:
+            return f"In context={where}, '{key}' is not permitted."
+    children = [*schema.get("properties", {}).values(), *schema.get("$defs", {}).values()]
+    children += schema.get("anyOf", [])
+    if isinstance(schema.get("items"), dict):
+        children.append(schema["items"])
+    return next((p for c in children if (p := strict_problem(c, f"{where}.*")) is not None), None)
 
 
 class OpenAIEncoder(Encoder):
@@ -119,6 +152,47 @@ class OpenAIEncoder(Encoder):
 class FakeOpenAI(ScriptedServer):
     encoder = OpenAIEncoder
     base_path = "/v1"
+    refused_native = "Unrecognized request argument supplied: response_format"
+
+    def refusal(self, request: Request, body: Body) -> Reply | None:
+        form = body.get("response_format")
+        if form is None:
+            return None
+        if form.get("type") == "json_object":
+            if "json" not in orjson.dumps(body.get("messages")).decode().casefold():
+                return Reply.error(
+                    400,
+                    message="'messages' must contain the word 'json' in some form, to use "
+                    "'response_format' of type 'json_object'.",
+                )
+            return None
+        spec = form.get("json_schema") or {}
+        if form.get("type") != "json_schema" or not _NAME.match(str(spec.get("name", ""))):
+            return Reply.error(400, message="Invalid value for 'response_format'.")
+        if not isinstance(spec.get("schema"), dict):
+            return Reply.error(
+                400, message="Missing required parameter: 'response_format.json_schema.schema'."
+            )
+        problem = strict_problem(spec["schema"]) if spec.get("strict") else None
+        if problem is not None:
+            return Reply.error(
+                400, message=f"Invalid schema for response_format '{spec['name']}': {problem}"
+            )
+        return None
+
+    def requested(self, body: Body) -> Requested | None:
+        form = body.get("response_format")
+        if form is None:
+            return None
+        if form["type"] == "json_object":
+            return Requested("", None)
+        return Requested(form["json_schema"]["name"], form["json_schema"]["schema"])
+
+    def system_text(self, body: Body) -> str:
+        return next((str(m["content"]) for m in body["messages"] if m["role"] == "system"), "")
+
+    def has_tool_results(self, body: Body) -> bool:
+        return any(m["role"] == "tool" for m in body["messages"])
 
     def is_chat(self, request: Request) -> bool:
         # Exactly under the base path, as a real server: `/chat/completions` without

@@ -121,6 +121,13 @@ class Encoder(ABC):
     def tool_calls(self, calls: Sequence[Call], fragments: int) -> list[bytes]:
         """The calls, each call's arguments in `fragments` pieces where the vendor streams them."""
 
+    def structured(self, answer: str) -> tuple[list[bytes], Finish]:
+        """A JSON answer given through the native structured output the request asked for.
+
+        Most vendors send it as the answer's text; Anthropic as the forced tool's input.
+        """
+        return [frame for piece in split(answer, parts=3) for frame in self.text(piece)], "stop"
+
     @abstractmethod
     def closing(self, finish: Finish, usage: Tokens | None) -> list[bytes]:
         """The finish reason, usage and end of stream (`usage` None: left out where allowed)."""
@@ -301,6 +308,24 @@ class Reply(ABC):
         )
 
     @staticmethod
+    def structured(
+        answer: str,
+        *,
+        reasoning: str | None = None,
+        extra_calls: Sequence[tuple[str, Body]] = (),
+    ) -> StructuredReply:
+        """`answer` (JSON text) through the native structured output the request asked for.
+
+        `reasoning` streams first in the vendor's thinking format; `extra_calls`
+        are tool calls made beside the answer, as a model calling in parallel does.
+        """
+        return StructuredReply(
+            answer,
+            tuple(words(reasoning or "")),
+            tuple((name, orjson.dumps(args).decode()) for name, args in extra_calls),
+        )
+
+    @staticmethod
     def error(
         status: int,
         *,
@@ -387,6 +412,29 @@ class ToolCallsReply(Reply):
 
 
 @dataclass(frozen=True)
+class StructuredReply(Reply):
+    answer: str
+    reasoning: tuple[str, ...] = ()
+    extra_calls: tuple[tuple[str, str], ...] = ()
+
+    async def play(self, wire: Wire) -> None:
+        encoder = wire.encoder
+        usage = wire.usage(True, len(self.reasoning) + 3 + len(self.extra_calls))
+        await wire.start()
+        await wire.send(encoder.opening(usage))
+        for piece in self.reasoning:
+            await wire.send(encoder.thinking(piece))
+        frames, finish = encoder.structured(self.answer)
+        await wire.send(frames)
+        if self.extra_calls:
+            calls = [Call(wire.new_call_id(), name, args) for name, args in self.extra_calls]
+            await wire.send(encoder.tool_calls(calls, 2))
+            finish = "tool_calls"
+        await wire.send(encoder.closing(finish, usage))
+        await wire.end()
+
+
+@dataclass(frozen=True)
 class ErrorReply(Reply):
     status: int
     message: str
@@ -468,6 +516,16 @@ def _default_responder(body: Body) -> Reply:
 
 
 @dataclass(frozen=True)
+class Requested:
+    """The native structured output a request asked for, read the vendor's way."""
+
+    name: str
+    """The shape's name where the vendor's field carries one, else ""."""
+    schema: Body | None
+    """The JSON Schema the answer is held to; None: any JSON object."""
+
+
+@dataclass(frozen=True)
 class Request:
     """What the client sent, as the server read it."""
 
@@ -500,6 +558,8 @@ class ScriptedServer(ABC):
         """TCP connections accepted: shows whether clients reuse pooled connections."""
         self.trickle: int | None = None
         """When set, every frame goes out in pieces of this many bytes."""
+        self.refuses_native = False
+        """When set, a request asking for native structured output gets a 400 naming its field."""
         self._queue: deque[Reply] = deque()
         self._calls = 0
         self._handlers: set[asyncio.Task[Any]] = set()
@@ -510,9 +570,24 @@ class ScriptedServer(ABC):
     def is_chat(self, request: Request) -> bool:
         """Whether the request is for the vendor's streaming chat endpoint."""
 
+    refused_native: ClassVar[str]
+    """What the vendor (or a server speaking its API) says refusing the structured-output field."""
+
     def refusal(self, request: Request, body: Body) -> Reply | None:
         """The error the vendor answers a request it does not accept with, if any."""
         return None
+
+    @abstractmethod
+    def requested(self, body: Body) -> Requested | None:
+        """The native structured output the request asks for, if any."""
+
+    @abstractmethod
+    def system_text(self, body: Body) -> str:
+        """The request's system prompt, wherever the vendor puts it."""
+
+    @abstractmethod
+    def has_tool_results(self, body: Body) -> bool:
+        """Whether the conversation sent has tool results in it."""
 
     def script(self, *replies: Reply) -> None:
         """Answer the next requests with these replies, in order, before asking the responder."""
@@ -583,6 +658,8 @@ class ScriptedServer(ABC):
         self.headers.append(headers)
         self.targets.append(target)
         reply = self.refusal(request, body)
+        if reply is None and self.refuses_native and self.requested(body) is not None:
+            reply = Reply.error(400, message=self.refused_native)
         if reply is None:
             reply = self._queue.popleft() if self._queue else self.responder(body)
         wire = Wire(self, self.encoder(body, f"fake-response-{len(self.requests)}"), reader, writer)

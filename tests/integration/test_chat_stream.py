@@ -35,7 +35,7 @@ async def test_full_turn_searches_answers_and_is_stored(
     fake_llm.script(
         Reply.tool_calls([("web_search", {"query": "python 3.13"})], fragments=5),
         Reply.text("Python 3.13 is out [1].", chunks=4),
-        Reply.text('["What changed?", "Is it faster?", "How to upgrade?"]'),
+        Reply.text('{"questions": ["What changed?", "Is it faster?", "How to upgrade?"]}'),
     )
     settings = settings_for(
         backend,
@@ -122,7 +122,7 @@ async def test_usage_totals_every_model_call_of_the_turn_follow_ups_included(
     fake_llm.script(
         Reply.tool_calls([("web_search", {"query": "tea"})], usage=(100, 10)),
         Reply.text("Tea is a drink [1].", usage=(200, 20)),
-        Reply.text('["Green?", "Black?", "Oolong?"]', usage=(50, 5)),
+        Reply.text('{"questions": ["Green?", "Black?", "Oolong?"]}', usage=(50, 5)),
     )
     settings = settings_with_search(
         backend, tmp_path, fake_llm, fake_search, recommendations_enabled=True

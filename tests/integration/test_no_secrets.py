@@ -65,7 +65,7 @@ async def test_no_secret_in_logs_events_errors_or_readiness(
     fake_llm.script(
         Reply.tool_calls([("web_search", {"query": "tea"})]),
         Reply.text("Tea is a drink."),
-        Reply.text('["More?", "Why?", "How?"]'),
+        Reply.text('{"questions": ["More?", "Why?", "How?"]}'),
         Reply.error(401, message=f"Incorrect API key provided: {TEST_LLM_KEY}"),
     )
     sent: list[str] = []

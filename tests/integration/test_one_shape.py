@@ -95,7 +95,7 @@ async def test_every_column_of_a_turn_reaches_its_history(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
     settings = settings_for(backend, tmp_path, fake_llm, recommendations_enabled=True)
-    fake_llm.script(Reply.text('["Why?", "How?", "What next?"]'))
+    fake_llm.script(Reply.text('{"questions": ["Why?", "How?", "What next?"]}'))
     async with running_service(settings, with_agent(EverythingAgent)) as client:
         events = await ask(client, "What is SSE?", "c-shape", "pptx")
         [message] = await history(client, "c-shape")

@@ -2,7 +2,8 @@
 
 A `Researcher` answers the deep agent's calls on the scripted in-process
 model (`model()`, for `create_app(settings, model=...)`), recognising each
-step by the agent's own prompt.
+step by the agent's own prompt. `over_http` answers them as any vendor's
+HTTP fake receives them, for a `Behaving` responder (tests/fakes/model_behaviours.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import orjson
 
 from app.agents.deep import prompts
 from app.llm.errors import ModelError
+from tests.fakes import scripted_server
+from tests.fakes.scripted_server import Body, ScriptedServer
 from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
 
 REPORT = "Heat pumps are growing [1], and cheap to run [3]."
@@ -32,7 +35,11 @@ STEPS = {
 
 
 def step_of(request: ModelRequest) -> str:
-    system = request.messages[0].text_content()
+    return step_named(request.messages[0].text_content())
+
+
+def step_named(system: str) -> str:
+    """The step whose prompt `system` is."""
     return next(name for name, prompt in STEPS.items() if system.startswith(prompt.split("{")[0]))
 
 
@@ -105,3 +112,32 @@ def task_title(request: ModelRequest) -> str:
     match = re.search(r"Your task: (.+)", request.messages[1].text_content())
     assert match is not None
     return match.group(1)
+
+
+PLAN = {
+    "tasks": [
+        {"id": "a", "title": "Market size", "goal": "How big it is", "dependsOn": []},
+        {"id": "b", "title": "Running costs", "goal": "What it costs", "dependsOn": []},
+    ]
+}
+"""A plan as a server holding it to the schema writes it: every field given."""
+_TASK = re.compile(r'Your task: ([^\\"]+)')
+
+
+def over_http(server: ScriptedServer, body: Body) -> str | scripted_server.Reply:
+    """A research's answers, step by step, to a request as any vendor's fake reads it."""
+    step = step_named(server.system_text(body))
+    if step == "task":
+        if server.has_tool_results(body):
+            return "Findings on the task."
+        match = _TASK.search(orjson.dumps(body).decode())
+        assert match is not None
+        return scripted_server.Reply.tool_calls([("web_search", {"query": match.group(1)})])
+    answers = {
+        "clarify": '{"needClarification": false, "questions": ""}',
+        "brief": "Topic: heat pumps.\n1. Market\n2. Costs",
+        "plan": orjson.dumps(PLAN).decode(),
+        "critique": '{"passed": true, "feedback": ""}',
+        "report": REPORT,
+    }
+    return answers[step]

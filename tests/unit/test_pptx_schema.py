@@ -6,17 +6,15 @@ import pytest
 
 from app.agents.pptx.schema import (
     DeckSchema,
-    InvalidAnswer,
     Outline,
     Requirement,
     check_deck,
     fit_deck,
     only_over_budget,
-    parse_json,
-    read_answer,
     shorten,
 )
 from app.agents.pptx.templates import TemplateLibrary
+from app.llm.structured import InvalidAnswer, parse_json, read_answer
 from tests.support.decks import deck, outline
 
 TEMPLATE = TemplateLibrary().templates["ocean"]

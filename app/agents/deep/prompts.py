@@ -1,8 +1,9 @@
 """The deep research prompts, one per step of the graph.
 
-Every structured step asks for one JSON object and names its fields, so any
-chat model can answer it, tool calling or not; the answer is validated
-against the pydantic model in state.py.
+Every structured step asks for one JSON object and names its fields with an
+example, so a model answers it in the prompt's form too (the fallback of
+`app/llm/structured.py`, which asks in the provider's native structured
+output first); the answer is validated against the pydantic model in state.py.
 """
 
 from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
@@ -53,9 +54,6 @@ those. Write in the language of the question, in Markdown, with headings.
 """
     + UNTRUSTED_CONTENT_RULE
 )
-
-INVALID = """Your answer could not be used: {error}
-Answer again with only the JSON object asked for."""
 
 CONTINUE_WORDS = frozenset({"continue", "retry", "resume", "go on", "继续", "重试"})
 """A message that resumes an unfinished research instead of starting a new one."""

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol, TypeVar
 
 import orjson
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from app.agents.base import AgentCore, AgentFailure, BaseAgent, Turn, TurnState
 from app.agents.pptx import preview, prompts
@@ -41,7 +41,6 @@ from app.agents.pptx.render import RenderError, RenderTimeout, read_deck, render
 from app.agents.pptx.schema import (
     DeckSchema,
     Intent,
-    InvalidAnswer,
     Outline,
     OutlineSlide,
     Requirement,
@@ -50,7 +49,6 @@ from app.agents.pptx.schema import (
     check_outline,
     fit_deck,
     only_over_budget,
-    read_answer,
 )
 from app.agents.pptx.templates import TemplateLibrary, TemplateSpec
 from app.config import Settings
@@ -64,10 +62,10 @@ from app.core.events import (
     ToolEndEvent,
     ToolStartEvent,
 )
-from app.core.messages import Msg, TextBlock
-from app.core.responses import Retrying
+from app.core.messages import Msg
 from app.documents.library import generated_event
-from app.llm.errors import ModelError, user_message
+from app.llm.errors import ModelError, ModelOutputInvalid, user_message
+from app.llm.structured import StructuredOutputInvalid, structured
 from app.store.base import StoreError
 from app.store.deck_builds import DeckBuild, SqlDeckBuildStore, TemplateRow
 from app.tools.base import Tool, ToolContext
@@ -122,6 +120,10 @@ class InvalidPlan(AgentFailure):
 
 
 class RequirementAnswer(Requirement):
+    # Every field may be null, so an object of another shape would read as "nothing
+    # said" and pause the build with questions: it is refused and asked again instead.
+    model_config = ConfigDict(extra="forbid")
+
     ask: str | None = None
     """The question for the user when something is missing."""
 
@@ -181,8 +183,8 @@ class PptAgent(BaseAgent):
             Msg.text("user", turn.question),
         ]
         try:
-            intent = read_answer(await self._complete(turn, state, messages), Intent).intent
-        except InvalidAnswer:
+            intent = (await self._ask(turn, state, messages, Intent, attempts=1)).intent
+        except ModelOutputInvalid:
             return "create"
         # Nothing is left to resume of a finished deck: the message changes it. A change
         # with no finished deck to change starts a new one (see `execute`).
@@ -494,47 +496,33 @@ class PptAgent(BaseAgent):
 
         `written` is told each piece of text as it comes, and "" when an answer starts.
         """
-        value: Answer | None = None
-        problems: list[str] = []
-        for _ in range(2):
-            if written is not None:
-                written("")
-            text = await self._complete(turn, state, messages, written)
-            try:
-                value = read_answer(text, kind)
-                problems = check(value)
-            except InvalidAnswer as exc:
-                value, problems = None, [str(exc)]
-            if not problems:
-                assert value is not None
-                return value
-            messages = [
-                *messages,
-                Msg.text("assistant", text),
-                Msg.text("user", prompts.RETRY.format(problems=" ".join(problems[:12]))),
-            ]
-        raise InvalidPlan(step, problems, value)
+        try:
+            return await self._ask(turn, state, messages, kind, check=check, written=written)
+        except StructuredOutputInvalid as exc:
+            raise InvalidPlan(step, exc.problems, exc.value) from exc
 
-    async def _complete(
+    async def _ask(
         self,
         turn: Turn,
         state: TurnState,
         messages: list[Msg],
+        kind: type[Answer],
+        *,
+        check: Callable[[Answer], list[str]] | None = None,
         written: Callable[[str], None] | None = None,
-    ) -> str:
-        """The model's whole text answer (no tools), its usage added to the turn's."""
-        parts: list[str] = []
-        async for item in self.core.model.stream(messages, (), turn.options):
-            if isinstance(item, Retrying):
-                continue
-            for block in item.content:
-                if isinstance(block, TextBlock):
-                    parts.append(block.text)
-                    if written is not None:
-                        written(block.text)
-            if item.usage is not None:
-                state.usage = state.usage + item.usage
-        return "".join(parts)
+        attempts: int = 2,
+    ) -> Answer:
+        """One structured step of the build, its usage added to the turn's."""
+        return await structured(
+            self.core.model,
+            messages,
+            kind,
+            options=turn.options,
+            on_usage=state.add_usage,
+            on_text=written,
+            check=check,
+            attempts=attempts,
+        )
 
     def _template(self, build: DeckBuild) -> TemplateSpec:
         template = self._templates.get(build.template_code or "")

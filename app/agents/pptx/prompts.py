@@ -60,9 +60,6 @@ The deck now:
 {{deck}}
 {JSON_ONLY} Answer with the whole edited deck, in the same format."""
 
-RETRY = """That answer cannot be used: {problems}
-Answer again with the corrected JSON object only."""
-
 
 def describe_pages(template: TemplateSpec) -> str:
     """The page types with their purpose and fields, as the model reads them."""

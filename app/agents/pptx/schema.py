@@ -1,8 +1,7 @@
 """What the model writes at each step, validated before anything is stored or drawn.
 
-The model answers in JSON; `parse_json` reads it leniently (a fenced block,
-text around the object, raw tabs or stray backslashes inside strings) and
-pydantic checks its shape. `check_deck` then holds a deck to its template:
+The model answers in JSON, read and checked against these shapes by
+`app/llm/structured.py`. `check_deck` then holds a deck to its template:
 every page type exists, every field the page has is filled, none the page
 lacks is given, and each text fits its shape's budget. Problems come back as
 sentences the model can act on when it is asked again.
@@ -10,18 +9,12 @@ sentences the model can act on when it is asked again.
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from app.agents.pptx.templates import PageType, TemplateSpec
-
-Model = TypeVar("Model", bound=BaseModel)
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-_STRAY_BACKSLASH = re.compile(r'\\(?!["\\/bfnrtu])')
 
 
 class Wire(BaseModel):
@@ -92,38 +85,6 @@ class DeckSchema(Wire):
 
 class Intent(Wire):
     intent: Literal["create", "modify", "resume"]
-
-
-class InvalidAnswer(Exception):
-    """The model's answer is not what the step asked for; `str()` tells it what to fix."""
-
-
-def parse_json(text: str) -> Any:
-    """The JSON object in a model's answer, tolerant of the ways models wrap it."""
-    fenced = _FENCE.search(text)
-    body = fenced.group(1) if fenced else text
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end < start:
-        raise InvalidAnswer("The answer must be one JSON object.")
-    candidate = body[start : end + 1]
-    for attempt in (candidate, _STRAY_BACKSLASH.sub(r"\\\\", candidate)):
-        try:
-            # strict=False accepts raw tabs and newlines inside strings.
-            return json.loads(attempt, strict=False)
-        except json.JSONDecodeError:
-            continue
-    raise InvalidAnswer("The answer is not valid JSON.")
-
-
-def read_answer(text: str, model: type[Model]) -> Model:
-    try:
-        return model.model_validate(parse_json(text))
-    except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in error['loc'])}: {error['msg']}"
-            for error in exc.errors()[:8]
-        )
-        raise InvalidAnswer(f"The JSON does not match the format: {problems}.") from exc
 
 
 def check_outline(outline: Outline, slide_count: int, template: TemplateSpec) -> list[str]:
