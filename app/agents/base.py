@@ -47,6 +47,7 @@ from app.core.events import (
     Reference,
     ReferenceEvent,
     RunStatus,
+    RunUsage,
     StartEvent,
     TextEvent,
     ThinkingEvent,
@@ -381,13 +382,13 @@ class AgentTurn:
                 state.observe(event)
                 yield event
             if state.references:
-                yield ReferenceEvent(list(state.references.values()))
+                yield ReferenceEvent.of(state.references.values())
             if limits.recommendations and state.outcome == "completed":
                 state.recommend = await suggest_follow_ups(
                     core.model, turn.question, "".join(state.answer), state.add_usage
                 )
                 if state.recommend:
-                    yield RecommendEvent(state.recommend)
+                    yield RecommendEvent.of(state.recommend)
         except ModelError as exc:
             self._error = ErrorEvent(exc.code, user_message(exc.code), exc.describe())
         except AgentFailure as exc:
@@ -411,8 +412,8 @@ class AgentTurn:
             first_response_time=state.first_response_ms,
             total_response_time=state.elapsed_ms(),
             tools=state.tool_names(),
-            prompt_tokens=state.usage.prompt_tokens,
-            completion_tokens=state.usage.completion_tokens,
-            usage_estimated=state.usage.estimated,
+            usage=RunUsage(
+                state.usage.prompt_tokens, state.usage.completion_tokens, state.usage.estimated
+            ),
         )
         return Conclusion(complete, [error] if error else [])

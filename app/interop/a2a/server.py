@@ -25,7 +25,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event as A2AEvent
 from a2a.server.request_handlers.request_handler import RequestHandler
@@ -64,6 +63,7 @@ from app.agents.registry import AgentEntry
 from app.api.agent import STOP_WAIT_SECONDS, StreamParams, open_run
 from app.api.deps import Services
 from app.api.envelope import ApiError
+from app.core.events import Event, StartEvent, decode_frames
 from app.interop.a2a.mapping import (
     STATES,
     TaskRef,
@@ -75,7 +75,6 @@ from app.interop.a2a.mapping import (
     text_of,
     user_message,
 )
-from app.llm.sse import SSEDecoder
 from app.store.base import StoreError
 from app.store.models import StoredTurn
 from app.tasks.base import EventsGone, TaskBackendUnavailable
@@ -277,7 +276,7 @@ class RunTasks(RequestHandler):
         except ApiError as exc:
             raise _a2a_error(exc) from exc
         start = await _start_event(run.log)
-        row = TaskRef(str(start["conversationId"]), int(start["sessionId"]))
+        row = TaskRef(start.conversation_id, start.session_id)
         return Started(
             ref=task_ref or row,
             reader=run.log,
@@ -343,32 +342,30 @@ def _a2a_error(exc: ApiError) -> A2AError:
     return InternalError(message)
 
 
-async def _start_event(reader: EventLogReader) -> dict[str, Any]:
+async def _start_event(reader: EventLogReader) -> StartEvent:
     """The run's first event, `start`: it names the stored row, and so the task."""
     async with contextlib.aclosing(_events(reader, 0)) as batches:
         first = await anext(batches, None)
-    if first is None:
+    if not first or not isinstance(first[0], StartEvent):
         raise InternalError("The run ended before it started")
-    return dict(first[0])
+    return first[0]
 
 
-async def _events(reader: EventLogReader, after: int) -> AsyncGenerator[list[dict[str, Any]]]:
+async def _events(reader: EventLogReader, after: int) -> AsyncGenerator[list[Event]]:
     """The log's events after `after`, in the batches they come in, until it ends."""
-    decoder, cursor = SSEDecoder(), after
+    cursor = after
     while True:
         data, cursor = await reader.wait(cursor, WAIT_SECONDS)
         if data:
-            yield [orjson.loads(event.data) for event in decoder.feed(data)]
+            yield [event for _, event in decode_frames(data)]
         elif reader.finished(cursor):
             return
 
 
-async def _replay(
-    batches: AsyncIterator[list[dict[str, Any]]], updates: TaskUpdates, row_id: int
-) -> Task:
+async def _replay(batches: AsyncIterator[list[Event]], updates: TaskUpdates, row_id: int) -> Task:
     """Read what the log already holds into the task (the first batch at least)."""
-    first: list[dict[str, Any]] = await anext(batches, [])
-    if first and first[0].get("type") == "start" and first[0].get("sessionId") != row_id:
+    first: list[Event] = await anext(batches, [])
+    if first and isinstance(first[0], StartEvent) and first[0].session_id != row_id:
         raise TaskNotFoundError("The task's run is no longer kept")
     updates.translate(first)
     snapshot = Task()

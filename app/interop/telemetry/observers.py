@@ -193,7 +193,9 @@ class _ObservedRun:
         if self._span is not None:
             self._span.set_attribute("dodo.run.status", complete.status)
             self._span.set_attributes(
-                _usage_attributes(Usage(complete.prompt_tokens, complete.completion_tokens))
+                _usage_attributes(
+                    Usage(complete.usage.prompt_tokens, complete.usage.completion_tokens)
+                )
             )
             if complete.status in ("failed", "interrupted"):
                 self._span.set_status(Status(StatusCode.ERROR, complete.status))
