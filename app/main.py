@@ -148,6 +148,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
                 public_url=settings.a2a_public_url,
                 metrics_key=settings.metrics_key,
             ),
+            agents={entry.kind: entry for entry in app.state.agents},
             store=store,
             tasks=tasks,
             runs=run_registry,
@@ -228,6 +229,7 @@ def create_app(
     app.add_middleware(TelemetryMiddleware)
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(agent.stream_routes(agents))
     app.include_router(agent.router)
     app.include_router(runs.router)
     app.include_router(sessions.router)

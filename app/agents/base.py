@@ -29,7 +29,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Literal
 
 import httpx2 as httpx
 
@@ -226,7 +226,8 @@ class AgentFailure(Exception):
 
 
 class BaseAgent(ABC):
-    agent_type: ClassVar[str]
+    agent_type: str = ""
+    """Its kind: the class's own, or the registry entry's it is built for (which wins)."""
 
     def __init__(self, core: AgentCore) -> None:
         self.core = core

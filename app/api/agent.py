@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.agents.registry import AGENTS, AgentEntry
+from app.agents.registry import AgentEntry
 from app.agents.turns import ConversationBusy, DependencyDown, Strategy, UnknownAgent
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
@@ -198,7 +198,15 @@ async def _check_file(
         raise ApiError(400, f"fileId is required for the {entry.kind} agent")
 
 
-def _add_stream_routes(entry: AgentEntry) -> None:
+def stream_routes(entries: Iterable[AgentEntry]) -> APIRouter:
+    """`GET` and `POST /agent/{kind}/stream` for each of the app's agent kinds."""
+    streams = APIRouter(prefix="/agent", tags=["agent"])
+    for entry in entries:
+        _add_stream_routes(streams, entry)
+    return streams
+
+
+def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
     kind, path = entry.kind, f"/{entry.kind}/stream"
     responses: dict[int | str, dict[str, object]] = {
         200: {"content": {"text/event-stream": {}}, "description": "The event stream"},
@@ -226,7 +234,7 @@ def _add_stream_routes(entry: AgentEntry) -> None:
         return await _stream(entry, _merged(query, body), user, services)
 
     for method, endpoint in (("GET", stream_get), ("POST", stream_post)):
-        router.add_api_route(
+        streams.add_api_route(
             path,
             endpoint,
             methods=[method],
@@ -237,10 +245,6 @@ def _add_stream_routes(entry: AgentEntry) -> None:
             responses=responses,
             name=f"{kind}_stream_{method.lower()}",
         )
-
-
-for _entry in AGENTS:
-    _add_stream_routes(_entry)
 
 
 @router.get("/kinds", summary="The agents this service offers")
@@ -259,7 +263,7 @@ async def list_agent_kinds(user: UserDep, services: ServicesDep) -> Envelope[lis
                 needs_file=entry.needs_file,
                 accepts_file=entry.accepts_file,
             )
-            for entry in AGENTS
+            for entry in services.agents.values()
         ]
     )
 

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from fastapi import Depends, Request
 from pydantic import SecretStr
 
+from app.agents.registry import AgentEntry
 from app.agents.turns import TurnService
 from app.documents.library import DocumentLibrary
 from app.interop.mcp import McpHub
@@ -37,6 +38,8 @@ class HttpLimits:
 @dataclass(slots=True)
 class Services:
     http: HttpLimits
+    agents: dict[str, AgentEntry]
+    """Every kind this app was built with (`create_app`'s entries), run here or not."""
     store: SessionStore
     tasks: TaskManager
     runs: RunRegistry

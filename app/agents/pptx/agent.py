@@ -66,6 +66,7 @@ from app.core.events import (
 )
 from app.core.messages import Msg, TextBlock
 from app.core.responses import Retrying
+from app.core.run import ConversationKey
 from app.documents.library import generated_event
 from app.llm.errors import ModelError, user_message
 from app.store.base import StoreError
@@ -91,6 +92,8 @@ class DeckBuilds(Protocol):
     async def add(self, build: DeckBuild) -> DeckBuild: ...
 
     async def save(self, build: DeckBuild) -> None: ...
+
+    async def forget(self, user_id: str, conversation_id: str) -> None: ...
 
     async def replace_templates(self, templates: Sequence[TemplateRow]) -> None: ...
 
@@ -145,6 +148,9 @@ class PptAgent(BaseAgent):
         self._images = images
         self._settings = settings
         self._templates_listed = False
+
+    async def forget(self, key: ConversationKey) -> None:
+        await self._builds.forget(key.user_id, key.conversation_id)
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         await self._list_templates()

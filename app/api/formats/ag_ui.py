@@ -339,7 +339,7 @@ async def run_ag_ui(
     `Last-Event-ID` the request rejoins the thread's running (or just ended)
     run after that event instead of starting one.
     """
-    entry = agent_entry(kind)
+    entry = agent_entry(services, kind)
     ping = services.http.sse_ping_seconds
     if last_event_id is not None:
         if not EVENT_ID.fullmatch(last_event_id):

@@ -266,7 +266,9 @@ async def run_ai_sdk(
     `id` is the conversation and the last user message's text the question;
     `fileId` and `onDisconnect` may be added with the transport's `body`.
     """
-    run, on_disconnect = await open_run(agent_entry(kind), _stream_params(request), user, services)
+    run, on_disconnect = await open_run(
+        agent_entry(services, kind), _stream_params(request), user, services
+    )
     return _response(
         TranslatedLog(run.log, AiSdkTranslator()), services, on_disconnect=on_disconnect
     )
@@ -294,7 +296,7 @@ async def resume_ai_sdk(kind: str, chat_id: str, user: UserDep, services: Servic
 
     204 when nothing runs: `useChat` then shows the stored history as it is.
     """
-    agent_entry(kind)
+    agent_entry(services, kind)
     reader = await run_reader(services, user, chat_id, 0)
     try:
         running = reader is not None and await services.tasks.current(user, chat_id) is not None

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from app.agents.registry import BY_KIND, AgentEntry
+from app.agents.registry import AgentEntry
+from app.api.deps import Services
 from app.api.envelope import ApiError
 from app.core.events import Event, decode_frames, joined_deltas
 from app.tasks.log import EventLogReader
@@ -74,9 +75,9 @@ class TranslatedLog:
         return self._inner.finished(cursor)
 
 
-def agent_entry(kind: str) -> AgentEntry:
-    """The registry's agent for a format's `{kind}` path segment; 404 for none."""
-    entry = BY_KIND.get(kind)
+def agent_entry(services: Services, kind: str) -> AgentEntry:
+    """The app's agent for a format's `{kind}` path segment; 404 for none."""
+    entry = services.agents.get(kind)
     if entry is None:
         raise ApiError(404, f"No agent of kind {kind!r}")
     return entry
