@@ -67,7 +67,8 @@ from app.store.base import SessionStore, StoreError
 from app.store.db import Database
 from app.store.models import StoredTurn, TurnOutcome
 from app.store.records import PlanRound, ToolCall, TurnFile
-from app.tools.mcp import McpToolbox
+from app.tools.base import Tool
+from app.tools.mcp.toolbox import McpToolbox
 
 log = logging.getLogger(__name__)
 
@@ -106,8 +107,8 @@ class AgentSettings:
 class AgentCore:
     """What every agent shares for the app's life; built once in the lifespan.
 
-    An agent's own dependencies (a search tool, a template library) are
-    built by its factory in the registry, not added here.
+    What several agents use is built here once (the web search); an agent's
+    own dependencies (a template library) are built by its factory in the registry.
     """
 
     model: ChatModel
@@ -122,6 +123,8 @@ class AgentCore:
     """The app's database, for an agent that keeps state of its own (the deck builds)."""
     mcp: McpToolbox | None = None
     """MCP servers' tools, offered to the agent kinds each server is configured for."""
+    search: Tool | None = None
+    """The web search every searching agent offers (`WEB_SEARCH_PROVIDER`); None: none set."""
     observer: AgentObserver = NO_OBSERVER
     """The service's telemetry (tool calls, store retries, the trace id in `start`)."""
 

@@ -72,7 +72,6 @@ from app.llm.errors import ModelError, user_message
 from app.store.base import StoreError
 from app.store.deck_builds import DeckBuild, SqlDeckBuildStore, TemplateRow
 from app.tools.base import Tool, ToolContext
-from app.tools.web_search import configured_search
 
 log = logging.getLogger(__name__)
 
@@ -712,7 +711,7 @@ def build(core: AgentCore, settings: Settings) -> PptAgent:
         core,
         SqlDeckBuildStore(core.database),
         TemplateLibrary(),
-        configured_search(core.http, settings, core.mcp),
+        core.search,
         DeckSettings.from_settings(settings),
         configured_images(core.http, settings),
     )

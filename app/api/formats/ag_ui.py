@@ -47,7 +47,7 @@ from ag_ui.encoder import EventEncoder
 from fastapi import APIRouter, Body, Header
 from pydantic import ValidationError
 
-from app.api.agent import EVENT_ID, StreamParams, open_run, run_reader
+from app.api.agent import EVENT_ID, StreamParams
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
@@ -344,13 +344,13 @@ async def run_ag_ui(
     if last_event_id is not None:
         if not EVENT_ID.fullmatch(last_event_id):
             raise ApiError(400, "Last-Event-ID must be a non-negative integer")
-        reader = await run_reader(services, user, run.thread_id, 0)
+        reader = await services.streams.reader(user, run.thread_id, 0)
         if reader is None:
             raise ApiError(404, "No running or recent run on this thread")
         translator = AgUiTranslator(run.thread_id, run.run_id)
         log = TranslatedLog(reader, translator, hide_through=int(last_event_id))
         return EventStreamResponse(log, ping_seconds=ping)
-    started, on_disconnect = await open_run(entry, stream_params(run), user, services)
+    started, on_disconnect = await services.streams.open(entry, stream_params(run).request(), user)
     translator = AgUiTranslator(started.claim.conversation_id, run.run_id)
     return EventStreamResponse(
         TranslatedLog(started.log, translator), ping_seconds=ping, on_disconnect=on_disconnect

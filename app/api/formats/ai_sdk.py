@@ -23,7 +23,7 @@ import orjson
 from fastapi import APIRouter, Body, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.api.agent import StreamParams, open_run, run_reader
+from app.api.agent import StreamParams
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
@@ -266,9 +266,8 @@ async def run_ai_sdk(
     `id` is the conversation and the last user message's text the question;
     `fileId` and `onDisconnect` may be added with the transport's `body`.
     """
-    run, on_disconnect = await open_run(
-        agent_entry(services, kind), _stream_params(request), user, services
-    )
+    entry = agent_entry(services, kind)
+    run, on_disconnect = await services.streams.open(entry, _stream_params(request).request(), user)
     return _response(
         TranslatedLog(run.log, AiSdkTranslator()), services, on_disconnect=on_disconnect
     )
@@ -297,7 +296,7 @@ async def resume_ai_sdk(kind: str, chat_id: str, user: UserDep, services: Servic
     204 when nothing runs: `useChat` then shows the stored history as it is.
     """
     agent_entry(services, kind)
-    reader = await run_reader(services, user, chat_id, 0)
+    reader = await services.streams.reader(user, chat_id, 0)
     try:
         running = reader is not None and await services.tasks.current(user, chat_id) is not None
     except TaskBackendUnavailable as exc:

@@ -3,7 +3,7 @@
 The SDK's `DefaultRequestHandler` keeps tasks and their event queues in the
 memory of the instance that runs them (or in its own task tables), so a
 cancel or a subscribe that reaches another instance finds nothing. Ours
-keeps no state of its own: a message starts a turn through `open_run`,
+keeps no state of its own: a message starts a turn through `StreamService.open`,
 the path every stream takes (validation, limits, the claim, the stored
 question); a task is read back from `ai_session`; a cancel is our stop,
 delivered by the task manager to whichever instance runs it; a subscribe
@@ -60,11 +60,7 @@ from a2a.utils.errors import (
 from google.protobuf.json_format import MessageToDict
 
 from app.agents.registry import AgentEntry
-from app.api.agent import STOP_WAIT_SECONDS, StreamParams, open_run
-from app.api.deps import Services
-from app.api.envelope import ApiError
-from app.core.events import Event, StartEvent, decode_frames
-from app.interop.a2a.mapping import (
+from app.api.a2a.mapping import (
     STATES,
     TaskRef,
     TaskUpdates,
@@ -72,13 +68,26 @@ from app.interop.a2a.mapping import (
     row_id,
     stored_task,
     task_turns,
-    text_of,
     user_message,
 )
+from app.api.agent import STOP_WAIT_SECONDS
+from app.api.deps import Services
+from app.core.events import Event, StartEvent, decode_frames
+from app.service.errors import (
+    BadRequest,
+    Busy,
+    NotAvailable,
+    NotFound,
+    OverLimit,
+    TooLong,
+    TurnRefused,
+)
+from app.service.streams import TurnRequest
 from app.store.base import StoreError
 from app.store.models import StoredTurn
 from app.tasks.base import EventsGone, TaskBackendUnavailable
 from app.tasks.log import EventLogReader
+from app.tools.a2a_client import text_of
 
 log = logging.getLogger(__name__)
 
@@ -266,14 +275,10 @@ class RunTasks(RequestHandler):
         if entry is None:
             raise InvalidParamsError(f"Unknown skill {kind!r}")
         file_id = metadata.get("fileId")
-        stream_params = StreamParams(
-            query=question,
-            conversationId=conversation,
-            fileId=str(file_id) if file_id else None,
-        )
+        request = TurnRequest(question, conversation, str(file_id) if file_id else None)
         try:
-            run, stop_when_gone = await open_run(entry, stream_params, user, services)
-        except ApiError as exc:
+            run, stop_when_gone = await services.streams.open(entry, request, user)
+        except TurnRefused as exc:
             raise _a2a_error(exc) from exc
         start = await _start_event(run.log)
         row = TaskRef(start.conversation_id, start.session_id)
@@ -330,14 +335,16 @@ def _add_history(task: Task, rows: Sequence[StoredTurn], ref: TaskRef) -> None:
             task.history.append(done.status.message)
 
 
-def _a2a_error(exc: ApiError) -> A2AError:
-    """Our stream request's refusal as the A2A error a client can act on."""
-    message = str(exc.detail)
-    if exc.status_code in (400, 404, 413, 422):
+def _a2a_error(exc: TurnRefused) -> A2AError:
+    """Our refusal to start a turn as the A2A error a client can act on."""
+    message = str(exc)
+    if isinstance(exc, BadRequest | NotFound | TooLong):
         return InvalidParamsError(message)
-    if exc.status_code in (409, 429):
-        return InvalidRequestError(message, {"status": exc.status_code})
-    if exc.status_code == 501:
+    if isinstance(exc, Busy):
+        return InvalidRequestError(message, {"status": 409})
+    if isinstance(exc, OverLimit):
+        return InvalidRequestError(message, {"status": 429})
+    if isinstance(exc, NotAvailable):
         return UnsupportedOperationError(message)
     return InternalError(message)
 

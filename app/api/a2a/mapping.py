@@ -33,7 +33,6 @@ from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types.a2a_pb2 import (
     Artifact,
     Message,
-    Part,
     Role,
     Task,
     TaskArtifactUpdateEvent,
@@ -315,7 +314,3 @@ def _coalesced(events: Sequence[ev.Event]) -> list[ev.Event]:
         else:
             out.append(event)
     return out
-
-
-def text_of(parts: Iterable[Part]) -> str:
-    return "".join(part.text for part in parts if part.HasField("text"))
