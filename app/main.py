@@ -22,8 +22,8 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from app.agents.base import AgentCore, AgentSettings
 from app.agents.registry import AGENTS, AgentEntry, build_agents
-from app.agents.turns import TurnService
 from app.api import agent, files, health, metrics, runs, sessions
+from app.api.a2a.routes import install_a2a
 from app.api.body_limit import BodyLimit, request_max_bytes
 from app.api.deps import HttpLimits, Services
 from app.api.docs import install_docs
@@ -34,16 +34,14 @@ from app.api.openapi_events import document_events
 from app.api.web import WebPage
 from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
-from app.interop.a2a.routes import install_a2a
-from app.interop.mcp import McpHub, McpLimits, parse_servers
-from app.interop.telemetry import TelemetryMiddleware, build_telemetry
-from app.interop.telemetry.stores import TracedTaskManager, trace_database
 from app.limits import build_user_limits
 from app.llm.base import ChatModel
 from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
 from app.llm.registry import build_chat_model
 from app.llm.tokens import TokenCounter, install_encodings
+from app.service.streams import StreamService, StreamSettings
+from app.service.turns import TurnService
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
@@ -51,7 +49,11 @@ from app.store.sessions import SqlSessionStore
 from app.tasks.factory import build_shared_logs, build_task_manager
 from app.tasks.runs import RunRegistry
 from app.tasks.webhooks import Webhooks
-from app.tools.mcp import McpToolbox
+from app.telemetry import TelemetryMiddleware, build_telemetry
+from app.telemetry.stores import TracedTaskManager, trace_database
+from app.tools.mcp import McpHub, McpLimits, parse_servers
+from app.tools.mcp.toolbox import McpToolbox
+from app.tools.search import configured_search
 
 log = logging.getLogger("app")
 
@@ -98,6 +100,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         )
         model = app.state.model or build_chat_model(settings, model_client)
         telemetry.watch_model(model)
+        toolbox = McpToolbox(mcp, settings.mcp_result_max_chars, settings.tavily_max_results)
         core = AgentCore(
             model=model,
             store=store,
@@ -106,7 +109,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             limits=AgentSettings.from_settings(settings),
             documents=library,
             database=db,
-            mcp=McpToolbox(mcp, settings.mcp_result_max_chars, settings.tavily_max_results),
+            mcp=toolbox,
+            search=configured_search(tools_client, settings, toolbox),
             observer=telemetry,
         )
         agents = build_agents(core, settings, app.state.agents)
@@ -142,16 +146,23 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         stack.push_async_callback(turns.shutdown)
         app.state.services = Services(
             http=HttpLimits(
-                query_max_chars=settings.query_max_chars,
                 sse_ping_seconds=settings.sse_ping_seconds,
-                on_disconnect=settings.on_disconnect,
                 public_url=settings.a2a_public_url,
                 metrics_key=settings.metrics_key,
             ),
+            agents={entry.kind: entry for entry in app.state.agents},
             store=store,
             tasks=tasks,
             runs=run_registry,
             turns=turns,
+            streams=StreamService(
+                StreamSettings(settings.query_max_chars, settings.on_disconnect),
+                turns,
+                run_registry,
+                library,
+                limits,
+                webhooks,
+            ),
             users_by_key=settings.user_by_key(),
             files=library,
             model=core.model,
@@ -199,7 +210,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         # FastAPI's own OpenTelemetry stays off, whatever global provider a host sets up:
-        # the request span is ours (app/interop/telemetry), and FastAPI's would record
+        # the request span is ours (app/telemetry), and FastAPI's would record
         # the query string with a stream's `access_token` in it.
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
@@ -228,6 +239,7 @@ def create_app(
     app.add_middleware(TelemetryMiddleware)
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(agent.stream_routes(agents))
     app.include_router(agent.router)
     app.include_router(runs.router)
     app.include_router(sessions.router)
@@ -250,7 +262,7 @@ def _configure_logging(level: str) -> None:
     logger.setLevel(level.upper())
     if not logger.handlers:
         handler = logging.StreamHandler()
-        # `trace_id` is filled in while tracing is on (app/interop/telemetry/tracing.py).
+        # `trace_id` is filled in while tracing is on (app/telemetry/tracing.py).
         handler.setFormatter(
             logging.Formatter(
                 "%(asctime)s %(levelname)s %(name)s: %(message)s%(trace_id)s",

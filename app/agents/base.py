@@ -29,7 +29,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import ClassVar, Literal
+from typing import Literal
 
 import httpx2 as httpx
 
@@ -47,6 +47,7 @@ from app.core.events import (
     Reference,
     ReferenceEvent,
     RunStatus,
+    RunUsage,
     StartEvent,
     TextEvent,
     ThinkingEvent,
@@ -66,7 +67,8 @@ from app.store.base import SessionStore, StoreError
 from app.store.db import Database
 from app.store.models import StoredTurn, TurnOutcome
 from app.store.records import PlanRound, ToolCall, TurnFile
-from app.tools.mcp import McpToolbox
+from app.tools.base import Tool
+from app.tools.mcp.toolbox import McpToolbox
 
 log = logging.getLogger(__name__)
 
@@ -105,8 +107,8 @@ class AgentSettings:
 class AgentCore:
     """What every agent shares for the app's life; built once in the lifespan.
 
-    An agent's own dependencies (a search tool, a template library) are
-    built by its factory in the registry, not added here.
+    What several agents use is built here once (the web search); an agent's
+    own dependencies (a template library) are built by its factory in the registry.
     """
 
     model: ChatModel
@@ -121,6 +123,8 @@ class AgentCore:
     """The app's database, for an agent that keeps state of its own (the deck builds)."""
     mcp: McpToolbox | None = None
     """MCP servers' tools, offered to the agent kinds each server is configured for."""
+    search: Tool | None = None
+    """The web search every searching agent offers (`WEB_SEARCH_PROVIDER`); None: none set."""
     observer: AgentObserver = NO_OBSERVER
     """The service's telemetry (tool calls, store retries, the trace id in `start`)."""
 
@@ -225,7 +229,8 @@ class AgentFailure(Exception):
 
 
 class BaseAgent(ABC):
-    agent_type: ClassVar[str]
+    agent_type: str = ""
+    """Its kind: the class's own, or the registry entry's it is built for (which wins)."""
 
     def __init__(self, core: AgentCore) -> None:
         self.core = core
@@ -381,13 +386,13 @@ class AgentTurn:
                 state.observe(event)
                 yield event
             if state.references:
-                yield ReferenceEvent(list(state.references.values()))
+                yield ReferenceEvent.of(state.references.values())
             if limits.recommendations and state.outcome == "completed":
                 state.recommend = await suggest_follow_ups(
                     core.model, turn.question, "".join(state.answer), state.add_usage
                 )
                 if state.recommend:
-                    yield RecommendEvent(state.recommend)
+                    yield RecommendEvent.of(state.recommend)
         except ModelError as exc:
             self._error = ErrorEvent(exc.code, user_message(exc.code), exc.describe())
         except AgentFailure as exc:
@@ -411,8 +416,8 @@ class AgentTurn:
             first_response_time=state.first_response_ms,
             total_response_time=state.elapsed_ms(),
             tools=state.tool_names(),
-            prompt_tokens=state.usage.prompt_tokens,
-            completion_tokens=state.usage.completion_tokens,
-            usage_estimated=state.usage.estimated,
+            usage=RunUsage(
+                state.usage.prompt_tokens, state.usage.completion_tokens, state.usage.estimated
+            ),
         )
         return Conclusion(complete, [error] if error else [])

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from app.agents.base import AgentCore, Turn
 from app.agents.react import ReActAgent
 from app.config import Settings
-from app.interop.a2a.client import RemoteAgents
+from app.tools.a2a_client import RemoteAgents
 from app.tools.base import Tool
 from app.tools.remote_agents import remote_tools
 

@@ -1,12 +1,15 @@
 """Every agent kind the service knows: one entry each, and the only list of kinds.
 
-The key is the path segment of `/agent/{kind}/stream` and the stored
-`agent_type`. An entry says what its agent needs (a file, or accepts one;
-whether it suggests follow-ups) and how it is built: a factory that takes
-the shared core and the settings, and builds the agent's own dependencies
-itself. A kind the contract names but this build has no factory for
-answers 501. The routes, the 400 for a missing file and the 501 all come
-from here, so adding an agent is one module plus one entry.
+The key is the path segment of `/agent/{kind}/stream` (and of every other
+wire format's route) and the stored `agent_type`. An entry says what its
+agent needs (a file, or accepts one; whether it suggests follow-ups), how
+another agent reads it (the A2A card's skill), and how it is built: a
+factory that takes the shared core and the settings, and builds the agent's
+own dependencies itself. A kind the contract names but this build has no
+factory for answers 501. `create_app` builds the routes, `/agent/kinds`, the
+card and the 400 for a missing file from the entries it is given, and an
+agent drops what it keeps of a deleted conversation itself (`forget`), so
+adding an agent is one module plus one entry.
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ class AgentEntry:
     summary: str
     factory: AgentFactory | None = None
     """None: named by the contract, not built in this version (501)."""
+    description: str = ""
+    """What it does, as another agent reads it (the A2A card's skill); empty: `summary`."""
+    examples: tuple[str, ...] = ()
+    """Requests it answers well, for that card."""
     needs_file: bool = False
     accepts_file: bool = False
     follow_ups: bool = True
@@ -40,30 +47,77 @@ class AgentEntry:
 
 
 AGENTS: tuple[AgentEntry, ...] = (
-    AgentEntry("chat", "Web search", "Web-search agent stream", web_search.build),
+    AgentEntry(
+        "chat",
+        "Web search",
+        "Web-search agent stream",
+        web_search.build,
+        description="Answers questions with current facts from a web search, citing its sources.",
+        examples=("What changed in the EU AI Act this year?",),
+    ),
     AgentEntry(
         "file",
         "Ask a file",
         "File question-answering agent stream",
         file_qa.build,
+        description="Answers questions about an uploaded document (metadata `fileId`).",
+        examples=("Summarise chapter 2 of the report.",),
         needs_file=True,
         accepts_file=True,
     ),
-    AgentEntry("pptx", "PowerPoint", "PowerPoint builder agent stream", pptx.build),
-    AgentEntry("deep", "Deep research", "Deep research agent stream", deep.build),
-    AgentEntry("skills", "Skills", "Skills agent stream", skills.build, accepts_file=True),
     AgentEntry(
-        "host", "Remote agents", "Host agent stream: delegates to remote A2A agents", host.build
+        "pptx",
+        "PowerPoint",
+        "PowerPoint builder agent stream",
+        pptx.build,
+        description=(
+            "Builds a PowerPoint deck on a topic; the deck comes back as a file artifact."
+        ),
+        examples=("A 6-slide deck on heat pumps for a town council.",),
+    ),
+    AgentEntry(
+        "deep",
+        "Deep research",
+        "Deep research agent stream",
+        deep.build,
+        description=(
+            "Deep research: plans, searches in parallel, checks itself and writes a cited"
+            " report; may ask a clarifying question first (input-required)."
+        ),
+        examples=("How big is the European heat pump market, and where is it going?",),
+    ),
+    AgentEntry(
+        "skills",
+        "Skills",
+        "Skills agent stream",
+        skills.build,
+        description="Works with skills (documents, data, scripts) in a sandboxed workspace.",
+        examples=("Turn this CSV into a summary table.",),
+        accepts_file=True,
+    ),
+    AgentEntry(
+        "host",
+        "Remote agents",
+        "Host agent stream: delegates to remote A2A agents",
+        host.build,
+        description="Delegates to the remote A2A agents this service knows.",
+        examples=("Ask the research agent for the latest figures.",),
     ),
 )
-
-BY_KIND = {entry.kind: entry for entry in AGENTS}
 
 
 def build_agents(
     core: AgentCore, settings: Settings, entries: Iterable[AgentEntry] = AGENTS
 ) -> dict[str, BaseAgent]:
-    """The agents of this build, by kind; kinds without a factory are left out (501)."""
-    return {
-        entry.kind: entry.factory(core, settings) for entry in entries if entry.factory is not None
-    }
+    """The agents of this build, by kind; kinds without a factory are left out (501).
+
+    The entry owns the kind: an agent class may serve under another one (a test's
+    agent, a second configuration of the same agent).
+    """
+    agents: dict[str, BaseAgent] = {}
+    for entry in entries:
+        if entry.factory is not None:
+            agent = entry.factory(core, settings)
+            agent.agent_type = entry.kind
+            agents[entry.kind] = agent
+    return agents

@@ -45,7 +45,6 @@ from app.tools.base import Tool
 from app.tools.shell import SANDBOX_SKILLS, BashTool, Mount, Shell, ShellLimits, python_mounts
 from app.tools.skills import LOAD_SKILL, LoadSkill
 from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
-from app.tools.web_search import configured_search
 from app.tools.workspace import (
     Files,
     Workspace,
@@ -273,6 +272,6 @@ def build(core: AgentCore, settings: Settings) -> SkillsAgent:
         shell,
         settings.data_dir,
         settings.skills_max_file_bytes,
-        configured_search(core.http, settings, core.mcp),
+        core.search,
         compactor,
     )

@@ -13,7 +13,6 @@ from app.agents.react import ReActAgent
 from app.config import Settings
 from app.tools.base import Tool
 from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
-from app.tools.web_search import configured_search
 
 SYSTEM_PROMPT = (
     """You are a research assistant that answers with current, sourced facts.
@@ -55,4 +54,4 @@ class WebSearchAgent(ReActAgent):
 
 def build(core: AgentCore, settings: Settings) -> WebSearchAgent:
     """With a Tavily key, the agent searches; without one, it answers from the model alone."""
-    return WebSearchAgent(core, configured_search(core.http, settings, core.mcp))
+    return WebSearchAgent(core, core.search)

@@ -8,29 +8,23 @@ an event stream or, before any byte of it, a JSON error.
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import Callable
+from collections.abc import Iterable
 from typing import Annotated, Literal, TypeVar
 
 from fastapi import APIRouter, Body, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.agents.registry import AGENTS, AgentEntry
-from app.agents.turns import ConversationBusy, DependencyDown, Strategy, UnknownAgent
+from app.agents.registry import AgentEntry
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
-from app.api.files import find_file
 from app.api.sse import EventStreamResponse
 from app.core.wire import WireModel
-from app.tasks.base import EventsGone, TaskBackendUnavailable
-from app.tasks.log import EventLogReader
-from app.tasks.runs import OnEnd, Run
-from app.tasks.webhooks import WebhookRefused
+from app.service.streams import TurnRequest, valid_conversation_id
+from app.service.turns import Strategy
 
 router = APIRouter(prefix="/agent", tags=["agent"])
 
-CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 EVENT_ID = re.compile(r"[0-9]{1,18}")
 """An event id as we send them; ASCII digits only, and short enough to stay an int64."""
 STOP_WAIT_SECONDS = 5.0
@@ -68,6 +62,16 @@ class StreamParams(BaseModel):
         description="A URL called (signed POST) once the turn ends; default: WEBHOOK_URL.",
     )
 
+    def request(self) -> TurnRequest:
+        return TurnRequest(
+            query=self.query,
+            conversation_id=self.conversation_id,
+            file_id=self.file_id,
+            on_disconnect=self.on_disconnect,
+            strategy=self.multitask_strategy,
+            webhook=self.webhook,
+        )
+
 
 class StopParams(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
@@ -102,103 +106,24 @@ def _merged(query: Params, body: Params | None) -> Params:
     return query.model_copy(update=body.model_dump(exclude_unset=True))
 
 
-def _conversation_id(value: str | None) -> str:
-    if value is None or value == "":
-        return uuid.uuid4().hex
-    return _valid_conversation_id(value)
-
-
-def _valid_conversation_id(value: str) -> str:
-    if not CONVERSATION_ID.fullmatch(value):
-        raise ApiError(400, "conversationId must match ^[A-Za-z0-9_-]{1,128}$")
-    return value
-
-
-async def open_run(
-    entry: AgentEntry, params: StreamParams, user: str, services: ServicesDep
-) -> tuple[Run, Callable[[], object] | None]:
-    """Check a stream request and start its turn: the one path every wire format takes.
-
-    Answers the request's 4xx/5xx (as `ApiError`) before anything is written or any
-    model is called. Returns the run and what to call when its client goes away:
-    a stop, or None when the run goes on without it.
-    """
-    limits, kind = services.http, entry.kind
-    question = (params.query or "").strip()
-    if not question:
-        raise ApiError(400, "query is required and must not be empty")
-    if len(params.query or "") > limits.query_max_chars:
-        raise ApiError(413, f"query is longer than {limits.query_max_chars} characters")
-    conversation_id = _conversation_id(params.conversation_id)
-    await _check_file(entry, params.file_id, user, services)
-    if kind not in services.turns.kinds():
-        raise ApiError(501, f"The {kind} agent is not available in this version")
-    try:
-        webhook = await services.webhooks.target(params.webhook)
-    except WebhookRefused as exc:
-        raise ApiError(400, f"webhook refused: {exc}") from exc
-    slot = await services.limits.open_stream(user, uuid.uuid4().hex)
-    try:
-        run = await _start(services, entry, user, conversation_id, question, params, slot.release)
-    except BaseException:
-        await slot.release()
-        raise
-    if webhook is not None:
-        services.webhooks.notify(run, webhook)
-    if (params.on_disconnect or limits.on_disconnect) != "cancel":
-        return run, None
-    return run, lambda: run.stop("client_gone")
-
-
 async def _stream(
     entry: AgentEntry, params: StreamParams, user: str, services: ServicesDep
 ) -> EventStreamResponse:
-    run, on_disconnect = await open_run(entry, params, user, services)
+    run, on_disconnect = await services.streams.open(entry, params.request(), user)
     return EventStreamResponse(
         run.log, ping_seconds=services.http.sse_ping_seconds, on_disconnect=on_disconnect
     )
 
 
-async def _start(
-    services: ServicesDep,
-    entry: AgentEntry,
-    user: str,
-    conversation_id: str,
-    question: str,
-    params: StreamParams,
-    on_end: OnEnd,
-) -> Run:
-    """Start the turn; the stream slot is given back (`on_end`) once the turn is stored."""
-    kind = entry.kind
-    try:
-        return await services.turns.start(
-            kind,
-            user,
-            conversation_id,
-            question,
-            params.file_id,
-            on_end=on_end,
-            strategy=params.multitask_strategy or "reject",
-        )
-    except UnknownAgent as exc:
-        raise ApiError(501, f"The {kind} agent is not available in this version") from exc
-    except ConversationBusy as exc:
-        raise ApiError(409, "A task is already running for this conversation") from exc
-    except DependencyDown as exc:
-        raise ApiError(503, f"Service unavailable: {exc}") from exc
+def stream_routes(entries: Iterable[AgentEntry]) -> APIRouter:
+    """`GET` and `POST /agent/{kind}/stream` for each of the app's agent kinds."""
+    streams = APIRouter(prefix="/agent", tags=["agent"])
+    for entry in entries:
+        _add_stream_routes(streams, entry)
+    return streams
 
 
-async def _check_file(
-    entry: AgentEntry, file_id: str | None, user: str, services: ServicesDep
-) -> None:
-    """A named file must be the caller's (404 otherwise); some agents need one."""
-    if file_id:
-        await find_file(services, user, file_id)
-    elif entry.needs_file:
-        raise ApiError(400, f"fileId is required for the {entry.kind} agent")
-
-
-def _add_stream_routes(entry: AgentEntry) -> None:
+def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
     kind, path = entry.kind, f"/{entry.kind}/stream"
     responses: dict[int | str, dict[str, object]] = {
         200: {"content": {"text/event-stream": {}}, "description": "The event stream"},
@@ -226,7 +151,7 @@ def _add_stream_routes(entry: AgentEntry) -> None:
         return await _stream(entry, _merged(query, body), user, services)
 
     for method, endpoint in (("GET", stream_get), ("POST", stream_post)):
-        router.add_api_route(
+        streams.add_api_route(
             path,
             endpoint,
             methods=[method],
@@ -237,10 +162,6 @@ def _add_stream_routes(entry: AgentEntry) -> None:
             responses=responses,
             name=f"{kind}_stream_{method.lower()}",
         )
-
-
-for _entry in AGENTS:
-    _add_stream_routes(_entry)
 
 
 @router.get("/kinds", summary="The agents this service offers")
@@ -259,7 +180,7 @@ async def list_agent_kinds(user: UserDep, services: ServicesDep) -> Envelope[lis
                 needs_file=entry.needs_file,
                 accepts_file=entry.accepts_file,
             )
-            for entry in AGENTS
+            for entry in services.agents.values()
         ]
     )
 
@@ -267,7 +188,7 @@ async def list_agent_kinds(user: UserDep, services: ServicesDep) -> Envelope[lis
 async def _stop(conversation_id: str | None, user: str, services: ServicesDep) -> StopResult:
     if not conversation_id:
         raise ApiError(400, "conversationId is required, in the query string or the JSON body")
-    _valid_conversation_id(conversation_id)
+    valid_conversation_id(conversation_id)
     # The queue first: stopping the running turn would otherwise start the next queued one.
     queued = await services.tasks.clear_queue(user, conversation_id)
     if await services.tasks.request_stop(user, conversation_id, STOP_WAIT_SECONDS) or queued:
@@ -328,24 +249,7 @@ async def resume_stream(
     if not EVENT_ID.fullmatch(raw):
         raise ApiError(400, "Last-Event-ID must be a non-negative integer")
     after = int(raw)
-    reader = await run_reader(services, user, conversation_id, after)
+    reader = await services.streams.reader(user, conversation_id, after)
     if reader is None:
         raise ApiError(404, "No running or recent task for this conversation")
     return EventStreamResponse(reader, after=after, ping_seconds=services.http.sse_ping_seconds)
-
-
-async def run_reader(
-    services: ServicesDep, user: str, conversation_id: str, after: int
-) -> EventLogReader | None:
-    """The log of the conversation's running or recent run, on any instance; None if none.
-
-    The one path every wire format's resume takes; answers 400 (a bad id), 503 and 410
-    as `ApiError`.
-    """
-    _valid_conversation_id(conversation_id)
-    try:
-        return await services.runs.reader(user, conversation_id, after)
-    except TaskBackendUnavailable as exc:
-        raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
-    except EventsGone as exc:
-        raise ApiError(410, f"Cannot resume: {exc}; read the conversation's history") from exc

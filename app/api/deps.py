@@ -3,31 +3,30 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Literal
+from typing import Annotated
 
 from fastapi import Depends, Request
 from pydantic import SecretStr
 
-from app.agents.turns import TurnService
+from app.agents.registry import AgentEntry
 from app.documents.library import DocumentLibrary
-from app.interop.mcp import McpHub
 from app.limits import UserLimits
 from app.llm.base import ChatModel
+from app.service.streams import StreamService
+from app.service.turns import TurnService
 from app.store.base import SessionStore
 from app.tasks.base import TaskManager
 from app.tasks.runs import RunRegistry
 from app.tasks.webhooks import Webhooks
+from app.tools.mcp import McpHub
 
 
 @dataclass(frozen=True, slots=True)
 class HttpLimits:
     """What the routes hold a request to; main.py fills it, so routes never read `Settings`."""
 
-    query_max_chars: int
     sse_ping_seconds: float
     """Seconds between `: ping` comments on an idle stream."""
-    on_disconnect: Literal["continue", "cancel"]
-    """What a run does when its client goes away, unless the request says."""
     public_url: str = ""
     """Our base URL as clients reach it (the A2A card); empty: the URL a request came to."""
     metrics_key: SecretStr = field(default_factory=lambda: SecretStr(""))
@@ -37,10 +36,13 @@ class HttpLimits:
 @dataclass(slots=True)
 class Services:
     http: HttpLimits
+    agents: dict[str, AgentEntry]
+    """Every kind this app was built with (`create_app`'s entries), run here or not."""
     store: SessionStore
     tasks: TaskManager
     runs: RunRegistry
     turns: TurnService
+    streams: StreamService
     users_by_key: dict[str, str]
     """The SHA-256 (hex) of each API key -> its user; empty: no authentication."""
     files: DocumentLibrary

@@ -1,7 +1,8 @@
 """Every error answers in the `{code, message, data}` envelope, with a message a user can act on.
 
-A user over one of their limits (`LimitExceeded`, from app/limits) is 429
-with `Retry-After`, from wherever it is checked.
+A turn the service refuses (`TurnRefused`, app/service/errors.py) answers
+the status of its kind. A user over one of their limits (`LimitExceeded`,
+from app/limits) is 429 with `Retry-After`, from wherever it is checked.
 Dependencies that are down surface as `StoreUnavailable` / `TaskBackendUnavailable`
 from anywhere below the routes; they are mapped to 503 here, once, instead of
 in every route. Unexpected errors are logged and answered without detail.
@@ -19,6 +20,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.api.envelope import error_body
 from app.limits import LimitExceeded
+from app.service.errors import (
+    BadRequest,
+    Busy,
+    Gone,
+    NotAvailable,
+    NotFound,
+    OverLimit,
+    TooLong,
+    TurnRefused,
+    Unavailable,
+)
 from app.store.base import StoreUnavailable
 from app.tasks.base import TaskBackendUnavailable
 
@@ -33,6 +45,7 @@ def install_error_handlers(app: FastAPI) -> None:
         TaskBackendUnavailable, _dependency_down("the task backend (Redis) is unavailable")
     )
     app.add_exception_handler(LimitExceeded, _over_limit)
+    app.add_exception_handler(TurnRefused, _turn_refused)
     app.add_exception_handler(Exception, _unexpected_error)
 
 
@@ -69,6 +82,25 @@ async def _over_limit(request: Request, exc: Exception) -> JSONResponse:
         status_code=429,
         headers={"Retry-After": str(exc.retry_after)},
     )
+
+
+_REFUSED_STATUS: dict[type[TurnRefused], int] = {
+    BadRequest: 400,
+    NotFound: 404,
+    Busy: 409,
+    Gone: 410,
+    TooLong: 413,
+    OverLimit: 429,
+    NotAvailable: 501,
+    Unavailable: 503,
+}
+
+
+async def _turn_refused(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, TurnRefused)
+    status = _REFUSED_STATUS[type(exc)]
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, OverLimit) else None
+    return JSONResponse(error_body(status, str(exc)), status_code=status, headers=headers)
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:

@@ -17,7 +17,7 @@ from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
 from app.api.deps import Services
 from app.api.envelope import ApiError
 from app.config import key_digest
-from app.interop.telemetry import Telemetry
+from app.telemetry import Telemetry
 
 router = APIRouter(tags=["operations"])
 

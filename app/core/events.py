@@ -1,121 +1,160 @@
-"""The typed events an agent run emits, and their one wire encoding.
+"""The typed events an agent run emits: one closed union, its one encoder and its one schema.
 
-A closed union with a literal `type`, one class per kind (API.md, "SSE
-frames"). Each event knows its camelCase wire shape; `encode_frame` turns it
-into the SSE bytes once, so every reader of a run's log shares those bytes.
+One class per kind, told apart by a literal `type` (API.md, "SSE frames").
+Each class's fields are its wire shape, camelCase by the alias generator, so
+the same declaration gives the frame (`encode_data`, once per event: every
+reader of a run's log shares those bytes), the typed event back from a frame
+(`decode_event`, for the translators to other wire formats) and the OpenAPI
+schema of the stream (`event_schema`). Adding a kind is one class here plus
+its place in `Event`; each translator's `match` then fails the type check
+until it handles the new kind too.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
+from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic.alias_generators import to_camel
 
 RunStatus = Literal["completed", "stopped", "failed", "paused", "interrupted"]
 StepStatus = Literal["pending", "running", "completed", "failed"]
 """Where one task of a research plan is (deep research)."""
 
+T = TypeVar("T")
+
+
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+OmittedWhenNone = Annotated[T | None, Field(exclude_if=_is_none)]
+"""A field sent only when it has a value, so other agents' frames keep the original shape."""
+
+
+def _wire_config(*, optional: tuple[str, ...] = ()) -> ConfigDict:
+    """camelCase on the wire; attribute docstrings as the schema's descriptions.
+
+    Every field is always sent, so the schema marks every field required except the
+    `optional` ones (`OmittedWhenNone`), which a frame may leave out.
+    """
+
+    def not_required(schema: dict[str, Any]) -> None:
+        required = [name for name in schema.get("required", []) if name not in optional]
+        if required:
+            schema["required"] = required
+        else:
+            schema.pop("required", None)
+
+    return ConfigDict(
+        alias_generator=to_camel,
+        serialize_by_alias=True,
+        validate_by_name=True,
+        use_attribute_docstrings=True,
+        json_schema_serialization_defaults_required=True,
+        json_schema_extra=not_required if optional else None,
+    )
+
+
+WIRE = _wire_config()
+
+
+class _Wire:
+    """What every event and every record inside one can do: be its wire object."""
+
+    __slots__ = ()
+
+    def wire(self) -> dict[str, Any]:
+        """The wire object, as a client decodes it (for tests and stored copies)."""
+        wired: dict[str, Any] = _adapter(type(self)).dump_python(self, mode="json")
+        return wired
+
+
+_ADAPTERS: dict[type, TypeAdapter[Any]] = {}
+
+
+def _adapter(kind: type) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(kind)
+    if adapter is None:
+        adapter = _ADAPTERS[kind] = TypeAdapter(kind)
+    return adapter
+
 
 @dataclass(slots=True)
-class StartEvent:
+class StartEvent(_Wire):
+    """First: which conversation, stored row and run this stream is."""
+
+    __pydantic_config__ = _wire_config(optional=("traceId",))
+    type: Literal["start"] = field(default="start", kw_only=True)
+
     conversation_id: str
     session_id: int
     agent_type: str
     task_id: str
-    trace_id: str | None = None
-    """The run's trace, only when tracing is on, so a user's report can be found in it."""
-    type: Literal["start"] = "start"
-
-    def wire(self) -> dict[str, Any]:
-        frame: dict[str, Any] = {
-            "type": self.type,
-            "conversationId": self.conversation_id,
-            "sessionId": self.session_id,
-            "agentType": self.agent_type,
-            "taskId": self.task_id,
-        }
-        if self.trace_id is not None:
-            frame["traceId"] = self.trace_id
-        return frame
+    trace_id: OmittedWhenNone[str] = None
+    """The run's OpenTelemetry trace id, only while tracing is on."""
 
 
 @dataclass(slots=True)
-class ThinkingEvent:
+class ThinkingEvent(_Wire):
+    """Reasoning text, a delta."""
+
+    __pydantic_config__ = WIRE
+    type: Literal["thinking"] = field(default="thinking", kw_only=True)
+
     content: str
-    type: Literal["thinking"] = "thinking"
-
-    def wire(self) -> dict[str, Any]:
-        return {"type": self.type, "content": self.content}
 
 
 @dataclass(slots=True)
-class TextEvent:
+class TextEvent(_Wire):
+    """Answer text, a delta."""
+
+    __pydantic_config__ = WIRE
+    type: Literal["text"] = field(default="text", kw_only=True)
+
     content: str
-    type: Literal["text"] = "text"
-
-    def wire(self) -> dict[str, Any]:
-        return {"type": self.type, "content": self.content}
 
 
 @dataclass(slots=True)
-class ToolStartEvent:
+class ToolStartEvent(_Wire):
+    """A tool call begins; `taskId` names the research task that made it (deep research)."""
+
+    __pydantic_config__ = _wire_config(optional=("taskId",))
+    type: Literal["tool_start"] = field(default="tool_start", kw_only=True)
+
     tool_name: str
     tool_call_id: str
     arguments: str
-    task_id: str | None = None
-    """The plan task that made the call, when an agent runs several (deep research)."""
-    type: Literal["tool_start"] = "tool_start"
-
-    def wire(self) -> dict[str, Any]:
-        return _with_task(
-            {
-                "type": self.type,
-                "toolName": self.tool_name,
-                "toolCallId": self.tool_call_id,
-                "arguments": self.arguments,
-            },
-            self.task_id,
-        )
+    """The call's arguments, a JSON object as text."""
+    task_id: OmittedWhenNone[str] = None
 
 
 @dataclass(slots=True)
-class ToolEndEvent:
+class ToolEndEvent(_Wire):
+    """A tool call ends; `result` is cut for display."""
+
+    __pydantic_config__ = _wire_config(optional=("taskId",))
+    type: Literal["tool_end"] = field(default="tool_end", kw_only=True)
+
     tool_name: str
     tool_call_id: str
     result: str
     is_error: bool = False
-    task_id: str | None = None
-    type: Literal["tool_end"] = "tool_end"
-
-    def wire(self) -> dict[str, Any]:
-        return _with_task(
-            {
-                "type": self.type,
-                "toolName": self.tool_name,
-                "toolCallId": self.tool_call_id,
-                "result": self.result,
-                "isError": self.is_error,
-            },
-            self.task_id,
-        )
-
-
-def _with_task(frame: dict[str, Any], task_id: str | None) -> dict[str, Any]:
-    """`taskId` only where there is one, so other agents' frames keep the original shape."""
-    if task_id is not None:
-        frame["taskId"] = task_id
-    return frame
+    task_id: OmittedWhenNone[str] = None
 
 
 @dataclass(frozen=True, slots=True)
-class Reference:
+class Reference(_Wire):
+    """A source an answer used."""
+
+    __pydantic_config__ = WIRE
+
     url: str
     title: str
     content: str
-
-    def wire(self) -> dict[str, str]:
-        return {"url": self.url, "title": self.title, "content": self.content}
 
     @classmethod
     def listed(cls, items: object) -> list[Reference]:
@@ -136,72 +175,87 @@ class Reference:
 
 
 @dataclass(slots=True)
-class ReferenceEvent:
-    references: list[Reference]
-    type: Literal["reference"] = "reference"
+class ReferenceEvent(_Wire):
+    """The sources used, once, before `recommend`."""
 
-    def wire(self) -> dict[str, Any]:
-        items = [r.wire() for r in self.references]
-        return {
-            "type": self.type,
-            "content": orjson.dumps(items).decode(),
-            "count": len(items),
-        }
+    __pydantic_config__ = WIRE
+    type: Literal["reference"] = field(default="reference", kw_only=True)
 
+    content: str
+    """A JSON array, as text, of {url, title, content}: the original client parses it."""
+    count: int
 
-@dataclass(slots=True)
-class RecommendEvent:
-    questions: list[str]
-    type: Literal["recommend"] = "recommend"
+    @classmethod
+    def of(cls, references: Iterable[Reference]) -> ReferenceEvent:
+        items = [r.wire() for r in references]
+        return cls(orjson.dumps(items).decode(), len(items))
 
-    def wire(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "content": orjson.dumps(self.questions).decode(),
-            "count": len(self.questions),
-        }
+    def references(self) -> list[Reference]:
+        """The list as sent: our own, so kept whole (a document's passages are relative URLs)."""
+        return [
+            Reference(str(item["url"]), str(item.get("title", "")), str(item.get("content", "")))
+            for item in orjson.loads(self.content)
+        ]
 
 
 @dataclass(slots=True)
-class FileEvent:
+class RecommendEvent(_Wire):
+    """Follow-up questions, after the answer."""
+
+    __pydantic_config__ = WIRE
+    type: Literal["recommend"] = field(default="recommend", kw_only=True)
+
+    content: str
+    """A JSON array, as text, of question strings."""
+    count: int
+
+    @classmethod
+    def of(cls, questions: list[str]) -> RecommendEvent:
+        return cls(orjson.dumps(questions).decode(), len(questions))
+
+    def questions(self) -> list[str]:
+        return [str(q) for q in orjson.loads(self.content)]
+
+
+@dataclass(slots=True)
+class FileEvent(_Wire):
+    """A file the agent made (a deck, a skill's output), ready to download at `url`."""
+
+    __pydantic_config__ = WIRE
+    type: Literal["file"] = field(default="file", kw_only=True)
+
     file_id: str
     name: str
     url: str
     size: int
     mime_type: str
-    type: Literal["file"] = "file"
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "fileId": self.file_id,
-            "name": self.name,
-            "url": self.url,
-            "size": self.size,
-            "mimeType": self.mime_type,
-        }
 
 
 @dataclass(frozen=True, slots=True)
-class DeckSlide:
+class DeckSlide(_Wire):
+    __pydantic_config__ = WIRE
+
     title: str
     page_type: str
 
 
 @dataclass(frozen=True, slots=True)
-class DeckVersion:
+class DeckVersion(_Wire):
+    __pydantic_config__ = WIRE
+
     version: int
     name: str
     url: str
 
 
 @dataclass(slots=True)
-class DeckEvent:
-    """A deck's slide list, for a page that previews it (the original client ignores it).
+class DeckEvent(_Wire):
+    """A deck's slides: `outline` once planned (no file yet), `ready` once stored, with
+    every version still downloadable (the PowerPoint builder; the original client
+    ignores it)."""
 
-    `stage` is `outline` once the outline is written (no file yet), `ready` when
-    the deck is stored; then `versions` lists every version still downloadable.
-    """
+    __pydantic_config__ = WIRE
+    type: Literal["deck"] = field(default="deck", kw_only=True)
 
     stage: Literal["outline", "ready"]
     version: int
@@ -211,161 +265,126 @@ class DeckEvent:
     versions: list[DeckVersion] = field(default_factory=list)
     thumbnails: list[str] = field(default_factory=list)
     """Download URLs of one PNG per slide, when the service can draw them."""
-    type: Literal["deck"] = "deck"
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "stage": self.stage,
-            "version": self.version,
-            "title": self.title,
-            "template": self.template,
-            "slides": [{"title": s.title, "pageType": s.page_type} for s in self.slides],
-            "versions": [
-                {"version": v.version, "name": v.name, "url": v.url} for v in self.versions
-            ],
-            "thumbnails": self.thumbnails,
-        }
 
 
 @dataclass(slots=True)
-class QueuedEvent:
-    """The conversation is busy and this request waits its turn (`multitaskStrategy: enqueue`)."""
+class QueuedEvent(_Wire):
+    """First, when the conversation is busy and the request waits (`enqueue`); its turn's
+    events follow in the same stream once the turns before it have ended."""
+
+    __pydantic_config__ = WIRE
+    type: Literal["queued"] = field(default="queued", kw_only=True)
 
     conversation_id: str
     position: int
     """Its place in the conversation's queue when it joined: 1 runs next."""
-    type: Literal["queued"] = "queued"
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "conversationId": self.conversation_id,
-            "position": self.position,
-        }
 
 
 @dataclass(slots=True)
-class ErrorEvent:
-    """A failure shown to the user.
+class ErrorEvent(_Wire):
+    """A failure; `code: RETRYING` is a notice and the stream goes on, anything else ends it.
 
     `message` comes from a fixed table, never from upstream; `detail` is for
     diagnosing it: what was called and what the upstream said (bounded, key scrubbed).
     """
 
+    __pydantic_config__ = WIRE
+    type: Literal["error"] = field(default="error", kw_only=True)
+
     code: str
     message: str
     detail: str = ""
-    type: Literal["error"] = "error"
+    content: str = ""
+    """The same as `message`, for the original client."""
 
-    def wire(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "code": self.code,
-            "message": self.message,
-            "detail": self.detail,
-            "content": self.message,
-        }
+    def __post_init__(self) -> None:
+        self.content = self.content or self.message
+
+
+@dataclass(frozen=True, slots=True)
+class RunUsage(_Wire):
+    __pydantic_config__ = WIRE
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    estimated: bool = False
+    """Some of it was counted locally: a call cut short, or a provider that reported none."""
 
 
 @dataclass(slots=True)
-class CompleteEvent:
+class CompleteEvent(_Wire):
+    """Always last, sent once the turn is stored; times in milliseconds."""
+
+    __pydantic_config__ = WIRE
+    type: Literal["complete"] = field(default="complete", kw_only=True)
+
     status: RunStatus
     first_response_time: int | None
     total_response_time: int
     tools: list[str] = field(default_factory=list)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    usage_estimated: bool = False
-    """Some of the usage was counted locally: a call cut short, or a provider that reported none."""
-    type: Literal["complete"] = "complete"
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "status": self.status,
-            "firstResponseTime": self.first_response_time,
-            "totalResponseTime": self.total_response_time,
-            "tools": self.tools,
-            "usage": {
-                "promptTokens": self.prompt_tokens,
-                "completionTokens": self.completion_tokens,
-                "estimated": self.usage_estimated,
-            },
-        }
+    usage: RunUsage = field(default_factory=RunUsage)
 
 
 @dataclass(frozen=True, slots=True)
-class PlannedTask:
+class PlannedTask(_Wire):
     """One task of a research plan as clients draw it."""
+
+    __pydantic_config__ = WIRE
 
     id: str
     title: str
     depends_on: tuple[str, ...] = ()
     status: StepStatus = "pending"
 
-    def wire(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "dependsOn": list(self.depends_on),
-            "status": self.status,
-        }
-
 
 @dataclass(slots=True)
-class PlanEvent:
+class PlanEvent(_Wire):
     """A research plan was made (or, on a resumed turn, is shown again as it stands)."""
+
+    __pydantic_config__ = WIRE
+    type: Literal["plan"] = field(default="plan", kw_only=True)
 
     round: int
     tasks: list[PlannedTask]
-    type: Literal["plan"] = "plan"
 
-    def wire(self) -> dict[str, Any]:
-        return {"type": self.type, "round": self.round, "tasks": [t.wire() for t in self.tasks]}
+
+@dataclass(frozen=True, slots=True)
+class SourceLink(_Wire):
+    __pydantic_config__ = WIRE
+
+    url: str
+    title: str
 
 
 @dataclass(slots=True)
-class StepEvent:
-    """A plan task moved: started, finished with a summary, or failed."""
+class StepEvent(_Wire):
+    """A research task started, finished (with its summary and sources) or failed."""
+
+    __pydantic_config__ = WIRE
+    type: Literal["step"] = field(default="step", kw_only=True)
 
     task_id: str
     status: StepStatus
     summary: str = ""
-    sources: list[Reference] = field(default_factory=list)
+    sources: list[SourceLink] = field(default_factory=list)
     """What a finished task read, for a client that shows a task's sources on demand."""
-    type: Literal["step"] = "step"
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "taskId": self.task_id,
-            "status": self.status,
-            "summary": self.summary,
-            "sources": [{"url": s.url, "title": s.title} for s in self.sources],
-        }
 
 
 @dataclass(slots=True)
-class CritiqueEvent:
-    """The research checked itself: good enough to report, or what is still missing."""
+class CritiqueEvent(_Wire):
+    """The research checked itself: passed, or what is missing."""
+
+    __pydantic_config__ = WIRE
+    type: Literal["critique"] = field(default="critique", kw_only=True)
 
     round: int
     passed: bool
     feedback: str
-    type: Literal["critique"] = "critique"
-
-    def wire(self) -> dict[str, Any]:
-        return {
-            "type": self.type,
-            "round": self.round,
-            "passed": self.passed,
-            "feedback": self.feedback,
-        }
 
 
 Event = (
     StartEvent
+    | QueuedEvent
     | ThinkingEvent
     | TextEvent
     | ToolStartEvent
@@ -379,18 +398,58 @@ Event = (
     | PlanEvent
     | StepEvent
     | CritiqueEvent
-    | QueuedEvent
 )
+"""Every event a run may emit; the order is the schema's."""
+
+_UNION: TypeAdapter[Event] = TypeAdapter(Annotated[Event, Field(discriminator="type")])
+_BY_CLASS: dict[type, Callable[[Any], bytes]] = {
+    kind: _adapter(kind).dump_json for kind in Event.__args__
+}
+"""An adapter per class: a third of the time of the union's, which tries each member."""
+
+
+def joined_deltas(first: Event, second: Event) -> Event | None:
+    """Two deltas of one text (answer or reasoning) as one; None for any other pair.
+
+    A reader that fell behind sends a run of deltas as one: the other formats'
+    encoders are built per event, so this costs one event per wake-up, not per token.
+    """
+    if isinstance(first, TextEvent) and isinstance(second, TextEvent):
+        return TextEvent(first.content + second.content)
+    if isinstance(first, ThinkingEvent) and isinstance(second, ThinkingEvent):
+        return ThinkingEvent(first.content + second.content)
+    return None
 
 
 def encode_data(event: Event) -> bytes:
     """The event's JSON object, compact, UTF-8."""
-    return orjson.dumps(event.wire())
+    return _BY_CLASS[type(event)](event)
+
+
+def decode_event(data: bytes) -> Event:
+    """The typed event back from its JSON object (a frame's `data:`)."""
+    return _UNION.validate_json(data)
+
+
+def event_schema(ref_template: str) -> dict[str, Any]:
+    """The union's JSON schema (a `oneOf` told apart by `type`), its classes under `$defs`."""
+    return _UNION.json_schema(by_alias=True, ref_template=ref_template, mode="serialization")
 
 
 def encode_frame(event_id: int, data: bytes) -> bytes:
-    """One SSE frame: `id:` then a single `data:` line (orjson never emits raw newlines)."""
+    """One SSE frame: `id:` then a single `data:` line (JSON never holds a raw newline)."""
     return b"id: %d\ndata: %s\n\n" % (event_id, data)
+
+
+def decode_frames(data: bytes) -> list[tuple[int, Event]]:
+    """Frames back into (event id, event): the inverse of `encode_frame`, joined."""
+    frames: list[tuple[int, Event]] = []
+    for frame in data.split(b"\n\n"):
+        if not frame:
+            continue
+        head, _, body = frame.partition(b"\ndata: ")
+        frames.append((int(head.removeprefix(b"id: ")), decode_event(body)))
+    return frames
 
 
 PING_FRAME = b": ping\n\n"

@@ -1,7 +1,7 @@
 """What agents tell the service's telemetry, as hooks that cost nothing when nobody listens.
 
 Agents and tools must not know OpenTelemetry or Prometheus (they live in
-`app/interop/telemetry`, an outer layer), yet the telemetry needs to see
+`app/telemetry`, an outer layer), yet the telemetry needs to see
 inside a turn: which tool ran and how it ended, a store that had to be
 retried, the trace a run belongs to. This module is the narrow interface
 between the two; `NO_OBSERVER` is what an agent core built without

@@ -89,6 +89,12 @@ class SqlDeckBuildStore:
         async with self._db.statement() as conn:
             await conn.execute(statement.values(**values))
 
+    async def forget(self, user_id: str, conversation_id: str) -> None:
+        """Drop every build of a deleted conversation (its files went with the conversation)."""
+        mine = B.c.user_id == user_id, B.c.conversation_id == conversation_id
+        async with self._db.statement() as conn:
+            await conn.execute(delete(B).where(*mine))
+
     async def replace_templates(self, templates: Sequence[TemplateRow]) -> None:
         """Make the table list exactly these templates."""
         now = _now()

@@ -35,7 +35,6 @@ from app.store.base import ConversationSummary, DeletedConversation
 from app.store.db import Database
 from app.store.file_store import delete_file_rows
 from app.store.models import AI_FILE as F
-from app.store.models import AI_PPT_INST as DECKS
 from app.store.models import AI_SESSION as T
 from app.store.models import StoredTurn, TurnOutcome
 from app.store.records import ToolCall, TurnStatus
@@ -258,9 +257,6 @@ class SqlSessionStore:
             files = (await conn.execute(only_here)).all()
             await delete_file_rows(conn, [row.id for row in files])
             turns = (await conn.execute(delete(T).where(*mine))).rowcount
-            # The deck builds go too; their files went above, as files the conversation made.
-            builds = DECKS.c.user_id == user_id, DECKS.c.conversation_id == session_id
-            await conn.execute(delete(DECKS).where(*builds))
         return DeletedConversation(turns, [row.blob_key for row in files])
 
     async def delete_last_turn(

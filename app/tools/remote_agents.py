@@ -15,7 +15,7 @@ from typing import Any
 
 from app.core.events import FileEvent, ThinkingEvent
 from app.core.tools import ToolSchema
-from app.interop.a2a.client import RemoteAgent, RemoteAgents
+from app.tools.a2a_client import RemoteAgent, RemoteAgents
 from app.tools.base import ToolContext, ToolOutput
 
 DESCRIPTION_CHARS = 1500

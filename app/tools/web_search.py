@@ -11,21 +11,17 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx2 as httpx
 import orjson
 from pydantic import SecretStr
 
-from app.config import Settings
 from app.core.events import Reference
 from app.core.tools import ToolSchema
 from app.core.urls import public_url
-from app.tools.base import Tool, ToolContext, ToolOutput
+from app.tools.base import ToolContext, ToolOutput
 from app.tools.untrusted import untrusted
-
-if TYPE_CHECKING:
-    from app.tools.mcp import McpToolbox
 
 log = logging.getLogger(__name__)
 
@@ -133,16 +129,3 @@ def found(query: str, references: list[Reference]) -> ToolOutput:
         f"[{n}] {ref.title}\nURL: {ref.url}\n{ref.content}" for n, ref in enumerate(references, 1)
     ]
     return ToolOutput(untrusted("\n\n".join(lines), f"web search: {query}"), references=references)
-
-
-def configured_search(
-    client: httpx.AsyncClient, settings: Settings, mcp: McpToolbox | None = None
-) -> Tool | None:
-    """The web search of these settings: Tavily's HTTP API (None without a key: agents
-    then do without), or with `WEB_SEARCH_PROVIDER=mcp:<server>` an MCP server's search."""
-    if settings.web_search_provider != "tavily":
-        return mcp.web_search(settings.web_search_provider) if mcp is not None else None
-    key = settings.tavily_api_key
-    if not key.get_secret_value():
-        return None
-    return TavilySearch(client, settings.tavily_base_url, key, settings.tavily_max_results)

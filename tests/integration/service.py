@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,16 +23,16 @@ from tests.support.sse import Event, collect
 TEST_LLM_KEY = "sk-test-secret-key-0123456789"
 
 
-def with_agent(cls: type[BaseAgent], kind: str = "pptx") -> list[AgentEntry]:
-    """The registry with `cls` in the slot of `kind`: how a new agent arrives, one entry."""
+def with_agent(cls: type[BaseAgent], kind: str = "test") -> list[AgentEntry]:
+    """The registry and `cls` as one more kind: how a new agent arrives, one entry.
+
+    Its routes, its place in `/agent/kinds` and in the A2A card all follow from the entry.
+    """
 
     def factory(core: AgentCore, settings: Settings) -> BaseAgent:
         return cls(core)
 
-    return [
-        dataclasses.replace(entry, factory=factory) if entry.kind == kind else entry
-        for entry in AGENTS
-    ]
+    return [*AGENTS, AgentEntry(kind, "A test's agent", f"The {kind} agent stream", factory)]
 
 
 def service_settings(

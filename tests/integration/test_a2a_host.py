@@ -19,7 +19,7 @@ import httpx
 import orjson
 import pytest
 
-from app.interop.a2a.client import RemoteAgents, RemoteConfig
+from app.tools.a2a_client import RemoteAgents, RemoteConfig
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily

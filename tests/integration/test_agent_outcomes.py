@@ -1,7 +1,7 @@
 """What the base gives every agent: its own outcome (`paused`) and files that belong to the turn.
 
-A test agent takes the registry slot of a kind this build has no agent for
-(`pptx`), which is how a new agent arrives: one module, one entry.
+A test agent arrives as a new agent does: one class and one registry entry
+(`with_agent`), its routes following from the entry.
 """
 
 from __future__ import annotations
@@ -31,8 +31,6 @@ DECK = b"PK\x03\x04 a deck"
 class AskingAgent(BaseAgent):
     """Asks what it still needs, then waits: the turn ends `paused`, not `completed`."""
 
-    agent_type = "pptx"
-
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         yield ThinkingEvent("Checking the requirements…\n")
         yield TextEvent("How many slides, and for which audience?")
@@ -41,8 +39,6 @@ class AskingAgent(BaseAgent):
 
 class DeckAgent(BaseAgent):
     """Makes a file and hands it over, as the PowerPoint builder will."""
-
-    agent_type = "pptx"
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         assert self.core.documents is not None
@@ -55,7 +51,7 @@ class DeckAgent(BaseAgent):
 
 
 async def turn(client: httpx.AsyncClient, query: str, conversation: str) -> list[dict[str, object]]:
-    return await ask(client, query, conversation, "pptx")
+    return await ask(client, query, conversation, "test")
 
 
 async def test_an_agent_ends_its_turn_paused_and_it_is_stored_so(

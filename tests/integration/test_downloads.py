@@ -6,7 +6,6 @@ served from our origin: shown as HTML or SVG it could run script there.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -29,8 +28,6 @@ DOCX_MIME = "application/vnd.openxmlformats-officedocument.wordprocessingml.docu
 class PageMakingAgent(BaseAgent):
     """Makes files whose types would run script if a browser rendered them."""
 
-    agent_type = "pptx"
-
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         assert self.core.documents is not None
         for name, data, mime in [
@@ -47,10 +44,7 @@ def with_page_maker() -> list[AgentEntry]:
     def factory(core: AgentCore, settings: Settings) -> BaseAgent:
         return PageMakingAgent(core)
 
-    return [
-        dataclasses.replace(entry, factory=factory) if entry.kind == "pptx" else entry
-        for entry in AGENTS
-    ]
+    return [*AGENTS, AgentEntry("pages", "Page maker", "Makes a page", factory)]
 
 
 @pytest.mark.parametrize(
@@ -84,7 +78,7 @@ async def test_generated_html_and_svg_are_attachments_of_plain_bytes(
 ) -> None:
     async with running_service(service_settings(tmp_path, sqlite_url), with_page_maker()) as client:
         params = {"query": "Make me a page", "conversationId": "c-page"}
-        async with client.stream("GET", "/agent/pptx/stream", params=params) as response:
+        async with client.stream("GET", "/agent/pages/stream", params=params) as response:
             events = await collect(response)
         files = [e for e in events if e["type"] == "file"]
         downloads = [await client.get(str(f["url"])) for f in files]

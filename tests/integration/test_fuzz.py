@@ -78,7 +78,7 @@ def test_every_error_is_documented_as_the_envelope() -> None:
     }
 
     assert errors
-    # A2A's endpoints answer A2A's errors too (app/interop/a2a/routes.py).
+    # A2A's endpoints answer A2A's errors too (app/api/a2a/routes.py).
     a2a = {key: ref for key, ref in errors.items() if key[0].startswith("/a2a")}
     assert set(a2a.values()) == {"#/components/schemas/A2AError"}
     ours = {key: ref for key, ref in errors.items() if key not in a2a}

@@ -49,8 +49,6 @@ from tests.integration.service import (
 class EverythingAgent(BaseAgent):
     """A turn that fills every column a run can fill: text, thinking, tools, files, plan."""
 
-    agent_type = "pptx"
-
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         assert self.core.documents is not None
         yield PlanEvent(1, [PlannedTask("t1", "Look it up")])
@@ -97,7 +95,7 @@ async def test_every_column_of_a_turn_reaches_its_history(
     settings = settings_for(backend, tmp_path, fake_llm, recommendations_enabled=True)
     fake_llm.script(Reply.text('{"questions": ["Why?", "How?", "What next?"]}'))
     async with running_service(settings, with_agent(EverythingAgent)) as client:
-        events = await ask(client, "What is SSE?", "c-shape", "pptx")
+        events = await ask(client, "What is SSE?", "c-shape", "test")
         [message] = await history(client, "c-shape")
     [row] = await raw_rows(backend.database_url, AI_SESSION, AI_SESSION.c.session_id == "c-shape")
 
@@ -117,7 +115,7 @@ async def test_every_column_of_a_file_reaches_its_info(
     settings = settings_for(backend, tmp_path, fake_llm)
     async with running_service(settings, with_agent(EverythingAgent)) as client:
         await client.post("/file/upload", files={"file": ("a.txt", b"Some text.")})
-        await ask(client, "What is SSE?", "c-shape", "pptx")
+        await ask(client, "What is SSE?", "c-shape", "test")
         listed = (await client.get("/file/list")).json()["data"]
         infos = [(await client.get(f"/file/info/{f['fileId']}")).json()["data"] for f in listed]
     rows = await raw_rows(backend.database_url, AI_FILE, AI_FILE.c.user_id.is_not(None))

@@ -313,3 +313,22 @@ async def test_a_render_past_its_time_limit_fails_at_render(
 
 def orjson_text(value: dict[str, Any]) -> str:
     return orjson.dumps(value).decode()
+
+
+async def test_deleting_a_conversation_drops_its_deck_builds_and_a_new_deck_starts_at_v1(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.responder = DeckModel(TITLES)
+    settings = settings_for(backend, tmp_path, fake_llm, **NO_PREVIEWS)
+    async with running_service(settings) as client:
+        await ask(client, "A deck about solar power", "c-gone")
+        built = await builds(settings, "c-gone")
+        deleted = await client.delete("/session/c-gone")
+        left = await builds(settings, "c-gone")
+        again = await ask(client, "A deck about solar power", "c-gone")
+
+    assert [b.version for b in built] == [1]
+    assert deleted.status_code == 200
+    assert left == []
+    [file_event] = [e for e in again if e["type"] == "file"]
+    assert file_event["name"] == "Solar power v1.pptx"

@@ -139,7 +139,7 @@ async def test_parallel_calls_run_concurrently_and_results_keep_call_order(
     results = [m for m in fake.requests[1]["messages"] if m["role"] == "tool"]
     assert [m["content"] for m in results] == ["gate 1", "gate 2"]
     reference = next(e for e in events if e.type == "reference")
-    assert [r.url for r in reference.references] == [
+    assert [r.url for r in reference.references()] == [
         "https://g.test/1",
         "https://g.test/2",
     ]

@@ -268,13 +268,16 @@ async def test_a_file_made_by_a_failed_turn_is_handed_over_by_the_next(
 
 
 async def test_web_search_is_a_tool_when_a_tavily_key_is_set(
-    core: AgentCore, tmp_path: Path
+    tmp_path: Path, sqlite_url: str
 ) -> None:
-    with_key = build(core, skills_settings(tmp_path, tavily_api_key="tvly-test"))
-    without = build(core, skills_settings(tmp_path))
+    offered: dict[str, list[str]] = {}
+    for key in ("tvly-test", ""):
+        settings = service_settings(tmp_path, sqlite_url, tavily_api_key=key)
+        async with agent_core(settings, ScriptedModel()) as core:
+            offered[key] = [t.schema.name for t in build(core, settings).tools(ask("Hi"))]
 
-    assert "web_search" in [t.schema.name for t in with_key.tools(ask("Hi"))]
-    assert "web_search" not in [t.schema.name for t in without.tools(ask("Hi"))]
+    assert "web_search" in offered["tvly-test"]
+    assert "web_search" not in offered[""]
 
 
 async def test_rounds_stop_at_skills_max_rounds_with_a_last_answer_without_tools(

@@ -49,7 +49,7 @@ def outline(events: list[Event]) -> list[tuple[str, Any]]:
         elif isinstance(event, ToolEndEvent):
             out.append(("tool_end", (event.tool_name, event.is_error)))
         elif isinstance(event, ReferenceEvent):
-            out.append(("reference", [ref.url for ref in event.references]))
+            out.append(("reference", [ref.url for ref in event.references()]))
         elif isinstance(event, CompleteEvent):
             out.append(("complete", event.status))
         else:

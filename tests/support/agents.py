@@ -31,6 +31,7 @@ from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
 from app.store.sessions import SqlSessionStore
+from app.tools.search import configured_search
 
 
 @asynccontextmanager
@@ -60,6 +61,7 @@ async def agent_core(
                 None,
                 LibrarySettings.from_settings(settings),
             ),
+            search=configured_search(http, settings),
         )
 
 

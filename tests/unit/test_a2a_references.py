@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from app.api.a2a.mapping import TaskRef, stored_task
 from app.core.events import Reference
-from app.interop.a2a.mapping import TaskRef, stored_task
 from app.store.models import StoredTurn
 from tests.support.a2a import artifact_data
 

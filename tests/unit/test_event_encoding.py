@@ -2,19 +2,34 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import orjson
 
 from app.core.events import (
     CompleteEvent,
+    CritiqueEvent,
+    DeckEvent,
+    DeckSlide,
+    DeckVersion,
     ErrorEvent,
     Event,
+    FileEvent,
+    PlanEvent,
+    PlannedTask,
+    QueuedEvent,
     RecommendEvent,
     Reference,
     ReferenceEvent,
+    RunUsage,
+    SourceLink,
     StartEvent,
+    StepEvent,
     TextEvent,
+    ThinkingEvent,
     ToolEndEvent,
     ToolStartEvent,
+    decode_frames,
     encode_data,
     encode_frame,
 )
@@ -53,7 +68,7 @@ def test_every_event_has_its_camel_case_shape() -> None:
         "detail": "ModelTimeout",
         "content": "too slow",
     }
-    assert wire(CompleteEvent("stopped", 12, 340, ["web_search"], 10, 5)) == {
+    assert wire(CompleteEvent("stopped", 12, 340, ["web_search"], RunUsage(10, 5))) == {
         "type": "complete",
         "status": "stopped",
         "firstResponseTime": 12,
@@ -64,12 +79,12 @@ def test_every_event_has_its_camel_case_shape() -> None:
 
 
 def test_reference_and_recommend_content_is_a_json_array_string() -> None:
-    refs = wire(ReferenceEvent([Reference("https://a.example", "A", "about a")]))
+    refs = wire(ReferenceEvent.of([Reference("https://a.example", "A", "about a")]))
     assert refs["count"] == 1
     assert orjson.loads(str(refs["content"])) == [
         {"url": "https://a.example", "title": "A", "content": "about a"}
     ]
-    rec = wire(RecommendEvent(["q1?", "q2?", "q3?"]))
+    rec = wire(RecommendEvent.of(["q1?", "q2?", "q3?"]))
     assert orjson.loads(str(rec["content"])) == ["q1?", "q2?", "q3?"]
 
 
@@ -80,3 +95,36 @@ def test_frame_is_one_data_line_even_when_the_text_has_newlines() -> None:
     assert lines[1].startswith("data: {")
     assert lines[2:] == ["", ""]
     assert orjson.loads(lines[1][len("data: ") :])["content"] == "line one\nline two\r\n"
+
+
+EVERY_KIND: list[Event] = [
+    StartEvent("c1", 7, "deep", "t1", trace_id="0af7651916cd43dd8448eb211c80319c"),
+    QueuedEvent("c1", 2),
+    ThinkingEvent("Planning"),
+    TextEvent("An answer"),
+    ToolStartEvent("web_search", "call_1", '{"query":"x"}', task_id="a"),
+    ToolEndEvent("web_search", "call_1", "found", True, task_id="a"),
+    ReferenceEvent.of([Reference("/file/download/f1#page=2&passage=3", "manual.pdf", "p. 2")]),
+    RecommendEvent.of(["Why?"]),
+    FileEvent("f1", "deck.pptx", "/file/download/f1", 1024, "application/zip"),
+    DeckEvent(
+        "ready", 2, "Solar", "ocean", [DeckSlide("Solar", "cover")], [DeckVersion(2, "v2", "/x")]
+    ),
+    ErrorEvent("LLM_TIMEOUT", "too slow", "ModelTimeout"),
+    CompleteEvent("paused", None, 12, ["web_search"], RunUsage(3, 4, estimated=True)),
+    PlanEvent(1, [PlannedTask("a", "Market", ("b",), "running")]),
+    StepEvent("a", "completed", "Found it", [SourceLink("https://a.example", "A")]),
+    CritiqueEvent(1, False, "More on costs"),
+]
+
+
+def test_every_kind_decodes_back_to_the_event_it_was() -> None:
+    """The other wire formats translate decoded frames: nothing may be lost on the way."""
+    assert {type(e) for e in EVERY_KIND} == set(get_args(Event))
+    data = b"".join(encode_frame(n, encode_data(e)) for n, e in enumerate(EVERY_KIND, 1))
+    assert decode_frames(data) == list(enumerate(EVERY_KIND, 1))
+
+
+def test_a_document_passage_reference_keeps_its_relative_link() -> None:
+    [event] = [e for e in EVERY_KIND if isinstance(e, ReferenceEvent)]
+    assert [r.url for r in event.references()] == ["/file/download/f1#page=2&passage=3"]

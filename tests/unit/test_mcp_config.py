@@ -11,8 +11,8 @@ import pytest
 from mcp_types import CallToolResult, ResourceLink, TextContent
 
 from app.core.events import Reference
-from app.interop.mcp import parse_servers
-from app.tools.mcp import references, tool_names
+from app.tools.mcp import parse_servers
+from app.tools.mcp.toolbox import references, tool_names
 
 PROVIDER_TOOL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
 """What OpenAI, Anthropic, Gemini and DashScope all accept."""

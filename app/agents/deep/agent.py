@@ -35,7 +35,6 @@ from app.config import Settings
 from app.core.events import Event, ThinkingEvent
 from app.core.run import ConversationKey
 from app.tools.base import Tool
-from app.tools.web_search import configured_search
 
 OpenCheckpointer = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[str]]]
 """Opens the checkpoint store for the app's life: our database's, or another for a benchmark."""
@@ -144,6 +143,6 @@ def build(core: AgentCore, settings: Settings) -> DeepResearchAgent:
     return DeepResearchAgent(
         core,
         partial(open_checkpointer, settings.database_url),
-        configured_search(core.http, settings, core.mcp),
+        core.search,
         DeepSettings.from_settings(settings),
     )

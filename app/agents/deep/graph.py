@@ -45,6 +45,7 @@ from app.core.events import (
     PlanEvent,
     PlannedTask,
     Reference,
+    SourceLink,
     StepEvent,
     TextEvent,
     ThinkingEvent,
@@ -213,7 +214,7 @@ async def research(state: TaskInput, *, runtime: Rt) -> dict[str, Any]:
         emit(StepEvent(task["id"], "failed", user_message(exc.code)))
         raise
     ctx.steps.state.usage = ctx.steps.state.usage + own.usage
-    emit(StepEvent(task["id"], "completed", summary, [_reference(s) for s in sources]))
+    emit(StepEvent(task["id"], "completed", summary, [_source(s) for s in sources]))
     emit(ThinkingEvent(f"Task {task['id']} done\n"))
     done = TaskRecord(**{**task, "status": "completed", "summary": summary, "sources": sources})
     return {"tasks": {task["id"]: done}}
@@ -283,7 +284,7 @@ def shown_again(state: DeepState) -> list[PlanEvent | CritiqueEvent | StepEvent]
         in_round = [t for t in tasks if t["round"] == round_no]
         events.append(PlanEvent(round_no, [_planned(t) for t in in_round]))
         events.extend(
-            StepEvent(t["id"], "completed", t["summary"], [_reference(s) for s in t["sources"]])
+            StepEvent(t["id"], "completed", t["summary"], [_source(s) for s in t["sources"]])
             for t in in_round
             if t["status"] == "completed"
         )
@@ -356,6 +357,10 @@ def _planned(task: TaskRecord) -> PlannedTask:
 
 def _reference(source: Source) -> Reference:
     return Reference(source["url"], source["title"], source["content"])
+
+
+def _source(source: Source) -> SourceLink:
+    return SourceLink(source["url"], source["title"])
 
 
 def _today() -> str:

@@ -63,13 +63,13 @@ from app.core.events import (
     ToolStartEvent,
 )
 from app.core.messages import Msg
+from app.core.run import ConversationKey
 from app.documents.library import generated_event
 from app.llm.errors import ModelError, ModelOutputInvalid, user_message
 from app.llm.structured import StructuredOutputInvalid, structured
 from app.store.base import StoreError
 from app.store.deck_builds import DeckBuild, SqlDeckBuildStore, TemplateRow
 from app.tools.base import Tool, ToolContext
-from app.tools.web_search import configured_search
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +89,8 @@ class DeckBuilds(Protocol):
     async def add(self, build: DeckBuild) -> DeckBuild: ...
 
     async def save(self, build: DeckBuild) -> None: ...
+
+    async def forget(self, user_id: str, conversation_id: str) -> None: ...
 
     async def replace_templates(self, templates: Sequence[TemplateRow]) -> None: ...
 
@@ -147,6 +149,9 @@ class PptAgent(BaseAgent):
         self._images = images
         self._settings = settings
         self._templates_listed = False
+
+    async def forget(self, key: ConversationKey) -> None:
+        await self._builds.forget(key.user_id, key.conversation_id)
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         await self._list_templates()
@@ -694,7 +699,7 @@ def build(core: AgentCore, settings: Settings) -> PptAgent:
         core,
         SqlDeckBuildStore(core.database),
         TemplateLibrary(),
-        configured_search(core.http, settings, core.mcp),
+        core.search,
         DeckSettings.from_settings(settings),
         configured_images(core.http, settings),
     )

@@ -16,7 +16,7 @@ instead of starting a new turn. Stop is our `/agent/stop`: the run ends with
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, assert_never
 
 import orjson
 from ag_ui.core import (
@@ -47,12 +47,13 @@ from ag_ui.encoder import EventEncoder
 from fastapi import APIRouter, Body, Header
 from pydantic import ValidationError
 
-from app.api.agent import EVENT_ID, StreamParams, open_run, run_reader
+from app.api.agent import EVENT_ID, StreamParams
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
-from app.api.formats.base import Frame, TranslatedLog, agent_entry
+from app.api.formats.base import TranslatedLog, agent_entry
 from app.api.sse import EventStreamResponse
+from app.core import events as ev
 
 router = APIRouter(prefix="/ag-ui", tags=["ag-ui"])
 
@@ -79,106 +80,100 @@ class AgUiTranslator:
         self._reasoning: str | None = None
         self._steps: set[str] = set()
         self._state: dict[str, Any] = {}
-        self._error: Frame | None = None
+        self._error: ev.ErrorEvent | None = None
         """An `error` held back: the run's `RUN_ERROR` if `complete` follows, else a CUSTOM."""
 
-    def translate(self, event_id: int, event: Frame) -> bytes:
-        kind = event["type"]
+    def translate(self, event_id: int, event: ev.Event) -> bytes:
         out: list[Outgoing] = []
-        if self._error is not None and kind != "complete":
-            out.append(CustomEvent(name="error", value=self._error))
+        if self._error is not None and not isinstance(event, ev.CompleteEvent):
+            out.append(CustomEvent(name="error", value=self._error.wire()))
             self._error = None
-        if kind == "start":
-            self._task_id = event["taskId"]
-            out.append(
-                RunStartedEvent(
-                    thread_id=self._thread_id,
-                    run_id=self._run_id,
-                    protocol_version=PROTOCOL_VERSION,
-                    metadata={"sessionId": event["sessionId"], "agentType": event["agentType"]},
-                )
-            )
-        elif kind == "text":
+        if isinstance(event, ev.TextEvent):
             self._close_reasoning(out)
-            if self._text is None:
-                self._text = f"{self._task_id}-{event_id}"
-                self._last_text = []
-                out.append(
-                    frame(EventType.TEXT_MESSAGE_START, messageId=self._text, role="assistant")
-                )
-            if event["content"]:
-                self._last_text.append(event["content"])
-                out.append(
-                    frame(
-                        EventType.TEXT_MESSAGE_CONTENT, messageId=self._text, delta=event["content"]
-                    )
-                )
-        elif kind == "thinking":
+            self._add_text(event_id, event.content, out)
+        elif isinstance(event, ev.ThinkingEvent):
             self._close_text(out)
-            if self._reasoning is None:
-                self._reasoning = f"{self._task_id}-{event_id}"
-                out.append(frame(EventType.REASONING_START, messageId=self._reasoning))
-                out.append(
-                    frame(
-                        EventType.REASONING_MESSAGE_START,
-                        messageId=self._reasoning,
-                        role="reasoning",
-                    )
-                )
-            if event["content"]:
-                out.append(
-                    frame(
-                        EventType.REASONING_MESSAGE_CONTENT,
-                        messageId=self._reasoning,
-                        delta=event["content"],
-                    )
-                )
+            self._add_reasoning(event_id, event.content, out)
         else:
             self._close_text(out)
             self._close_reasoning(out)
-            self._other(kind, event, out)
+            self._other(event, out)
         return self._encode(event_id, out)
 
-    def _other(self, kind: str, event: Frame, out: list[Outgoing]) -> None:
-        if kind == "tool_start":
-            call = event["toolCallId"]
-            out.append(ToolCallStartEvent(tool_call_id=call, tool_call_name=event["toolName"]))
-            if event["arguments"]:
-                out.append(ToolCallArgsEvent(tool_call_id=call, delta=event["arguments"]))
-            out.append(ToolCallEndEvent(tool_call_id=call))
-        elif kind == "tool_end":
-            call = event["toolCallId"]
+    def _add_text(self, event_id: int, content: str, out: list[Outgoing]) -> None:
+        if self._text is None:
+            self._text = f"{self._task_id}-{event_id}"
+            self._last_text = []
+            out.append(frame(EventType.TEXT_MESSAGE_START, messageId=self._text, role="assistant"))
+        if content:
+            self._last_text.append(content)
+            out.append(frame(EventType.TEXT_MESSAGE_CONTENT, messageId=self._text, delta=content))
+
+    def _add_reasoning(self, event_id: int, content: str, out: list[Outgoing]) -> None:
+        if self._reasoning is None:
+            self._reasoning = f"{self._task_id}-{event_id}"
+            out.append(frame(EventType.REASONING_START, messageId=self._reasoning))
             out.append(
-                ToolCallResultEvent(
-                    message_id=f"{call}-result",
-                    tool_call_id=call,
-                    content=event["result"],
-                    role="tool",
+                frame(
+                    EventType.REASONING_MESSAGE_START, messageId=self._reasoning, role="reasoning"
                 )
             )
-        elif kind in ("reference", "recommend"):
-            content = event["content"]
-            value = orjson.loads(content) if isinstance(content, str) else content
-            out.append(CustomEvent(name=kind, value=value))
-        elif kind in ("plan", "deck"):
-            self._set_state(kind, {k: v for k, v in event.items() if k != "type"}, out)
-        elif kind == "step":
-            self._step(event, out)
-        elif kind == "error":
-            if event["code"] == "RETRYING":
-                out.append(CustomEvent(name="retrying", value=event))
-            else:
-                self._error = event
-        elif kind == "complete":
-            self._complete(event, out)
-        elif kind == "queued":
-            # AG-UI allows nothing before RUN_STARTED: a queued run shows as one that has
-            # not started yet (the stream stays open, with pings, until it does).
-            return
-        else:
+        if content:
             out.append(
-                CustomEvent(name=kind, value={k: v for k, v in event.items() if k != "type"})
+                frame(EventType.REASONING_MESSAGE_CONTENT, messageId=self._reasoning, delta=content)
             )
+
+    def _other(self, event: ev.Event, out: list[Outgoing]) -> None:
+        match event:
+            case ev.StartEvent():
+                self._task_id = event.task_id
+                out.append(
+                    RunStartedEvent(
+                        thread_id=self._thread_id,
+                        run_id=self._run_id,
+                        protocol_version=PROTOCOL_VERSION,
+                        metadata={"sessionId": event.session_id, "agentType": event.agent_type},
+                    )
+                )
+            case ev.ToolStartEvent():
+                call = event.tool_call_id
+                out.append(ToolCallStartEvent(tool_call_id=call, tool_call_name=event.tool_name))
+                if event.arguments:
+                    out.append(ToolCallArgsEvent(tool_call_id=call, delta=event.arguments))
+                out.append(ToolCallEndEvent(tool_call_id=call))
+            case ev.ToolEndEvent():
+                call = event.tool_call_id
+                out.append(
+                    ToolCallResultEvent(
+                        message_id=f"{call}-result",
+                        tool_call_id=call,
+                        content=event.result,
+                        role="tool",
+                    )
+                )
+            case ev.ReferenceEvent() | ev.RecommendEvent():
+                out.append(CustomEvent(name=event.type, value=orjson.loads(event.content)))
+            case ev.PlanEvent() | ev.DeckEvent():
+                self._set_state(event.type, _fields(event), out)
+            case ev.StepEvent():
+                self._step(event, out)
+            case ev.ErrorEvent():
+                if event.code == "RETRYING":
+                    out.append(CustomEvent(name="retrying", value=event.wire()))
+                else:
+                    self._error = event
+            case ev.CompleteEvent():
+                self._complete(event, out)
+            case ev.QueuedEvent():
+                # AG-UI allows nothing before RUN_STARTED: a queued run shows as one that has
+                # not started yet (the stream stays open, with pings, until it does).
+                return
+            case ev.FileEvent() | ev.CritiqueEvent():
+                out.append(CustomEvent(name=event.type, value=_fields(event)))
+            case ev.TextEvent() | ev.ThinkingEvent():
+                raise AssertionError("deltas are translated by `translate`")
+            case _:
+                assert_never(event)
 
     def _set_state(self, key: str, value: Any, out: list[Outgoing]) -> None:
         """The first shape of a key goes in a snapshot of the whole state, later ones as a delta."""
@@ -188,8 +183,8 @@ class AgUiTranslator:
             out.append(StateSnapshotEvent(snapshot={**self._state, key: value}))
         self._state[key] = value
 
-    def _step(self, event: Frame, out: list[Outgoing]) -> None:
-        name, status = event["taskId"], event["status"]
+    def _step(self, event: ev.StepEvent, out: list[Outgoing]) -> None:
+        name, status = event.task_id, event.status
         if name not in self._steps:
             self._steps.add(name)
             out.append(StepStartedEvent(step_name=name))
@@ -202,27 +197,26 @@ class AgUiTranslator:
                 task["status"] = status
                 out.append(_replace(f"/plan/tasks/{index}/status", status))
 
-    def _complete(self, event: Frame, out: list[Outgoing]) -> None:
+    def _complete(self, event: ev.CompleteEvent, out: list[Outgoing]) -> None:
         out.extend(StepFinishedEvent(step_name=name) for name in sorted(self._steps))
         self._steps.clear()
-        status, error = event["status"], self._error
+        status, error = event.status, self._error
         self._error = None
         if status in ("failed", "interrupted"):
-            message = error["message"] if error else f"The run ended {status}"
-            code = error["code"] if error else status.upper()
+            message = error.message if error else f"The run ended {status}"
+            code = error.code if error else status.upper()
             out.append(RunErrorEvent(message=message, code=code))
             return
         if error is not None:
-            out.append(CustomEvent(name="error", value=error))
-        usage = event.get("usage") or {}
+            out.append(CustomEvent(name="error", value=error.wire()))
         finished = RunFinishedEvent(
             thread_id=self._thread_id,
             run_id=self._run_id,
-            result={k: v for k, v in event.items() if k != "type"},
+            result=_fields(event),
             usage=[
                 TokenUsage(
-                    input_tokens=usage.get("promptTokens", 0),
-                    output_tokens=usage.get("completionTokens", 0),
+                    input_tokens=event.usage.prompt_tokens,
+                    output_tokens=event.usage.completion_tokens,
                 )
             ],
         )
@@ -259,6 +253,13 @@ class AgUiTranslator:
         frames = [e if isinstance(e, bytes) else self._encoder.encode(e).encode() for e in events]
         frames[-1] = b"id: %d\n%s" % (event_id, frames[-1])
         return b"".join(frames)
+
+
+def _fields(event: ev.Event) -> dict[str, Any]:
+    """The event's wire object without its `type`: what a state key or a CUSTOM value holds."""
+    wired = event.wire()
+    del wired["type"]
+    return wired
 
 
 def frame(kind: EventType, **fields: str) -> bytes:
@@ -338,18 +339,18 @@ async def run_ag_ui(
     `Last-Event-ID` the request rejoins the thread's running (or just ended)
     run after that event instead of starting one.
     """
-    entry = agent_entry(kind)
+    entry = agent_entry(services, kind)
     ping = services.http.sse_ping_seconds
     if last_event_id is not None:
         if not EVENT_ID.fullmatch(last_event_id):
             raise ApiError(400, "Last-Event-ID must be a non-negative integer")
-        reader = await run_reader(services, user, run.thread_id, 0)
+        reader = await services.streams.reader(user, run.thread_id, 0)
         if reader is None:
             raise ApiError(404, "No running or recent run on this thread")
         translator = AgUiTranslator(run.thread_id, run.run_id)
         log = TranslatedLog(reader, translator, hide_through=int(last_event_id))
         return EventStreamResponse(log, ping_seconds=ping)
-    started, on_disconnect = await open_run(entry, stream_params(run), user, services)
+    started, on_disconnect = await services.streams.open(entry, stream_params(run).request(), user)
     translator = AgUiTranslator(started.claim.conversation_id, run.run_id)
     return EventStreamResponse(
         TranslatedLog(started.log, translator), ping_seconds=ping, on_disconnect=on_disconnect

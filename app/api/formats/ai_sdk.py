@@ -17,18 +17,19 @@ depends on the HTTP connection.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, assert_never
 
 import orjson
 from fastapi import APIRouter, Body, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from app.api.agent import StreamParams, open_run, run_reader
+from app.api.agent import StreamParams
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
-from app.api.formats.base import Frame, TranslatedLog, agent_entry
+from app.api.formats.base import TranslatedLog, agent_entry
 from app.api.sse import EventStreamResponse
+from app.core import events as ev
 from app.tasks.base import TaskBackendUnavailable
 
 router = APIRouter(prefix="/ai-sdk", tags=["ai-sdk"])
@@ -37,15 +38,6 @@ STREAM_HEADER = ("x-vercel-ai-ui-message-stream", "v1")
 DONE = b"data: [DONE]\n\n"
 FINISH_REASONS = {"completed": "stop", "paused": "other", "stopped": "other"}
 """Our `complete.status` as the AI SDK's `finishReason`; anything else is `error`."""
-DATA_PARTS: dict[str, str | None] = {
-    "plan": None,
-    "deck": None,
-    "step": "taskId",
-    "critique": "round",
-}
-"""Our events sent as `data-<type>` parts, and the field that tells one part from the next
-(None: one part of that type per message): a later part with the same id replaces the
-earlier one in the client's message, so a plan or a task is shown once, as it stands."""
 
 
 class UIMessagePart(BaseModel):
@@ -90,98 +82,106 @@ class AiSdkTranslator:
         self._text: str | None = None
         self._reasoning: str | None = None
 
-    def translate(self, event_id: int, event: Frame) -> bytes:
-        kind = event["type"]
+    def translate(self, event_id: int, event: ev.Event) -> bytes:
         parts: list[dict[str, Any]] = []
-        if kind == "text":
+        if isinstance(event, ev.TextEvent):
             self._close_reasoning(parts)
             if self._text is None:
                 self._text = f"text-{event_id}"
                 parts.append({"type": "text-start", "id": self._text})
-            parts.append({"type": "text-delta", "id": self._text, "delta": event["content"]})
-        elif kind == "thinking":
+            parts.append({"type": "text-delta", "id": self._text, "delta": event.content})
+        elif isinstance(event, ev.ThinkingEvent):
             self._close_text(parts)
             if self._reasoning is None:
                 self._reasoning = f"reasoning-{event_id}"
                 parts.append({"type": "reasoning-start", "id": self._reasoning})
-            parts.append(
-                {"type": "reasoning-delta", "id": self._reasoning, "delta": event["content"]}
-            )
+            parts.append({"type": "reasoning-delta", "id": self._reasoning, "delta": event.content})
         else:
             self._close_text(parts)
             self._close_reasoning(parts)
-            self._other(kind, event, parts)
+            self._other(event, parts)
         out = b"".join(b"data: %s\n\n" % orjson.dumps(part) for part in parts)
-        return out + DONE if kind == "complete" else out
+        return out + DONE if isinstance(event, ev.CompleteEvent) else out
 
-    def _other(self, kind: str, event: Frame, parts: list[dict[str, Any]]) -> None:
-        fields = {k: v for k, v in event.items() if k != "type"}
-        if kind == "start":
-            self._task_id = event["taskId"]
-            parts.append({"type": "start", "messageId": self._task_id, "messageMetadata": fields})
-        elif kind == "tool_start":
-            parts.append(
-                {
-                    "type": "tool-input-available",
-                    "toolCallId": event["toolCallId"],
-                    "toolName": event["toolName"],
-                    "input": _json_or_text(event["arguments"]),
-                    "dynamic": True,
-                }
-            )
-        elif kind == "tool_end":
-            call = event["toolCallId"]
-            if event["isError"]:
+    def _other(self, event: ev.Event, parts: list[dict[str, Any]]) -> None:
+        fields = event.wire()
+        del fields["type"]
+        match event:
+            case ev.StartEvent():
+                self._task_id = event.task_id
                 parts.append(
-                    {"type": "tool-output-error", "toolCallId": call, "errorText": event["result"]}
+                    {"type": "start", "messageId": self._task_id, "messageMetadata": fields}
                 )
-            else:
+            case ev.ToolStartEvent():
                 parts.append(
-                    {"type": "tool-output-available", "toolCallId": call, "output": event["result"]}
+                    {
+                        "type": "tool-input-available",
+                        "toolCallId": event.tool_call_id,
+                        "toolName": event.tool_name,
+                        "input": _json_or_text(event.arguments),
+                        "dynamic": True,
+                    }
                 )
-            parts[-1]["dynamic"] = True
-        elif kind == "reference":
-            content = event["content"]
-            references = orjson.loads(content) if isinstance(content, str) else content
-            parts.extend(
-                {
-                    "type": "source-url",
-                    "sourceId": f"{self._task_id}-source-{index}",
-                    "url": ref["url"],
-                    "title": ref.get("title") or ref["url"],
-                }
-                for index, ref in enumerate(references)
-            )
-        elif kind == "recommend":
-            content = event["content"]
-            questions = orjson.loads(content) if isinstance(content, str) else content
-            parts.append({"type": "data-recommend", "data": questions})
-        elif kind == "file":
-            parts.append({"type": "file", "url": event["url"], "mediaType": event["mimeType"]})
-            parts.append({"type": "data-file", "id": event["fileId"], "data": fields})
-        elif kind in DATA_PARTS:
-            key = DATA_PARTS[kind]
-            part_id = kind if key is None else f"{kind}-{event[key]}"
-            parts.append({"type": f"data-{kind}", "id": part_id, "data": fields})
-        elif kind == "queued":
-            parts.append({"type": "data-queued", "data": fields, "transient": True})
-        elif kind == "error":
-            if event["code"] == "RETRYING":
-                parts.append({"type": "data-retrying", "data": fields, "transient": True})
-            else:
-                parts.append({"type": "error", "errorText": event["message"]})
-        elif kind == "complete":
-            if event["status"] == "stopped":
-                parts.append({"type": "abort"})
-            parts.append(
-                {
-                    "type": "finish",
-                    "finishReason": FINISH_REASONS.get(event["status"], "error"),
-                    "messageMetadata": fields,
-                }
-            )
-        else:
-            parts.append({"type": f"data-{kind}", "data": fields})
+            case ev.ToolEndEvent():
+                call = event.tool_call_id
+                if event.is_error:
+                    parts.append(
+                        {"type": "tool-output-error", "toolCallId": call, "errorText": event.result}
+                    )
+                else:
+                    parts.append(
+                        {
+                            "type": "tool-output-available",
+                            "toolCallId": call,
+                            "output": event.result,
+                        }
+                    )
+                parts[-1]["dynamic"] = True
+            case ev.ReferenceEvent():
+                parts.extend(
+                    {
+                        "type": "source-url",
+                        "sourceId": f"{self._task_id}-source-{index}",
+                        "url": ref.url,
+                        "title": ref.title or ref.url,
+                    }
+                    for index, ref in enumerate(event.references())
+                )
+            case ev.RecommendEvent():
+                parts.append({"type": "data-recommend", "data": orjson.loads(event.content)})
+            case ev.FileEvent():
+                parts.append({"type": "file", "url": event.url, "mediaType": event.mime_type})
+                parts.append({"type": "data-file", "id": event.file_id, "data": fields})
+            case ev.PlanEvent() | ev.DeckEvent():
+                # One part of each per message: a later one replaces the earlier in the client.
+                parts.append({"type": f"data-{event.type}", "id": event.type, "data": fields})
+            case ev.StepEvent():
+                part_id = f"step-{event.task_id}"
+                parts.append({"type": "data-step", "id": part_id, "data": fields})
+            case ev.CritiqueEvent():
+                part_id = f"critique-{event.round}"
+                parts.append({"type": "data-critique", "id": part_id, "data": fields})
+            case ev.QueuedEvent():
+                parts.append({"type": "data-queued", "data": fields, "transient": True})
+            case ev.ErrorEvent():
+                if event.code == "RETRYING":
+                    parts.append({"type": "data-retrying", "data": fields, "transient": True})
+                else:
+                    parts.append({"type": "error", "errorText": event.message})
+            case ev.CompleteEvent():
+                if event.status == "stopped":
+                    parts.append({"type": "abort"})
+                parts.append(
+                    {
+                        "type": "finish",
+                        "finishReason": FINISH_REASONS.get(event.status, "error"),
+                        "messageMetadata": fields,
+                    }
+                )
+            case ev.TextEvent() | ev.ThinkingEvent():
+                raise AssertionError("deltas are translated by `translate`")
+            case _:
+                assert_never(event)
 
     def _close_text(self, parts: list[dict[str, Any]]) -> None:
         if self._text is not None:
@@ -266,7 +266,8 @@ async def run_ai_sdk(
     `id` is the conversation and the last user message's text the question;
     `fileId` and `onDisconnect` may be added with the transport's `body`.
     """
-    run, on_disconnect = await open_run(agent_entry(kind), _stream_params(request), user, services)
+    entry = agent_entry(services, kind)
+    run, on_disconnect = await services.streams.open(entry, _stream_params(request).request(), user)
     return _response(
         TranslatedLog(run.log, AiSdkTranslator()), services, on_disconnect=on_disconnect
     )
@@ -294,8 +295,8 @@ async def resume_ai_sdk(kind: str, chat_id: str, user: UserDep, services: Servic
 
     204 when nothing runs: `useChat` then shows the stored history as it is.
     """
-    agent_entry(kind)
-    reader = await run_reader(services, user, chat_id, 0)
+    agent_entry(services, kind)
+    reader = await services.streams.reader(user, chat_id, 0)
     try:
         running = reader is not None and await services.tasks.current(user, chat_id) is not None
     except TaskBackendUnavailable as exc:

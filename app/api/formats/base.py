@@ -1,8 +1,9 @@
 """Re-encode a run's log, frame by frame, into another wire format.
 
 The log holds our SSE frames already encoded (`id: N` then one `data:` line,
-`app.core.events.encode_frame`); a `TranslatedLog` decodes each one and hands
-it to a format's `Translator`, and is itself an `EventLogReader`, so the one
+`app.core.events.encode_frame`); a `TranslatedLog` decodes each one back into
+its typed event and hands it to a format's `Translator`, and is itself an
+`EventLogReader`, so the one
 SSE response we have (`EventStreamResponse`: pings, the client leaving, the
 end of the log) serves every format.
 
@@ -14,35 +15,19 @@ same as the first reader's, and so is every byte after that point.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-import orjson
-
-from app.agents.registry import BY_KIND, AgentEntry
+from app.agents.registry import AgentEntry
+from app.api.deps import Services
 from app.api.envelope import ApiError
+from app.core.events import Event, decode_frames, joined_deltas
 from app.tasks.log import EventLogReader
-
-Frame = dict[str, Any]
-"""One of our events as its wire JSON object (`type` and its camelCase fields)."""
-DELTAS = ("text", "thinking")
-"""Our events that are pieces of one text: consecutive ones may be sent as one."""
 
 
 class Translator(Protocol):
-    def translate(self, event_id: int, event: Frame) -> bytes:
+    def translate(self, event_id: int, event: Event) -> bytes:
         """The bytes this format sends for one of our events; empty when it sends nothing."""
         ...
-
-
-def decode_frames(data: bytes) -> list[tuple[int, Frame]]:
-    """Our frames back into (event id, object): the inverse of `encode_frame`, joined."""
-    frames: list[tuple[int, Frame]] = []
-    for frame in data.split(b"\n\n"):
-        if not frame:
-            continue
-        head, _, body = frame.partition(b"\ndata: ")
-        frames.append((int(head.removeprefix(b"id: ")), orjson.loads(body)))
-    return frames
 
 
 class TranslatedLog:
@@ -66,7 +51,7 @@ class TranslatedLog:
         ]
         return b"".join(out), cursor
 
-    def _merged(self, frames: list[tuple[int, Frame]]) -> list[tuple[int, Frame]]:
+    def _merged(self, frames: list[tuple[int, Event]]) -> list[tuple[int, Event]]:
         """Runs of text (or thinking) deltas read at once as one delta, with the last one's id.
 
         A client that fell behind, or a model faster than the network, then costs one
@@ -74,13 +59,14 @@ class TranslatedLog:
         own frames, are built per event. Never merged across what a rejoining client
         already has, so the first event it is sent is still the one after its id.
         """
-        merged: list[tuple[int, Frame]] = []
+        merged: list[tuple[int, Event]] = []
         for event_id, event in frames:
-            if merged and event["type"] in DELTAS:
+            if merged:
                 last_id, last = merged[-1]
                 same_side = (last_id > self._hide_through) == (event_id > self._hide_through)
-                if last["type"] == event["type"] and same_side:
-                    merged[-1] = (event_id, {**last, "content": last["content"] + event["content"]})
+                joined = joined_deltas(last, event) if same_side else None
+                if joined is not None:
+                    merged[-1] = (event_id, joined)
                     continue
             merged.append((event_id, event))
         return merged
@@ -89,9 +75,9 @@ class TranslatedLog:
         return self._inner.finished(cursor)
 
 
-def agent_entry(kind: str) -> AgentEntry:
-    """The registry's agent for a format's `{kind}` path segment; 404 for none."""
-    entry = BY_KIND.get(kind)
+def agent_entry(services: Services, kind: str) -> AgentEntry:
+    """The app's agent for a format's `{kind}` path segment; 404 for none."""
+    entry = services.agents.get(kind)
     if entry is None:
         raise ApiError(404, f"No agent of kind {kind!r}")
     return entry

@@ -16,8 +16,8 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from app.interop.mcp.config import McpServerConfig
-from app.interop.mcp.connection import McpConnection, McpLimits
+from app.tools.mcp.config import McpServerConfig
+from app.tools.mcp.connection import McpConnection, McpLimits
 
 
 class McpHub:

@@ -4,15 +4,15 @@ The model-facing side (tool names, results as the model reads them) is
 `app/tools/mcp.py`; this package knows nothing of agents or models.
 """
 
-from app.interop.mcp.config import McpServerConfig, parse_servers
-from app.interop.mcp.connection import (
+from app.tools.mcp.config import McpServerConfig, parse_servers
+from app.tools.mcp.connection import (
     McpCallFailed,
     McpConnection,
     McpError,
     McpLimits,
     McpUnavailable,
 )
-from app.interop.mcp.hub import McpHub
+from app.tools.mcp.hub import McpHub
 
 __all__ = [
     "McpCallFailed",

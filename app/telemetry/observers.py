@@ -25,15 +25,15 @@ from collections.abc import AsyncIterator, Iterator
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, use_span
 
 from app.agents.base import Turn
-from app.agents.turns import Launch
 from app.core.events import Event, RunStatus
 from app.core.observe import ToolEnded
 from app.core.responses import Usage
 from app.core.run import Conclusion, StopSignal
-from app.interop.telemetry.metrics import Metrics
-from app.interop.telemetry.tracing import current_trace_id
 from app.llm.base import ChatModel, LoggingObserver, ModelCallWatch, ModelObserver
+from app.service.turns import Launch
 from app.tasks.runs import Run, RunProgram
+from app.telemetry.metrics import Metrics
+from app.telemetry.tracing import current_trace_id
 
 PROVIDER_NAMES = {"gemini": "gcp.gemini"}
 """Our provider names where the GenAI conventions' `gen_ai.provider.name` differs."""
@@ -193,7 +193,9 @@ class _ObservedRun:
         if self._span is not None:
             self._span.set_attribute("dodo.run.status", complete.status)
             self._span.set_attributes(
-                _usage_attributes(Usage(complete.prompt_tokens, complete.completion_tokens))
+                _usage_attributes(
+                    Usage(complete.usage.prompt_tokens, complete.usage.completion_tokens)
+                )
             )
             if complete.status in ("failed", "interrupted"):
                 self._span.set_status(Status(StatusCode.ERROR, complete.status))

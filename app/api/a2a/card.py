@@ -29,35 +29,6 @@ JSONRPC_PATH = "/a2a"
 REST_PATH = "/a2a/rest"
 BEARER = "bearer"
 
-SKILLS: dict[str, tuple[str, list[str]]] = {
-    "chat": (
-        "Answers questions with current facts from a web search, citing its sources.",
-        ["What changed in the EU AI Act this year?"],
-    ),
-    "file": (
-        "Answers questions about an uploaded document (metadata `fileId`).",
-        ["Summarise chapter 2 of the report."],
-    ),
-    "pptx": (
-        "Builds a PowerPoint deck on a topic; the deck comes back as a file artifact.",
-        ["A 6-slide deck on heat pumps for a town council."],
-    ),
-    "deep": (
-        "Deep research: plans, searches in parallel, checks itself and writes a cited report;"
-        " may ask a clarifying question first (input-required).",
-        ["How big is the European heat pump market, and where is it going?"],
-    ),
-    "skills": (
-        "Works with skills (documents, data, scripts) in a sandboxed workspace.",
-        ["Turn this CSV into a summary table."],
-    ),
-    "host": (
-        "Delegates to the remote A2A agents this service knows.",
-        ["Ask the research agent for the latest figures."],
-    ),
-}
-"""What each kind does, as another agent reads it; a kind not listed uses its summary."""
-
 
 def agent_card(
     entries: Iterable[AgentEntry], running: frozenset[str], base_url: str, *, secured: bool
@@ -106,13 +77,12 @@ def agent_card(
 
 
 def _skill(entry: AgentEntry) -> AgentSkill:
-    description, examples = SKILLS.get(entry.kind, (entry.summary, []))
     return AgentSkill(
         id=entry.kind,
         name=entry.name,
-        description=description,
+        description=entry.description or entry.summary,
         tags=[entry.kind],
-        examples=examples,
+        examples=list(entry.examples),
         input_modes=["text/plain"],
         output_modes=["text/plain", "application/json"],
     )

@@ -14,10 +14,9 @@ queued turn stores nothing until it starts: a stop, or its client leaving
 with `onDisconnect=cancel`, takes it out of the queue and ends its stream
 with `complete{status: stopped}`.
 
-    TurnError            base: routes map each kind to a status
-    ├── UnknownAgent     no such agent is available (501)
-    ├── ConversationBusy a task already runs for this conversation (409)
-    └── DependencyDown   the database or the task backend is down (503)
+It refuses with `app.service.errors`: `NotAvailable` (no such agent here),
+`Busy` (a turn already runs on the conversation), `Unavailable` (the
+database or the task backend is down).
 """
 
 from __future__ import annotations
@@ -35,6 +34,7 @@ from app.agents.base import BaseAgent, Turn
 from app.core.events import CompleteEvent, ErrorEvent, QueuedEvent
 from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions
+from app.service.errors import Busy, NotAvailable, Unavailable
 from app.store.base import SessionStore, StoreError
 from app.tasks.base import Claim, TaskBackendUnavailable, TaskError, TaskManager, Ticket
 from app.tasks.runs import OnEnd, Run, RunProgram, RunRegistry
@@ -43,6 +43,8 @@ Launch = Callable[[RunProgram], Run]
 
 log = logging.getLogger(__name__)
 
+TASKS_DOWN = "Service unavailable: the task backend (Redis) is unavailable"
+DATABASE_DOWN = "Service unavailable: the database is unavailable"
 Strategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 """What a new message does when its conversation is busy."""
 
@@ -50,22 +52,6 @@ _TAKE_OVER_ATTEMPTS = 3
 """Stops an interrupting request sends before it gives up (409): others may take the gap."""
 _QUEUE_RECHECK_SECONDS = 1.0
 """Longest a queued turn sleeps without looking at the queue; a release wakes it sooner."""
-
-
-class TurnError(Exception):
-    pass
-
-
-class UnknownAgent(TurnError):
-    pass
-
-
-class ConversationBusy(TurnError):
-    pass
-
-
-class DependencyDown(TurnError):
-    pass
 
 
 class RunObserver(Protocol):
@@ -133,7 +119,7 @@ class TurnService:
         """
         agent = self._agents.get(kind)
         if agent is None:
-            raise UnknownAgent(kind)
+            raise NotAvailable(f"The {kind} agent is not available in this version")
         claim = Claim(user_id, conversation_id, uuid.uuid4().hex, kind)
         turn = Turn(
             key=claim.key,
@@ -151,9 +137,9 @@ class TurnService:
             if not claimed and strategy in ("interrupt", "rollback"):
                 claimed = await self._take_over(claim, strategy, ticket)
         except TaskBackendUnavailable as exc:
-            raise DependencyDown("the task backend (Redis) is unavailable") from exc
+            raise Unavailable(TASKS_DOWN) from exc
         if not claimed:
-            raise ConversationBusy(conversation_id)
+            raise Busy("A task is already running for this conversation")
         return await self._launch(agent, claim, turn, on_end, posted=True)
 
     async def shutdown(self) -> None:
@@ -186,7 +172,7 @@ class TurnService:
                     with contextlib.suppress(TaskBackendUnavailable):
                         await self._tasks.release(claim)
                     if isinstance(exc, StoreError):
-                        raise DependencyDown("the database is unavailable") from exc
+                        raise Unavailable(DATABASE_DOWN) from exc
                     raise
                 launched = self._observer.launch(
                     claim.agent_type,
@@ -215,7 +201,7 @@ class TurnService:
                 except StoreError as exc:
                     with contextlib.suppress(TaskBackendUnavailable):
                         await self._tasks.release(claim)
-                    raise DependencyDown("the database is unavailable") from exc
+                    raise Unavailable(DATABASE_DOWN) from exc
             return True
         return False
 
@@ -253,7 +239,7 @@ class TurnService:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-        except (TaskError, DependencyDown) as exc:
+        except (TaskError, Unavailable) as exc:
             log.warning("queued turn %s could not start: %s", claim.task_id, exc)
             error = ErrorEvent(
                 "UNAVAILABLE", "The service could not start this queued message.", str(exc)

@@ -28,12 +28,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from app.agents.registry import AgentEntry
+from app.api.a2a.card import JSONRPC_PATH, REST_PATH, agent_card
+from app.api.a2a.server import BASE_URL_KEY, USER_KEY, RunTasks
 from app.api.auth import current_user
 from app.api.deps import Services
 from app.api.envelope import ApiError
 from app.api.openapi_errors import ERROR_ENVELOPE
-from app.interop.a2a.card import JSONRPC_PATH, REST_PATH, agent_card
-from app.interop.a2a.server import BASE_URL_KEY, USER_KEY, RunTasks
 
 A2A_ERROR = "A2AError"
 _A2A_ERROR_SCHEMA: dict[str, Any] = {

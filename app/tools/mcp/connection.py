@@ -47,7 +47,7 @@ from pydantic import ValidationError
 
 from app.config import Settings
 from app.core.urls import public_url
-from app.interop.mcp.config import McpServerConfig
+from app.tools.mcp.config import McpServerConfig
 
 log = logging.getLogger(__name__)
 

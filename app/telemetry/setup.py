@@ -10,9 +10,9 @@ from contextlib import asynccontextmanager
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from app.config import Settings
-from app.interop.telemetry.metrics import Metrics
-from app.interop.telemetry.observers import Telemetry
-from app.interop.telemetry.tracing import TraceIdFilter, build_tracer_provider
+from app.telemetry.metrics import Metrics
+from app.telemetry.observers import Telemetry
+from app.telemetry.tracing import TraceIdFilter, build_tracer_provider
 
 APP_LOGGER = "app"
 """The logger whose handlers print the service's log lines (main.py sets them up)."""

@@ -17,7 +17,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 if TYPE_CHECKING:
-    from app.interop.telemetry.observers import Telemetry
+    from app.telemetry.observers import Telemetry
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 

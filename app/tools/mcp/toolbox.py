@@ -35,8 +35,8 @@ from mcp_types import Tool as RemoteTool
 
 from app.core.events import Reference
 from app.core.tools import ToolSchema
-from app.interop.mcp import McpConnection, McpError, McpHub
 from app.tools.base import Tool, ToolContext, ToolOutput
+from app.tools.mcp import McpConnection, McpError, McpHub
 from app.tools.untrusted import untrusted
 from app.tools.web_search import WebSearch, found
 

@@ -3,7 +3,7 @@
 The SDK's `DefaultRequestHandler` keeps tasks and their event queues in the
 memory of the instance that runs them (or in its own task tables), so a
 cancel or a subscribe that reaches another instance finds nothing. Ours
-keeps no state of its own: a message starts a turn through `open_run`,
+keeps no state of its own: a message starts a turn through `StreamService.open`,
 the path every stream takes (validation, limits, the claim, the stored
 question); a task is read back from `ai_session`; a cancel is our stop,
 delivered by the task manager to whichever instance runs it; a subscribe
@@ -25,7 +25,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event as A2AEvent
 from a2a.server.request_handlers.request_handler import RequestHandler
@@ -61,10 +60,7 @@ from a2a.utils.errors import (
 from google.protobuf.json_format import MessageToDict
 
 from app.agents.registry import AgentEntry
-from app.api.agent import STOP_WAIT_SECONDS, StreamParams, open_run
-from app.api.deps import Services
-from app.api.envelope import ApiError
-from app.interop.a2a.mapping import (
+from app.api.a2a.mapping import (
     STATES,
     TaskRef,
     TaskUpdates,
@@ -72,14 +68,26 @@ from app.interop.a2a.mapping import (
     row_id,
     stored_task,
     task_turns,
-    text_of,
     user_message,
 )
-from app.llm.sse import SSEDecoder
+from app.api.agent import STOP_WAIT_SECONDS
+from app.api.deps import Services
+from app.core.events import Event, StartEvent, decode_frames
+from app.service.errors import (
+    BadRequest,
+    Busy,
+    NotAvailable,
+    NotFound,
+    OverLimit,
+    TooLong,
+    TurnRefused,
+)
+from app.service.streams import TurnRequest
 from app.store.base import StoreError
 from app.store.models import StoredTurn
 from app.tasks.base import EventsGone, TaskBackendUnavailable
 from app.tasks.log import EventLogReader
+from app.tools.a2a_client import text_of
 
 log = logging.getLogger(__name__)
 
@@ -267,17 +275,13 @@ class RunTasks(RequestHandler):
         if entry is None:
             raise InvalidParamsError(f"Unknown skill {kind!r}")
         file_id = metadata.get("fileId")
-        stream_params = StreamParams(
-            query=question,
-            conversationId=conversation,
-            fileId=str(file_id) if file_id else None,
-        )
+        request = TurnRequest(question, conversation, str(file_id) if file_id else None)
         try:
-            run, stop_when_gone = await open_run(entry, stream_params, user, services)
-        except ApiError as exc:
+            run, stop_when_gone = await services.streams.open(entry, request, user)
+        except TurnRefused as exc:
             raise _a2a_error(exc) from exc
         start = await _start_event(run.log)
-        row = TaskRef(str(start["conversationId"]), int(start["sessionId"]))
+        row = TaskRef(start.conversation_id, start.session_id)
         return Started(
             ref=task_ref or row,
             reader=run.log,
@@ -331,44 +335,44 @@ def _add_history(task: Task, rows: Sequence[StoredTurn], ref: TaskRef) -> None:
             task.history.append(done.status.message)
 
 
-def _a2a_error(exc: ApiError) -> A2AError:
-    """Our stream request's refusal as the A2A error a client can act on."""
-    message = str(exc.detail)
-    if exc.status_code in (400, 404, 413, 422):
+def _a2a_error(exc: TurnRefused) -> A2AError:
+    """Our refusal to start a turn as the A2A error a client can act on."""
+    message = str(exc)
+    if isinstance(exc, BadRequest | NotFound | TooLong):
         return InvalidParamsError(message)
-    if exc.status_code in (409, 429):
-        return InvalidRequestError(message, {"status": exc.status_code})
-    if exc.status_code == 501:
+    if isinstance(exc, Busy):
+        return InvalidRequestError(message, {"status": 409})
+    if isinstance(exc, OverLimit):
+        return InvalidRequestError(message, {"status": 429})
+    if isinstance(exc, NotAvailable):
         return UnsupportedOperationError(message)
     return InternalError(message)
 
 
-async def _start_event(reader: EventLogReader) -> dict[str, Any]:
+async def _start_event(reader: EventLogReader) -> StartEvent:
     """The run's first event, `start`: it names the stored row, and so the task."""
     async with contextlib.aclosing(_events(reader, 0)) as batches:
         first = await anext(batches, None)
-    if first is None:
+    if not first or not isinstance(first[0], StartEvent):
         raise InternalError("The run ended before it started")
-    return dict(first[0])
+    return first[0]
 
 
-async def _events(reader: EventLogReader, after: int) -> AsyncGenerator[list[dict[str, Any]]]:
+async def _events(reader: EventLogReader, after: int) -> AsyncGenerator[list[Event]]:
     """The log's events after `after`, in the batches they come in, until it ends."""
-    decoder, cursor = SSEDecoder(), after
+    cursor = after
     while True:
         data, cursor = await reader.wait(cursor, WAIT_SECONDS)
         if data:
-            yield [orjson.loads(event.data) for event in decoder.feed(data)]
+            yield [event for _, event in decode_frames(data)]
         elif reader.finished(cursor):
             return
 
 
-async def _replay(
-    batches: AsyncIterator[list[dict[str, Any]]], updates: TaskUpdates, row_id: int
-) -> Task:
+async def _replay(batches: AsyncIterator[list[Event]], updates: TaskUpdates, row_id: int) -> Task:
     """Read what the log already holds into the task (the first batch at least)."""
-    first: list[dict[str, Any]] = await anext(batches, [])
-    if first and first[0].get("type") == "start" and first[0].get("sessionId") != row_id:
+    first: list[Event] = await anext(batches, [])
+    if first and isinstance(first[0], StartEvent) and first[0].session_id != row_id:
         raise TaskNotFoundError("The task's run is no longer kept")
     updates.translate(first)
     snapshot = Task()

@@ -20,9 +20,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, assert_never
 
-import orjson
 from a2a.helpers.proto_helpers import (
     new_data_part,
     new_text_message,
@@ -34,7 +33,6 @@ from a2a.server.tasks.task_manager import append_artifact_to_task
 from a2a.types.a2a_pb2 import (
     Artifact,
     Message,
-    Part,
     Role,
     Task,
     TaskArtifactUpdateEvent,
@@ -43,6 +41,8 @@ from a2a.types.a2a_pb2 import (
     TaskStatusUpdateEvent,
 )
 
+from app.core import events as ev
+from app.core.events import joined_deltas
 from app.store.models import StoredTurn
 
 TASK_ID = re.compile(r"(?P<conversation>[A-Za-z0-9_-]{1,128})\.(?P<row>[0-9]{1,18})")
@@ -181,7 +181,7 @@ def _file(file_id: str, name: str, url: str, mime_type: str) -> Artifact:
 
 @dataclass(slots=True)
 class TaskUpdates:
-    """Our events (wire dicts, as the run log holds them) as one task's A2A updates.
+    """Our events as one task's A2A updates.
 
     It also keeps the task as the updates so far make it, for a subscriber
     that joins late: replay the log into it, send `task`, then follow.
@@ -193,7 +193,7 @@ class TaskUpdates:
     ended: bool = False
     """A final state was sent: completed, canceled, failed, or input-required."""
     _answer: list[str] = field(default_factory=list)
-    _error: dict[str, Any] | None = None
+    _error: ev.ErrorEvent | None = None
 
     def __post_init__(self) -> None:
         self.task = Task(
@@ -202,7 +202,7 @@ class TaskUpdates:
             status=TaskStatus(state=TaskState.TASK_STATE_WORKING),
         )
 
-    def translate(self, events: Sequence[dict[str, Any]]) -> list[A2AEvent]:
+    def translate(self, events: Sequence[ev.Event]) -> list[A2AEvent]:
         """A batch of our events as updates; runs of text or thinking deltas become one."""
         out: list[A2AEvent] = []
         for event in _coalesced(events):
@@ -216,33 +216,33 @@ class TaskUpdates:
             out.append(update)
         return out
 
-    def _update(
-        self, event: dict[str, Any]
-    ) -> TaskArtifactUpdateEvent | TaskStatusUpdateEvent | None:
-        kind = event.get("type")
-        if kind == "text":
-            first = not self._answer
-            self._answer.append(event["content"])
-            return self._artifact(
-                Artifact(artifact_id=ANSWER, name=ANSWER, parts=[new_text_part(event["content"])]),
-                append=not first,
-            )
-        if kind == "reference":
-            return self._artifact(_references(_json_list(event.get("content")), self.base_url))
-        if kind == "recommend":
-            return self._artifact(_follow_ups(_json_list(event.get("content"))))
-        if kind == "file":
-            url = absolute(event["url"], self.base_url)
-            return self._artifact(_file(event["fileId"], event["name"], url, event["mimeType"]))
-        if kind == "complete":
-            return self._final(event["status"])
-        if kind == "error" and event.get("code") != "RETRYING":
-            self._error = event
-            return None
+    def _update(self, event: ev.Event) -> TaskArtifactUpdateEvent | TaskStatusUpdateEvent | None:
+        match event:
+            case ev.TextEvent():
+                first = not self._answer
+                self._answer.append(event.content)
+                answer = Artifact(
+                    artifact_id=ANSWER, name=ANSWER, parts=[new_text_part(event.content)]
+                )
+                return self._artifact(answer, append=not first)
+            case ev.ReferenceEvent():
+                items = [r.wire() for r in event.references()]
+                return self._artifact(_references(items, self.base_url))
+            case ev.RecommendEvent():
+                return self._artifact(_follow_ups(event.questions()))
+            case ev.FileEvent():
+                url = absolute(event.url, self.base_url)
+                return self._artifact(_file(event.file_id, event.name, url, event.mime_type))
+            case ev.CompleteEvent():
+                return self._final(event.status)
+            case ev.ErrorEvent() if event.code != "RETRYING":
+                self._error = event
+                return None
         text = _progress_text(event)
         if text is None:
             return None
-        return self._status(TaskState.TASK_STATE_WORKING, agent_message(text, self.ref, event))
+        message = agent_message(text, self.ref, event.wire())
+        return self._status(TaskState.TASK_STATE_WORKING, message)
 
     def _final(self, status: str) -> TaskStatusUpdateEvent:
         self.ended = True
@@ -251,7 +251,7 @@ class TaskUpdates:
             # The answer of a paused turn is the question put to the user.
             return self._status(state, agent_message("".join(self._answer), self.ref))
         if self._error is not None:
-            message = agent_message(self._error.get("message", ""), self.ref, self._error)
+            message = agent_message(self._error.message, self.ref, self._error.wire())
             return self._status(state, message)
         return self._status(state, None)
 
@@ -272,45 +272,45 @@ class TaskUpdates:
         )
 
 
-def _progress_text(event: dict[str, Any]) -> str | None:
+def _progress_text(event: ev.Event) -> str | None:
     """What a working-state message says of one of our progress events; None: nothing."""
-    kind = event.get("type")
-    if kind == "thinking":
-        return str(event["content"])
-    if kind == "tool_start":
-        return f"Calling {event['toolName']}"
-    if kind == "tool_end":
-        return f"{event['toolName']} {'failed' if event.get('isError') else 'done'}"
-    if kind == "error":
-        return str(event.get("message", ""))
-    if kind == "plan":
-        return f"Plan: {len(event.get('tasks', []))} tasks"
-    if kind == "step":
-        return f"Task {event['taskId']} {event['status']}"
-    if kind == "critique":
-        return "Critique: passed" if event.get("passed") else "Critique: more research needed"
-    return None
+    match event:
+        case ev.ThinkingEvent():
+            return event.content
+        case ev.ToolStartEvent():
+            return f"Calling {event.tool_name}"
+        case ev.ToolEndEvent():
+            return f"{event.tool_name} {'failed' if event.is_error else 'done'}"
+        case ev.ErrorEvent():
+            return event.message
+        case ev.PlanEvent():
+            return f"Plan: {len(event.tasks)} tasks"
+        case ev.StepEvent():
+            return f"Task {event.task_id} {event.status}"
+        case ev.CritiqueEvent():
+            return "Critique: passed" if event.passed else "Critique: more research needed"
+        case (
+            ev.StartEvent()
+            | ev.QueuedEvent()
+            | ev.TextEvent()
+            | ev.ReferenceEvent()
+            | ev.RecommendEvent()
+            | ev.FileEvent()
+            | ev.DeckEvent()
+            | ev.CompleteEvent()
+        ):
+            return None
+        case _:
+            assert_never(event)
 
 
-def _coalesced(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def _coalesced(events: Sequence[ev.Event]) -> list[ev.Event]:
     """Consecutive text (or thinking) deltas joined: one update per batch, not per token."""
-    out: list[dict[str, Any]] = []
+    out: list[ev.Event] = []
     for event in events:
-        kind = event.get("type")
-        if out and kind in ("text", "thinking") and out[-1].get("type") == kind:
-            out[-1] = {**out[-1], "content": out[-1]["content"] + event["content"]}
+        joined = joined_deltas(out[-1], event) if out else None
+        if joined is not None:
+            out[-1] = joined
         else:
             out.append(event)
     return out
-
-
-def _json_list(value: Any) -> list[Any]:
-    """`reference.content` and `recommend.content` are JSON array strings on our wire."""
-    if isinstance(value, str):
-        parsed = orjson.loads(value)
-        return parsed if isinstance(parsed, list) else []
-    return list(value or [])
-
-
-def text_of(parts: Iterable[Part]) -> str:
-    return "".join(part.text for part in parts if part.HasField("text"))

@@ -4,9 +4,9 @@
 makes request spans and counts open streams; `app/api/metrics.py` serves `/metrics`.
 """
 
-from app.interop.telemetry.metrics import Metrics
-from app.interop.telemetry.middleware import TelemetryMiddleware
-from app.interop.telemetry.observers import Telemetry
-from app.interop.telemetry.setup import build_telemetry
+from app.telemetry.metrics import Metrics
+from app.telemetry.middleware import TelemetryMiddleware
+from app.telemetry.observers import Telemetry
+from app.telemetry.setup import build_telemetry
 
 __all__ = ["Metrics", "Telemetry", "TelemetryMiddleware", "build_telemetry"]

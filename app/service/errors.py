@@ -1,0 +1,52 @@
+"""Why a turn cannot be started or read: one tree, mapped by each surface to its own answer.
+
+TurnRefused          base: the message says what to change
+├── BadRequest       the request itself is wrong (HTTP 400)
+├── TooLong          the question is over the limit (413)
+├── NotFound         a conversation, run or file that is not the caller's (404)
+├── Busy             a turn already runs on the conversation (409)
+├── Gone             the events after the client's id are no longer kept (410)
+├── OverLimit        over a per-user limit; `retry_after` seconds (429)
+├── NotAvailable     the agent kind is not run by this service (501)
+└── Unavailable      a dependency (database, Redis) is down (503)
+"""
+
+from __future__ import annotations
+
+
+class TurnRefused(Exception):
+    pass
+
+
+class BadRequest(TurnRefused):
+    pass
+
+
+class TooLong(TurnRefused):
+    pass
+
+
+class NotFound(TurnRefused):
+    pass
+
+
+class Busy(TurnRefused):
+    pass
+
+
+class Gone(TurnRefused):
+    pass
+
+
+class OverLimit(TurnRefused):
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class NotAvailable(TurnRefused):
+    pass
+
+
+class Unavailable(TurnRefused):
+    pass
