@@ -12,7 +12,9 @@ from typing import Any
 import orjson
 import pytest
 
-from tests.integration.service import running_service, service_settings
+from tests.fakes.openai_server import FakeOpenAI
+from tests.integration.service import Backend, running_service, service_settings, settings_for
+from tests.support.logs import server_errors
 
 LONG_ID = "a" * 10_000
 CRLF_ID = "c1\r\nX-Injected: yes"
@@ -98,3 +100,155 @@ async def test_a_json_body_as_large_as_the_longest_query_is_read(
 
     assert response.status_code == 200
     assert response.json()["success"] is False
+
+
+NUL_QUERY = {"query": "hi\x00there", "conversationId": "c1"}
+SEND_MESSAGE = (
+    b'{"jsonrpc":"2.0","method":"SendMessage","id":1,"params":{"message":'
+    b'{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"%s"}]}}}'
+)
+
+
+def multipart(file_name: bytes) -> tuple[bytes, dict[str, str]]:
+    """An upload of a small text file named `file_name`, its bytes as given."""
+    body = (
+        b"--b0undary\r\n"
+        b'Content-Disposition: form-data; name="file"; filename="' + file_name + b'"\r\n'
+        b"Content-Type: text/plain\r\n\r\nhello\r\n--b0undary--\r\n"
+    )
+    return body, {"content-type": "multipart/form-data; boundary=b0undary"}
+
+
+def unstorable(method: str, url: str, where: str, name: str, **kwargs: Any) -> Any:
+    return pytest.param(method, url, where, kwargs, id=name)
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "where", "kwargs"),
+    [
+        unstorable("GET", "/agent/chat/stream", "query string", "nul-in-query", params=NUL_QUERY),
+        unstorable("POST", "/agent/chat/stream", "request body", "nul-in-json", json=NUL_QUERY),
+        unstorable(
+            "POST",
+            "/agent/chat/stream",
+            "request body",
+            "escaped-lone-surrogate",
+            content=b'{"query":"hi \\ud83d there","conversationId":"c1"}',
+            headers=JSON,
+        ),
+        unstorable(
+            "POST",
+            "/agent/chat/stream",
+            "request body",
+            "cesu-8-surrogate-bytes",
+            content=b'{"query":"hi \xed\xa0\xbd\xed\xb8\x80","conversationId":"c1"}',
+            headers=JSON,
+        ),
+        unstorable(
+            "POST",
+            "/agent/chat/stream",
+            "request body",
+            "lone-surrogate-in-a-key",
+            content=b'{"query":"hi","conversationId":"c1","\\udfff":1}',
+            headers=JSON,
+        ),
+        unstorable(
+            "POST",
+            "/ai-sdk/chat",
+            "request body",
+            "ai-sdk-message",
+            json={
+                "id": "c1",
+                "messages": [
+                    {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "\0"}]}
+                ],
+            },
+        ),
+        unstorable(
+            "POST",
+            "/ag-ui/chat",
+            "request body",
+            "ag-ui-message",
+            json={
+                "threadId": "c1",
+                "runId": "r1",
+                "messages": [{"id": "u1", "role": "user", "content": "a\0"}],
+            },
+        ),
+        unstorable("GET", "/session/c1%00", "path", "nul-in-path"),
+        unstorable("GET", "/ai-sdk/chat/c1%00/stream", "path", "nul-in-path-of-a-stream"),
+        unstorable(
+            "POST",
+            "/a2a",
+            "request body",
+            "a2a-jsonrpc",
+            content=SEND_MESSAGE % b"a\\u0000",
+            headers=JSON,
+        ),
+        unstorable(
+            "POST",
+            "/a2a/rest/message:send",
+            "request body",
+            "a2a-rest",
+            content=b'{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"\\ud800"}]}}',
+            headers=JSON,
+        ),
+    ],
+)
+async def test_text_no_store_can_hold_is_a_400_and_nothing_is_stored(
+    tmp_path: Path,
+    database_url: str,
+    fake_llm: FakeOpenAI,
+    caplog: pytest.LogCaptureFixture,
+    method: str,
+    url: str,
+    where: str,
+    kwargs: dict[str, Any],
+) -> None:
+    """PostgreSQL's text holds no NUL and no store a lone surrogate: these answered 503
+    ("the database is unavailable", an outage to every monitor) after a failed statement."""
+    settings = settings_for(Backend(database_url, "", ""), tmp_path, fake_llm)
+    with server_errors(caplog) as errors:
+        async with running_service(settings) as client:
+            response = await client.request(method, url, **kwargs)
+            sessions = await client.get("/session/list")
+
+    assert response.status_code == 400, response.text
+    body = response.json()
+    assert body == {"code": 400, "message": body["message"], "data": None}
+    assert body["message"].startswith(f"The {where} holds a ")
+    assert body["message"].endswith(", which cannot be stored")
+    assert sessions.json()["data"]["total"] == 0
+    assert fake_llm.requests == []
+    assert errors == []
+
+
+async def test_an_escaped_surrogate_pair_and_an_escaped_backslash_are_fine(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """Only text a store cannot hold is refused: an emoji as JSON escapes it as a pair,
+    and `\\\\u0000` is a backslash and the letters `u0000`."""
+    body = b'{"conversationId":"c1","note":"\\ud83d\\ude00 \\\\u0000 \\\\ud800"}'
+    async with running_service(service_settings(tmp_path, sqlite_url)) as client:
+        response = await client.post("/agent/stop", content=body, headers=JSON)
+
+    assert response.status_code == 200, response.text
+
+
+async def test_an_upload_named_with_a_nul_is_a_400_and_not_stored(
+    tmp_path: Path, database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    content, headers = multipart(b"notes\x00.txt")
+    with server_errors(caplog) as errors:
+        async with running_service(service_settings(tmp_path, database_url)) as client:
+            response = await client.post("/file/upload", content=content, headers=headers)
+            files = await client.get("/file/list")
+
+    assert response.status_code == 400, response.text
+    assert response.json() == {
+        "code": 400,
+        "message": "The file name holds a NUL character, which cannot be stored",
+        "data": None,
+    }
+    assert files.json()["data"] == []
+    assert errors == []
