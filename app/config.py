@@ -125,6 +125,13 @@ class Settings(BaseSettings):
     upload_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     request_headers_max_bytes: int = Field(default=32 * 1024, ge=1024)
     """Largest total size of a request's headers; larger answers 431."""
+    request_head_timeout_seconds: float = Field(default=10.0, gt=0)
+    """Longest a request's head (request line and headers) may take to arrive, from the
+    connection's start or the previous answer; then the connection is closed."""
+    request_body_timeout_seconds: float = Field(default=30.0, gt=0)
+    """Longest a request's body (but an upload's) may take to arrive whole; then 408."""
+    upload_body_timeout_seconds: float = Field(default=300.0, gt=0)
+    """Longest an upload's body may take to arrive whole; then 408."""
 
     max_streams_per_user: int = Field(default=8, ge=0)
     """Streams (running turns) one user may have at once; more answer 429. 0: no limit."""

@@ -171,7 +171,11 @@ class ServiceProcess:
 
     async def start(self) -> None:
         """Start, and return once `/health` answers (connection refused until then is fine)."""
-        command = ("-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port")
+        command = (
+            *("-m", "uvicorn", "app.main:app"),
+            *("--http", "app.api.head_timeout:HeadTimeoutProtocol"),
+            *("--host", "127.0.0.1", "--port"),
+        )
         with self.log_path.open("ab") as log:
             self._process = await asyncio.create_subprocess_exec(
                 sys.executable,
