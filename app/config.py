@@ -178,7 +178,8 @@ class Settings(BaseSettings):
     """A document whose text is at most this long is handed to the model whole."""
     file_search_top_k: int = Field(default=5, ge=1)
     file_max_inflated_bytes: int = Field(default=128 * 1024 * 1024, ge=1)
-    """Bytes a docx or xlsx may unpack to, or one pdf stream inflate to; beyond: `failed`."""
+    """Bytes a docx or xlsx may unpack to, or one pdf page's content streams together;
+    beyond: `failed`."""
     file_max_pages: int = Field(default=2000, ge=1)
     file_max_chars: int = Field(default=5_000_000, ge=1)
     """Characters of text one document may yield."""

@@ -26,6 +26,8 @@ import pytest
 
 from tests.conftest import require_binary, unavailable
 
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -166,6 +168,8 @@ class ServiceProcess:
         self._workdir = workdir
         # Only what the process needs: nothing of the developer's own settings leaks in.
         base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+        # The checkout under test, wherever the interpreter's own install points.
+        base["PYTHONPATH"] = str(_CHECKOUT)
         self._env = {**base, "DATA_DIR": str(workdir / f"{name}-data"), **env}
         self._process: asyncio.subprocess.Process | None = None
 
@@ -218,6 +222,11 @@ class ServiceProcess:
         except TimeoutError:
             await self.kill()
         self._process = None
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, f"{self.name} is not running"
+        return self._process.pid
 
     def output(self) -> str:
         """The end of the process's log, for a failing test's message."""
