@@ -12,4 +12,4 @@ COPY migrations ./migrations
 RUN pip install --no-cache-dir .
 EXPOSE 8888
 VOLUME ["/data"]
-CMD ["uvicorn", "app.main:app", "--host", "0.0.0.0", "--port", "8888", "--proxy-headers", "--timeout-graceful-shutdown", "30"]
+CMD ["uvicorn", "app.main:app", "--host", "0.0.0.0", "--port", "8888", "--http", "app.api.head_timeout:HeadTimeoutProtocol", "--proxy-headers", "--timeout-graceful-shutdown", "30"]

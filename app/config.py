@@ -127,6 +127,13 @@ class Settings(BaseSettings):
     upload_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     request_headers_max_bytes: int = Field(default=32 * 1024, ge=1024)
     """Largest total size of a request's headers; larger answers 431."""
+    request_head_timeout_seconds: float = Field(default=10.0, gt=0)
+    """Longest a request's head (request line and headers) may take to arrive, from the
+    connection's start or the previous answer; then the connection is closed."""
+    request_body_timeout_seconds: float = Field(default=30.0, gt=0)
+    """Longest a request's body (but an upload's) may take to arrive whole; then 408."""
+    upload_body_timeout_seconds: float = Field(default=300.0, gt=0)
+    """Longest an upload's body may take to arrive whole; then 408."""
 
     max_streams_per_user: int = Field(default=8, ge=0)
     """Streams (running turns) one user may have at once; more answer 429. 0: no limit."""
@@ -173,7 +180,8 @@ class Settings(BaseSettings):
     """A document whose text is at most this long is handed to the model whole."""
     file_search_top_k: int = Field(default=5, ge=1)
     file_max_inflated_bytes: int = Field(default=128 * 1024 * 1024, ge=1)
-    """Bytes a docx or xlsx may unpack to, or one pdf stream inflate to; beyond: `failed`."""
+    """Bytes a docx or xlsx may unpack to, or one pdf page's content streams together;
+    beyond: `failed`."""
     file_max_pages: int = Field(default=2000, ge=1)
     file_max_chars: int = Field(default=5_000_000, ge=1)
     """Characters of text one document may yield."""

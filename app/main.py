@@ -24,13 +24,15 @@ from app.agents.base import AgentCore, AgentSettings
 from app.agents.registry import AGENTS, AgentEntry, build_agents
 from app.api import agent, files, health, metrics, runs, sessions
 from app.api.a2a.routes import install_a2a
-from app.api.body_limit import BodyLimit, request_max_bytes
+from app.api.body_limit import BodyCap, BodyLimit, request_max_bytes
 from app.api.deps import HttpLimits, Services
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.formats import ag_ui, ai_sdk
+from app.api.head_timeout import HEAD_TIMEOUT_KEY
 from app.api.openapi_errors import document_errors
 from app.api.openapi_events import document_events
+from app.api.text_guard import TextGuard
 from app.api.web import WebPage
 from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
@@ -64,7 +66,7 @@ _MIDDLE_COLLECTIONS_PER_FULL = 100
 
 
 @asynccontextmanager
-async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
     settings: Settings = app.state.settings
     async with AsyncExitStack() as stack:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
@@ -173,7 +175,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         app.state.telemetry = telemetry
         if not core.model.config.configured:
             log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")
-        yield
+        # The server's protocol reads it (api/head_timeout.py): the app is not called
+        # before a request's head is complete, so it cannot time that itself.
+        yield {HEAD_TIMEOUT_KEY: settings.request_head_timeout_seconds}
 
 
 async def _mark_orphans(store: SqlSessionStore, settings: Settings) -> None:
@@ -220,11 +224,19 @@ def create_app(
     app.state.span_exporter = span_exporter
     if settings.cors_wildcard_refused():
         log.warning("CORS_ORIGINS=* is ignored while API_KEYS is set: list the allowed origins")
-    # Inside CORS, so a refusal carries the CORS headers a browser needs to read it.
+    # Inside CORS, so a refusal carries the CORS headers a browser needs to read it;
+    # the text guard inside the body cap, so it reads no more than the cap.
+    app.add_middleware(TextGuard)
     app.add_middleware(
         BodyLimit,
-        max_bytes=request_max_bytes(settings.query_max_chars),
-        per_path={"/file/upload": files.body_limit(settings.upload_max_bytes)},
+        cap=BodyCap(
+            request_max_bytes(settings.query_max_chars), settings.request_body_timeout_seconds
+        ),
+        per_path={
+            "/file/upload": BodyCap(
+                files.body_limit(settings.upload_max_bytes), settings.upload_body_timeout_seconds
+            )
+        },
         max_header_bytes=settings.request_headers_max_bytes,
         max_query_bytes=request_max_bytes(settings.query_max_chars),
     )

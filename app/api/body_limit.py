@@ -1,9 +1,13 @@
-"""Caps on what one request may send (headers, query string, body), answered in the envelope.
+"""Caps on what one request may send (headers, query string, body, the body's time),
+answered in the envelope.
 
 Every cap answers before the app reads what is over it, so a request of
 hostile size costs no more than the cap: headers and the query string are
 measured as they arrive at the app (431, 414), the body as it streams in
-(413). The body cap is one for every path, larger for uploads.
+(413). The body cap is one for every path, larger for uploads; so is the
+time the whole body may take to arrive (408, and the connection is closed:
+a body that trickles in a byte at a time would otherwise hold it, and a
+worker's memory, for as long as the client likes).
 
 FastAPI's own `max_body_size` answers a too-large declared `Content-Length`
 with a plain-text 413 that replaces whatever the app sends; this one raises
@@ -15,10 +19,14 @@ never fills the disk first. Headers and query string are refused here, with
 the envelope written directly, since no route is reached.
 
 The server in front (uvicorn, a proxy) still reads the head of a request
-before the app sees it: bounding that memory is the proxy's job.
+before the app sees it: uvicorn's size caps bound it, and the time it may
+take is bounded in api/head_timeout.py.
 """
 
 from __future__ import annotations
+
+import asyncio
+from typing import NamedTuple
 
 from fastapi.responses import JSONResponse
 from starlette.datastructures import Headers
@@ -31,6 +39,13 @@ ENCODED_BYTES_PER_CHAR = 12
 OTHER_FIELDS_BYTES = 16 * 1024
 
 
+class BodyCap(NamedTuple):
+    """The most a body may hold, and the most time it may take to arrive whole."""
+
+    max_bytes: int
+    seconds: float
+
+
 def request_max_bytes(query_max_chars: int) -> int:
     """The largest query string or JSON body: the longest `query` however encoded, and the rest."""
     return query_max_chars * ENCODED_BYTES_PER_CHAR + OTHER_FIELDS_BYTES
@@ -40,14 +55,14 @@ class BodyLimit:
     def __init__(
         self,
         app: ASGIApp,
-        max_bytes: int,
+        cap: BodyCap,
         *,
-        per_path: dict[str, int] | None = None,
+        per_path: dict[str, BodyCap] | None = None,
         max_header_bytes: int,
         max_query_bytes: int,
     ) -> None:
         self.app = app
-        self.max_bytes = max_bytes
+        self.cap = cap
         self.per_path = per_path or {}
         self.max_header_bytes = max_header_bytes
         self.max_query_bytes = max_query_bytes
@@ -60,19 +75,28 @@ class BodyLimit:
         if refusal is not None:
             await refusal(scope, receive, send)
             return
-        max_bytes = self.per_path.get(scope["path"], self.max_bytes)
+        max_bytes, seconds = self.per_path.get(scope["path"], self.cap)
         declared = Headers(scope=scope).get("content-length", "")
+        deadline = asyncio.get_running_loop().time() + seconds
         received = 0
+        whole = False
 
         async def limited() -> Message:
-            nonlocal received
+            nonlocal received, whole
+            if whole:
+                return await receive()
             if declared.isdigit() and int(declared) > max_bytes:
                 raise _too_large(max_bytes)
-            message = await receive()
+            try:
+                async with asyncio.timeout_at(deadline):
+                    message = await receive()
+            except TimeoutError:
+                raise _too_slow(seconds) from None
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > max_bytes:
                     raise _too_large(max_bytes)
+                whole = not message.get("more_body", False)
             return message
 
         await self.app(scope, limited, send)
@@ -90,3 +114,10 @@ class BodyLimit:
 
 def _too_large(max_bytes: int) -> ApiError:
     return ApiError(413, f"The request body is larger than {max_bytes} bytes")
+
+
+def _too_slow(seconds: float) -> ApiError:
+    # `Connection: close` makes uvicorn close the connection after the answer, rather
+    # than read the rest of the body for as long as it trickles.
+    message = f"The request body did not arrive within {seconds:g} seconds"
+    return ApiError(408, message, headers={"Connection": "close"})

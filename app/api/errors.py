@@ -5,7 +5,9 @@ the status of its kind. A user over one of their limits (`LimitExceeded`,
 from app/limits) is 429 with `Retry-After`, from wherever it is checked.
 Dependencies that are down surface as `StoreUnavailable` / `TaskBackendUnavailable`
 from anywhere below the routes; they are mapped to 503 here, once, instead of
-in every route. Unexpected errors are logged and answered without detail.
+in every route. A client that hangs up before its request is read is no
+error of ours: it is logged at DEBUG, not as a traceback. Unexpected errors
+are logged and answered without detail.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from app.api.envelope import error_body
 from app.limits import LimitExceeded
@@ -46,6 +49,7 @@ def install_error_handlers(app: FastAPI) -> None:
     )
     app.add_exception_handler(LimitExceeded, _over_limit)
     app.add_exception_handler(TurnRefused, _turn_refused)
+    app.add_exception_handler(ClientDisconnect, _client_gone)
     app.add_exception_handler(Exception, _unexpected_error)
 
 
@@ -101,6 +105,14 @@ async def _turn_refused(request: Request, exc: Exception) -> JSONResponse:
     status = _REFUSED_STATUS[type(exc)]
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, OverLimit) else None
     return JSONResponse(error_body(status, str(exc)), status_code=status, headers=headers)
+
+
+async def _client_gone(request: Request, exc: Exception) -> JSONResponse:
+    log.debug(
+        "%s %s: the client hung up before its request was read", request.method, request.url.path
+    )
+    # Nobody reads it; uvicorn drops it, and the span records what was answered.
+    return JSONResponse(error_body(400, "The request ended before its body"), status_code=400)
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:

@@ -19,6 +19,7 @@ from starlette.datastructures import UploadFile
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
+from app.api.text_guard import text_problem, unstorable
 from app.core.wire import WireModel, WireTime
 from app.documents.library import EmptyFile, FileError, FileTooLarge, UnsupportedFile
 from app.store.blobs import BlobNotFound
@@ -103,7 +104,7 @@ UPLOAD_BODY = {
     summary="Upload a document",
     openapi_extra={"requestBody": UPLOAD_BODY},
     responses={
-        400: {"description": "No file, or an empty one"},
+        400: {"description": "No file, an empty one, or a file name that cannot be stored"},
         413: {"description": "Larger than UPLOAD_MAX_BYTES"},
         415: {"description": "Not an accepted type, or not what its name says"},
         429: {"description": "Over the user's uploads a minute; see Retry-After"},
@@ -126,6 +127,9 @@ async def upload_file(
         file = form.get("file")
         if not isinstance(file, UploadFile) or not file.filename:
             raise ApiError(422, "Invalid request: file: an uploaded file is required")
+        problem = text_problem(file.filename)
+        if problem is not None:
+            raise ApiError(400, unstorable("file name", problem))
         try:
             stored = await services.files.upload(user, file.filename, file.file)
         except FileError as exc:

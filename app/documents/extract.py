@@ -34,8 +34,10 @@ import docx
 import openpyxl
 import pypdf
 from docx.text.paragraph import Paragraph
-from pypdf import PasswordType, PdfReader
+from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import LimitReachedError
+from pypdf.filters import decode_stream_data
+from pypdf.generic import ArrayObject, StreamObject
 
 SNIFF_BYTES = 64 * 1024
 DETECT_BYTES = 256 * 1024
@@ -107,7 +109,7 @@ class Budget:
     """How much one document may cost to read: a real document stays far below each."""
 
     inflated_bytes: int = 128 * 1024 * 1024
-    """Bytes a docx's parts, or one pdf stream, may unpack to."""
+    """Bytes a docx's parts, or one pdf page's content streams together, may unpack to."""
     pages: int = 2000
     chars: int = 5_000_000
     """Characters of text the whole document may yield."""
@@ -216,15 +218,42 @@ def _pdf_pages(reader: PdfReader, budget: Budget) -> list[Section]:
     sections: list[Section] = []
     chars = 0
     for number, page in enumerate(reader.pages, 1):
-        # `extract_text` treats a stream over the limit as empty, which would blame the
-        # file for having no text; reading the contents first names the real reason.
-        page.get_contents()
+        streams = _content_streams(page)
+        _check_page_content(streams, budget)
         text = _clean(page.extract_text() or "")
+        # pypdf keeps each stream it decoded: let this page's go before the next page's
+        # come, so a document costs one page's content at a time, not all of them.
+        for stream in streams:
+            stream.decoded_self = None
         chars += len(text)
         budget.check_chars(chars, PDF)
         if text:
             sections.append(Section(number, number, text))
     return sections
+
+
+def _content_streams(page: PageObject) -> list[StreamObject]:
+    contents = page.get("/Contents")
+    if contents is None:
+        return []
+    contents = contents.get_object()
+    items = contents if isinstance(contents, ArrayObject) else [contents]
+    return [stream for item in items if isinstance(stream := item.get_object(), StreamObject)]
+
+
+def _check_page_content(streams: list[StreamObject], budget: Budget) -> None:
+    """Refuse a page whose content streams unpack past the budget together.
+
+    Each is unpacked and let go in turn, so measuring holds one stream at a
+    time; pypdf, reading the page, holds them all and a copy of them joined.
+    It also names the real reason: `extract_text` reads a stream over its
+    limit as empty, which would blame the file for having no text.
+    """
+    inflated = 0
+    for stream in streams:
+        inflated += len(decode_stream_data(stream))
+        if inflated > budget.inflated_bytes:
+            raise UnreadableFile(_bomb(PDF, budget))
 
 
 def _docx(path: Path, budget: Budget) -> Document:

@@ -95,6 +95,9 @@ def _answer(
         # that a C extension turned into an abort rather than a MemoryError.
         log.warning("the document reader exited with %s and no answer", returncode)
         answer = {"memory": True}
+    else:
+        # What a document really costs, to set FILE_PARSE_MEMORY_MB by.
+        log.debug("the document reader peaked at %d MB", answer["peak_kb"] // 1024)
     if "error" in answer:
         raise UnreadableFile(answer["error"])
     if "memory" in answer:
@@ -124,6 +127,7 @@ def _child() -> None:
         answer = {"error": str(exc)}
     except MemoryError:
         answer = {"memory": True}
+    answer["peak_kb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     # Lone surrogates, which some pdfs yield, become "?" rather than losing the text.
     sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8", "replace"))
     sys.stdout.buffer.flush()

@@ -36,7 +36,6 @@ import asyncio
 import contextlib
 import os
 import shutil
-import signal
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from app.core.events import ThinkingEvent
+from app.core.processes import kill_group
 from app.core.tools import ToolSchema
 from app.tools.base import ToolContext, ToolOutput
 from app.tools.untrusted import untrusted
@@ -247,7 +247,7 @@ class Shell:
         except TimeoutError:
             timed_out = True
         finally:
-            _kill_group(process.pid)
+            kill_group(process.pid)
             await process.wait()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(DRAIN_SECONDS):
@@ -322,11 +322,6 @@ def _parent_dirs(mounts: Sequence[Mount]) -> list[str]:
     return args
 
 
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
-
-
 class _Output:
     """The head and the tail of a stream, up to `cap` bytes together; counts the rest.
 
@@ -346,7 +341,7 @@ class _Output:
             self.total += len(chunk)
             if self.total > FLOOD_BYTES and not self.flooded:
                 self.flooded = True
-                _kill_group(self._pid)
+                kill_group(self._pid)
             room = self._half - len(self._head)
             if room > 0:
                 self._head += chunk[:room]

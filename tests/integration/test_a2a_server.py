@@ -54,6 +54,8 @@ from tests.support.a2a import (
     status_text,
     with_report_agent,
 )
+from tests.support.logs import LogSignal, attached, server_errors
+from tests.support.raw_http import request_head, send_and_hang_up
 from tests.support.research import REPORT, Researcher
 
 
@@ -332,3 +334,90 @@ async def test_a_generated_file_is_a_file_part_with_our_download_url(
     assert (part.filename, part.media_type) == ("report.txt", "text/plain")
     assert download.content == REPORT_BYTES
     assert states(responses)[-1] == "completed"
+
+
+PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
+
+
+@pytest.mark.parametrize(
+    ("body", "code", "request_id"),
+    [
+        pytest.param(b"{nope", PARSE_ERROR, None, id="not-json"),
+        pytest.param(b"[" * 5000, PARSE_ERROR, None, id="5000-deep-array"),
+        pytest.param(b'{"a":' * 5000, PARSE_ERROR, None, id="5000-deep-object"),
+        pytest.param(b'{"jsonrpc":"2.0","id":"\xff"}', PARSE_ERROR, None, id="not-utf-8"),
+        pytest.param(b'"hi"', INVALID_REQUEST, None, id="a-string"),
+        pytest.param(b"[]", INVALID_REQUEST, None, id="empty-batch"),
+        pytest.param(b'{"method":"GetTask","id":1}', INVALID_REQUEST, 1, id="no-jsonrpc"),
+        pytest.param(b'{"jsonrpc":"2.0","id":2}', INVALID_REQUEST, 2, id="no-method"),
+        pytest.param(b'{"jsonrpc":"2.0","method":5,"id":3}', INVALID_REQUEST, 3, id="method-int"),
+        pytest.param(
+            b'{"jsonrpc":"2.0","method":"GetTask","id":{}}', INVALID_REQUEST, None, id="id-object"
+        ),
+        pytest.param(
+            b'{"jsonrpc":"2.0","method":"GetTask","id":4,"params":"x"}',
+            INVALID_REQUEST,
+            4,
+            id="params-string",
+        ),
+        pytest.param(
+            b'{"jsonrpc":"2.0","method":"GetTask","id":5,"params":{"id":5}}',
+            INVALID_PARAMS,
+            5,
+            id="params-wrong-type",
+        ),
+        pytest.param(
+            b'{"jsonrpc":"2.0","method":"message/send","id":6,"params":{"message":5}}',
+            INVALID_REQUEST,
+            6,
+            id="0.3-params-wrong-type",
+        ),
+    ],
+)
+async def test_a_malformed_json_rpc_call_answers_its_error_code_and_logs_no_error(
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_llm: FakeOpenAI,
+    caplog: pytest.LogCaptureFixture,
+    body: bytes,
+    code: int,
+    request_id: int | None,
+) -> None:
+    """JSON-RPC 2.0: -32700 for what is not JSON, -32600 for what is not a request.
+
+    Nesting 5,000 deep answered -32603 after a `RecursionError`, and each of
+    these logged an ERROR with a traceback: a client's mistake is no error of ours.
+    """
+    settings = settings_for(Backend(sqlite_url, "", ""), tmp_path, fake_llm)
+    with server_errors(caplog) as errors:
+        async with running_service(settings) as service:
+            response = await service.post(
+                "/a2a", content=body, headers={"content-type": "application/json"}
+            )
+
+    assert response.status_code == 200
+    answer = response.json()
+    assert (answer["jsonrpc"], answer["id"], answer["error"]["code"]) == ("2.0", request_id, code)
+    assert errors == []
+
+
+@pytest.mark.parametrize("path", ["/a2a", "/a2a/rest/message:send"])
+async def test_a_client_hanging_up_mid_body_logs_no_error(
+    tmp_path: Path,
+    sqlite_url: str,
+    fake_llm: FakeOpenAI,
+    caplog: pytest.LogCaptureFixture,
+    path: str,
+) -> None:
+    """It logged two ERROR tracebacks (ours and uvicorn's), some 110 lines."""
+    settings = settings_for(Backend(sqlite_url, "", ""), tmp_path, fake_llm, log_level="DEBUG")
+    with server_errors(caplog) as errors:
+        async with running_service(settings) as service:
+            with attached("app.api.errors", LogSignal("hung up")) as hung_up:
+                head = request_head("POST", path, 1000, "application/json")
+                await send_and_hang_up(str(service.base_url), head + b'{"jsonrpc":')
+                await hung_up.seen.wait()
+            health = await service.get("/health")
+
+    assert health.status_code == 200
+    assert errors == []

@@ -1,12 +1,13 @@
 """Uploads built to hurt the reader: each ends `failed` with its reason, the server stays small.
 
-The server runs in this test's process, so its memory is read from
+The server mostly runs in this test's process, so its memory is read from
 /proc/self/status: the peak (VmHWM) is reset to the current size before the
 upload, and must grow by no more than a few tens of MB while the bomb is read.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -20,23 +21,27 @@ from tests.support.documents import (
     docx_bytes,
     pdf_bomb_bytes,
     pdf_nested_bytes,
+    pdf_of_large_streams,
     xlsx_bomb_bytes,
 )
+from tests.support.processes import ServiceProcess
 
 BOMB_MB = 300
 SERVER_GROWTH_MB = 40
+PROCESS_GROUP_MB = 600
+"""The most the server and its reading child may hold together while a hostile pdf is read."""
 
 
-def memory_kb(field: str) -> int:
-    for line in Path("/proc/self/status").read_text().splitlines():
+def memory_kb(field: str, pid: int | str = "self") -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(f"{field}:"):
             return int(line.split()[1])
-    raise AssertionError(f"no {field} in /proc/self/status")
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
 
 
-def reset_peak_memory() -> None:
+def reset_peak_memory(pid: int | str = "self") -> None:
     """Make VmHWM the current RSS again (Linux `clear_refs` 5), so a new peak shows."""
-    Path("/proc/self/clear_refs").write_text("5")
+    Path(f"/proc/{pid}/clear_refs").write_text("5")
 
 
 async def upload_and_read(client: httpx.AsyncClient, name: str, data: bytes) -> dict[str, Any]:
@@ -134,3 +139,38 @@ async def test_a_pdf_of_deeply_nested_objects_ends_failed_and_the_server_lives(
     assert "could not be read" in record["error"]
     assert health.status_code == 200
     assert after["status"] == "ready"
+
+
+@pytest.mark.parametrize("one_page", [True, False], ids=["on-one-page", "a-page-each"])
+async def test_a_pdf_of_ten_60_mb_streams_keeps_server_and_reader_under_600_mb(
+    tmp_path: Path, one_page: bool
+) -> None:
+    """Read whole, ten 60 MB streams held the server and its reader at 899 MB together.
+
+    The service runs as deployed (uvicorn, its own process), so its peak is
+    exactly its own VmHWM; the reading child reports its own peak RSS
+    (`ru_maxrss`), logged at DEBUG. The two peaks are added, which can only
+    overstate the group's peak (they need not come at the same moment).
+    """
+    pdf = pdf_of_large_streams(10, 60, one_page=one_page)
+    assert len(pdf) < 2 * MB
+    env = {"DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/app.db", "LOG_LEVEL": "DEBUG"}
+    service = ServiceProcess("reader", tmp_path, env)
+    await service.start()
+    try:
+        async with httpx.AsyncClient(base_url=service.url, timeout=60) as client:
+            reset_peak_memory(service.pid)
+            record = await upload_and_read(client, "streams.pdf", pdf)
+            server_peak_mb = memory_kb("VmHWM", service.pid) / 1024
+    finally:
+        await service.stop()
+    [reader_peak_mb] = map(
+        int, re.findall(r"the document reader peaked at (\d+) MB", service.output())
+    )
+
+    assert record["status"] == "failed"
+    if one_page:
+        assert "unpacks to more than 128 MB" in record["error"]
+    else:
+        assert record["error"].startswith("No text could be found in this PDF")
+    assert server_peak_mb + reader_peak_mb < PROCESS_GROUP_MB, (server_peak_mb, reader_peak_mb)

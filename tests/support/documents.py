@@ -121,14 +121,43 @@ def _office_bomb(
 
 def pdf_bomb_bytes(inflated_mb: int) -> bytes:
     """A one-page pdf whose content stream is Flate that inflates to `inflated_mb` MB."""
+    return _one_page_pdf(b"", _drawing_stream(inflated_mb))
+
+
+def pdf_of_large_streams(streams: int, stream_mb: int, *, one_page: bool) -> bytes:
+    """A pdf of `streams` content streams that inflate to `stream_mb` MB each: all drawing
+    one page, or one page each. Each is under the unpacking budget; together they are not."""
+    if one_page:
+        refs = b" ".join(b"%d 0 R" % (4 + i) for i in range(streams))
+        page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents [%s] >>" % refs
+        return _pdf_file(
+            [
+                b"<< /Type /Catalog /Pages 2 0 R >>",
+                b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+                page,
+                *(_drawing_stream(stream_mb) for _ in range(streams)),
+            ]
+        )
+    kids = b" ".join(b"%d 0 R" % (3 + 2 * i) for i in range(streams))
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, streams),
+    ]
+    for number in range(streams):
+        contents = 4 + 2 * number
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents %d 0 R >>" % contents
+        )
+        objects.append(_drawing_stream(stream_mb))
+    return _pdf_file(objects)
+
+
+def _drawing_stream(inflated_mb: int) -> bytes:
+    """A Flate content stream of line drawing that inflates to `inflated_mb` MB."""
     deflate = zlib.compressobj(9)
     operators = b"0 0 m 1 1 l S\n" * (MB // 14)
     stream = b"".join(deflate.compress(operators) for _ in range(inflated_mb)) + deflate.flush()
-    contents = b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (
-        len(stream),
-        stream,
-    )
-    return _one_page_pdf(b"", contents)
+    return b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream)
 
 
 def pdf_nested_bytes(depth: int) -> bytes:
@@ -141,12 +170,19 @@ def pdf_nested_bytes(depth: int) -> bytes:
 
 def _one_page_pdf(page_extra: bytes, contents: bytes) -> bytes:
     """A pdf of one page (its dictionary with `page_extra`) drawn by `contents`."""
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R%s >>" % page_extra,
-        contents,
-    ]
+    return _pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R%s >>"
+            % page_extra,
+            contents,
+        ]
+    )
+
+
+def _pdf_file(objects: list[bytes]) -> bytes:
+    """A pdf of `objects`, numbered from 1 (the first is the catalog), with its xref table."""
     out = bytearray(b"%PDF-1.7\n")
     offsets = []
     for number, body in enumerate(objects, 1):

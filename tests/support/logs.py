@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+import pytest
+
 H = TypeVar("H", bound=logging.Handler)
 
 
@@ -37,3 +39,17 @@ def attached(logger_name: str, handler: H) -> Iterator[H]:
         yield handler
     finally:
         logger.removeHandler(handler)
+
+
+@contextmanager
+def server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[list[logging.LogRecord]]:
+    """The ERROR records logged inside the block, uvicorn's own included.
+
+    uvicorn's logger keeps its records from the root logger, where `caplog`
+    listens, so caplog's handler is attached to it here too. The list is
+    filled when the block ends.
+    """
+    errors: list[logging.LogRecord] = []
+    with attached("uvicorn.error", caplog.handler):
+        yield errors
+    errors.extend(r for r in caplog.records if r.levelno >= logging.ERROR)

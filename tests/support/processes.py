@@ -27,7 +27,10 @@ import pytest
 from tests.conftest import require_binary, unavailable
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-SERVE_FLAGS = ("--timeout-graceful-shutdown", "30")
+SERVE_FLAGS = (
+    *("--http", "app.api.head_timeout:HeadTimeoutProtocol"),
+    *("--timeout-graceful-shutdown", "30"),
+)
 """uvicorn's flags in `scripts/run` (and the Dockerfile) beside host and port: the product
 is tested as it is served, on uvicorn's default loop (uvloop) and nothing else changed."""
 
@@ -221,6 +224,11 @@ class ServiceProcess:
         except TimeoutError:
             await self.kill()
         self._process = None
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, f"{self.name} is not running"
+        return self._process.pid
 
     def output(self) -> str:
         """The end of the process's log, for a failing test's message."""

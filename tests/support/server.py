@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator
 import uvicorn
 from starlette.types import ASGIApp
 
+from app.api.head_timeout import HeadTimeoutProtocol
+
 
 @contextlib.asynccontextmanager
 async def serve(app: ASGIApp, *, lifespan: str = "on", port: int = 0) -> AsyncIterator[str]:
@@ -31,6 +33,8 @@ async def serve(app: ASGIApp, *, lifespan: str = "on", port: int = 0) -> AsyncIt
         lifespan=lifespan,  # type: ignore[arg-type]
         timeout_graceful_shutdown=5,
         ws="none",
+        # As scripts/run serves the app: heads that do not come are timed out.
+        http=HeadTimeoutProtocol,
     )
     server = uvicorn.Server(config)
     # `_serve` is `serve` without taking over the process's signal handlers, which

@@ -1,8 +1,9 @@
 """Slide thumbnails of a deck, where LibreOffice is installed: one small PNG per slide.
 
 LibreOffice converts the deck to PDF (`soffice --headless --convert-to pdf`,
-in a child process with a profile of its own, killed past its time limit),
-and pdfium draws each page. Without `soffice`, or when either step fails,
+in a child process with a profile of its own, killed past its time limit
+with the processes it started, which live in its own session), and pdfium
+draws each page. Without `soffice`, or when either step fails,
 there are simply no thumbnails: a preview never fails a deck.
 """
 
@@ -16,6 +17,8 @@ import tempfile
 from pathlib import Path
 
 import pypdfium2
+
+from app.core.processes import kill_group
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +48,10 @@ async def thumbnails(deck: bytes, limit_seconds: float) -> list[bytes]:
             str(work / "deck.pptx"),
         ]
         process = await asyncio.create_subprocess_exec(
-            *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL
+            *command,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             async with asyncio.timeout(limit_seconds):
@@ -54,9 +60,10 @@ async def thumbnails(deck: bytes, limit_seconds: float) -> list[bytes]:
             log.warning("LibreOffice took over %gs to convert a deck", limit_seconds)
             return []
         finally:
-            if process.returncode is None:  # timed out, or the turn was stopped
-                process.kill()
-                await process.wait()
+            # Timed out, stopped with the turn, or done: `soffice` may have left
+            # `oosplash` and `soffice.bin` behind, which killing it alone would not end.
+            kill_group(process.pid)
+            await process.wait()
         pdf = work / "deck.pdf"
         if process.returncode != 0 or not pdf.is_file():
             log.warning("LibreOffice could not convert a deck (exit %s)", process.returncode)

@@ -10,12 +10,15 @@ travel to the handler in the call context.
 
 from __future__ import annotations
 
+import json
+import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers.response_helpers import agent_card_to_dict
+from a2a.server.jsonrpc_models import JSONParseError
+from a2a.server.request_handlers.response_helpers import agent_card_to_dict, build_error_response
 from a2a.server.routes import (
     DefaultServerCallContextBuilder,
     add_a2a_routes_to_fastapi,
@@ -63,6 +66,15 @@ _A2A_ERROR_SCHEMA: dict[str, Any] = {
         },
     ],
 }
+_CLIENT_MISTAKES = (
+    "Failed to validate base JSON-RPC request",
+    "Failed to parse request params",
+)
+"""How the SDK's JSON-RPC dispatchers (1.3.0) log a call that is not a valid request.
+
+They answer it rightly (-32600, -32602), but log it at ERROR with a traceback."""
+_REASON_MAX_CHARS = 300
+_SDK_JSONRPC_LOGGERS = ("a2a.server.routes.jsonrpc_dispatcher", "a2a.compat.v0_3.jsonrpc_adapter")
 CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 """The card's place, and the one A2A 0.2 clients look at."""
 
@@ -90,9 +102,10 @@ def install_a2a(app: FastAPI, entries: Sequence[AgentEntry]) -> None:
     add_a2a_routes_to_fastapi(
         app,
         agent_card_routes=[Route(path, _card(entries), methods=["GET"]) for path in CARD_PATHS],
-        jsonrpc_routes=_authenticated(jsonrpc),
-        rest_routes=_authenticated(rest),
+        jsonrpc_routes=_authenticated(jsonrpc, _jsonrpc_body),
+        rest_routes=_authenticated(rest, _utf8_body),
     )
+    _quiet_client_mistakes()
     _document_a2a(app)
 
 
@@ -111,8 +124,13 @@ def _card(entries: Sequence[AgentEntry]) -> Endpoint:
     return read_agent_card
 
 
-def _authenticated(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
-    """The routes, each answering 401 before its dispatcher runs when the key is wrong.
+BodyCheck = Callable[[bytes], Response | None]
+"""What a guard makes of a call's body before the SDK reads it: a refusal, or None."""
+
+
+def _authenticated(routes: Sequence[BaseRoute], check: BodyCheck) -> list[BaseRoute]:
+    """The routes, each answering 401 before its dispatcher runs when the key is wrong,
+    and refusing a body `check` refuses.
 
     The SDK's `/{tenant}` mount is left out: at the root of our app it would
     catch every two-segment path before the chat page.
@@ -121,22 +139,74 @@ def _authenticated(routes: Sequence[BaseRoute]) -> list[BaseRoute]:
     for route in routes:
         if isinstance(route, Route):
             methods = sorted(m for m in route.methods or () if m != "HEAD")
-            guarded.append(Route(route.path, _guard(route.endpoint), methods=methods))
+            guarded.append(Route(route.path, _guard(route.endpoint, check), methods=methods))
     return guarded
 
 
-def _guard(endpoint: Endpoint) -> Endpoint:
+def _guard(endpoint: Endpoint, check: BodyCheck) -> Endpoint:
     async def a2a_call(request: Request) -> Response:
         request.state.a2a_user = await current_user(request, _services(request.app))
-        # The SDK's REST dispatcher answers a body that is not UTF-8 with a 500 (1.3.0);
-        # the body read here is the one it reads, cached on the request.
-        try:
-            (await request.body()).decode()
-        except UnicodeDecodeError as exc:
-            raise ApiError(400, "The body must be JSON in UTF-8") from exc
+        # The body read here is the one the SDK reads, cached on the request.
+        refusal = check(await request.body())
+        if refusal is not None:
+            return refusal
         return await endpoint(request)
 
     return a2a_call
+
+
+def _utf8_body(body: bytes) -> Response | None:
+    """The SDK's REST dispatcher answers a body that is not UTF-8 with a 500 (1.3.0)."""
+    try:
+        body.decode()
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, "The body must be JSON in UTF-8") from exc
+    return None
+
+
+def _jsonrpc_body(body: bytes) -> Response | None:
+    """A body that is not JSON is JSON-RPC's parse error (-32700).
+
+    The SDK's dispatcher answers one nested deeper than the parser recurses
+    (a `RecursionError`), or not in UTF-8, as its own internal error (-32603,
+    logged with a traceback); it parses the body again, with the same parser,
+    once it is known to parse.
+    """
+    try:
+        json.loads(body)
+    except json.JSONDecodeError as exc:
+        reason = str(exc)
+    except UnicodeDecodeError:
+        reason = "the body is not UTF-8"
+    except RecursionError:
+        reason = "nested too deeply"
+    else:
+        return None
+    error = JSONParseError(message=f"Parse error: {reason}")
+    return JSONResponse(build_error_response(None, error))
+
+
+class _ClientMistake(logging.Filter):
+    """The SDK's report of an invalid call, without its traceback and at WARNING: the
+    caller's mistake, answered in the protocol, is no error of ours."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.getMessage().startswith(_CLIENT_MISTAKES):
+            reason = " ".join(str(record.exc_info[1]).split())[:_REASON_MAX_CHARS]
+            record.msg = f"{record.getMessage()}: {reason}"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno = logging.WARNING
+            record.levelname = logging.getLevelName(logging.WARNING)
+        return True
+
+
+def _quiet_client_mistakes() -> None:
+    for name in _SDK_JSONRPC_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _ClientMistake) for f in logger.filters):
+            logger.addFilter(_ClientMistake())
 
 
 def _document_a2a(app: FastAPI) -> None:
