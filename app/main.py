@@ -25,7 +25,7 @@ from app.agents.registry import AGENTS, AgentEntry, build_agents
 from app.api import agent, files, health, metrics, runs, sessions
 from app.api.a2a.routes import install_a2a
 from app.api.body_limit import BodyCap, BodyLimit, request_max_bytes
-from app.api.deps import HttpLimits, Services
+from app.api.deps import ApiSettings, Services
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.formats import ag_ui, ai_sdk
@@ -147,7 +147,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         stack.push_async_callback(run_registry.shutdown)
         stack.push_async_callback(turns.shutdown)
         app.state.services = Services(
-            http=HttpLimits(
+            http=ApiSettings(
                 sse_ping_seconds=settings.sse_ping_seconds,
                 public_url=settings.a2a_public_url,
                 metrics_key=settings.metrics_key,
@@ -287,24 +287,39 @@ def _configure_logging(level: str) -> None:
 def __getattr__(name: str) -> FastAPI:
     """`uvicorn app.main:app` builds the app on first access, not at import."""
     if name == "app":
-        served = create_app()
-        # This process serves this app for its life: what is alive now (modules,
-        # routes, models; ~125k objects) never dies, so full collections skip it.
-        # Without this each one walked it: 115 ms pauses in every open stream.
-        gc.freeze()
-        # A full collection walks every object alive, and pauses every open stream
-        # while it does: ~1 µs an object, 110 to 220 ms with 1,000 streams open
-        # (~200 objects each). The heap growing by a quarter triggered one after
-        # another as those streams opened, five in 15 s. Waiting for 100 middle
-        # generation collections rather than 10 left none in that burst (bench/README.md);
-        # most garbage here is freed by reference counts, not by collections.
-        young, middle, _ = gc.get_threshold()
-        gc.set_threshold(young, middle, _MIDDLE_COLLECTIONS_PER_FULL)
-        # The event loop rarely waits, so a thread that needs the GIL (each
-        # aiosqlite statement takes several turns on its thread) waited the full
-        # 5 ms switch interval every time: with 1,000 streams on SQLite that held
-        # statements over 30 s in the pool and failed turns. 0.5 ms fixed it
-        # (bench/README.md); with no such threads running it changes nothing.
-        sys.setswitchinterval(_SWITCH_INTERVAL_SECONDS)
-        return served
+        return serve()
     raise AttributeError(name)
+
+
+def serve() -> FastAPI:
+    """The app as a serving process runs it for its life, the process tuned for it.
+
+    What `uvicorn app.main:app` (scripts/run, the Dockerfile) and the benchmarks get;
+    tests that start apps in their own process call `create_app` and leave the
+    process as it is.
+    """
+    served = create_app()
+    tune_for_serving()
+    return served
+
+
+def tune_for_serving() -> None:
+    """Garbage collection and thread switching for a process that only serves this app."""
+    # This process serves this app for its life: what is alive now (modules,
+    # routes, models; ~125k objects) never dies, so full collections skip it.
+    # Without this each one walked it: 115 ms pauses in every open stream.
+    gc.freeze()
+    # A full collection walks every object alive, and pauses every open stream
+    # while it does: ~1 µs an object, 110 to 220 ms with 1,000 streams open
+    # (~200 objects each). The heap growing by a quarter triggered one after
+    # another as those streams opened, five in 15 s. Waiting for 100 middle
+    # generation collections rather than 10 left none in that burst (bench/README.md);
+    # most garbage here is freed by reference counts, not by collections.
+    young, middle, _ = gc.get_threshold()
+    gc.set_threshold(young, middle, _MIDDLE_COLLECTIONS_PER_FULL)
+    # The event loop rarely waits, so a thread that needs the GIL (each
+    # aiosqlite statement takes several turns on its thread) waited the full
+    # 5 ms switch interval every time: with 1,000 streams on SQLite that held
+    # statements over 30 s in the pool and failed turns. 0.5 ms fixed it
+    # (bench/README.md); with no such threads running it changes nothing.
+    sys.setswitchinterval(_SWITCH_INTERVAL_SECONDS)

@@ -16,7 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 
 from app.agents.base import AgentCore, Turn, TurnState
-from app.agents.react import ReActAgent
+from app.agents.react import ReActAgent, act
 from app.config import Settings
 from app.core.events import Event, TextEvent
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
@@ -56,7 +56,7 @@ class FileQaAgent(ReActAgent):
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
         search = ToolUseBlock(f"call_{uuid.uuid4().hex}", SCHEMA.name, {"query": turn.question})
         results: list[ToolResultBlock] = []
-        async for event in self._act(turn, state, tools, [search], results):
+        async for event in act(self.core, turn, state, tools, [search], results):
             yield event
         if file is None or file.status != "ready":
             yield TextEvent(f"I cannot answer from this file. {unreadable_reason(file)}")

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import orjson
 
-from app.agents.base import BaseAgent, Turn, TurnState
+from app.agents.base import AgentCore, BaseAgent, Turn, TurnState
 from app.core.events import (
     ErrorEvent,
     Event,
@@ -116,67 +116,70 @@ class ReActAgent(BaseAgent):
             if await self._hook("before_acting", turn, calls):
                 return
             results: list[ToolResultBlock] = []
-            async for event in self._act(turn, state, tools, calls, results):
+            async for event in act(self.core, turn, state, tools, calls, results):
                 yield event
             messages.append(Msg("tool", list(results)))
             if await self._hook("after_acting", turn, results):
                 return
-
-    async def _act(
-        self,
-        turn: Turn,
-        state: TurnState,
-        tools: dict[str, Tool],
-        calls: list[ToolUseBlock],
-        results: list[ToolResultBlock],
-    ) -> AsyncIterator[Event]:
-        """Run the calls concurrently, yielding their events as they happen.
-
-        `results` is filled in call order. If the loop is stopped, the calls
-        still running are cancelled before this generator lets go.
-        """
-        queue: asyncio.Queue[Event | None] = asyncio.Queue()
-        outputs: list[ToolOutput] = [ToolOutput("") for _ in calls]
-        ctx = ToolContext(turn.user_id, turn.conversation_id, queue.put_nowait)
-        limit = self.core.limits.tool_result_display_chars
-
-        async def call_one(index: int, call: ToolUseBlock) -> None:
-            tool = tools.get(call.name)
-            try:
-                note = tool.notice(call.input) if isinstance(tool, Announced) else None
-                if note:
-                    queue.put_nowait(ThinkingEvent(note))
-                queue.put_nowait(ToolStartEvent(call.name, call.id, _arguments(call)))
-                with self.core.observer.tool_call(call.name, call.id) as ended:
-                    outputs[index] = await _invoke(tool, call.name, call.input, ctx)
-                    ended(outputs[index].is_error)
-                out = outputs[index]
-                queue.put_nowait(ToolEndEvent(call.name, call.id, out.text[:limit], out.is_error))
-            finally:
-                queue.put_nowait(None)
-
-        running = [asyncio.create_task(call_one(i, c)) for i, c in enumerate(calls)]
-        try:
-            remaining = len(running)
-            while remaining:
-                event = await queue.get()
-                if event is None:
-                    remaining -= 1
-                else:
-                    yield event
-        finally:
-            for task in running:
-                task.cancel()
-            await asyncio.gather(*running, return_exceptions=True)
-        for call, out in zip(calls, outputs, strict=True):
-            state.add_references(out.references)
-            results.append(ToolResultBlock(call.id, call.name, out.text, out.is_error))
 
     async def _hook(self, phase: str, turn: Turn, payload: Any) -> bool:
         stop = False
         for hook in self.hooks:
             stop = bool(await getattr(hook, phase)(turn, payload)) or stop
         return stop
+
+
+async def act(
+    core: AgentCore,
+    turn: Turn,
+    state: TurnState,
+    tools: dict[str, Tool],
+    calls: list[ToolUseBlock],
+    results: list[ToolResultBlock],
+) -> AsyncIterator[Event]:
+    """Run the calls concurrently, yielding their events as they happen: every agent's tool calls.
+
+    Each call shows as its notice (if the tool gives one), `tool_start` and `tool_end`,
+    is counted by the telemetry, and adds its references to the turn. `results` is
+    filled in call order. If the loop is stopped, the calls still running are
+    cancelled before this generator lets go.
+    """
+    queue: asyncio.Queue[Event | None] = asyncio.Queue()
+    outputs: list[ToolOutput] = [ToolOutput("") for _ in calls]
+    ctx = ToolContext(turn.user_id, turn.conversation_id, queue.put_nowait)
+    limit = core.limits.tool_result_display_chars
+
+    async def call_one(index: int, call: ToolUseBlock) -> None:
+        tool = tools.get(call.name)
+        try:
+            note = tool.notice(call.input) if isinstance(tool, Announced) else None
+            if note:
+                queue.put_nowait(ThinkingEvent(note))
+            queue.put_nowait(ToolStartEvent(call.name, call.id, _arguments(call)))
+            with core.observer.tool_call(call.name, call.id) as ended:
+                outputs[index] = await _invoke(tool, call.name, call.input, ctx)
+                ended(outputs[index].is_error)
+            out = outputs[index]
+            queue.put_nowait(ToolEndEvent(call.name, call.id, out.text[:limit], out.is_error))
+        finally:
+            queue.put_nowait(None)
+
+    running = [asyncio.create_task(call_one(i, c)) for i, c in enumerate(calls)]
+    try:
+        remaining = len(running)
+        while remaining:
+            event = await queue.get()
+            if event is None:
+                remaining -= 1
+            else:
+                yield event
+    finally:
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+    for call, out in zip(calls, outputs, strict=True):
+        state.add_references(out.references)
+        results.append(ToolResultBlock(call.id, call.name, out.text, out.is_error))
 
 
 def retry_notice(item: Retrying) -> ErrorEvent:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from app.agents import deep, file_qa, host, pptx, skills, web_search
+from app.agents import deep, file_qa, host, pptx, skills_agent, web_search
 from app.agents.base import AgentCore, BaseAgent
 from app.config import Settings
 
@@ -90,7 +90,7 @@ AGENTS: tuple[AgentEntry, ...] = (
         "skills",
         "Skills",
         "Skills agent stream",
-        skills.build,
+        skills_agent.build,
         description="Works with skills (documents, data, scripts) in a sandboxed workspace.",
         examples=("Turn this CSV into a summary table.",),
         accepts_file=True,

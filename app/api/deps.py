@@ -22,8 +22,8 @@ from app.tools.mcp import McpHub
 
 
 @dataclass(frozen=True, slots=True)
-class HttpLimits:
-    """What the routes hold a request to; main.py fills it, so routes never read `Settings`."""
+class ApiSettings:
+    """The settings routes read (main.py fills it, so routes never read `Settings`)."""
 
     sse_ping_seconds: float
     """Seconds between `: ping` comments on an idle stream."""
@@ -35,7 +35,7 @@ class HttpLimits:
 
 @dataclass(slots=True)
 class Services:
-    http: HttpLimits
+    http: ApiSettings
     agents: dict[str, AgentEntry]
     """Every kind this app was built with (`create_app`'s entries), run here or not."""
     store: SessionStore

@@ -20,7 +20,7 @@ import anyio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from app.core.events import PING_FRAME
+from app.core.frames import PING_FRAME
 from app.tasks.log import EventLogReader
 
 SSE_HEADERS = {

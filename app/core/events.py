@@ -91,7 +91,8 @@ class StartEvent(_Wire):
     type: Literal["start"] = field(default="start", kw_only=True)
 
     conversation_id: str
-    session_id: int
+    row_id: Annotated[int, Field(alias="sessionId")]
+    """The stored turn's row (`ai_session.id`): `sessionId` on the wire, as the original has it."""
     agent_type: str
     task_id: str
     trace_id: OmittedWhenNone[str] = None
@@ -408,19 +409,6 @@ _BY_CLASS: dict[type, Callable[[Any], bytes]] = {
 """An adapter per class: a third of the time of the union's, which tries each member."""
 
 
-def joined_deltas(first: Event, second: Event) -> Event | None:
-    """Two deltas of one text (answer or reasoning) as one; None for any other pair.
-
-    A reader that fell behind sends a run of deltas as one: the other formats'
-    encoders are built per event, so this costs one event per wake-up, not per token.
-    """
-    if isinstance(first, TextEvent) and isinstance(second, TextEvent):
-        return TextEvent(first.content + second.content)
-    if isinstance(first, ThinkingEvent) and isinstance(second, ThinkingEvent):
-        return ThinkingEvent(first.content + second.content)
-    return None
-
-
 def encode_data(event: Event) -> bytes:
     """The event's JSON object, compact, UTF-8."""
     return _BY_CLASS[type(event)](event)
@@ -434,22 +422,3 @@ def decode_event(data: bytes) -> Event:
 def event_schema(ref_template: str) -> dict[str, Any]:
     """The union's JSON schema (a `oneOf` told apart by `type`), its classes under `$defs`."""
     return _UNION.json_schema(by_alias=True, ref_template=ref_template, mode="serialization")
-
-
-def encode_frame(event_id: int, data: bytes) -> bytes:
-    """One SSE frame: `id:` then a single `data:` line (JSON never holds a raw newline)."""
-    return b"id: %d\ndata: %s\n\n" % (event_id, data)
-
-
-def decode_frames(data: bytes) -> list[tuple[int, Event]]:
-    """Frames back into (event id, event): the inverse of `encode_frame`, joined."""
-    frames: list[tuple[int, Event]] = []
-    for frame in data.split(b"\n\n"):
-        if not frame:
-            continue
-        head, _, body = frame.partition(b"\ndata: ")
-        frames.append((int(head.removeprefix(b"id: ")), decode_event(body)))
-    return frames
-
-
-PING_FRAME = b": ping\n\n"

@@ -1,6 +1,6 @@
 """Task registry: who runs which conversation, stops that reach the owning instance, run logs.
 
-`base` holds the interface and errors; `memory` and `redis` the two backends;
+`base` holds the interface and errors; `in_process` and `redis` the two backends;
 `build_task_manager` picks one from the settings. `log` is a run's event log
 and the reader interface; `redis_log` copies logs where other instances can
 read them, and `build_shared_logs` wires it when Redis is configured.

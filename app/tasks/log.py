@@ -19,7 +19,8 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from app.core.events import Event, encode_data, encode_frame
+from app.core.events import Event, encode_data
+from app.core.frames import encode_frame
 from app.tasks.base import Claim
 
 

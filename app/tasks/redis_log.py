@@ -44,7 +44,8 @@ from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT, FieldT
 
-from app.core.events import CompleteEvent, encode_data, encode_frame
+from app.core.events import CompleteEvent, encode_data
+from app.core.frames import encode_frame
 from app.tasks.base import Claim, EventsGone, TaskError, TaskManager
 from app.tasks.log import RunLog
 from app.tasks.redis import RedisTaskManager

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from app.agents.skills import build
+from app.agents.skills_agent import build
 from app.core.events import Event
 from app.tools.base import ToolContext
 from app.tools.shell import BashTool, Shell, ShellLimits
@@ -300,7 +300,7 @@ async def test_unsandboxed_is_explicit_warned_and_still_gets_an_empty_environmen
     monkeypatch.setenv("DODO_TEST_API_KEY", SECRET)
     settings = service_settings(tmp_path, sqlite_url, skills_shell="unsandboxed")
     async with agent_core(settings, ScriptedModel()) as core:
-        with caplog.at_level(logging.WARNING, logger="app.agents.skills"):
+        with caplog.at_level(logging.WARNING, logger="app.agents.skills_agent"):
             agent = build(core, settings)
     workspace = Workspace(tmp_path / "ws", LIMITS.file_bytes, owner=agent.shell.run_as)
     workspace.create()

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from app.agents.base import AgentCore, Turn
-from app.agents.skills import SkillsAgent, build
+from app.agents.skills_agent import SkillsAgent, build
 from app.config import Settings
 from app.core.events import CompleteEvent, Event, FileEvent, ThinkingEvent
 from app.core.messages import ToolResultBlock

@@ -29,10 +29,9 @@ from app.core.events import (
     ThinkingEvent,
     ToolEndEvent,
     ToolStartEvent,
-    decode_frames,
     encode_data,
-    encode_frame,
 )
+from app.core.frames import decode_frames, encode_frame
 
 
 def wire(event: Event) -> dict[str, object]:

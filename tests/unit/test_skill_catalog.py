@@ -11,7 +11,7 @@ from app.core.events import Event, ThinkingEvent
 from app.skills import BUILTIN_SKILLS
 from app.skills.catalog import load_skills
 from app.tools.base import ToolContext
-from app.tools.skills import LoadSkill
+from app.tools.load_skill import LoadSkill
 
 
 def skill(root: Path, folder: str, text: str) -> Path:

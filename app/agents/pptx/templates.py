@@ -2,7 +2,7 @@
 
 A template is two files in `templates/`: `<code>.pptx`, one slide per page
 type, and `<code>.json`, its `TemplateSpec`. Both are written by
-`python -m app.agents.pptx.design`, so they are rebuilt from code, never
+`scripts/design_templates.py`, so they are rebuilt from code, never
 edited by hand. Every fillable shape on a template slide has a name (the
 field's name) and a budget in the spec; the renderer copies a page's slide
 and fills those shapes, and the schema check holds the model to the budgets.

@@ -42,7 +42,7 @@ from a2a.types.a2a_pb2 import (
 )
 
 from app.core import events as ev
-from app.core.events import joined_deltas
+from app.core.frames import joined_deltas
 from app.store.models import StoredTurn
 
 TASK_ID = re.compile(r"(?P<conversation>[A-Za-z0-9_-]{1,128})\.(?P<row>[0-9]{1,18})")

@@ -72,7 +72,8 @@ from app.api.a2a.mapping import (
 )
 from app.api.agent import STOP_WAIT_SECONDS
 from app.api.deps import Services
-from app.core.events import Event, StartEvent, decode_frames
+from app.core.events import Event, StartEvent
+from app.core.frames import decode_frames
 from app.service.errors import (
     BadRequest,
     Busy,
@@ -281,7 +282,7 @@ class RunTasks(RequestHandler):
         except TurnRefused as exc:
             raise _a2a_error(exc) from exc
         start = await _start_event(run.log)
-        row = TaskRef(start.conversation_id, start.session_id)
+        row = TaskRef(start.conversation_id, start.row_id)
         return Started(
             ref=task_ref or row,
             reader=run.log,
@@ -372,7 +373,7 @@ async def _events(reader: EventLogReader, after: int) -> AsyncGenerator[list[Eve
 async def _replay(batches: AsyncIterator[list[Event]], updates: TaskUpdates, row_id: int) -> Task:
     """Read what the log already holds into the task (the first batch at least)."""
     first: list[Event] = await anext(batches, [])
-    if first and isinstance(first[0], StartEvent) and first[0].session_id != row_id:
+    if first and isinstance(first[0], StartEvent) and first[0].row_id != row_id:
         raise TaskNotFoundError("The task's run is no longer kept")
     updates.translate(first)
     snapshot = Task()

@@ -132,7 +132,7 @@ class AgUiTranslator:
                         thread_id=self._thread_id,
                         run_id=self._run_id,
                         protocol_version=PROTOCOL_VERSION,
-                        metadata={"sessionId": event.session_id, "agentType": event.agent_type},
+                        metadata={"sessionId": event.row_id, "agentType": event.agent_type},
                     )
                 )
             case ev.ToolStartEvent():

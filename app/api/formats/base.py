@@ -20,7 +20,8 @@ from typing import Protocol
 from app.agents.registry import AgentEntry
 from app.api.deps import Services
 from app.api.envelope import ApiError
-from app.core.events import Event, decode_frames, joined_deltas
+from app.core.events import Event
+from app.core.frames import decode_frames, joined_deltas
 from app.tasks.log import EventLogReader
 
 

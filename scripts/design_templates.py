@@ -1,4 +1,7 @@
-"""Writes the shipped templates: `python -m app.agents.pptx.design [folder]`.
+"""Writes the shipped templates: `.venv/bin/python scripts/design_templates.py [folder]`.
+
+A build-time tool, outside the app package: the service only reads what it
+wrote (app/agents/pptx/templates/).
 
 Each `Look` is a palette, two fonts and a way of framing a page (a side bar,
 a title band, a centred title over a rule); every look gets the same eight

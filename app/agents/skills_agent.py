@@ -42,8 +42,8 @@ from app.documents.library import DocumentLibrary, generated_event
 from app.skills import BUILTIN_SKILLS
 from app.skills.catalog import Skill, load_skills
 from app.tools.base import Tool
+from app.tools.load_skill import LOAD_SKILL, LoadSkill
 from app.tools.shell import SANDBOX_SKILLS, BashTool, Mount, Shell, ShellLimits, python_mounts
-from app.tools.skills import LOAD_SKILL, LoadSkill
 from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
 from app.tools.workspace import (
     Files,

@@ -1,0 +1,94 @@
+"""A deck build's record (`ai_ppt_inst`): its steps, its versions, and what its columns hold.
+
+Every step's result and the next status are stored on the row before the
+next step starts, so the row is the truth the user sees: a stopped or
+failed build resumes at the step it had reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from pydantic import BaseModel, TypeAdapter
+
+from app.agents.base import Turn
+from app.agents.pptx.schema import DeckSchema, Outline, OutlineSlide, Requirement
+from app.store.deck_builds import DeckBuild, TemplateRow
+
+STEPS = ("REQUIREMENT", "SEARCH", "TEMPLATE", "OUTLINE", "SCHEMA", "MODIFY", "RENDER")
+PAUSED, SUCCESS, FAILED = "PAUSED", "SUCCESS", "FAILED"
+CONTINUE_WORDS = ("继续", "重试", "再试", "resume", "retry", "continue", "go on", "try again")
+
+
+class DeckBuilds(Protocol):
+    """Where builds are kept (`SqlDeckBuildStore`)."""
+
+    async def versions(self, user_id: str, conversation_id: str) -> list[DeckBuild]: ...
+
+    async def add(self, build: DeckBuild) -> DeckBuild: ...
+
+    async def save(self, build: DeckBuild) -> None: ...
+
+    async def forget(self, user_id: str, conversation_id: str) -> None: ...
+
+    async def replace_templates(self, templates: Sequence[TemplateRow]) -> None: ...
+
+
+class Finding(BaseModel):
+    """One web search of a build and what it found (empty when it failed)."""
+
+    query: str
+    result: str
+
+
+Research = TypeAdapter(list[Finding])
+"""`ai_ppt_inst.search_info`: the searches done so far, as JSON."""
+
+
+def research_text(build: DeckBuild) -> str:
+    return "\n\n".join(f.result for f in Research.validate_json(build.search_info or "[]"))
+
+
+def requirement_of(build: DeckBuild) -> Requirement:
+    return Requirement.model_validate_json(build.requirement or "{}")
+
+
+def outline_of(title: str, deck: DeckSchema) -> Outline:
+    """The outline an edited deck now has: its slides' titles and page types."""
+    slides = [OutlineSlide(title=s.title or "-", page_type=s.page_type) for s in deck.slides]
+    return Outline(title=title, slides=slides)
+
+
+def resume_step(build: DeckBuild) -> str:
+    if build.status == PAUSED:
+        return "REQUIREMENT"
+    if build.status == FAILED:
+        return build.failed_step or "REQUIREMENT"
+    return build.status
+
+
+def last_success(versions: list[DeckBuild]) -> DeckBuild | None:
+    return next((v for v in reversed(versions) if v.status == SUCCESS), None)
+
+
+def new_build(turn: Turn, versions: list[DeckBuild], base: DeckBuild | None) -> DeckBuild:
+    """A new version: from scratch, or (`base`) a change of a finished deck."""
+    version = (versions[-1].version if versions else 0) + 1
+    build = DeckBuild(
+        user_id=turn.user_id,
+        conversation_id=turn.conversation_id,
+        version=version,
+        status="REQUIREMENT",
+        query=turn.question,
+    )
+    if base is not None:
+        build.status = "MODIFY"
+        build.template_code, build.requirement = base.template_code, base.requirement
+        build.search_info, build.outline = base.search_info, base.outline
+        build.ppt_schema = base.ppt_schema
+    return build
+
+
+def file_name(build: DeckBuild) -> str:
+    return f"{Outline.model_validate_json(build.outline or '{}').title} v{build.version}.pptx"

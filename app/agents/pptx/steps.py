@@ -1,0 +1,411 @@
+"""The steps of a deck build, each reading the build's row and writing its result and next status.
+
+The model's steps (requirement, template, outline, slides, change) ask for a
+validated JSON answer, checked against the template, once more with what was
+wrong, then fail with a clear `error`; the search step runs the agents' one
+tool-call loop; the render step draws the deck with python-pptx and stores it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+from app.agents.base import AgentCore, AgentFailure, Turn, TurnState
+from app.agents.pptx import preview, prompts
+from app.agents.pptx.answer import deck_event, partial_slides
+from app.agents.pptx.builds import (
+    PAUSED,
+    SUCCESS,
+    DeckBuilds,
+    Finding,
+    Research,
+    file_name,
+    outline_of,
+    requirement_of,
+    research_text,
+)
+from app.agents.pptx.images import ImageMaker
+from app.agents.pptx.render import RenderError, RenderTimeout, read_deck, render_deck
+from app.agents.pptx.schema import (
+    DeckSchema,
+    Outline,
+    Requirement,
+    TemplateChoice,
+    check_deck,
+    check_outline,
+    fit_deck,
+    only_over_budget,
+)
+from app.agents.pptx.templates import TemplateLibrary, TemplateSpec
+from app.agents.react import act
+from app.config import Settings
+from app.core.events import DeckEvent, Event, TextEvent, ThinkingEvent
+from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
+from app.documents.library import generated_event
+from app.llm.structured import StructuredOutputInvalid, structured
+from app.store.deck_builds import DeckBuild
+from app.tools.base import Tool
+
+PPTX_MIME = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+
+Answer = TypeVar("Answer", bound=BaseModel)
+Events = AsyncIterator[Event]
+
+
+@dataclass(frozen=True, slots=True)
+class DeckSettings:
+    render_timeout_seconds: float = 60.0
+    max_slides: int = 20
+    search_queries: int = 2
+    previews: bool = True
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> DeckSettings:
+        return cls(
+            render_timeout_seconds=settings.pptx_render_timeout_seconds,
+            max_slides=settings.pptx_max_slides,
+            search_queries=settings.pptx_search_queries,
+            previews=settings.pptx_previews,
+        )
+
+
+class InvalidPlan(AgentFailure):
+    """A step's answer was still invalid after one retry; `value` is the last parsed one."""
+
+    def __init__(self, step: str, problems: list[str], value: BaseModel | None) -> None:
+        super().__init__("PPT_INVALID_PLAN", f"{step}: {problems[0]}"[:300])
+        self.problems = problems
+        self.value = value
+
+
+class RequirementAnswer(Requirement):
+    # Every field may be null, so an object of another shape would read as "nothing
+    # said" and pause the build with questions: it is refused and asked again instead.
+    model_config = ConfigDict(extra="forbid")
+
+    ask: str | None = None
+    """The question for the user when something is missing."""
+
+
+class DeckSteps:
+    """What each step needs, held once; `PptAgent` runs them in the order the row says."""
+
+    def __init__(
+        self,
+        core: AgentCore,
+        builds: DeckBuilds,
+        templates: TemplateLibrary,
+        search: Tool | None,
+        settings: DeckSettings,
+        images: ImageMaker | None = None,
+    ) -> None:
+        self.core = core
+        self._builds = builds
+        self.templates = templates
+        self._search = search
+        self._images = images
+        self.settings = settings
+
+    async def requirement(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
+        yield ThinkingEvent("Checking the request…\n")
+        system = prompts.REQUIREMENT.format(max_slides=self.settings.max_slides)
+        answer = await self._plan(
+            turn, state, "REQUIREMENT", [Msg.text("system", system), Msg.text("user", build.query)],
+            RequirementAnswer, lambda _: [],
+        )  # fmt: skip
+        known = requirement_of(build)
+        requirement = known.merged(Requirement.model_validate(answer.model_dump(exclude={"ask"})))
+        too_many = (requirement.slide_count or 0) > self.settings.max_slides
+        if too_many:
+            requirement.slide_count = None
+        build.requirement = requirement.model_dump_json(by_alias=True)
+        missing = requirement.missing()
+        if missing:
+            build.status = PAUSED
+            question = answer.ask or f"To build the deck I still need: {', '.join(missing)}."
+            if too_many:
+                question = f"A deck has at most {self.settings.max_slides} slides. {question}"
+            yield TextEvent(question)
+            return
+        yield ThinkingEvent(
+            f"Requirement: {requirement.topic}, {requirement.slide_count} slides,"
+            f" for {requirement.audience}, {requirement.style}\n"
+        )
+        build.status = "SEARCH"
+
+    async def research(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
+        """Search the web, storing each answer as it comes: a resume skips those done."""
+        requirement = requirement_of(build)
+        queries = [f"{requirement.topic}", f"{requirement.topic} key facts and figures"]
+        queries = queries[: self.settings.search_queries]
+        if self._search is None or not queries:
+            yield ThinkingEvent("Web search is off: the slides use the model's knowledge.\n")
+            build.search_info, build.status = "[]", "TEMPLATE"
+            return
+        found = Research.validate_json(build.search_info or "[]")
+        done = {item.query for item in found}
+        tools = {self._search.schema.name: self._search}
+        for number, query in enumerate(queries, 1):
+            if query in done:
+                continue
+            call = ToolUseBlock(f"deck-search-{build.id}-{number}", "web_search", {"query": query})
+            results: list[ToolResultBlock] = []
+            async for event in act(self.core, turn, state, tools, [call], results):
+                yield event
+            [output] = results
+            found.append(Finding(query=query, result="" if output.is_error else output.output))
+            build.search_info = Research.dump_json(found).decode()
+            await self._builds.save(build)
+        build.status = "TEMPLATE"
+
+    async def choose_template(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
+        library = self.templates.templates
+        listing = "\n".join(spec.summary() for spec in library.values())
+        requirement = requirement_of(build)
+        request = (
+            f"Topic: {requirement.topic}. Audience: {requirement.audience}."
+            f" Style: {requirement.style}."
+        )
+        messages = [
+            Msg.text("system", prompts.TEMPLATE.format(templates=listing)),
+            Msg.text("user", request),
+        ]
+
+        def exists(choice: TemplateChoice) -> list[str]:
+            if choice.template_code in library:
+                return []
+            return [f"there is no template {choice.template_code!r}; use one of {list(library)}."]
+
+        choice = await self._plan(turn, state, "TEMPLATE", messages, TemplateChoice, exists)
+        build.template_code, build.status = choice.template_code, "OUTLINE"
+        yield ThinkingEvent(f"Template: {library[choice.template_code].name}\n")
+
+    async def outline(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
+        requirement, template = requirement_of(build), self.template(build)
+        count = requirement.slide_count or 0
+        system = prompts.OUTLINE.format(
+            slide_count=count,
+            topic=requirement.topic,
+            audience=requirement.audience,
+            style=requirement.style,
+            language=requirement.language or "the user's language",
+            pages=prompts.describe_pages(template),
+            research=research_text(build) or "(no research)",
+        )
+        messages = [Msg.text("system", system), Msg.text("user", build.query)]
+        written: asyncio.Queue[str | None] = asyncio.Queue()
+
+        async def plan() -> Outline:
+            try:
+                return await self._plan(
+                    turn, state, "OUTLINE", messages, Outline,
+                    lambda o: check_outline(o, count, template), written.put_nowait,
+                )  # fmt: skip
+            finally:
+                written.put_nowait(None)
+
+        planning = asyncio.create_task(plan())
+        try:
+            # The slides so far, as the model writes them ("" starts an answer, a retry too).
+            text, shown = "", 0
+            while (piece := await written.get()) is not None:
+                text = text + piece if piece else ""
+                slides = partial_slides(text)
+                if len(slides) != shown:
+                    shown = len(slides)
+                    yield DeckEvent("outline", build.version, "", template.name, slides)
+            outline = await planning
+        finally:
+            planning.cancel()
+            await asyncio.gather(planning, return_exceptions=True)
+        build.outline, build.status = outline.model_dump_json(by_alias=True), "SCHEMA"
+        yield deck_event("outline", build, template, [])
+        yield ThinkingEvent(
+            f"Outline: {len(outline.slides)} slides\n"
+            + "".join(f"{n}. {s.title} ({s.page_type})\n" for n, s in enumerate(outline.slides, 1))
+        )
+
+    async def write_slides(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
+        yield ThinkingEvent("Writing the slides…\n")
+        requirement, template = requirement_of(build), self.template(build)
+        outline = Outline.model_validate_json(build.outline or "{}")
+        system = prompts.SCHEMA.format(
+            language=requirement.language or "the user's language",
+            pages=prompts.describe_pages(template),
+            outline=build.outline,
+        )
+        messages = [Msg.text("system", system), Msg.text("user", build.query)]
+        deck = await self._fitted_plan(
+            turn, state, "SCHEMA", messages, template, lambda d: check_deck(d, outline, template)
+        )
+        build.ppt_schema, build.status = deck.model_dump_json(by_alias=True), "RENDER"
+
+    async def modify(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
+        yield ThinkingEvent("Changing the slides…\n")
+        requirement, template = requirement_of(build), self.template(build)
+        system = prompts.MODIFY.format(
+            language=requirement.language or "the user's language",
+            pages=prompts.describe_pages(template),
+            deck=build.ppt_schema,
+        )
+        messages = [Msg.text("system", system), Msg.text("user", build.query)]
+
+        title = Outline.model_validate_json(build.outline or "{}").title
+
+        def fits(deck: DeckSchema) -> list[str]:
+            return check_deck(deck, outline_of(title, deck), template)
+
+        deck = await self._fitted_plan(turn, state, "MODIFY", messages, template, fits)
+        build.outline = outline_of(title, deck).model_dump_json(by_alias=True)
+        build.ppt_schema, build.status = deck.model_dump_json(by_alias=True), "RENDER"
+
+    async def render(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
+        yield ThinkingEvent("Rendering…\n")
+        template = self.template(build)
+        deck = DeckSchema.model_validate_json(build.ppt_schema or "{}")
+        pictures: dict[int, bytes] = {}
+        wanted = _picture_prompts(deck, template, requirement_of(build).style)
+        if self._images is not None and wanted:
+            yield ThinkingEvent(f"Drawing pictures for {len(wanted)} slides…\n")
+            pictures = await self._draw(wanted)
+        limit = self.settings.render_timeout_seconds
+        path = self.templates.path(template.code)
+        deadline, given_up = time.monotonic() + limit, threading.Event()
+
+        def expired() -> bool:
+            return given_up.is_set() or time.monotonic() > deadline
+
+        try:
+            async with asyncio.timeout(limit):
+                data = await asyncio.to_thread(render_deck, path, template, deck, expired, pictures)
+                slides = await asyncio.to_thread(read_deck, data)
+        except (TimeoutError, RenderTimeout) as exc:
+            raise AgentFailure("PPT_RENDER_TIMEOUT", f"over {limit:g}s") from exc
+        except RenderError as exc:
+            raise AgentFailure("PPT_RENDER_FAILED", str(exc)) from exc
+        finally:
+            # Stopped or timed out, the thread goes on until it looks: tell it to give up.
+            given_up.set()
+        if len(slides) != len(deck.slides):
+            raise AgentFailure("PPT_RENDER_FAILED", "the deck does not read back whole")
+        assert self.core.documents is not None
+        stored = await self.core.documents.add_generated(
+            turn.user_id, turn.conversation_id, file_name(build), data, PPTX_MIME
+        )
+        event = generated_event(stored)
+        build.file_id, build.file_url, build.status = stored.id, event.url, SUCCESS
+        yield event
+
+    async def _draw(self, prompts_by_slide: dict[int, str]) -> dict[int, bytes]:
+        """The pictures the provider could draw, by slide; the others keep their panel."""
+        assert self._images is not None
+        drawn = await asyncio.gather(*(self._images.draw(p) for p in prompts_by_slide.values()))
+        return {i: d for i, d in zip(prompts_by_slide, drawn, strict=True) if d is not None}
+
+    async def thumbnails(self, turn: Turn, build: DeckBuild) -> list[str]:
+        """Store a PNG per slide of the stored deck; their URLs (none when it cannot)."""
+        documents = self.core.documents
+        assert documents is not None
+        assert build.file_id is not None
+        stored = await documents.get(turn.user_id, build.file_id)
+        if stored is None:
+            return []
+        deck = b"".join([chunk async for chunk in await documents.download(stored)])
+        pages = await preview.thumbnails(deck, self.settings.render_timeout_seconds)
+        urls = []
+        for number, png in enumerate(pages, 1):
+            name = f"{file_name(build).removesuffix('.pptx')} slide {number}.png"
+            image = await documents.add_generated(
+                turn.user_id, turn.conversation_id, name, png, "image/png"
+            )
+            urls.append(generated_event(image).url)
+        return urls
+
+    async def _fitted_plan(
+        self,
+        turn: Turn,
+        state: TurnState,
+        step: str,
+        messages: list[Msg],
+        template: TemplateSpec,
+        check: Callable[[DeckSchema], list[str]],
+    ) -> DeckSchema:
+        """A deck that passes `check`; text still too long after the retry is shortened."""
+        try:
+            return await self._plan(turn, state, step, messages, DeckSchema, check)
+        except InvalidPlan as exc:
+            if isinstance(exc.value, DeckSchema) and only_over_budget(exc.problems):
+                return fit_deck(exc.value, template)
+            raise
+
+    async def _plan(
+        self,
+        turn: Turn,
+        state: TurnState,
+        step: str,
+        messages: list[Msg],
+        kind: type[Answer],
+        check: Callable[[Answer], list[str]],
+        written: Callable[[str], None] | None = None,
+    ) -> Answer:
+        """The model's answer as `kind`, passing `check`; asked once more if it does not.
+
+        `written` is told each piece of text as it comes, and "" when an answer starts.
+        """
+        try:
+            return await self.ask(turn, state, messages, kind, check=check, written=written)
+        except StructuredOutputInvalid as exc:
+            raise InvalidPlan(step, exc.problems, exc.value) from exc
+
+    async def ask(
+        self,
+        turn: Turn,
+        state: TurnState,
+        messages: list[Msg],
+        kind: type[Answer],
+        *,
+        check: Callable[[Answer], list[str]] | None = None,
+        written: Callable[[str], None] | None = None,
+        attempts: int = 2,
+    ) -> Answer:
+        """One structured step of the build, its usage added to the turn's."""
+        return await structured(
+            self.core.model,
+            messages,
+            kind,
+            options=turn.options,
+            on_usage=state.add_usage,
+            on_text=written,
+            check=check,
+            attempts=attempts,
+        )
+
+    def template(self, build: DeckBuild) -> TemplateSpec:
+        template = self.templates.get(build.template_code or "")
+        if template is None:
+            # Only a template removed from the package since the build began gets here.
+            raise AgentFailure("PPT_RENDER_FAILED", f"template {build.template_code} is gone")
+        return template
+
+
+def _picture_prompts(deck: DeckSchema, template: TemplateSpec, style: str | None) -> dict[int, str]:
+    """A prompt for each slide whose page can take a picture, by slide index."""
+    prompts_by_slide = {}
+    for index, slide in enumerate(deck.slides):
+        page = template.page(slide.page_type)
+        if page is None or page.picture is None:
+            continue
+        caption = slide.fields.get("caption")
+        prompts_by_slide[index] = (
+            f"An illustration for a presentation slide titled {slide.title!r}"
+            f"{f', showing: {caption}' if isinstance(caption, str) else ''}."
+            f" Style: {style or 'clean'}. No text or letters in the picture."
+        )
+    return prompts_by_slide
