@@ -146,6 +146,9 @@ class Settings(BaseSettings):
     store_retry_seconds: float = Field(default=120.0, gt=0)
     """How long a turn's final store retries an unreachable database (a restart, a failover)
     before the turn ends `error{STORE_FAILED}` + `complete{failed}`; `complete` waits meanwhile."""
+    unstored_sweep_seconds: float = Field(default=30.0, gt=0)
+    """How often each instance stores the turns whose own final store gave up (their outcomes
+    kept in Redis meanwhile), once the database answers again. Needs `REDIS_URL`."""
 
     memory_max_turns: int = 10
     memory_max_tokens: int = 6000

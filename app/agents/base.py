@@ -20,8 +20,10 @@ much. `complete` means stored: while the database is unreachable the final
 store is retried for up to `store_retry_seconds` (long enough for a
 restart or a failover), the stream saying meanwhile, in a `thinking` line,
 that it is saving; the run's log (copied to Redis when configured) holds
-the answer all that time. If the database is still away then, the turn
-ends `error{STORE_FAILED}` and `complete{failed}`, never `completed`.
+the answer all that time, and the outcome is kept aside (`core.unstored`,
+in Redis) for any instance to store should this one never manage to. If
+the database is still away then, the turn ends `error{STORE_FAILED}` and
+`complete{failed}`, never `completed`.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ from app.store.base import SessionStore, StoreError, StoreUnavailable
 from app.store.db import Database
 from app.store.models import StoredTurn, TurnOutcome
 from app.store.records import PlanRound, ToolCall, TurnFile
+from app.tasks.base import TaskError
+from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 from app.tools.mcp import McpToolbox
 
 log = logging.getLogger(__name__)
@@ -132,6 +136,8 @@ class AgentCore:
     """MCP servers' tools, offered to the agent kinds each server is configured for."""
     observer: AgentObserver = NO_OBSERVER
     """The service's telemetry (tool calls, store retries, the trace id in `start`)."""
+    unstored: UnstoredTurns = field(default_factory=NoUnstoredTurns)
+    """Where a turn's outcome waits while its final store fails, for any instance to store."""
 
 
 @dataclass(slots=True)
@@ -360,6 +366,7 @@ class BaseAgent(ABC):
                     return False
                 if attempt == 1:
                     waiting()
+                    await self._keep_aside(turn, outcome)
                 self.core.observer.store_retried()
                 log.warning(
                     "could not store turn %s of conversation %s, retrying in %.1fs: %s",
@@ -378,7 +385,20 @@ class BaseAgent(ABC):
                     turn.conversation_id,
                     time.monotonic() - began,
                 )
+                with contextlib.suppress(TaskError):  # a sweep finds it stored, and drops it
+                    await self.core.unstored.drop(turn.row_id)
             return True
+
+    async def _keep_aside(self, turn: Turn, outcome: TurnOutcome) -> None:
+        """Keep the outcome where another instance finds it, should this one never store it."""
+        try:
+            await self.core.unstored.keep(turn.row_id, outcome)
+        except TaskError as exc:
+            log.warning(
+                "could not keep the answer of turn %s aside while the database is away: %s",
+                turn.row_id,
+                exc,
+            )
 
 
 class AgentTurn:

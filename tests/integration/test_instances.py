@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import TEST_LLM_KEY, ask, history
+from tests.support.poll import eventually
 from tests.support.processes import ServiceProcess
 from tests.support.sse import Event, collect, events, text_of, types
 
@@ -102,15 +103,6 @@ async def resume(client: httpx.AsyncClient, conversation: str, after: int) -> li
     async with client.stream("GET", "/agent/resume", params=params, headers=headers) as response:
         assert response.status_code == 200
         return await collect(response)
-
-
-async def eventually(check: Callable[[], Awaitable[bool]]) -> None:
-    """Wait (up to 10 s) for a state another process reaches on its own schedule."""
-    for _ in range(200):
-        if await check():
-            return
-        await asyncio.sleep(0.05)
-    pytest.fail("the expected state never came")
 
 
 ANSWER = "one two three four five six seven eight nine ten eleven twelve"

@@ -27,6 +27,7 @@ from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import ask, history, running_service, service_settings
 from tests.support.logs import LogSignal, attached
+from tests.support.poll import eventually
 from tests.support.private_postgres import PostgresServer
 from tests.support.processes import RedisServer
 from tests.support.research import REPORT, Researcher
@@ -271,7 +272,7 @@ async def test_a_final_store_that_fails_is_retried_until_the_database_is_back(
 
 @pytest.mark.postgres
 @pytest.mark.redis
-async def test_a_database_away_longer_than_the_store_waits_ends_the_turn_failed_with_its_text_kept(
+async def test_a_database_away_longer_than_the_store_waits_fails_the_turn_and_another_stores_it(
     tmp_path: Path,
     postgres_server: PostgresServer,
     private_database: str,
@@ -280,8 +281,9 @@ async def test_a_database_away_longer_than_the_store_waits_ends_the_turn_failed_
     fake_llm: FakeOpenAI,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The answer ends after the database went down: never `completed`, and another instance
-    still reads the whole answer from the run's log in Redis."""
+    """The answer ends after the database went down: never `completed`. Another instance
+    reads the whole answer from the run's log in Redis meanwhile, and stores the turn once
+    the database is back."""
     caplog.set_level(logging.WARNING, logger="app.agents.base")
     fake_llm.script(Reply.text(ANSWER, chunks=6, delay=0.1))
     settings = service_settings(
@@ -292,13 +294,22 @@ async def test_a_database_away_longer_than_the_store_waits_ends_the_turn_failed_
         llm_base_url=fake_llm.base_url,
         store_retry_seconds=1.0,
     )
-    other = settings.model_copy(update={"data_dir": tmp_path / "other"})
+    other = settings.model_copy(
+        update={"data_dir": tmp_path / "other", "unstored_sweep_seconds": 0.2}
+    )
     params = {"query": "Lose it", "conversationId": "c-lost"}
     async with running_service(settings) as client, running_service(other) as elsewhere:
         seen = await stream(client, params, lambda: asyncio.to_thread(postgres_server.stop))
         resume = {"conversationId": "c-lost", "lastEventId": "0"}
         async with elsewhere.stream("GET", "/agent/resume", params=resume) as response:
             kept = await collect(response)
+        await asyncio.to_thread(postgres_server.start)
+
+        async def stored_elsewhere() -> bool:
+            return [t["status"] for t in await history(elsewhere, "c-lost")] == ["completed"]
+
+        await eventually(stored_elsewhere)
+        stored = await history(client, "c-lost")
 
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert text_of(seen) == ANSWER
@@ -310,5 +321,6 @@ async def test_a_database_away_longer_than_the_store_waits_ends_the_turn_failed_
     assert seen[-3]["content"] == SAVING_NOTICE
     assert text_of(kept) == ANSWER
     assert kept[-1]["status"] == "failed"
+    assert [(t["status"], t["answer"]) for t in stored] == [("completed", ANSWER)]
     assert len(errors) == 1
     assert "c-lost" in errors[0].getMessage()
