@@ -222,6 +222,30 @@ async def test_a_database_restart_under_a_batch_of_turns_loses_no_answer_nor_the
     assert ready.status_code == 200
 
 
+@pytest.mark.postgres
+async def test_ready_is_true_of_every_pool_at_once_after_a_database_restart(
+    tmp_path: Path,
+    postgres_server: PostgresServer,
+    private_database: str,
+    fake_search: FakeTavily,
+) -> None:
+    """`/ready` lends a connection from each pool (SQLAlchemy's, asyncpg's, the checkpoints'):
+    the first answer after a restart must not come from a connection the restart closed."""
+    settings = service_settings(
+        tmp_path, private_database, tavily_api_key="tvly-test", tavily_base_url=fake_search.base_url
+    )
+    async with running_service(settings, model=Researcher().model()) as client:
+        before = await client.get("/ready")
+        await asyncio.to_thread(postgres_server.stop, "fast")
+        down = await client.get("/ready")
+        await asyncio.to_thread(postgres_server.start)
+        back = await client.get("/ready")
+
+    assert (before.status_code, before.json()["checks"]["database"]) == (200, "ok")
+    assert (down.status_code, down.json()["checks"]["database"]) == (503, "unavailable")
+    assert (back.status_code, back.json()["checks"]["database"]) == (200, "ok")
+
+
 def numbered(number: int) -> str:
     return f"Answer {number} streams in ten parts, and every part of it is kept."
 
