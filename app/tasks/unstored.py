@@ -21,7 +21,7 @@ from typing import Protocol
 
 from redis.asyncio.client import Pipeline
 
-from app.store.base import SessionStore, StoreError
+from app.store.base import SessionStore, StoreError, StoreUnavailable
 from app.store.models import TurnOutcome
 from app.tasks.base import TaskError
 from app.tasks.redis_batch import SharedPipeline
@@ -86,7 +86,14 @@ class RedisUnstoredTurns:
     async def kept(self) -> dict[int, TurnOutcome]:
         with translate_errors(self._where):
             fields = await self._batch.command(lambda pipe: pipe.hgetall(self._key))
-        return {int(k): TurnOutcome.model_validate_json(v) for k, v in fields.items()}
+        kept: dict[int, TurnOutcome] = {}
+        for name, value in fields.items():
+            try:
+                kept[int(name)] = TurnOutcome.model_validate_json(value)
+            except ValueError:  # a bad row id, or JSON that is no outcome (ValidationError)
+                # Not ours to read (a newer version's?): left for the retention to end.
+                log.warning("skipped kept outcome %r: it cannot be read", name)
+        return kept
 
     async def close(self) -> None:
         await self._batch.close()
@@ -116,12 +123,22 @@ class UnstoredSweeper:
                 await self._task
 
     async def sweep(self) -> int:
-        """Store what is kept, as far as the database and Redis allow; how many were stored."""
+        """Store what is kept, as far as the database and Redis allow; how many were stored.
+
+        Raises `StoreUnavailable` (the database is still away) or `TaskError`. An outcome
+        the database refuses for itself (a `StoreError` of its own) would be refused
+        every time: it is dropped, and logged.
+        """
         stored = 0
         for turn_id, outcome in (await self._unstored.kept()).items():
-            if await self._store.finish_unfinished_turn(turn_id, outcome):
-                stored += 1
-                log.info("stored turn %s, whose own store had given up", turn_id)
+            try:
+                if await self._store.finish_unfinished_turn(turn_id, outcome):
+                    stored += 1
+                    log.info("stored turn %s, whose own store had given up", turn_id)
+            except StoreUnavailable:
+                raise
+            except StoreError as exc:
+                log.error("dropped the kept answer of turn %s, refused: %s", turn_id, exc)
             await self._unstored.drop(turn_id)
         return stored
 
