@@ -152,8 +152,12 @@ class Settings(BaseSettings):
     """Events of one run kept in its Redis Stream for other instances (older ones are trimmed)."""
     partial_save_seconds: float = Field(default=5.0, gt=0)
     """How often a running turn's answer so far is stored, so a crash loses at most this much."""
-    store_retry_seconds: float = Field(default=0.5, gt=0)
-    """First wait before retrying a failed final store of a turn; it doubles, 5 attempts in all."""
+    store_retry_seconds: float = Field(default=120.0, gt=0)
+    """How long a turn's final store retries an unreachable database (a restart, a failover)
+    before the turn ends `error{STORE_FAILED}` + `complete{failed}`; `complete` waits meanwhile."""
+    unstored_sweep_seconds: float = Field(default=30.0, gt=0)
+    """How often each instance stores the turns whose own final store gave up (their outcomes
+    kept in Redis meanwhile), once the database answers again. Needs `REDIS_URL`."""
 
     memory_max_turns: int = 10
     memory_max_tokens: int = 6000

@@ -48,8 +48,9 @@ from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
 from app.store.sessions import SqlSessionStore
-from app.tasks.factory import build_shared_logs, build_task_manager
+from app.tasks.factory import build_shared_logs, build_task_manager, build_unstored
 from app.tasks.runs import RunRegistry
+from app.tasks.unstored import UnstoredSweeper
 from app.tasks.webhooks import Webhooks
 from app.telemetry import TelemetryMiddleware, build_telemetry
 from app.telemetry.stores import TracedTaskManager, trace_database
@@ -102,6 +103,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         )
         model = app.state.model or build_chat_model(settings, model_client)
         telemetry.watch_model(model)
+        unstored = build_unstored(settings)
+        stack.push_async_callback(unstored.close)
+        sweeper = UnstoredSweeper(unstored, store, settings.unstored_sweep_seconds)
+        sweeper.start()
+        stack.push_async_callback(sweeper.close)
         toolbox = McpToolbox(mcp, settings.mcp_result_max_chars, settings.tavily_max_results)
         core = AgentCore(
             model=model,
@@ -114,6 +120,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             mcp=toolbox,
             search=configured_search(tools_client, settings, toolbox),
             observer=telemetry,
+            unstored=unstored,
         )
         agents = build_agents(core, settings, app.state.agents)
         for built in agents.values():

@@ -112,7 +112,7 @@ async def _turns(
                 program = agent.start(turn)
                 async for _event in program.events(NeverStopped()):
                     pass
-                conclusion = await program.conclude(None)
+                conclusion = await program.conclude(None, lambda _notice: None)
                 assert conclusion.complete.status == "completed", conclusion
 
             await turn(-1)

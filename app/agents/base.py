@@ -16,7 +16,14 @@ never hangs. Tool calls cut short are stored closed, with a synthetic result.
 
 While it runs, the answer so far is saved every `partial_save_seconds`
 (when something new came), so an instance that dies loses at most that
-much; the final store is retried with backoff while the database fails.
+much. `complete` means stored: while the database is unreachable the final
+store is retried for up to `store_retry_seconds` (long enough for a
+restart or a failover), the stream saying meanwhile, in a `thinking` line,
+that it is saving; the run's log (copied to Redis when configured) holds
+the answer all that time, and the outcome is kept aside (`core.unstored`,
+in Redis) for any instance to store should this one never manage to. If
+the database is still away then, the turn ends `error{STORE_FAILED}` and
+`complete{failed}`, never `completed`.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ import contextlib
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Literal
@@ -57,22 +64,28 @@ from app.core.events import (
 from app.core.messages import Msg
 from app.core.observe import NO_OBSERVER, AgentObserver
 from app.core.responses import Usage
-from app.core.run import Conclusion, ConversationKey, NeverStopped, StopSignal
+from app.core.run import Conclusion, ConversationKey, NeverStopped, Notice, StopSignal
 from app.core.tools import GenerateOptions
 from app.documents.library import DocumentLibrary
 from app.llm.base import ChatModel
 from app.llm.errors import ModelError, user_message
 from app.llm.tokens import TokenCounter
-from app.store.base import SessionStore, StoreError
+from app.store.base import SessionStore, StoreError, StoreUnavailable
 from app.store.db import Database
 from app.store.models import StoredTurn, TurnOutcome
 from app.store.records import PlanRound, ToolCall, TurnFile
+from app.tasks.base import TaskError
+from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 from app.tools.base import Tool
 from app.tools.mcp.toolbox import McpToolbox
 
 log = logging.getLogger(__name__)
 
-STORE_ATTEMPTS = 5
+_STORE_FIRST_WAIT_SECONDS = 0.5
+_STORE_MAX_WAIT_SECONDS = 2.0
+"""The final store's waits between attempts double up to this: a database back from a restart
+is used within two seconds, and fifty turns waiting cost the server 25 connection tries a second."""
+SAVING_NOTICE = "The database is not answering: the answer is kept and saved once it is back.\n"
 _SHOWN = (TextEvent, ThinkingEvent)
 """Events whose content is the answer or the thinking (a tuple: `A | B` is built per call)."""
 
@@ -87,8 +100,8 @@ class AgentSettings:
     recommendations: bool = True
     tool_result_display_chars: int = 2000
     partial_save_seconds: float = 5.0
-    store_retry_seconds: float = 0.5
-    """The first wait before retrying the final store; it doubles each attempt."""
+    store_retry_seconds: float = 120.0
+    """How long the final store retries an unreachable database before the turn ends failed."""
 
     @classmethod
     def from_settings(cls, settings: Settings) -> AgentSettings:
@@ -127,6 +140,8 @@ class AgentCore:
     """The web search every searching agent offers (`WEB_SEARCH_PROVIDER`); None: none set."""
     observer: AgentObserver = NO_OBSERVER
     """The service's telemetry (tool calls, store retries, the trace id in `start`)."""
+    unstored: UnstoredTurns = field(default_factory=NoUnstoredTurns)
+    """Where a turn's outcome waits while its final store fails, for any instance to store."""
 
 
 @dataclass(slots=True)
@@ -262,6 +277,10 @@ class BaseAgent(ABC):
         """Drop what the agent keeps of a deleted conversation beside its turns."""
         return None
 
+    async def ping(self) -> None:
+        """Raise `StoreError` unless what `resources()` holds answers (for `/ready`)."""
+        return None
+
     def start(self, turn: Turn) -> AgentTurn:
         """The stored turn (`begin()` first) as the runner drives it."""
         return AgentTurn(self, turn)
@@ -305,8 +324,15 @@ class BaseAgent(ABC):
         state: TurnState,
         status: RunStatus,
         error: ErrorEvent | None,
-    ) -> None:
-        """Write the answer in one update, retrying a failing database with backoff."""
+        waiting: Callable[[], object],
+    ) -> bool:
+        """Write the answer in one update; False if the database never came back.
+
+        An unreachable database is retried, the waits doubling up to two seconds,
+        for `store_retry_seconds`; `waiting()` is called once, at the first failure,
+        so the stream can say it is saving. Any other store error is not retried:
+        the same statement would fail the same way.
+        """
         outcome = TurnOutcome(
             answer="".join(state.answer),
             thinking="".join(state.thinking),
@@ -322,32 +348,62 @@ class BaseAgent(ABC):
             prompt_tokens=state.usage.prompt_tokens,
             completion_tokens=state.usage.completion_tokens,
         )
-        delay = self.core.limits.store_retry_seconds
-        for attempt in range(1, STORE_ATTEMPTS + 1):
+        began = time.monotonic()
+        deadline = began + self.core.limits.store_retry_seconds
+        wait = _STORE_FIRST_WAIT_SECONDS
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 await asyncio.shield(self.core.store.finish_turn(turn.row_id, outcome))
-                return
             except StoreError as exc:
-                if attempt == STORE_ATTEMPTS:
+                left = deadline - time.monotonic()
+                if not isinstance(exc, StoreUnavailable) or left <= 0:
                     log.error(
-                        "could not store turn %s of conversation %s (%s attempts), its answer"
-                        " is lost: %s",
+                        "could not store turn %s of conversation %s (%d attempts in %.1fs),"
+                        " it ends failed: %s",
                         turn.row_id,
                         turn.conversation_id,
                         attempt,
+                        time.monotonic() - began,
                         exc,
                     )
-                    return
+                    return False
+                if attempt == 1:
+                    waiting()
+                    await self._keep_aside(turn, outcome)
                 self.core.observer.store_retried()
                 log.warning(
                     "could not store turn %s of conversation %s, retrying in %.1fs: %s",
                     turn.row_id,
                     turn.conversation_id,
-                    delay,
+                    min(wait, left),
                     exc,
                 )
-                await asyncio.sleep(delay)
-                delay *= 2
+                await asyncio.sleep(min(wait, left))
+                wait = min(wait * 2, _STORE_MAX_WAIT_SECONDS)
+                continue
+            if attempt > 1:
+                log.info(
+                    "stored turn %s of conversation %s after %.1fs of retries",
+                    turn.row_id,
+                    turn.conversation_id,
+                    time.monotonic() - began,
+                )
+                with contextlib.suppress(TaskError):  # a sweep finds it stored, and drops it
+                    await self.core.unstored.drop(turn.row_id)
+            return True
+
+    async def _keep_aside(self, turn: Turn, outcome: TurnOutcome) -> None:
+        """Keep the outcome where another instance finds it, should this one never store it."""
+        try:
+            await self.core.unstored.keep(turn.row_id, outcome)
+        except TaskError as exc:
+            log.warning(
+                "could not keep the answer of turn %s aside while the database is away: %s",
+                turn.row_id,
+                exc,
+            )
 
 
 class AgentTurn:
@@ -403,14 +459,26 @@ class AgentTurn:
                 "INTERNAL_ERROR", user_message("INTERNAL_ERROR"), type(exc).__name__
             )
 
-    async def conclude(self, stopped: RunStatus | None) -> Conclusion:
-        """Store the turn with its status, then say how it ended."""
+    async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
+        """Store the turn with its status, then say how it ended (`failed` if it was not stored)."""
         state, error = self.state, self._error
         self._ended.set()
         if self._saver is not None:
             await self._saver
         status: RunStatus = stopped or ("failed" if error else state.outcome)
-        await self.agent.store(self.turn, state, status, error)
+        events: list[Event] = [error] if error else []
+        if not await self.agent.store(
+            self.turn, state, status, error, lambda: notice(ThinkingEvent(SAVING_NOTICE))
+        ):
+            status = "failed"
+            limit = self.agent.core.limits.store_retry_seconds
+            events.append(
+                ErrorEvent(
+                    "STORE_FAILED",
+                    user_message("STORE_FAILED"),
+                    f"the database did not take the answer within {limit:g}s",
+                )
+            )
         complete = CompleteEvent(
             status=status,
             first_response_time=state.first_response_ms,
@@ -420,4 +488,4 @@ class AgentTurn:
                 state.usage.prompt_tokens, state.usage.completion_tokens, state.usage.estimated
             ),
         )
-        return Conclusion(complete, [error] if error else [])
+        return Conclusion(complete, events)

@@ -29,6 +29,10 @@ async def ready(
 ) -> JSONResponse:
     """200 when every dependency answers, else 503 naming the ones that did not.
 
+    `database` is each pool on it: SQLAlchemy's, the turn statements' asyncpg
+    pool, and deep research's checkpoint pool; each one lends a connection and
+    makes a round trip on it, as a turn would.
+
     Each MCP server's state is listed under `mcp` (`up`, `down` with its last
     error, or `starting`); a server that is down does not make the answer 503.
     With `deep=1` the model is called too; a failure names its code in `errors`,
@@ -39,6 +43,7 @@ async def ready(
     errors: dict[str, str] = {}
     try:
         await services.store.ping()
+        await services.turns.ping()
         checks["database"] = "ok"
     except StoreError:
         checks["database"] = "unavailable"

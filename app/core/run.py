@@ -9,6 +9,7 @@ hands back a `Conclusion` once it has stored the turn.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -36,6 +37,10 @@ class NeverStopped:
     @property
     def stop_requested(self) -> bool:
         return False
+
+
+Notice = Callable[[Event], object]
+"""Shows an event on the run's stream while the agent concludes (that storing waits, say)."""
 
 
 @dataclass(slots=True)

@@ -110,6 +110,9 @@ USER_MESSAGES: dict[str, str] = {
     "PPT_RENDER_TIMEOUT": (
         "Drawing the deck took longer than its time limit. Say “retry” to try again."
     ),
+    "STORE_FAILED": (
+        "The answer could not be saved: the database stayed unreachable. Please ask again."
+    ),
     "INTERNAL_ERROR": "The service failed while answering.",
 }
 

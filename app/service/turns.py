@@ -95,6 +95,11 @@ class TurnService:
         """The agents this service runs; a stream for any other kind answers 501."""
         return frozenset(self._agents)
 
+    async def ping(self) -> None:
+        """Raise `StoreError` unless each agent's own store answers (deep research's saver)."""
+        for agent in self._agents.values():
+            await agent.ping()
+
     async def forget(self, user_id: str, conversation_id: str) -> None:
         """A conversation was deleted: each agent drops what it kept of it."""
         key = ConversationKey(user_id, conversation_id)

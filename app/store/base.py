@@ -63,6 +63,10 @@ class SessionStore(Protocol):
 
     async def finish_turn(self, turn_id: int, outcome: TurnOutcome) -> None: ...
 
+    async def finish_unfinished_turn(self, turn_id: int, outcome: TurnOutcome) -> bool:
+        """`finish_turn` only while the turn is `running` or `interrupted`; True if it wrote."""
+        ...
+
     async def save_partial(
         self,
         turn_id: int,

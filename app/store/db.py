@@ -344,9 +344,15 @@ class Database:
             raise self._translate(exc) from exc
 
     async def ping(self) -> None:
-        """Raise `StoreUnavailable` unless a round trip to the server succeeds."""
+        """Raise `StoreUnavailable` unless a round trip succeeds on each pool (SQLAlchemy's, and
+        the driver's own for the turn statements)."""
         async with self.statement() as conn:
             await conn.execute(text("SELECT 1"))
+        if self._driver is not None:
+            try:
+                await self._driver.fetch("SELECT 1", ())
+            except _DRIVER_ERRORS as exc:
+                raise self._translate(exc) from exc
 
     @asynccontextmanager
     async def _connect(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:

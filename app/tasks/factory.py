@@ -8,6 +8,7 @@ from app.tasks.in_process import InProcessTaskManager
 from app.tasks.log import LocalRunLogs, SharedRunLogs
 from app.tasks.redis import RedisTaskManager
 from app.tasks.redis_log import RedisRunLogs
+from app.tasks.unstored import NoUnstoredTurns, RedisUnstoredTurns, UnstoredTurns
 
 
 def build_task_manager(settings: Settings, instance_id: str) -> TaskManager:
@@ -41,3 +42,10 @@ def build_shared_logs(
         max_events=settings.resume_max_events,
         max_idle=settings.sse_ping_seconds,
     )
+
+
+def build_unstored(settings: Settings) -> UnstoredTurns:
+    """In Redis, where another instance finds them; one instance alone keeps nothing aside."""
+    if not settings.redis_url:
+        return NoUnstoredTurns()
+    return RedisUnstoredTurns(settings.redis_url, settings.redis_prefix)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from app.core.events import CompleteEvent, Event, RunStatus
-from app.core.run import Conclusion, ConversationKey, StopSignal
+from app.core.run import Conclusion, ConversationKey, Notice, StopSignal
 from app.tasks.base import Claim, TaskBackendUnavailable, TaskError, TaskManager
 from app.tasks.log import EventLogReader, RunLog, SharedRunLogs
 
@@ -54,8 +54,11 @@ class RunProgram(Protocol):
         """The turn's events until it ends or a stop cancels it."""
         ...
 
-    async def conclude(self, stopped: RunStatus | None) -> Conclusion:
-        """Store the turn; `stopped` is its status when a stop cut it short, else None."""
+    async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
+        """Store the turn; `stopped` is its status when a stop cut it short, else None.
+
+        `notice` shows an event on the stream meanwhile (that storing waits for the database).
+        """
         ...
 
 
@@ -228,7 +231,7 @@ class RunRegistry:
         conclusion: Conclusion | None = None
         try:
             stopped = await self._events(run, program)
-            conclusion = await program.conclude(stopped)
+            conclusion = await program.conclude(stopped, run.log.append)
             for event in conclusion.events:
                 run.log.append(event)
         except Exception:

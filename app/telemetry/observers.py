@@ -28,7 +28,7 @@ from app.agents.base import Turn
 from app.core.events import Event, RunStatus
 from app.core.observe import ToolEnded
 from app.core.responses import Usage
-from app.core.run import Conclusion, StopSignal
+from app.core.run import Conclusion, Notice, StopSignal
 from app.llm.base import ChatModel, LoggingObserver, ModelCallWatch, ModelObserver
 from app.service.turns import Launch
 from app.tasks.runs import Run, RunProgram
@@ -182,8 +182,8 @@ class _ObservedRun:
         # Handed straight through: no layer between the agent and the run's log per event.
         return self._inner.events(stop)
 
-    async def conclude(self, stopped: RunStatus | None) -> Conclusion:
-        conclusion = await self._inner.conclude(stopped)
+    async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
+        conclusion = await self._inner.conclude(stopped, notice)
         complete = conclusion.complete
         self._metrics.runs.labels(self._kind, complete.status).inc()
         if complete.first_response_time is not None:

@@ -23,6 +23,7 @@ from app.store.sessions import SqlSessionStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import Backend, ask, history, running_service, settings_for
+from tests.support.polling import eventually
 from tests.support.sse import Event, events, text_of, types
 
 
@@ -41,15 +42,6 @@ async def until(stream: AsyncIterator[Event], kind: str) -> list[Event]:
         if event["type"] == kind:
             return seen
     pytest.fail(f"the stream ended before a {kind} event")
-
-
-async def eventually_true(check: Any) -> None:
-    """The server acts on a dropped connection on its own schedule: look until it has."""
-    for _ in range(200):
-        if await check():
-            return
-        await asyncio.sleep(0.05)
-    pytest.fail("the expected state never came")
 
 
 def params(query: str, conversation: str, strategy: str = "", **more: str) -> dict[str, str]:
@@ -155,7 +147,7 @@ async def test_a_queued_client_that_leaves_with_cancel_leaves_the_queue(
             async def queue_left() -> bool:
                 return [r["status"] for r in await runs(client)] == ["running"]
 
-            await eventually_true(queue_left)
+            await eventually(queue_left)
             gate.set()
             rest = [e async for e in first]
         stored = await history(client, "c-l")

@@ -23,7 +23,7 @@ from typing import Protocol
 import pytest
 
 from app.core.events import CompleteEvent, Event, RunStatus, TextEvent
-from app.core.run import Conclusion, StopSignal
+from app.core.run import Conclusion, Notice, StopSignal
 from app.tasks import Claim, EventLogReader, EventsGone, RedisRunLogs, RedisTaskManager, RunLog
 from app.tasks.runs import RunRegistry
 from tests.support.processes import RedisServer
@@ -418,7 +418,7 @@ class TwoWords:
         yield TextEvent("two")
         yield TextEvent(" words")
 
-    async def conclude(self, stopped: RunStatus | None) -> Conclusion:
+    async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
         return Conclusion(CompleteEvent("completed", 1, 2))
 
 

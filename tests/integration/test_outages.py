@@ -1,7 +1,10 @@
 """Dependencies failing under a running service: Redis restarted, the database down.
 
 Each test owns the server it breaks (a private redis-server or PostgreSQL
-cluster on a free port) and never touches the shared ones.
+cluster on a free port) and never touches the shared ones. A database
+restart under a batch of turns must cost no answer a client saw completed,
+and no deep research after it; a database away for longer than the store
+waits must end the turn failed, never completed.
 """
 
 from __future__ import annotations
@@ -14,17 +17,29 @@ from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import httpx
+import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.agents.base import SAVING_NOTICE
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
+from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import ask, history, running_service, service_settings
 from tests.support.logs import LogSignal, attached
-from tests.support.processes import PostgresServer, RedisServer
-from tests.support.sse import Event, events, text_of
+from tests.support.polling import eventually
+from tests.support.private_postgres import PostgresServer
+from tests.support.processes import RedisServer
+from tests.support.research import REPORT, Researcher
+from tests.support.sse import Event, collect, events, text_of
 
 ANSWER = "The answer arrives in several parts."
+BATCH = 20
+"""Turns running at once through the restart."""
+OUTAGE_SECONDS = 8.0
+"""How long the restarted database stays away: longer than every turn's remaining answer, and
+than the 7.5 s of retries the final store once gave up after (a routine restart took 10 s)."""
+PLAN = orjson.dumps({"tasks": [{"id": "a", "title": "Market size"}]}).decode()
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +75,7 @@ async def stream(
     """Read a whole stream, breaking something (`at_first_text`) once the answer has begun."""
     seen: list[Event] = []
     async with client.stream("GET", "/agent/chat/stream", params=params) as response:
+        assert response.status_code == 200
         async for event in events(response):
             seen.append(event)
             if event["type"] == "text" and not text_of(seen[:-1]):
@@ -136,6 +152,105 @@ async def test_database_down_answers_503_before_streaming_and_recovers(
 
 
 @pytest.mark.postgres
+async def test_a_database_restart_under_a_batch_of_turns_loses_no_answer_nor_the_next_research(
+    tmp_path: Path,
+    postgres_server: PostgresServer,
+    private_database: str,
+    fake_llm: FakeOpenAI,
+    fake_search: FakeTavily,
+) -> None:
+    """Every turn's answer ends while the database restarts; each is stored once it is back.
+
+    A second instance runs deep research on the same database: its checkpoint
+    pool held connections from before the restart, and must not lend them.
+    """
+    fake_llm.script(*(Reply.text(numbered(n), chunks=10, delay=0.15) for n in range(BATCH)))
+    chat = service_settings(
+        tmp_path / "chat",
+        private_database,
+        llm_base_url=fake_llm.base_url,
+        max_streams_per_user=0,
+        streams_per_minute=0,
+    )
+    deep = service_settings(
+        tmp_path / "deep",
+        private_database,
+        tavily_api_key="tvly-test",
+        tavily_base_url=fake_search.base_url,
+    )
+    researcher = Researcher(PLAN, PLAN)
+    begun: list[int] = []
+    all_begun = asyncio.Event()
+
+    async def one_more() -> None:
+        begun.append(1)
+        if len(begun) == BATCH:
+            all_begun.set()
+
+    async def restart() -> None:
+        async with asyncio.timeout(30):
+            await all_begun.wait()
+        await asyncio.to_thread(postgres_server.restart, OUTAGE_SECONDS)
+
+    async with (
+        running_service(chat) as client,
+        running_service(deep, model=researcher.model()) as research,
+    ):
+        before = await ask(research, "How big is the heat pump market?", "c-deep-1", "deep")
+        restarting = asyncio.create_task(restart())
+        seen = await asyncio.gather(
+            *(
+                stream(client, {"query": f"Q{n}", "conversationId": f"c-{n}"}, one_more)
+                for n in range(BATCH)
+            )
+        )
+        await restarting
+        stored = [await history(client, f"c-{n}") for n in range(BATCH)]
+        after = await ask(research, "And the running costs?", "c-deep-2", "deep")
+        ready = await research.get("/ready")
+
+    assert before[-1]["status"] == "completed"
+    assert [s[-1]["status"] for s in seen] == ["completed"] * BATCH
+    assert [(t[0]["status"], t[0]["answer"]) for t in stored] == [
+        ("completed", text_of(s)) for s in seen
+    ]
+    assert sorted(text_of(s) for s in seen) == sorted(numbered(n) for n in range(BATCH))
+    waited = [s for s in seen if SAVING_NOTICE in text_of(s, "thinking")]
+    assert waited, "no turn ended while the database was away: the test did not test the wait"
+    assert after[-1]["status"] == "completed"
+    assert REPORT in text_of(after)
+    assert ready.status_code == 200
+
+
+@pytest.mark.postgres
+async def test_ready_is_true_of_every_pool_at_once_after_a_database_restart(
+    tmp_path: Path,
+    postgres_server: PostgresServer,
+    private_database: str,
+    fake_search: FakeTavily,
+) -> None:
+    """`/ready` lends a connection from each pool (SQLAlchemy's, asyncpg's, the checkpoints'):
+    the first answer after a restart must not come from a connection the restart closed."""
+    settings = service_settings(
+        tmp_path, private_database, tavily_api_key="tvly-test", tavily_base_url=fake_search.base_url
+    )
+    async with running_service(settings, model=Researcher().model()) as client:
+        before = await client.get("/ready")
+        await asyncio.to_thread(postgres_server.stop, "fast")
+        down = await client.get("/ready")
+        await asyncio.to_thread(postgres_server.start)
+        back = await client.get("/ready")
+
+    assert (before.status_code, before.json()["checks"]["database"]) == (200, "ok")
+    assert (down.status_code, down.json()["checks"]["database"]) == (503, "unavailable")
+    assert (back.status_code, back.json()["checks"]["database"]) == (200, "ok")
+
+
+def numbered(number: int) -> str:
+    return f"Answer {number} streams in ten parts, and every part of it is kept."
+
+
+@pytest.mark.postgres
 async def test_a_final_store_that_fails_is_retried_until_the_database_is_back(
     tmp_path: Path,
     postgres_server: PostgresServer,
@@ -145,7 +260,7 @@ async def test_a_final_store_that_fails_is_retried_until_the_database_is_back(
 ) -> None:
     fake_llm.script(Reply.hang(first_text="Kept"))
     settings = service_settings(
-        tmp_path, private_database, llm_base_url=fake_llm.base_url, store_retry_seconds=0.3
+        tmp_path, private_database, llm_base_url=fake_llm.base_url, store_retry_seconds=30
     )
     params = {"query": "Keep it", "conversationId": "c-retry"}
     async with running_service(settings) as client:
@@ -165,7 +280,10 @@ async def test_a_final_store_that_fails_is_retried_until_the_database_is_back(
         stored = await history(client, "c-retry")
         metrics = (await client.get("/metrics")).text
 
-    assert seen[-1]["status"] == "stopped"
+    assert [(e["type"], e.get("content"), e.get("status")) for e in seen[-2:]] == [
+        ("thinking", SAVING_NOTICE, None),
+        ("complete", None, "stopped"),
+    ]
     assert [(t["status"], t["answer"]) for t in stored] == [("stopped", "Kept")]
     (retries,) = [
         sample.value
@@ -177,30 +295,56 @@ async def test_a_final_store_that_fails_is_retried_until_the_database_is_back(
 
 
 @pytest.mark.postgres
-async def test_a_final_store_that_keeps_failing_is_logged_with_the_conversation(
+@pytest.mark.redis
+async def test_a_database_away_longer_than_the_store_waits_fails_the_turn_and_another_stores_it(
     tmp_path: Path,
     postgres_server: PostgresServer,
     private_database: str,
+    redis_url: str,
+    redis_prefix: str,
     fake_llm: FakeOpenAI,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """The answer ends after the database went down: never `completed`. Another instance
+    reads the whole answer from the run's log in Redis meanwhile, and stores the turn once
+    the database is back."""
     caplog.set_level(logging.WARNING, logger="app.agents.base")
-    fake_llm.script(Reply.hang(first_text="Lost"))
+    fake_llm.script(Reply.text(ANSWER, chunks=6, delay=0.1))
     settings = service_settings(
-        tmp_path, private_database, llm_base_url=fake_llm.base_url, store_retry_seconds=0.02
+        tmp_path,
+        private_database,
+        redis_url,
+        redis_prefix=redis_prefix,
+        llm_base_url=fake_llm.base_url,
+        store_retry_seconds=1.0,
+    )
+    other = settings.model_copy(
+        update={"data_dir": tmp_path / "other", "unstored_sweep_seconds": 0.2}
     )
     params = {"query": "Lose it", "conversationId": "c-lost"}
-    async with running_service(settings) as client:
+    async with running_service(settings) as client, running_service(other) as elsewhere:
+        seen = await stream(client, params, lambda: asyncio.to_thread(postgres_server.stop))
+        resume = {"conversationId": "c-lost", "lastEventId": "0"}
+        async with elsewhere.stream("GET", "/agent/resume", params=resume) as response:
+            kept = await collect(response)
+        await asyncio.to_thread(postgres_server.start)
 
-        async def outage() -> None:
-            """The run ends (stopped) only once the database is down, so its store must fail."""
-            await asyncio.to_thread(postgres_server.stop)
-            await client.get("/agent/stop", params={"conversationId": "c-lost"})
+        async def stored_elsewhere() -> bool:
+            return [t["status"] for t in await history(elsewhere, "c-lost")] == ["completed"]
 
-        seen = await stream(client, params, outage)
+        await eventually(stored_elsewhere)
+        stored = await history(client, "c-lost")
 
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
-    assert seen[-1]["status"] == "stopped"
+    assert text_of(seen) == ANSWER
+    assert [(e["type"], e.get("code"), e.get("status")) for e in seen[-3:]] == [
+        ("thinking", None, None),
+        ("error", "STORE_FAILED", None),
+        ("complete", None, "failed"),
+    ]
+    assert seen[-3]["content"] == SAVING_NOTICE
+    assert text_of(kept) == ANSWER
+    assert kept[-1]["status"] == "failed"
+    assert [(t["status"], t["answer"]) for t in stored] == [("completed", ANSWER)]
     assert len(errors) == 1
     assert "c-lost" in errors[0].getMessage()
-    assert "5 attempts" in errors[0].getMessage()

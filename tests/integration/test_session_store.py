@@ -279,6 +279,32 @@ async def test_save_partial_updates_only_running_turns(store: SessionStore) -> N
     assert (done.answer, done.status) == ("final", "completed")
 
 
+async def test_a_turn_stored_late_fills_only_unfinished_rows(store: SessionStore) -> None:
+    """An outcome kept aside while the database was away, stored by a sweep later: over a
+    running or interrupted row, never over one finished since."""
+    running = await store.add_question(new_turn("r"))
+    interrupted = await store.add_question(new_turn("i"))
+    await store.save_partial(interrupted, "half", "")
+    assert await store.mark_interrupted(session_id="i") == 1
+    finished = await store.add_question(new_turn("f"))
+    await store.finish_turn(finished, outcome(answer="final", status="stopped"))
+    call = ToolCall(id="call_1", name="web_search", arguments="{}", result="found")
+    late = outcome(answer="whole answer").model_copy(update={"tools": [call]})
+
+    written = [
+        await store.finish_unfinished_turn(turn_id, late)
+        for turn_id in (running, interrupted, finished, finished + 100)
+    ]
+
+    assert written == [True, True, False, False]
+    stored = [(await store.get_conversation("alice", c))[0] for c in ("r", "i", "f")]
+    assert [(t.answer, t.status, t.tools) for t in stored] == [
+        ("whole answer", "completed", [call]),
+        ("whole answer", "completed", [call]),
+        ("final", "stopped", []),
+    ]
+
+
 async def test_mark_interrupted_filters_and_keeps_partial_answer(store: SessionStore) -> None:
     stale = await store.add_question(new_turn("a"))
     await store.save_partial(stale, "half an answer", "")

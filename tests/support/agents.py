@@ -79,5 +79,5 @@ async def run_turn(
     await agent.begin(turn)
     program = agent.start(turn)
     events = [event async for event in program.events(NeverStopped())]
-    conclusion = await program.conclude(None)
+    conclusion = await program.conclude(None, events.append)
     return [*events, *conclusion.events, conclusion.complete]

@@ -14,7 +14,7 @@ import weakref
 from collections.abc import AsyncIterator
 
 from app.core.events import CompleteEvent, Event, RunStatus, TextEvent
-from app.core.run import Conclusion, StopSignal
+from app.core.run import Conclusion, Notice, StopSignal
 from app.tasks import Claim, InProcessTaskManager, LocalRunLogs
 from app.tasks.runs import Run, RunRegistry
 
@@ -30,7 +30,7 @@ class Answer:
     async def events(self, stop: StopSignal) -> AsyncIterator[Event]:
         yield TextEvent(self.word)
 
-    async def conclude(self, stopped: RunStatus | None) -> Conclusion:
+    async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
         return Conclusion(CompleteEvent("completed", 1, 2))
 
 

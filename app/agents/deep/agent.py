@@ -26,6 +26,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 from app.agents.base import AgentCore, BaseAgent, Turn, TurnState
+from app.agents.deep import checkpoints
 from app.agents.deep.checkpoints import open_checkpointer, thread_id
 from app.agents.deep.graph import DeepContext, DeepGraph, TaskResearcher, build_graph, shown_again
 from app.agents.deep.prompts import CONTINUE_WORDS
@@ -90,6 +91,10 @@ class DeepResearchAgent(BaseAgent):
     async def forget(self, key: ConversationKey) -> None:
         if self._saver is not None:
             await self._saver.adelete_thread(thread_id(key))
+
+    async def ping(self) -> None:
+        if self._saver is not None:
+            await checkpoints.ping(self._saver)
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         graph, saver = self._graph, self._saver

@@ -14,6 +14,13 @@ garbage collected: the next instance's first checkpoint then waited 5 s and fail
 as "database is locked". So the transaction is rolled back before the connection
 closes. Either creates its tables when opened, at start-up. A
 conversation's research is one thread, named by `thread_id`.
+
+The psycopg pool checks each connection as it lends it (an empty query, one
+round trip on a checkout the saver makes about 19 times a turn): psycopg
+reads nothing while a connection is idle, so after a database restart the
+pool's connections look alive until used, and the first research on each
+instance failed `AdminShutdown`. asyncpg, for the app's own statements, sees
+the server close a connection as it happens and reconnects on checkout.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import aiosqlite
+import psycopg
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -32,10 +40,13 @@ from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.engine import make_url
 
 from app.core.run import ConversationKey
+from app.store.base import StoreUnavailable
 
 SETUP_LOCK_KEY = 0x6C676370
 """The advisory lock that makes instances create the checkpoint tables one at a time."""
 SETUP_POLL_SECONDS = 0.05
+PING_TIMEOUT_SECONDS = 5.0
+"""Longest `/ready` waits for a checkpoint connection, as for the app's own pools."""
 POOL_MAX_SIZE = 10
 """Connections the Postgres saver may hold: one per checkpoint write in flight."""
 
@@ -76,6 +87,23 @@ def thread_id(key: ConversationKey) -> str:
     return f"{key.user_id}/{key.conversation_id}"
 
 
+async def ping(saver: BaseCheckpointSaver[str]) -> None:
+    """One round trip on the Postgres saver's own pool; raises `StoreUnavailable` if it fails.
+
+    A SQLite saver is a file beside the app's, with nothing to reach.
+    """
+    pool = saver.conn if isinstance(saver, AsyncPostgresSaver) else None
+    if not isinstance(pool, AsyncConnectionPool):
+        return
+    try:
+        async with pool.connection(timeout=PING_TIMEOUT_SECONDS) as conn:
+            await conn.execute("SELECT 1")
+    except (psycopg.Error, OSError) as exc:
+        # The type only: psycopg's messages may quote the connection string.
+        reason = type(exc).__name__
+        raise StoreUnavailable(f"the checkpoint store is unavailable: {reason}") from exc
+
+
 @asynccontextmanager
 async def open_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
     """The saver for `database_url`, its tables created; closed on exit."""
@@ -89,6 +117,7 @@ async def open_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpointSa
             min_size=1,
             max_size=POOL_MAX_SIZE,
             open=False,
+            check=AsyncConnectionPool.check_connection,
         )
         async with pool:
             postgres = AsyncPostgresSaver(pool)
