@@ -21,6 +21,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import ask, history, running_service, service_settings
 from tests.support.logs import LogSignal, attached
+from tests.support.poll import eventually
 from tests.support.processes import PostgresServer, RedisServer
 from tests.support.sse import Event, events, text_of
 
@@ -204,3 +205,95 @@ async def test_a_final_store_that_keeps_failing_is_logged_with_the_conversation(
     assert len(errors) == 1
     assert "c-lost" in errors[0].getMessage()
     assert "5 attempts" in errors[0].getMessage()
+
+
+async def _first_text(
+    client: httpx.AsyncClient, conversation: str, seen: list[Event], begun: asyncio.Event
+) -> None:
+    """Read a whole stream into `seen`, setting `begun` at its first text."""
+    params = {"query": "Go on", "conversationId": conversation}
+    async with client.stream("GET", "/agent/chat/stream", params=params) as response:
+        async for event in events(response):
+            seen.append(event)
+            if event["type"] == "text":
+                begun.set()
+
+
+async def _listed(client: httpx.AsyncClient) -> set[str]:
+    runs = (await client.get("/agent/runs")).json()["data"]
+    return {run["conversationId"] for run in runs if run["status"] == "running"}
+
+
+@pytest.mark.redis
+async def test_claims_come_back_when_redis_restarts_empty_under_two_instances(
+    tmp_path: Path,
+    postgres_url: str,
+    redis_server: RedisServer,
+    redis_prefix: str,
+    fake_llm: FakeOpenAI,
+) -> None:
+    gate = asyncio.Event()
+    fake_llm.script(
+        Reply.gated("The end ", "comes later.", gate),
+        Reply.hang(first_text="Half on A"),
+        Reply.hang(first_text="Half on B"),
+    )
+    settings = [
+        service_settings(
+            tmp_path / name,
+            postgres_url,
+            redis_server.url,
+            redis_prefix=redis_prefix,
+            llm_base_url=fake_llm.base_url,
+        )
+        for name in "ab"
+    ]
+    turns = {"c-ends": "a", "c-on-a": "a", "c-on-b": "b"}
+    seen: dict[str, list[Event]] = {conversation: [] for conversation in turns}
+    async with running_service(settings[0]) as on_a, running_service(settings[1]) as on_b:
+        clients = {"a": on_a, "b": on_b}
+        streams = []
+        for conversation, owner in turns.items():
+            begun = asyncio.Event()
+            streams.append(
+                asyncio.create_task(
+                    _first_text(clients[owner], conversation, seen[conversation], begun)
+                )
+            )
+            await begun.wait()  # one at a time: each takes the next scripted reply
+        await asyncio.to_thread(redis_server.kill)
+        await asyncio.to_thread(redis_server.start)
+
+        async def all_listed() -> bool:
+            return await _listed(on_b) == set(turns)
+
+        claims_back_after = await eventually(all_listed)
+        # Each instance refuses a second message on a conversation the other runs.
+        busy = [
+            await on_b.get("/agent/chat/stream", params={"query": "2", "conversationId": "c-on-a"}),
+            await on_a.get("/agent/chat/stream", params={"query": "2", "conversationId": "c-on-b"}),
+        ]
+        gate.set()
+        await streams[0]
+        resumed = await _resume(on_b, "c-ends")
+        stops = [
+            (await on_b.get("/agent/stop", params={"conversationId": "c-on-a"})).json(),
+            (await on_a.get("/agent/stop", params={"conversationId": "c-on-b"})).json(),
+        ]
+        await asyncio.gather(*streams)
+        stored = {c: (await history(on_a, c))[0] for c in turns}
+
+    assert claims_back_after < 5.0
+    assert [response.status_code for response in busy] == [409, 409]
+    assert [stop["success"] for stop in stops] == [True, True]
+    assert [seen[c][-1]["status"] for c in turns] == ["completed", "stopped", "stopped"]
+    assert [stored[c]["status"] for c in turns] == ["completed", "stopped", "stopped"]
+    assert resumed[-1]["status"] == "completed"
+    assert text_of(resumed) == "The end comes later." == stored["c-ends"]["answer"]
+
+
+async def _resume(client: httpx.AsyncClient, conversation: str) -> list[Event]:
+    params = {"conversationId": conversation, "lastEventId": "0"}
+    async with client.stream("GET", "/agent/resume", params=params) as response:
+        assert response.status_code == 200
+        return [event async for event in events(response)]

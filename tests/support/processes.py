@@ -24,6 +24,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+import app
 from tests.conftest import require_binary, unavailable
 
 
@@ -166,6 +167,9 @@ class ServiceProcess:
         self._workdir = workdir
         # Only what the process needs: nothing of the developer's own settings leaks in.
         base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+        # The code under test, not whichever checkout the interpreter has installed: run
+        # from its temporary directory, `-m uvicorn` would import the installed `app`.
+        base["PYTHONPATH"] = str(Path(app.__file__).resolve().parents[1])
         self._env = {**base, "DATA_DIR": str(workdir / f"{name}-data"), **env}
         self._process: asyncio.subprocess.Process | None = None
 
