@@ -467,40 +467,52 @@ class RedisTaskManager:
                     await self._beat_now.wait()
 
     async def _beat(self) -> None:
-        """Push this instance's deadline out and keep every claim it holds, in one round trip.
+        """Push this instance's deadline out, then keep every claim it holds.
 
-        The claims are read when the batch leaves, not before: one released
-        meanwhile is not in it. One released while the batch was on its way may
-        come back taken again; it is released at once.
+        A claim gone while this instance's entry stayed expired (its run stopped
+        refreshing it); one gone with the entry was lost by Redis, and is taken
+        again. The claims are read when the batch leaves: one released meanwhile
+        is not in it, and one released while the batch was on its way and taken
+        again is released at once.
         """
+        life = milliseconds(self._dead_after)
+        with translate_errors(self._where):
+            lost = bool(
+                await self._batch.command(
+                    lambda pipe: pipe.eval(
+                        BEAT_LUA, 1, self._instances_key, self._instance_id, life
+                    )
+                )
+            )
+        if not self._held:
+            return
         kept: list[_Held] = []
+        retake = "1" if lost else "0"
 
         def fill(pipe: Pipeline) -> None:
             kept.extend(self._held.values())
-            life = milliseconds(self._dead_after)
-            pipe.eval(BEAT_LUA, 1, self._instances_key, self._instance_id, life)
             for held in kept:
                 claim = held.claim
                 key = self._key(claim.user_id, claim.conversation_id)
                 board, value = self._board_key(claim.user_id), self._claim_value(claim)
                 expiry = milliseconds(held.ttl)
-                pipe.eval(KEEP_LUA, 2, key, board, claim.task_id, value, expiry, held.listed)
+                pipe.eval(
+                    KEEP_LUA, 2, key, board, claim.task_id, value, expiry, held.listed, retake
+                )
 
         with translate_errors(self._where):
-            missing, *replies = await self._batch.execute(fill)
-        if isinstance(missing, Exception):
-            raise TaskBackendUnavailable(f"Redis at {self._where} refused the heartbeat: {missing}")
+            replies = await self._batch.execute(fill)
         again = 0
         for held, reply in zip(kept, replies, strict=True):
             claim = held.claim
+            current = self._held.get(claim.key) is held
             if reply == 2:
                 again += 1
-                if self._held.get(claim.key) is not held:
+                if not current:
                     await self.release(claim)
-            elif reply == 0 and self._held.get(claim.key) is held:
-                del self._held[claim.key]
-                logger.warning("run %s lost its claim on %s", claim.task_id, claim.conversation_id)
-        if (missing and self._first_beat.is_set()) or again:
+            elif reply in (0, 3) and current:
+                del self._held[claim.key]  # its run's own refresh takes it again if it can
+        if again:
             logger.info(
                 "Redis at %s had lost this instance (restarted?): %d claim(s) taken again",
                 self._where,

@@ -17,7 +17,9 @@ The sweep finds the dead: any instance holding turns stored `running` that
 the hash does not know is entered with a deadline `grace` away (Redis may
 have restarted empty, and a live instance beats again within seconds of
 its reconnect), and every instance past its deadline is reported until its
-claims have expired too (the claim TTL), then forgotten.
+claims have expired too (the claim TTL), then forgotten. An entry the sweep
+made is stored negated: the instance's next heartbeat sees that Redis lost
+it, exactly as if there were no entry, and takes its claims back.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ local function holder_dead(value, instances)
   local instance = cjson.decode(value)['instance']
   if not instance then return false end
   local deadline = redis.call('HGET', instances, instance)
-  return deadline ~= false and tonumber(deadline) < now_ms()
+  return deadline ~= false and math.abs(tonumber(deadline)) < now_ms()
 end
 """
 )
@@ -68,7 +70,8 @@ return false
 
 KEEP_LUA = """
 -- KEYS: claim, the user's list of runs. ARGV: task id, claim value, TTL in ms, the turn
--- as listed ('' for none). 1: ours, extended; 2: gone (Redis lost it), taken again; 0: taken.
+-- as listed ('' for none), '1' when Redis lost this instance (take a missing claim again).
+-- 1: ours, extended; 2: taken again; 3: gone (expired); 0: another task's now.
 local held = redis.call('GET', KEYS[1])
 if held then
   if cjson.decode(held)['task_id'] == ARGV[1] then
@@ -77,6 +80,7 @@ if held then
   end
   return 0
 end
+if ARGV[5] ~= '1' then return 3 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[4]) end
 return 2
@@ -85,8 +89,12 @@ return 2
 BEAT_LUA = (
     _NOW
     + """
--- KEYS: instances. ARGV: instance id, its life in ms. 1 when the entry was missing.
-return redis.call('HSET', KEYS[1], ARGV[1], now_ms() + tonumber(ARGV[2]))
+-- KEYS: instances. ARGV: instance id, its life in ms. 1 when Redis had lost the instance:
+-- no entry, or only the one a sweep made (negated).
+local before = redis.call('HGET', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], now_ms() + tonumber(ARGV[2]))
+if before == false or tonumber(before) < 0 then return 1 end
+return 0
 """
 )
 
@@ -97,12 +105,12 @@ SWEEP_LUA = (
 -- The instances past their deadline; unknown ones enter with the grace, old ones leave.
 local now = now_ms()
 for i = 3, #ARGV do
-  redis.call('HSETNX', KEYS[1], ARGV[i], now + tonumber(ARGV[1]))
+  redis.call('HSETNX', KEYS[1], ARGV[i], -(now + tonumber(ARGV[1])))
 end
 local dead = {}
 local entries = redis.call('HGETALL', KEYS[1])
 for i = 1, #entries, 2 do
-  local deadline = tonumber(entries[i + 1])
+  local deadline = math.abs(tonumber(entries[i + 1]))
   if deadline < now - tonumber(ARGV[2]) then
     redis.call('HDEL', KEYS[1], entries[i])
   elseif deadline < now then
@@ -128,4 +136,4 @@ return 0
 def holder_alive(value: str, deadlines: dict[str, str], now_ms: int) -> bool:
     """`LIVE_CLAIM_LUA`'s judgement, on a claim and the instances hash read in one trip."""
     deadline = deadlines.get(json.loads(value).get("instance", ""))
-    return deadline is None or int(deadline) >= now_ms
+    return deadline is None or abs(int(deadline)) >= now_ms

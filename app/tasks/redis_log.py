@@ -219,12 +219,17 @@ class RedisRunLogs:
         claim = await self._tasks.current(user_id, conversation_id)
         return claim is not None and claim.task_id == task_id
 
-    async def settled(self, user_id: str, conversation_id: str) -> RunStatus | None:
+    async def settled(self, user_id: str, conversation_id: str, task_id: str) -> RunStatus | None:
         """How a run that let go of its claim without an end marker ended; None: not yet.
 
+        The conversation's newest row is the run's while no newer run has taken
+        the conversation; once one has, the run's own row is no longer known here.
         Raises `TaskError` when the store cannot tell (the stream then ends without `complete`).
         """
-        if self._stored is None:
+        if self._stored is None or await self.latest(user_id, conversation_id) not in (
+            None,
+            task_id,
+        ):
             return "interrupted"
         try:
             status = await self._stored(user_id, conversation_id)
@@ -344,7 +349,7 @@ class RedisStreamReader:
                 self._owner_gone = True
             entries = await self._logs.entries_after(self._stream, after, _GRACE_SECONDS)
             if not entries:
-                status = await self._logs.settled(*self._run[:2])
+                status = await self._logs.settled(*self._run)
                 if status is None:
                     self._owner_gone = None  # stored running: its owner lives, or the sweep ends it
                     return b"", after
