@@ -20,7 +20,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import TEST_LLM_KEY, ask, history
+from tests.integration.service import TEST_LLM_KEY, ask, history, resume
 from tests.support.poll import eventually
 from tests.support.processes import ServiceProcess
 from tests.support.sse import Event, collect, events, text_of, types
@@ -95,14 +95,6 @@ async def stream_until(
             if enough(seen):
                 break
     return seen
-
-
-async def resume(client: httpx.AsyncClient, conversation: str, after: int) -> list[Event]:
-    headers = {"Last-Event-ID": str(after)}
-    params = {"conversationId": conversation}
-    async with client.stream("GET", "/agent/resume", params=params, headers=headers) as response:
-        assert response.status_code == 200
-        return await collect(response)
 
 
 ANSWER = "one two three four five six seven eight nine ten eleven twelve"
@@ -261,13 +253,13 @@ async def test_a_killed_instance_is_noticed_in_seconds_and_its_turns_end_interru
             if response.status_code == 409:
                 return False
             assert response.status_code == 200
-            return (await collect(response))[-1]["status"] == "completed"
+            return bool((await collect(response))[-1]["status"] == "completed")
 
     await eventually(accepted)
     freed_after = time.monotonic() - killed
 
     async def untouched_swept() -> bool:
-        return (await history(on_a, "c-left"))[0]["status"] == "interrupted"
+        return bool((await history(on_a, "c-left"))[0]["status"] == "interrupted")
 
     await eventually(untouched_swept)
     swept_after = time.monotonic() - killed

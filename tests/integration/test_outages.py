@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
-from tests.integration.service import ask, history, running_service, service_settings
+from tests.integration.service import ask, history, resume, running_service, service_settings
 from tests.support.logs import LogSignal, attached
 from tests.support.poll import eventually
 from tests.support.processes import PostgresServer, RedisServer
@@ -275,7 +275,7 @@ async def test_claims_come_back_when_redis_restarts_empty_under_two_instances(
         ]
         gate.set()
         await streams[0]
-        resumed = await _resume(on_b, "c-ends")
+        resumed = await resume(on_b, "c-ends", 0)
         stops = [
             (await on_b.get("/agent/stop", params={"conversationId": "c-on-a"})).json(),
             (await on_a.get("/agent/stop", params={"conversationId": "c-on-b"})).json(),
@@ -290,10 +290,3 @@ async def test_claims_come_back_when_redis_restarts_empty_under_two_instances(
     assert [stored[c]["status"] for c in turns] == ["completed", "stopped", "stopped"]
     assert resumed[-1]["status"] == "completed"
     assert text_of(resumed) == "The end comes later." == stored["c-ends"]["answer"]
-
-
-async def _resume(client: httpx.AsyncClient, conversation: str) -> list[Event]:
-    params = {"conversationId": conversation, "lastEventId": "0"}
-    async with client.stream("GET", "/agent/resume", params=params) as response:
-        assert response.status_code == 200
-        return [event async for event in events(response)]
