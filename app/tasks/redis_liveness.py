@@ -49,10 +49,13 @@ CLAIM_LUA = (
     _HOLDER_DEAD
     + """
 -- KEYS: claim, the user's list of runs, instances. ARGV: claim value, TTL in ms, task id,
--- the turn as listed ('' for none). Taken when free or held by a dead instance.
-local held = redis.call('GET', KEYS[1])
-if held and not holder_dead(held, KEYS[3]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+-- the turn as listed ('' for none). Taken when free (one SET, the usual case) or held
+-- by a dead instance.
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local held = redis.call('GET', KEYS[1])
+  if held and not holder_dead(held, KEYS[3]) then return 0 end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], ARGV[3], ARGV[4]) end
 return 1
 """
