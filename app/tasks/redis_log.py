@@ -63,6 +63,8 @@ _RETRY_SECONDS = 1.0
 """Pause between copy attempts while Redis is failing."""
 _GRACE_SECONDS = 2.0
 """How long a reader waits for the end marker after the run let go of its claim."""
+_LOOK_SECONDS = 2.0
+"""How often a reader of a quiet run looks whether the run still holds its claim."""
 _READ_BATCH = 100
 """Entries per XREAD: up to `_ENTRY_EVENTS` events each."""
 _ENTRY_EVENTS = 64
@@ -343,8 +345,8 @@ class RedisStreamReader:
             if self._owner_gone is None:
                 self._owner_gone = not await self._logs.is_running(*self._run)
             if not self._owner_gone:
-                entries = await self._logs.entries_after(self._stream, after, idle)
-                if entries or await self._logs.is_running(*self._run):
+                entries = await self._follow(after, idle)
+                if entries is not None:
                     return self._take(entries, after)
                 self._owner_gone = True
             entries = await self._logs.entries_after(self._stream, after, _GRACE_SECONDS)
@@ -365,6 +367,24 @@ class RedisStreamReader:
             self._ended = True
             return b"", after
         return self._take(entries, after)
+
+    async def _follow(self, after: int, idle: float) -> list[Entry] | None:
+        """The next entries, or none after `idle`; None once the run let go of its claim.
+
+        A quiet run is looked at every `_LOOK_SECONDS`, so the death of its
+        instance ends the resume within seconds, not after a whole ping interval.
+        """
+        loop = asyncio.get_running_loop()
+        until = loop.time() + idle
+        while True:
+            block = min(_LOOK_SECONDS, max(until - loop.time(), 0.0))
+            entries = await self._logs.entries_after(self._stream, after, block)
+            if entries:
+                return entries
+            if not await self._logs.is_running(*self._run):
+                return None
+            if loop.time() >= until:
+                return entries
 
     def finished(self, cursor: int) -> bool:
         return self._ended

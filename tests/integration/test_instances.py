@@ -246,6 +246,8 @@ async def test_a_killed_instance_is_noticed_in_seconds_and_its_turns_end_interru
     await instances.processes[1].kill()
     killed = time.monotonic()
     busy = await on_a.get("/agent/chat/stream", params={"query": "Now", "conversationId": "c-dies"})
+    # Following the run before its death is noticed: it must end, not ping forever.
+    replay = asyncio.create_task(resume(on_a, "c-left", 0))
 
     async def accepted() -> bool:
         params = {"query": "Try again", "conversationId": "c-dies"}
@@ -264,15 +266,17 @@ async def test_a_killed_instance_is_noticed_in_seconds_and_its_turns_end_interru
     await eventually(untouched_swept)
     swept_after = time.monotonic() - killed
     listed = (await on_a.get("/agent/runs")).json()["data"]
-    replay = await resume(on_a, "c-left", 0)
+    replayed = await replay
+    replay_ended_after = time.monotonic() - killed
     stored = {c: await history(on_a, c) for c in ("c-dies", "c-left")}
 
     assert busy.status_code == 409  # alive a moment ago: not taken before its deadline
     assert freed_after < DEAD_SECONDS + 3
     assert swept_after < DEAD_SECONDS + 3
     assert listed == []
-    assert types(replay) == ["start", "text", "complete"]
-    assert replay[-1]["status"] == "interrupted"
+    assert types(replayed) == ["start", "text", "complete"]
+    assert replayed[-1]["status"] == "interrupted"
+    assert replay_ended_after < DEAD_SECONDS + 6
     assert [(t["status"], t["answer"]) for t in stored["c-dies"]] == [
         ("interrupted", "Half an answer"),
         ("completed", "A fresh answer."),
