@@ -28,11 +28,12 @@ instead of a hung request.
 
 Claims outlive Redis restarts and their owner's death (`redis_liveness`):
 every `dead_after / 5` seconds the instance heartbeat pushes this
-instance's deadline out and, in the same round trip, extends each claim it
-holds, or takes it again when Redis lost it; a reconnect of the listener
-beats at once, so a restarted Redis has its claims back within a round trip
-of coming back. A claim whose instance is past its deadline counts as free:
-a new turn takes it, a stop finds nothing, the list of runs drops it.
+instance's deadline out and then, in one more round trip, extends each
+claim it holds, or takes it again when Redis lost it (and this instance's
+entry with it); a reconnect of the listener beats at once, so a restarted
+Redis has its claims back within two round trips of the reconnect. A
+claim whose instance is past its deadline counts as free: a new turn takes
+it, a stop finds nothing, the list of runs drops it.
 """
 
 from __future__ import annotations
@@ -174,6 +175,8 @@ class RedisTaskManager:
         self._beat_now = asyncio.Event()
         """Set to beat before the interval is up: the listener reconnected (Redis came back)."""
         self._first_beat = asyncio.Event()
+        self._retake = False
+        """Redis lost this instance, and its claims are not all taken again yet."""
 
     @property
     def instance_id(self) -> str:
@@ -484,10 +487,12 @@ class RedisTaskManager:
                     )
                 )
             )
+        self._retake = self._retake or lost
         if not self._held:
+            self._retake = False
             return
         kept: list[_Held] = []
-        retake = "1" if lost else "0"
+        retake = "1" if self._retake else "0"
 
         def fill(pipe: Pipeline) -> None:
             kept.extend(self._held.values())
@@ -502,6 +507,7 @@ class RedisTaskManager:
 
         with translate_errors(self._where):
             replies = await self._batch.execute(fill)
+        self._retake = False
         again = 0
         for held, reply in zip(kept, replies, strict=True):
             claim = held.claim
