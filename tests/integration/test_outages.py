@@ -224,6 +224,10 @@ async def _listed(client: httpx.AsyncClient) -> set[str]:
     return {run["conversationId"] for run in runs if run["status"] == "running"}
 
 
+HELD_PER_INSTANCE = 5
+"""Turns each instance runs through the restart (a bounded batch), besides the one that ends."""
+
+
 @pytest.mark.redis
 async def test_claims_come_back_when_redis_restarts_empty_under_two_instances(
     tmp_path: Path,
@@ -233,10 +237,11 @@ async def test_claims_come_back_when_redis_restarts_empty_under_two_instances(
     fake_llm: FakeOpenAI,
 ) -> None:
     gate = asyncio.Event()
+    held = {f"c-{owner}{n}": owner for owner in "ab" for n in range(HELD_PER_INSTANCE)}
+    turns = {"c-ends": "a", **held}
     fake_llm.script(
         Reply.gated("The end ", "comes later.", gate),
-        Reply.hang(first_text="Half on A"),
-        Reply.hang(first_text="Half on B"),
+        *(Reply.hang(first_text=f"Half of {conversation}") for conversation in held),
     )
     settings = [
         service_settings(
@@ -245,13 +250,15 @@ async def test_claims_come_back_when_redis_restarts_empty_under_two_instances(
             redis_server.url,
             redis_prefix=redis_prefix,
             llm_base_url=fake_llm.base_url,
+            streams_per_minute=0,
+            max_streams_per_user=0,
         )
         for name in "ab"
     ]
-    turns = {"c-ends": "a", "c-on-a": "a", "c-on-b": "b"}
     seen: dict[str, list[Event]] = {conversation: [] for conversation in turns}
     async with running_service(settings[0]) as on_a, running_service(settings[1]) as on_b:
         clients = {"a": on_a, "b": on_b}
+        other = {"a": on_b, "b": on_a}
         streams = []
         for conversation, owner in turns.items():
             begun = asyncio.Event()
@@ -268,25 +275,31 @@ async def test_claims_come_back_when_redis_restarts_empty_under_two_instances(
             return await _listed(on_b) == set(turns)
 
         claims_back_after = await eventually(all_listed)
-        # Each instance refuses a second message on a conversation the other runs.
+        # The other instance refuses a second message on each running conversation.
         busy = [
-            await on_b.get("/agent/chat/stream", params={"query": "2", "conversationId": "c-on-a"}),
-            await on_a.get("/agent/chat/stream", params={"query": "2", "conversationId": "c-on-b"}),
+            (
+                await other[owner].get(
+                    "/agent/chat/stream", params={"query": "2", "conversationId": c}
+                )
+            ).status_code
+            for c, owner in held.items()
         ]
         gate.set()
         await streams[0]
         resumed = await resume(on_b, "c-ends", 0)
         stops = [
-            (await on_b.get("/agent/stop", params={"conversationId": "c-on-a"})).json(),
-            (await on_a.get("/agent/stop", params={"conversationId": "c-on-b"})).json(),
+            (await other[owner].get("/agent/stop", params={"conversationId": c})).json()["success"]
+            for c, owner in held.items()
         ]
         await asyncio.gather(*streams)
         stored = {c: (await history(on_a, c))[0] for c in turns}
 
     assert claims_back_after < 5.0
-    assert [response.status_code for response in busy] == [409, 409]
-    assert [stop["success"] for stop in stops] == [True, True]
-    assert [seen[c][-1]["status"] for c in turns] == ["completed", "stopped", "stopped"]
-    assert [stored[c]["status"] for c in turns] == ["completed", "stopped", "stopped"]
+    assert busy == [409] * len(held)
+    assert stops == [True] * len(held)
+    assert {c: seen[c][-1]["status"] for c in held} == dict.fromkeys(held, "stopped")
+    assert {c: stored[c]["status"] for c in held} == dict.fromkeys(held, "stopped")
+    assert {c: stored[c]["answer"] for c in held} == {c: f"Half of {c}" for c in held}
+    assert seen["c-ends"][-1]["status"] == stored["c-ends"]["status"] == "completed"
     assert resumed[-1]["status"] == "completed"
     assert text_of(resumed) == "The end comes later." == stored["c-ends"]["answer"]
