@@ -123,6 +123,10 @@ class Settings(BaseSettings):
 
     data_dir: Path = Path("./data")
     task_ttl_seconds: int = Field(default=1800, ge=1)
+    """Longest a claim outlives its last refresh: the backstop when Redis alone is left."""
+    instance_dead_seconds: float = Field(default=15.0, gt=0)
+    """With Redis: an instance silent this long is dead, and another marks its turns
+    `interrupted` and frees their conversations; it beats five times in that span."""
     query_max_chars: int = Field(default=32000, ge=1)
     upload_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     request_headers_max_bytes: int = Field(default=32 * 1024, ge=1024)

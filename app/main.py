@@ -49,7 +49,9 @@ from app.store.db import Database
 from app.store.file_store import SqlFileStore
 from app.store.sessions import SqlSessionStore
 from app.tasks.factory import build_shared_logs, build_task_manager, build_unstored
+from app.tasks.redis import RedisTaskManager
 from app.tasks.runs import RunRegistry
+from app.tasks.sweeper import Sweeper
 from app.tasks.unstored import UnstoredSweeper
 from app.tasks.webhooks import Webhooks
 from app.telemetry import TelemetryMiddleware, build_telemetry
@@ -87,7 +89,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         if tracer is not None:
             trace_database(db, tracer)
         app.state.database = db
-        store = SqlSessionStore(db)
+        instance_id = uuid.uuid4().hex[:12]
+        store = SqlSessionStore(db, instance_id)
         await _mark_orphans(store, settings)
         model_client = await stack.enter_async_context(build_http_client(settings))
         tools_client = await stack.enter_async_context(build_http_client(settings))
@@ -105,9 +108,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         telemetry.watch_model(model)
         unstored = build_unstored(settings)
         stack.push_async_callback(unstored.close)
-        sweeper = UnstoredSweeper(unstored, store, settings.unstored_sweep_seconds)
-        sweeper.start()
-        stack.push_async_callback(sweeper.close)
+        storing = UnstoredSweeper(unstored, store, settings.unstored_sweep_seconds)
+        storing.start()
+        stack.push_async_callback(storing.close)
         toolbox = McpToolbox(mcp, settings.mcp_result_max_chars, settings.tavily_max_results)
         core = AgentCore(
             model=model,
@@ -126,11 +129,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         for built in agents.values():
             # Before the runs' shutdown is registered, so they close after every run ended.
             await stack.enter_async_context(built.resources())
-        backend = build_task_manager(settings, instance_id=uuid.uuid4().hex[:12])
+        backend = build_task_manager(settings, instance_id)
         tasks = backend
         if tracer is not None and settings.redis_url:
             tasks = TracedTaskManager(backend, tracer)
-        shared_logs = build_shared_logs(settings, tasks, backend)
+        shared_logs = build_shared_logs(settings, tasks, backend, store.latest_status)
         run_registry = RunRegistry(
             tasks, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
         )
@@ -149,6 +152,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         )
         stack.push_async_callback(limits.close)
         stack.push_async_callback(tasks.close)
+        if isinstance(backend, RedisTaskManager):
+            dead = Sweeper(backend, store, settings.task_ttl_seconds)
+            dead.start()
+            stack.push_async_callback(dead.close)
         stack.push_async_callback(shared_logs.close)
         stack.push_async_callback(webhooks.close)
         stack.push_async_callback(run_registry.shutdown)
@@ -191,13 +198,16 @@ async def _mark_orphans(store: SqlSessionStore, settings: Settings) -> None:
     """Turns left `running` by a dead process become `interrupted`.
 
     With the in-process registry this process was the only runner, so every
-    running row is an orphan; with Redis, other instances may be running, so
-    only rows silent for longer than the claim TTL are.
+    running row is an orphan; with Redis, other instances may be running, and
+    the sweeper (`app/tasks/sweeper.py`) marks only the turns of instances
+    that are dead; here only rows stored before turns recorded their
+    instance, once silent for longer than the claim TTL.
     """
-    older_than = None
-    if settings.redis_url:
+    if not settings.redis_url:
+        count = await store.mark_interrupted()
+    else:
         older_than = datetime.now(UTC) - timedelta(seconds=settings.task_ttl_seconds)
-    count = await store.mark_interrupted(older_than=older_than)
+        count = await store.mark_interrupted(older_than=older_than, unowned=True)
     if count:
         log.warning("marked %d orphaned turn(s) as interrupted", count)
 

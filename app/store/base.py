@@ -82,12 +82,15 @@ class SessionStore(Protocol):
         session_id: str | None = None,
         user_id: str | None = None,
         older_than: datetime | None = None,
+        *,
+        unowned: bool = False,
     ) -> int:
         """Mark `running` turns (matching every given filter) `interrupted`; return how many.
 
         Their partial answer stays. For turns whose run died with its instance:
         at start-up, and when a conversation's claim is found expired.
-        `older_than` compares with the turn's latest write (`update_time`).
+        `older_than` compares with the turn's latest write (`update_time`);
+        `unowned` keeps to rows stored before turns recorded their instance.
         """
         ...
 

@@ -35,6 +35,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    text,
 )
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
@@ -181,6 +182,8 @@ class StoredTurn(TurnBase):
     """The name of the agent that answered, as the agent registry knows it."""
     update_time: datetime = Field(default_factory=_utc_now, sa_type=UTCDateTime)
     """Latest write to the row (aware UTC); a conversation's activity is its newest."""
+    instance_id: str | None = Field(default=None, max_length=32)
+    """The instance that ran the turn: while `running`, whose death makes it `interrupted`."""
 
 
 class AiSession(StoredTurn, table=True):
@@ -190,6 +193,13 @@ class AiSession(StoredTurn, table=True):
     __table_args__ = (
         Index("ix_ai_session_session_id", "session_id"),
         Index("ix_ai_session_user_id_update_time", "user_id", "update_time"),
+        # Running rows only: the orphan sweep reads it every few seconds (migration 0006).
+        Index(
+            "ix_ai_session_running_instance",
+            "instance_id",
+            postgresql_where=text("status = 'running'"),
+            sqlite_where=text("status = 'running'"),
+        ),
     )
 
 

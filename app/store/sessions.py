@@ -75,8 +75,12 @@ def _question_with_memory() -> Select[Any]:
 
 
 class SqlSessionStore:
-    def __init__(self, db: Database) -> None:
+    """`instance_id` names the running instance in each question's row: when that instance
+    dies, another finds its running turns by it (`interrupt_instance`)."""
+
+    def __init__(self, db: Database, instance_id: str | None = None) -> None:
         self._db = db
+        self._instance_id = instance_id
         self._finish_turn = db.prepare(_FINISH_TURN, [*_OUTCOME, "update_time"])
         self._insert_question = db.prepare(_INSERT_QUESTION, _INSERTED)
         self._recent_turns = db.prepare(_RECENT_TURNS_BEFORE)
@@ -95,7 +99,9 @@ class SqlSessionStore:
         """
         now = _now()
         params = {name: getattr(turn, name) for name in _INSERTED}
-        params.update(status="running", create_time=now, update_time=now)
+        params.update(
+            status="running", create_time=now, update_time=now, instance_id=self._instance_id
+        )
         if self._question_with_memory is not None:
             params["limit"] = max(memory_turns, 0)
             rows = await self._db.run(self._question_with_memory, params)
@@ -161,12 +167,16 @@ class SqlSessionStore:
         session_id: str | None = None,
         user_id: str | None = None,
         older_than: datetime | None = None,
+        *,
+        unowned: bool = False,
     ) -> int:
         stmt = (
             update(T)
             .where(T.c.status == "running")
             .values(status="interrupted", update_time=_now())
         )
+        if unowned:
+            stmt = stmt.where(T.c.instance_id.is_(None))
         if session_id is not None:
             stmt = stmt.where(T.c.session_id == session_id)
         if user_id is not None:
@@ -175,6 +185,37 @@ class SqlSessionStore:
             stmt = stmt.where(T.c.update_time < older_than)
         async with self._db.statement() as conn:
             return (await conn.execute(stmt)).rowcount
+
+    async def running_instances(self) -> set[str]:
+        """The instances with turns stored `running` (read from the running rows' own index)."""
+        stmt = select(T.c.instance_id).where(T.c.status == "running").distinct()
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).scalars().all()
+        return {row for row in rows if row is not None}
+
+    async def interrupt_instance(self, instance_id: str) -> list[tuple[str, str]]:
+        """Mark the instance's running turns `interrupted`; their (user, conversation) pairs."""
+        stmt = (
+            update(T)
+            .where(T.c.status == "running", T.c.instance_id == instance_id)
+            .values(status="interrupted", update_time=_now())
+            .returning(T.c.user_id, T.c.session_id)
+        )
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return sorted({(row.user_id, row.session_id) for row in rows})
+
+    async def latest_status(self, user_id: str, session_id: str) -> TurnStatus | None:
+        """How the conversation's newest turn is stored (`running` while it runs); None if none."""
+        stmt = (
+            select(T.c.status)
+            .where(T.c.user_id == user_id, T.c.session_id == session_id)
+            .order_by(T.c.id.desc())
+            .limit(1)
+        )
+        async with self._db.statement() as conn:
+            status: TurnStatus | None = (await conn.execute(stmt)).scalar_one_or_none()
+        return status
 
     async def recent_turns(
         self, user_id: str, session_id: str, limit: int, before_id: int | None = None

@@ -4,6 +4,8 @@
 `build_task_manager` picks one from the settings. `log` is a run's event log
 and the reader interface; `redis_log` copies logs where other instances can
 read them, and `build_shared_logs` wires it when Redis is configured.
+`redis_liveness` tells live instances from dead ones in Redis, and `sweeper`
+marks a dead instance's turns `interrupted` and frees their conversations.
 """
 
 from app.tasks.base import (

@@ -5,7 +5,8 @@ fails (the API answers 409), or, when the request asked to wait, joins the
 conversation's queue and takes the claim once it is at the head and the
 conversation is free (`claim_queued`). The owner refreshes its claim while the run
 lives; a claim not refreshed within the TTL expires, so a crashed instance
-never blocks a conversation for longer than that. A stop request may arrive
+never blocks a conversation for longer than that (with Redis, no longer than
+`INSTANCE_DEAD_SECONDS`: see `redis_liveness`). A stop request may arrive
 at any instance: the manager delivers it to the instance holding the claim,
 whose registered stop handler cancels the run.
 

@@ -7,7 +7,7 @@ from app.tasks.base import TaskManager
 from app.tasks.in_process import InProcessTaskManager
 from app.tasks.log import LocalRunLogs, SharedRunLogs
 from app.tasks.redis import RedisTaskManager
-from app.tasks.redis_log import RedisRunLogs
+from app.tasks.redis_log import RedisRunLogs, StoredStatus
 from app.tasks.unstored import NoUnstoredTurns, RedisUnstoredTurns, UnstoredTurns
 
 
@@ -19,16 +19,22 @@ def build_task_manager(settings: Settings, instance_id: str) -> TaskManager:
     """
     if not settings.redis_url:
         return InProcessTaskManager()
-    return RedisTaskManager(settings.redis_url, settings.redis_prefix, instance_id)
+    return RedisTaskManager(
+        settings.redis_url,
+        settings.redis_prefix,
+        instance_id,
+        dead_after=settings.instance_dead_seconds,
+    )
 
 
 def build_shared_logs(
-    settings: Settings, tasks: TaskManager, backend: TaskManager
+    settings: Settings, tasks: TaskManager, backend: TaskManager, stored: StoredStatus
 ) -> SharedRunLogs:
     """Redis Streams with `REDIS_URL`; without it only the in-process logs exist (one instance).
 
     `tasks` is what the app calls (tracing may wrap it), `backend` the manager
     `build_task_manager` made: a run's last copy releases its claim through it.
+    `stored` tells a resume how a turn whose end marker is missing is stored.
     """
     if not settings.redis_url:
         return LocalRunLogs()
@@ -41,6 +47,7 @@ def build_shared_logs(
         retention=settings.resume_retention_seconds,
         max_events=settings.resume_max_events,
         max_idle=settings.sse_ping_seconds,
+        stored=stored,
     )
 
 

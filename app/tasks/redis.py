@@ -26,9 +26,14 @@ backoff and logs once per outage. Commands never retry and time out within
 seconds, so while Redis is away callers get `TaskBackendUnavailable` at once
 instead of a hung request.
 
-Left out: TTL-expiry notifications (keyspace events need server-side
-configuration), so a stop whose owner died waits its full `wait` before it
-answers; the claim then expires on its own.
+Claims outlive Redis restarts and their owner's death (`redis_liveness`):
+every `dead_after / 5` seconds the instance heartbeat pushes this
+instance's deadline out and then, in one more round trip, extends each
+claim it holds, or takes it again when Redis lost it (and this instance's
+entry with it); a reconnect of the listener beats at once, so a restarted
+Redis has its claims back within two round trips of the reconnect. A
+claim whose instance is past its deadline counts as free: a new turn takes
+it, a stop finds nothing, the list of runs drops it.
 """
 
 from __future__ import annotations
@@ -39,15 +44,26 @@ import logging
 import random
 from collections.abc import Iterable
 from contextlib import suppress
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
 from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError
 
+from app.core.run import ConversationKey
 from app.tasks.base import Claim, QueueState, StopHandler, TaskBackendUnavailable, Ticket
 from app.tasks.redis_batch import SharedPipeline
 from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
+from app.tasks.redis_liveness import (
+    BEAT_LUA,
+    CLAIM_LUA,
+    FREE_LUA,
+    KEEP_LUA,
+    LIVE_CLAIM_LUA,
+    SWEEP_LUA,
+    holder_alive,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -61,16 +77,6 @@ _REFRESH_LUA = """
 local value = redis.call('GET', KEYS[1])
 if value and cjson.decode(value)['task_id'] == ARGV[1] then
   return redis.call('PEXPIRE', KEYS[1], ARGV[2])
-end
-return 0
-"""
-
-# KEYS[1] claim key, KEYS[2] the user's list of runs; ARGV: claim value, TTL in ms, task
-# id, the turn as listed. The turn is listed only if the claim is taken.
-_CLAIM_POSTING_LUA = """
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-  return 1
 end
 return 0
 """
@@ -90,9 +96,12 @@ return 0
 """
 
 
-# KEYS[1] queue, KEYS[2] claim; ARGV: task id, claim value, TTL in ms, ticket key prefix.
-# Tickets ahead whose waiters stopped keeping them are dropped on the way to the head.
-_CLAIM_QUEUED_LUA = """
+# KEYS[1] queue, KEYS[2] claim, KEYS[3] instances; ARGV: task id, claim value, TTL in ms,
+# ticket key prefix. Tickets ahead whose waiters stopped keeping them are dropped on the
+# way to the head; a claim whose instance died is free.
+_CLAIM_QUEUED_LUA = (
+    LIVE_CLAIM_LUA.partition("-- KEYS")[0]
+    + """
 if redis.call('EXISTS', ARGV[4] .. ARGV[1]) == 0 then
   redis.call('LREM', KEYS[1], 0, ARGV[1])
   return 'gone'
@@ -104,13 +113,24 @@ while true do
   if redis.call('EXISTS', ARGV[4] .. head) == 1 then return 'waiting' end
   redis.call('LPOP', KEYS[1])
 end
-if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then
-  redis.call('LPOP', KEYS[1])
-  redis.call('DEL', ARGV[4] .. ARGV[1])
-  return 'claimed'
-end
-return 'waiting'
+local held = redis.call('GET', KEYS[2])
+if held and not holder_dead(held, KEYS[3]) then return 'waiting' end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+redis.call('LPOP', KEYS[1])
+redis.call('DEL', ARGV[4] .. ARGV[1])
+return 'claimed'
 """
+)
+
+
+@dataclass(slots=True)
+class _Held:
+    """A claim this instance holds, as the heartbeat keeps it (or takes it again)."""
+
+    claim: Claim
+    ttl: float
+    listed: str = ""
+    """The turn as its user's list of runs shows it, once known; put back with the claim."""
 
 
 class RedisTaskManager:
@@ -118,9 +138,19 @@ class RedisTaskManager:
 
     `timeout` bounds each connect and each command: it is how long a request
     may hang on a Redis that stopped answering before it gets a 503.
+    `dead_after` is how long past its last heartbeat this instance counts as
+    dead to the others (`INSTANCE_DEAD_SECONDS`); it beats five times in that span.
     """
 
-    def __init__(self, url: str, prefix: str, instance_id: str, *, timeout: float = 2.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        prefix: str,
+        instance_id: str,
+        *,
+        timeout: float = 2.0,
+        dead_after: float = 15.0,
+    ) -> None:
         self._redis = connect(url, timeout=timeout, read_timeout=timeout)
         self._where = redacted(url)
         self._prefix = prefix
@@ -138,6 +168,23 @@ class RedisTaskManager:
         self._queue_waiters: dict[_Key, set[asyncio.Future[None]]] = {}
         """Queued turns waiting for a release or a queue change (`wait_released`)."""
         self._stops_in_flight: set[asyncio.Task[None]] = set()
+        self._instances_key = f"{prefix}instances"
+        self._dead_after = dead_after
+        self._held: dict[ConversationKey, _Held] = {}
+        self._beater: asyncio.Task[None] | None = None
+        self._beat_now = asyncio.Event()
+        """Set to beat before the interval is up: the listener reconnected (Redis came back)."""
+        self._first_beat = asyncio.Event()
+        self._retake = False
+        """Redis lost this instance, and its claims are not all taken again yet."""
+
+    @property
+    def instance_id(self) -> str:
+        return self._instance_id
+
+    @property
+    def beat_interval(self) -> float:
+        return self._dead_after / 5
 
     async def start(self, on_stop: StopHandler) -> None:
         """Return once subscribed, so a stop sent right after start-up is heard.
@@ -150,13 +197,18 @@ class RedisTaskManager:
         self._listener = asyncio.create_task(
             self._listen(on_stop), name=f"task-stop-listener-{self._instance_id}"
         )
+        self._beater = asyncio.create_task(
+            self._heartbeat(), name=f"instance-heartbeat-{self._instance_id}"
+        )
         await self._first_attempt.wait()
+        await self._first_beat.wait()
 
     async def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        pending = [task for task in (self._listener, *self._stops_in_flight) if task is not None]
+        running = (self._listener, self._beater, *self._stops_in_flight)
+        pending = [task for task in running if task is not None]
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
@@ -166,16 +218,15 @@ class RedisTaskManager:
     async def claim(self, claim: Claim, ttl: float, ticket: Ticket | None = None) -> bool:
         key = self._key(claim.user_id, claim.conversation_id)
         value, expiry = self._claim_value(claim), milliseconds(ttl)
-
-        def fill(pipe: Pipeline) -> None:
-            if ticket is None:
-                pipe.set(key, value, nx=True, px=expiry)
-            else:
-                board, listed = self._board_key(claim.user_id), _listed(ticket)
-                pipe.eval(_CLAIM_POSTING_LUA, 2, key, board, value, expiry, ticket.task_id, listed)
-
+        board, listed = self._board_key(claim.user_id), "" if ticket is None else _listed(ticket)
+        keys, args = (key, board, self._instances_key), (value, expiry, claim.task_id, listed)
         with translate_errors(self._where):
-            return bool(await self._batch.command(fill))
+            taken = bool(
+                await self._batch.command(lambda pipe: pipe.eval(CLAIM_LUA, 3, *keys, *args))
+            )
+        if taken:
+            self._held[claim.key] = _Held(claim, ttl, listed)
+        return taken
 
     def _claim_value(self, claim: Claim) -> str:
         return json.dumps(
@@ -205,14 +256,17 @@ class RedisTaskManager:
         EVAL, not a registered script: a script object on a pipeline costs a
         SCRIPT EXISTS round trip on every execute.
         """
+        held = self._held.get(claim.key)
+        if held is not None and held.claim.task_id == claim.task_id:
+            del self._held[claim.key]
         key = self._key(claim.user_id, claim.conversation_id)
         done = _message(claim.user_id, claim.conversation_id)
         board = self._board_key(claim.user_id)
         pipe.eval(_RELEASE_LUA, 2, key, board, claim.task_id, self._done_channel, done)
 
     async def current(self, user_id: str, conversation_id: str) -> Claim | None:
-        with translate_errors(self._where):
-            value = await self._redis.get(self._key(user_id, conversation_id))
+        """The claim, unless its instance died: that conversation runs nothing."""
+        value = await self._live_claim(user_id, conversation_id)
         if value is None:
             return None
         stored = json.loads(value)
@@ -228,9 +282,9 @@ class RedisTaskManager:
         try:
             # Registered before the existence check: a release landing between
             # the check and the wait still wakes this call.
+            if await self._live_claim(user_id, conversation_id) is None:
+                return False
             with translate_errors(self._where):
-                if not await self._redis.exists(self._key(user_id, conversation_id)):
-                    return False
                 await self._redis.publish(self._stop_channel, _message(user_id, conversation_id))
             with suppress(TimeoutError):
                 async with asyncio.timeout(wait):
@@ -269,6 +323,7 @@ class RedisTaskManager:
             self._queue_key(claim.user_id, claim.conversation_id),
             self._key(claim.user_id, claim.conversation_id),
         ]
+        keys.append(self._instances_key)
         args: list[str | int] = [
             claim.task_id,
             self._claim_value(claim),
@@ -277,6 +332,8 @@ class RedisTaskManager:
         ]
         with translate_errors(self._where):
             state = await self._claim_queued_script(keys=keys, args=args)
+        if state == "claimed":
+            self._held[claim.key] = _Held(claim, ttl)
         return cast(QueueState, state)
 
     async def leave_queue(self, claim: Claim) -> None:
@@ -314,6 +371,9 @@ class RedisTaskManager:
                 del self._queue_waiters[key]
 
     async def post(self, ticket: Ticket) -> None:
+        held = self._held.get(ConversationKey(ticket.user_id, ticket.conversation_id))
+        if held is not None and held.claim.task_id == ticket.task_id:
+            held.listed = _listed(ticket)
         with translate_errors(self._where):
             await self._redis.hset(self._board_key(ticket.user_id), ticket.task_id, _listed(ticket))
 
@@ -327,17 +387,143 @@ class RedisTaskManager:
             entries = await self._redis.hgetall(board)
             tickets = [_ticket(user_id, str(k), str(v)) for k, v in entries.items()]
             async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.hgetall(self._instances_key)
+                pipe.time()
                 for ticket in tickets:
                     if ticket.status == "running":
                         pipe.get(self._key(user_id, ticket.conversation_id))
                     else:
                         pipe.exists(self._ticket_key(ticket.task_id))
-                found = await pipe.execute()
-            alive = [t for t, f in zip(tickets, found, strict=True) if _alive(t, f)]
+                deadlines, (seconds, micros), *found = await pipe.execute()
+            now_ms = seconds * 1000 + micros // 1000
+            alive = [
+                t
+                for t, f in zip(tickets, found, strict=True)
+                if _alive(t, f) and (t.status == "queued" or holder_alive(f, deadlines, now_ms))
+            ]
             stale = [t.task_id for t in tickets if t not in alive]
             if stale:
                 await self._redis.hdel(board, *stale)
         return sorted(alive, key=lambda t: t.started_at)
+
+    async def lead_sweep(self, interval: float) -> bool:
+        """Whether this instance sweeps for dead instances now: one at a time, each `interval`."""
+        with translate_errors(self._where):
+            return bool(
+                await self._redis.set(
+                    f"{self._prefix}sweeper", self._instance_id, nx=True, px=milliseconds(interval)
+                )
+            )
+
+    async def dead_instances(self, holding: set[str], kept: float) -> list[str]:
+        """The instances past their deadline, other than this one (see `redis_liveness`).
+
+        `holding` are instances with turns stored `running`; `kept` is how long a
+        dead one is still reported (its claims live that long at most).
+        """
+        grace = milliseconds(self._dead_after)
+        with translate_errors(self._where):
+            dead = await self._redis.eval(
+                SWEEP_LUA, 1, self._instances_key, grace, milliseconds(kept), *sorted(holding)
+            )
+        return [str(instance) for instance in dead if instance != self._instance_id]
+
+    async def free(self, instance: str, conversations: Iterable[tuple[str, str]]) -> None:
+        """Drop the dead `instance`'s claims on `conversations`, waking whoever waits on them."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for user_id, conversation_id in conversations:
+                key, done = self._key(user_id, conversation_id), _message(user_id, conversation_id)
+                pipe.eval(FREE_LUA, 1, key, instance, self._done_channel, done)
+            with translate_errors(self._where):
+                await pipe.execute()
+
+    async def _live_claim(self, user_id: str, conversation_id: str) -> str | None:
+        key = self._key(user_id, conversation_id)
+        with translate_errors(self._where):
+            value = await self._batch.command(
+                lambda pipe: pipe.eval(LIVE_CLAIM_LUA, 2, key, self._instances_key)
+            )
+        return None if value is None else str(value)
+
+    async def _heartbeat(self) -> None:
+        """Beat every `beat_interval`, or at once when asked; log once per outage."""
+        failing = False
+        while True:
+            try:
+                await self._beat()
+                if failing:
+                    logger.info("instance heartbeat reaches Redis at %s again", self._where)
+                failing = False
+            except TaskBackendUnavailable as exc:
+                if not failing:
+                    logger.warning(
+                        "instance heartbeat cannot reach Redis (%s): past %.0f s without one"
+                        " the other instances take this one's conversations",
+                        exc,
+                        self._dead_after,
+                    )
+                failing = True
+            self._first_beat.set()
+            self._beat_now.clear()
+            with suppress(TimeoutError):
+                async with asyncio.timeout(self.beat_interval):
+                    await self._beat_now.wait()
+
+    async def _beat(self) -> None:
+        """Push this instance's deadline out, then keep every claim it holds.
+
+        A claim gone while this instance's entry stayed expired (its run stopped
+        refreshing it); one gone with the entry was lost by Redis, and is taken
+        again. The claims are read when the batch leaves: one released meanwhile
+        is not in it, and one released while the batch was on its way and taken
+        again is released at once.
+        """
+        life = milliseconds(self._dead_after)
+        with translate_errors(self._where):
+            lost = bool(
+                await self._batch.command(
+                    lambda pipe: pipe.eval(
+                        BEAT_LUA, 1, self._instances_key, self._instance_id, life
+                    )
+                )
+            )
+        self._retake = self._retake or lost
+        if not self._held:
+            self._retake = False
+            return
+        kept: list[_Held] = []
+        retake = "1" if self._retake else "0"
+
+        def fill(pipe: Pipeline) -> None:
+            kept.extend(self._held.values())
+            for held in kept:
+                claim = held.claim
+                key = self._key(claim.user_id, claim.conversation_id)
+                board, value = self._board_key(claim.user_id), self._claim_value(claim)
+                expiry = milliseconds(held.ttl)
+                pipe.eval(
+                    KEEP_LUA, 2, key, board, claim.task_id, value, expiry, held.listed, retake
+                )
+
+        with translate_errors(self._where):
+            replies = await self._batch.execute(fill)
+        self._retake = False
+        again = 0
+        for held, reply in zip(kept, replies, strict=True):
+            claim = held.claim
+            current = self._held.get(claim.key) is held
+            if reply == 2:
+                again += 1
+                if not current:
+                    await self.release(claim)
+            elif reply in (0, 3) and current:
+                del self._held[claim.key]  # its run's own refresh takes it again if it can
+        if again:
+            logger.info(
+                "Redis at %s had lost this instance (restarted?): %d claim(s) taken again",
+                self._where,
+                again,
+            )
 
     def _key(self, user_id: str, conversation_id: str) -> str:
         return f"{self._prefix}task:{user_id}:{conversation_id}"
@@ -363,6 +549,7 @@ class RedisTaskManager:
                     if failed_attempts:
                         logger.info("Redis task listener subscribed again at %s", self._where)
                         failed_attempts = 0
+                        self._beat_now.set()  # Redis may have restarted empty: claims back now
                     self._subscribed = True
                     self._first_attempt.set()
                     await self._wake_waiters_of_ended_claims()

@@ -26,9 +26,12 @@ complete again once Redis is back, even after a restart that lost it.
 A reader on another instance replays with XREAD from the asked id, then
 blocks on XREAD for more. When the run's claim is gone and no end marker
 has come, it waits a short grace for the marker (the owner releases its
-claim just before writing it); if none comes the owner died, and the
-reader ends the stream with `complete{status: interrupted}`, which is what
-the orphaned row becomes.
+claim just before writing it); if none comes it reads how the turn is
+stored (`stored`): a turn that ended (its end marker lost with a Redis
+restart) ends the stream with its stored status, one still `running` is
+followed on (its owner takes its claim back, or dies and the sweep marks
+it), and one marked `interrupted` ends it so. Without `stored` the reader
+ends it `interrupted` at once.
 
 Left out: consumer groups (every reader reads the whole log), and any
 durability beyond Redis's own.
@@ -38,13 +41,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import cast
 
 from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT, FieldT
 
-from app.core.events import CompleteEvent, encode_data
+from app.core.events import CompleteEvent, RunStatus, encode_data
 from app.core.frames import encode_frame
 from app.tasks.base import Claim, EventsGone, TaskError, TaskManager
 from app.tasks.log import RunLog
@@ -60,6 +64,8 @@ _RETRY_SECONDS = 1.0
 """Pause between copy attempts while Redis is failing."""
 _GRACE_SECONDS = 2.0
 """How long a reader waits for the end marker after the run let go of its claim."""
+_LOOK_SECONDS = 2.0
+"""How often a reader of a quiet run looks whether the run still holds its claim."""
 _READ_BATCH = 100
 """Entries per XREAD: up to `_ENTRY_EVENTS` events each."""
 _ENTRY_EVENTS = 64
@@ -71,6 +77,9 @@ _END = b"end"
 Entry = tuple[bytes, dict[bytes, bytes]]
 """A Stream entry as redis-py returns it undecoded: (id, fields)."""
 
+StoredStatus = Callable[[str, str], Awaitable[str | None]]
+"""How (user, conversation)'s newest turn is stored: `running`, how it ended, None if no row."""
+
 
 class RedisRunLogs:
     """The `SharedRunLogs` backend on Redis; build it once per app and `close()` it at shutdown.
@@ -78,7 +87,8 @@ class RedisRunLogs:
     `tasks` answers whether a run still holds its conversation (its liveness);
     `releaser`, the same manager when it keeps its claims in Redis, lets a run's
     last copy release its claim in the same round trip;
-    `max_idle` is the longest a reader blocks on Redis before its response pings.
+    `max_idle` is the longest a reader blocks on Redis before its response pings;
+    `stored` reads how a turn is stored, for a run whose claim is gone with no end marker.
     """
 
     def __init__(
@@ -93,6 +103,7 @@ class RedisRunLogs:
         max_events: int,
         max_idle: float,
         timeout: float = 2.0,
+        stored: StoredStatus | None = None,
     ) -> None:
         self._batch = SharedPipeline(url, timeout=timeout, decode=False)
         # Its own pool: a blocked XREAD holds a connection for up to `max_idle`.
@@ -108,6 +119,7 @@ class RedisRunLogs:
         self._refresh = max(ttl / 3, 0.05)
         self._max_events = max_events
         self._max_idle = max_idle
+        self._stored = stored
 
     async def close(self) -> None:
         await self._batch.close()
@@ -129,7 +141,7 @@ class RedisRunLogs:
             now = asyncio.get_running_loop().time()
             extend = cursor == 0 or now - expires_at >= self._refresh
             try:
-                await self._send(stream, pointer, claim, cursor, frames, ended, extend)
+                kept = await self._send(stream, pointer, claim, cursor, frames, ended, extend)
             except (RedisError, OSError) as exc:
                 if not failing:
                     logger.warning(
@@ -148,6 +160,12 @@ class RedisRunLogs:
             if failing:
                 logger.info("run %s is copied to Redis again", claim.task_id)
                 failing = False
+            if not kept:
+                logger.info(
+                    "Redis lost the copy of run %s (restarted?): copying it again", claim.task_id
+                )
+                cursor = 0
+                continue
             if extend:
                 expires_at = now
             cursor += len(frames)
@@ -204,6 +222,26 @@ class RedisRunLogs:
         claim = await self._tasks.current(user_id, conversation_id)
         return claim is not None and claim.task_id == task_id
 
+    async def settled(self, user_id: str, conversation_id: str, task_id: str) -> RunStatus | None:
+        """How a run that let go of its claim without an end marker ended; None: not yet.
+
+        The conversation's newest row is the run's while no newer run has taken
+        the conversation; once one has, the run's own row is no longer known here.
+        Raises `TaskError` when the store cannot tell (the stream then ends without `complete`).
+        """
+        if self._stored is None or await self.latest(user_id, conversation_id) not in (
+            None,
+            task_id,
+        ):
+            return "interrupted"
+        try:
+            status = await self._stored(user_id, conversation_id)
+        except Exception as exc:
+            raise TaskError(f"the stored turn cannot be read: {type(exc).__name__}") from exc
+        if status == "running":
+            return None
+        return cast(RunStatus, status or "interrupted")
+
     async def entries_after(self, stream: str, after: int, block: float) -> list[Entry]:
         """The entries after event `after`, waiting up to `block` seconds for the first one."""
         block_ms = milliseconds(min(block, self._max_idle))
@@ -222,19 +260,24 @@ class RedisRunLogs:
         frames: list[bytes],
         ended: bool,
         extend: bool,
-    ) -> None:
+    ) -> bool:
         """One round trip: the new frames, the end marker once ended, and the keys' lives.
 
         The last one also releases the claim, just before the end marker, as
         the runner would have a moment earlier in a round trip of its own.
+        False when the Stream was gone (Redis restarted empty): a copy that goes
+        on from `cursor` never creates it, or a resume would find its start missing.
         """
         # Trimming by id, not length: entries hold different numbers of events.
         oldest = max(0, cursor + len(frames) - self._max_events + 1)
         chunks = [frames[i : i + _ENTRY_EVENTS] for i in range(0, len(frames), _ENTRY_EVENTS)]
         if ended and not chunks:
             chunks = [[]]  # the end marker alone
+        appended: list[int] = []
+        """Where the XADD replies are in the batch's replies."""
 
         def fill(pipe: Pipeline) -> None:
+            base = len(pipe)  # the batch's pipeline holds other callers' commands before ours
             if ended and self._releaser is not None:
                 self._releaser.release_in(pipe, claim)
             if cursor == 0:
@@ -249,7 +292,15 @@ class RedisRunLogs:
                     fields[_END] = b""
                 last = first + len(chunk) - 1
                 entry_id = f"{last}-{_FINAL if final else _EVENTS}"
-                pipe.xadd(stream, fields, id=entry_id, minid=oldest, approximate=False)
+                appended.append(len(pipe) - base)
+                pipe.xadd(
+                    stream,
+                    fields,
+                    id=entry_id,
+                    minid=oldest,
+                    approximate=False,
+                    nomkstream=cursor > 0,
+                )
                 first = last + 1
             if ended:
                 pipe.pexpire(stream, self._retention_ms)
@@ -257,10 +308,12 @@ class RedisRunLogs:
             elif extend:
                 pipe.pexpire(stream, self._live_ms)
 
-        for result in await self._batch.execute(fill):
+        results = await self._batch.execute(fill)
+        for result in results:
             # A resend after an outage finds the entries Redis kept: those are done already.
             if isinstance(result, ResponseError) and "equal or smaller" not in str(result):
                 raise result
+        return all(results[index] is not None for index in appended)
 
     def _stream_key(self, task_id: str) -> str:
         return f"{self._prefix}events:{task_id}"
@@ -278,25 +331,61 @@ class RedisStreamReader:
         self._run = run
         """(user id, conversation id, task id) of the run read."""
         self._ended = False
+        self._owner_gone: bool | None = None
+        """Whether the run has let go of its claim, once looked at; None: look again."""
 
     async def wait(self, after: int, idle: float) -> tuple[bytes, int]:
+        """The frames after `after`; once the owner let go, a short wait and then its end.
+
+        The owner is looked at before the first block, so a resume of a run that
+        is over or dead ends within the grace, not after a whole `idle`.
+        """
         if self._ended:
             return b"", after
         try:
-            entries = await self._logs.entries_after(self._stream, after, idle)
-            if not entries and not await self._logs.is_running(*self._run):
-                entries = await self._logs.entries_after(self._stream, after, _GRACE_SECONDS)
-                if not entries:
-                    self._ended = True
-                    return _interrupted_frame(after + 1), after + 1
+            if self._owner_gone is None:
+                self._owner_gone = not await self._logs.is_running(*self._run)
+            if not self._owner_gone:
+                entries = await self._follow(after, idle)
+                if entries is not None:
+                    return self._take(entries, after)
+                self._owner_gone = True
+            entries = await self._logs.entries_after(self._stream, after, _GRACE_SECONDS)
+            if not entries:
+                status = await self._logs.settled(*self._run)
+                if status is None:
+                    self._owner_gone = None  # stored running: its owner lives, or the sweep ends it
+                    return b"", after
+                self._ended = True
+                return _complete_frame(after + 1, status), after + 1
         except (RedisError, OSError, TaskError) as exc:
             # The stream ends without `complete`: the client reconnects with its last id.
             logger.warning(
-                "stopped following run %s: Redis failed (%s)", self._run[2], type(exc).__name__
+                "stopped following run %s: Redis or the store failed (%s)",
+                self._run[2],
+                type(exc.__cause__ or exc).__name__,
             )
             self._ended = True
             return b"", after
         return self._take(entries, after)
+
+    async def _follow(self, after: int, idle: float) -> list[Entry] | None:
+        """The next entries, or none after `idle`; None once the run let go of its claim.
+
+        A quiet run is looked at every `_LOOK_SECONDS`, so the death of its
+        instance ends the resume within seconds, not after a whole ping interval.
+        """
+        loop = asyncio.get_running_loop()
+        until = loop.time() + idle
+        while True:
+            block = min(_LOOK_SECONDS, max(until - loop.time(), 0.0))
+            entries = await self._logs.entries_after(self._stream, after, block)
+            if entries:
+                return entries
+            if not await self._logs.is_running(*self._run):
+                return None
+            if loop.time() >= until:
+                return entries
 
     def finished(self, cursor: int) -> bool:
         return self._ended
@@ -340,6 +429,6 @@ def _first_event(entry: Entry) -> int:
     return min(numbers) if numbers else _entry_id(entry_id)[0] + 1
 
 
-def _interrupted_frame(event_id: int) -> bytes:
-    event = CompleteEvent(status="interrupted", first_response_time=None, total_response_time=0)
+def _complete_frame(event_id: int, status: RunStatus) -> bytes:
+    event = CompleteEvent(status=status, first_response_time=None, total_response_time=0)
     return encode_frame(event_id, encode_data(event))

@@ -132,3 +132,12 @@ async def history(client: httpx.AsyncClient, conversation: str) -> list[dict[str
     assert response.status_code == 200
     messages: list[dict[str, Any]] = response.json()["data"]["messages"]
     return messages
+
+
+async def resume(client: httpx.AsyncClient, conversation: str, after: int) -> list[Event]:
+    """The run's events after `after`, read to the end, as a client that reconnects reads them."""
+    headers = {"Last-Event-ID": str(after)}
+    params = {"conversationId": conversation}
+    async with client.stream("GET", "/agent/resume", params=params, headers=headers) as response:
+        assert response.status_code == 200
+        return await collect(response)

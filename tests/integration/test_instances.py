@@ -20,7 +20,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import TEST_LLM_KEY, ask, history
+from tests.integration.service import TEST_LLM_KEY, ask, history, resume
 from tests.support.polling import eventually
 from tests.support.processes import ServiceProcess
 from tests.support.sse import Event, collect, events, text_of, types
@@ -95,14 +95,6 @@ async def stream_until(
             if enough(seen):
                 break
     return seen
-
-
-async def resume(client: httpx.AsyncClient, conversation: str, after: int) -> list[Event]:
-    headers = {"Last-Event-ID": str(after)}
-    params = {"conversationId": conversation}
-    async with client.stream("GET", "/agent/resume", params=params, headers=headers) as response:
-        assert response.status_code == 200
-        return await collect(response)
 
 
 ANSWER = "one two three four five six seven eight nine ten eleven twelve"
@@ -225,3 +217,68 @@ async def test_a_killed_instance_frees_its_conversation_and_its_turn_keeps_the_p
     replay = await resumed
     assert types(replay) == ["start", "text", "complete"]
     assert replay[-1]["status"] == "interrupted"
+
+
+DEAD_SECONDS = 2.0
+
+
+async def test_a_killed_instance_is_noticed_in_seconds_and_its_turns_end_interrupted(
+    instances: Instances, fake_llm: FakeOpenAI
+) -> None:
+    # The claim TTL stays at its default (30 min): only the instance heartbeat can free them.
+    # No rate limit: the test asks again every 50 ms until the conversation is free.
+    on_a, on_b = await instances.start(
+        INSTANCE_DEAD_SECONDS=str(DEAD_SECONDS), PARTIAL_SAVE_SECONDS="0.2", STREAMS_PER_MINUTE="0"
+    )
+    fake_llm.script(
+        Reply.hang(first_text="Half an answer"),
+        Reply.hang(first_text="Left alone"),
+        Reply.text("A fresh answer."),
+    )
+    for conversation in ("c-dies", "c-left"):
+        await stream_until(on_b, conversation, lambda seen: seen[-1]["type"] == "text")
+
+    async def partials_saved() -> bool:
+        stored = [(await history(on_a, c))[0]["answer"] for c in ("c-dies", "c-left")]
+        return stored == ["Half an answer", "Left alone"]
+
+    await eventually(partials_saved)
+    await instances.processes[1].kill()
+    killed = time.monotonic()
+    busy = await on_a.get("/agent/chat/stream", params={"query": "Now", "conversationId": "c-dies"})
+    # Following the run before its death is noticed: it must end, not ping forever.
+    replay = asyncio.create_task(resume(on_a, "c-left", 0))
+
+    async def accepted() -> bool:
+        params = {"query": "Try again", "conversationId": "c-dies"}
+        async with on_a.stream("GET", "/agent/chat/stream", params=params) as response:
+            if response.status_code == 409:
+                return False
+            assert response.status_code == 200
+            return bool((await collect(response))[-1]["status"] == "completed")
+
+    await eventually(accepted)
+    freed_after = time.monotonic() - killed
+
+    async def untouched_swept() -> bool:
+        return bool((await history(on_a, "c-left"))[0]["status"] == "interrupted")
+
+    await eventually(untouched_swept)
+    swept_after = time.monotonic() - killed
+    listed = (await on_a.get("/agent/runs")).json()["data"]
+    replayed = await replay
+    replay_ended_after = time.monotonic() - killed
+    stored = {c: await history(on_a, c) for c in ("c-dies", "c-left")}
+
+    assert busy.status_code == 409  # alive a moment ago: not taken before its deadline
+    assert freed_after < DEAD_SECONDS + 3
+    assert swept_after < DEAD_SECONDS + 3
+    assert listed == []
+    assert types(replayed) == ["start", "text", "complete"]
+    assert replayed[-1]["status"] == "interrupted"
+    assert replay_ended_after < DEAD_SECONDS + 6
+    assert [(t["status"], t["answer"]) for t in stored["c-dies"]] == [
+        ("interrupted", "Half an answer"),
+        ("completed", "A fresh answer."),
+    ]
+    assert [(t["status"], t["answer"]) for t in stored["c-left"]] == [("interrupted", "Left alone")]

@@ -25,7 +25,7 @@ from app.agents.base import SAVING_NOTICE
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import ask, history, running_service, service_settings
+from tests.integration.service import ask, history, resume, running_service, service_settings
 from tests.support.logs import LogSignal, attached
 from tests.support.polling import eventually
 from tests.support.private_postgres import PostgresServer
@@ -348,3 +348,101 @@ async def test_a_database_away_longer_than_the_store_waits_fails_the_turn_and_an
     assert [(t["status"], t["answer"]) for t in stored] == [("completed", ANSWER)]
     assert len(errors) == 1
     assert "c-lost" in errors[0].getMessage()
+
+
+async def _first_text(
+    client: httpx.AsyncClient, conversation: str, seen: list[Event], begun: asyncio.Event
+) -> None:
+    """Read a whole stream into `seen`, setting `begun` at its first text."""
+    params = {"query": "Go on", "conversationId": conversation}
+    async with client.stream("GET", "/agent/chat/stream", params=params) as response:
+        async for event in events(response):
+            seen.append(event)
+            if event["type"] == "text":
+                begun.set()
+
+
+async def _listed(client: httpx.AsyncClient) -> set[str]:
+    runs = (await client.get("/agent/runs")).json()["data"]
+    return {run["conversationId"] for run in runs if run["status"] == "running"}
+
+
+HELD_PER_INSTANCE = 5
+"""Turns each instance runs through the restart (a bounded batch), besides the one that ends."""
+
+
+@pytest.mark.redis
+async def test_claims_come_back_when_redis_restarts_empty_under_two_instances(
+    tmp_path: Path,
+    postgres_url: str,
+    redis_server: RedisServer,
+    redis_prefix: str,
+    fake_llm: FakeOpenAI,
+) -> None:
+    gate = asyncio.Event()
+    held = {f"c-{owner}{n}": owner for owner in "ab" for n in range(HELD_PER_INSTANCE)}
+    turns = {"c-ends": "a", **held}
+    fake_llm.script(
+        Reply.gated("The end ", "comes later.", gate),
+        *(Reply.hang(first_text=f"Half of {conversation}") for conversation in held),
+    )
+    settings = [
+        service_settings(
+            tmp_path / name,
+            postgres_url,
+            redis_server.url,
+            redis_prefix=redis_prefix,
+            llm_base_url=fake_llm.base_url,
+            streams_per_minute=0,
+            max_streams_per_user=0,
+        )
+        for name in "ab"
+    ]
+    seen: dict[str, list[Event]] = {conversation: [] for conversation in turns}
+    async with running_service(settings[0]) as on_a, running_service(settings[1]) as on_b:
+        clients = {"a": on_a, "b": on_b}
+        other = {"a": on_b, "b": on_a}
+        streams = []
+        for conversation, owner in turns.items():
+            begun = asyncio.Event()
+            streams.append(
+                asyncio.create_task(
+                    _first_text(clients[owner], conversation, seen[conversation], begun)
+                )
+            )
+            await begun.wait()  # one at a time: each takes the next scripted reply
+        await asyncio.to_thread(redis_server.kill)
+        await asyncio.to_thread(redis_server.start)
+
+        async def all_listed() -> bool:
+            return await _listed(on_b) == set(turns)
+
+        claims_back_after = await eventually(all_listed)
+        # The other instance refuses a second message on each running conversation.
+        busy = [
+            (
+                await other[owner].get(
+                    "/agent/chat/stream", params={"query": "2", "conversationId": c}
+                )
+            ).status_code
+            for c, owner in held.items()
+        ]
+        gate.set()
+        await streams[0]
+        resumed = await resume(on_b, "c-ends", 0)
+        stops = [
+            (await other[owner].get("/agent/stop", params={"conversationId": c})).json()["success"]
+            for c, owner in held.items()
+        ]
+        await asyncio.gather(*streams)
+        stored = {c: (await history(on_a, c))[0] for c in turns}
+
+    assert claims_back_after < 5.0
+    assert busy == [409] * len(held)
+    assert stops == [True] * len(held)
+    assert {c: seen[c][-1]["status"] for c in held} == dict.fromkeys(held, "stopped")
+    assert {c: stored[c]["status"] for c in held} == dict.fromkeys(held, "stopped")
+    assert {c: stored[c]["answer"] for c in held} == {c: f"Half of {c}" for c in held}
+    assert seen["c-ends"][-1]["status"] == stored["c-ends"]["status"] == "completed"
+    assert resumed[-1]["status"] == "completed"
+    assert text_of(resumed) == "The end comes later." == stored["c-ends"]["answer"]

@@ -14,6 +14,11 @@ import httpx
 import pytest
 
 from app.agents.tool_history import INTERRUPTED_RESULT
+from app.api.auth import LOCAL_USER
+from app.store.db import Database
+from app.store.models import StoredTurn
+from app.store.sessions import SqlSessionStore
+from app.tasks.redis import RedisTaskManager
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
@@ -25,6 +30,7 @@ from tests.integration.service import (
     settings_for,
     settings_with_search,
 )
+from tests.support.polling import eventually
 from tests.support.sse import collect, events
 
 
@@ -190,3 +196,57 @@ async def test_resume_says_what_it_cannot_do(
     assert bad_id.status_code == 400
     assert finished[-1]["type"] == "complete"
     assert at_end == []
+
+
+async def store_running_turn(database_url: str, instance_id: str, conversation: str) -> None:
+    """A turn stored `running` by another process, as the question's insert leaves it."""
+    async with Database.open(database_url, pool_size=1, migrate=True) as db:
+        turn = StoredTurn(
+            session_id=conversation, user_id=LOCAL_USER, agent_type="chat", question="Left?"
+        )
+        await SqlSessionStore(db, instance_id).add_question(turn)
+
+
+async def test_a_turn_a_dead_process_left_running_ends_interrupted_once_the_service_runs(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    await store_running_turn(backend.database_url, "gone-1", "c-orphan")
+    settings = settings_for(backend, tmp_path, fake_llm, instance_dead_seconds=0.5)
+    async with running_service(settings) as client:
+
+        async def interrupted() -> bool:
+            return bool((await history(client, "c-orphan"))[0]["status"] == "interrupted")
+
+        # At start-up on one instance; within the dead instance's grace with Redis.
+        took = await eventually(interrupted)
+
+    assert took < 0.5 + 2.0
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+async def test_an_instance_starting_with_a_short_ttl_leaves_a_live_instances_turn_running(
+    postgres_url: str, redis_url: str, redis_prefix: str, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    live = RedisTaskManager(redis_url, redis_prefix, "alive-2", dead_after=30.0)
+
+    async def no_stops(user_id: str, conversation_id: str) -> bool:
+        return False
+
+    await live.start(no_stops)
+    try:
+        await store_running_turn(postgres_url, "alive-2", "c-live")
+        backend = Backend(postgres_url, redis_url, redis_prefix)
+        # Far shorter than the live instance's deadline, and than the time its turn has run.
+        settings = settings_for(
+            backend, tmp_path, fake_llm, task_ttl_seconds=1, instance_dead_seconds=0.2
+        )
+        await asyncio.sleep(1.1)
+        async with running_service(settings) as client:
+            # Five of the new instance's own lifetimes: its sweep ran over and over.
+            await asyncio.sleep(1.0)
+            stored = await history(client, "c-live")
+    finally:
+        await live.close()
+
+    assert stored[0]["status"] == "running"

@@ -331,6 +331,40 @@ async def test_mark_interrupted_filters_and_keeps_partial_answer(store: SessionS
     assert await store.mark_interrupted() == 0
 
 
+async def test_a_dead_instances_running_turns_are_found_and_marked_by_its_id(
+    db: Database,
+) -> None:
+    dead, alive = SqlSessionStore(db, "dead-1"), SqlSessionStore(db, "alive-2")
+    legacy = SqlSessionStore(db)  # as rows stored before they recorded their instance
+    partial = await dead.add_question(new_turn("a"))
+    await dead.save_partial(partial, "half an answer", "")
+    await dead.add_question(new_turn("b", user_id="bob"))
+    finished = await dead.add_question(new_turn("c"))
+    await dead.finish_turn(finished, outcome())
+    await alive.add_question(new_turn("d"))
+    await legacy.add_question(new_turn("e"))
+
+    holding = await alive.running_instances()
+    marked = await alive.interrupt_instance("dead-1")
+    again = await alive.interrupt_instance("dead-1")
+    unowned = await alive.mark_interrupted(unowned=True)
+    statuses = {c: await alive.latest_status("alice", c) for c in "acdef"}
+    [first] = await alive.get_conversation("alice", "a")
+
+    assert holding == {"dead-1", "alive-2"}
+    assert marked == [("alice", "a"), ("bob", "b")]
+    assert again == []
+    assert unowned == 1
+    assert statuses == {
+        "a": "interrupted",
+        "c": "completed",
+        "d": "running",
+        "e": "interrupted",
+        "f": None,
+    }
+    assert (first.answer, first.instance_id) == ("half an answer", "dead-1")
+
+
 async def test_migrations_are_idempotent(database_url: str) -> None:
     async with Database.open(database_url, pool_size=5, migrate=True) as db:
         await SqlSessionStore(db).add_question(new_turn())

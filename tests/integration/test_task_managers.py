@@ -3,9 +3,10 @@
 The contract runs against `InProcessTaskManager` and `RedisTaskManager` alike,
 so the in-process reference and Redis cannot drift apart. The Redis-only
 tests use two managers on one Redis as two instances of the service, and one
-test owns a private `redis-server` it kills and restarts. Nothing here polls
-the managers: one sleep waits out a TTL, and one makes an outage last, both
-of them durations by nature. Where a test shows that a call returned on an
+test owns a private `redis-server` it kills and restarts. Only an instance's
+death is polled for (it is noticed on Redis's clock); one sleep waits out a
+TTL, one makes an outage last, one shows a slow heartbeat is not a death,
+all of them durations by nature. Where a test shows that a call returned on an
 event rather than on a timeout, the timeout is long and the bound is half of
 it: a loaded two-core CI still passes, and how fast it is lives in bench/.
 """
@@ -32,6 +33,7 @@ from app.tasks import (
     build_task_manager,
 )
 from tests.support.logs import attached
+from tests.support.polling import eventually
 from tests.support.processes import RedisServer, free_port
 
 TTL = 30.0
@@ -238,6 +240,54 @@ async def test_factory_uses_redis_only_when_configured(redis_prefix: str) -> Non
 
 
 # Redis only: several instances, and Redis going away.
+
+
+@pytest.mark.redis
+async def test_a_live_instance_is_never_judged_dead_whatever_the_judges_settings(
+    redis_url: str, redis_prefix: str
+) -> None:
+    quick = RedisTaskManager(redis_url, redis_prefix, "instance-quick", dead_after=0.3)
+    slow = RedisTaskManager(redis_url, redis_prefix, "instance-slow", dead_after=3.0)
+    async with started(quick), started(slow):
+        claim = new_claim()
+        assert await slow.claim(claim, TTL)
+        # Five of the quick one's lifetimes; the slow one beats every 0.6 s.
+        await asyncio.sleep(1.5)
+        judged = await quick.dead_instances({"instance-slow"}, TTL)
+        taken = await quick.claim(new_claim(), TTL)
+        current = await quick.current("alice", "conv-1")
+
+    assert judged == []
+    assert not taken
+    assert current == claim
+
+
+@pytest.mark.redis
+async def test_a_dead_instances_claims_are_free_once_its_own_deadline_passed(
+    redis_url: str, redis_prefix: str
+) -> None:
+    judge = RedisTaskManager(redis_url, redis_prefix, "instance-a", dead_after=30.0)
+    dying = RedisTaskManager(redis_url, redis_prefix, "instance-b", dead_after=0.5)
+    async with started(judge):
+        async with started(dying):
+            assert await dying.claim(new_claim(), TTL)
+        # Closed without releasing, as a killed instance: it beats no more.
+        refused_at_once = not await judge.claim(new_claim(), TTL)
+
+        async def judged_dead() -> bool:
+            return await judge.dead_instances(set(), TTL) == ["instance-b"]
+
+        dead_after = await eventually(judged_dead)
+        asked = time.monotonic()
+        stopped = await judge.request_stop("alice", "conv-1", STOP_WAIT)
+        stop_answered_after = time.monotonic() - asked
+        taken = await judge.claim(new_claim(), TTL)
+
+    assert refused_at_once
+    assert dead_after < 0.5 + 1.0
+    assert not stopped
+    assert stop_answered_after < PROMPTLY
+    assert taken
 
 
 @pytest.mark.redis

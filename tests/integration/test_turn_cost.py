@@ -121,6 +121,9 @@ async def test_a_turn_costs_two_statements_and_a_fixed_few_redis_commands(
         llm_base_url=fake_llm.base_url,
         max_streams_per_user=max_streams,
         streams_per_minute=per_minute,
+        # The instance heartbeat and the sweep run at start-up, then not again in the
+        # count's few seconds: what is counted is the turns' own commands.
+        instance_dead_seconds=600,
     )
     app = create_app(settings)
     async with serve(app) as url, httpx.AsyncClient(base_url=url, timeout=10) as client:

@@ -1,4 +1,4 @@
-"""Waiting for a state another process reaches on its own schedule, with a bound."""
+"""Waiting for a state another process, or a background task, reaches on its own schedule."""
 
 from __future__ import annotations
 
@@ -13,14 +13,15 @@ POLL_SECONDS = 0.05
 
 async def eventually(
     check: Callable[[], Awaitable[bool]], within: float = 10.0, what: str = "the expected state"
-) -> None:
-    """Return once `check()` is true; fail the test when it is not within `within` seconds.
+) -> float:
+    """Poll `check` until it holds; the seconds that took. Fails the test after `within` seconds.
 
     Only for what cannot be awaited: a state in another process, or one reached on a
     timer there. Within the test's own process, await the event itself.
     """
-    deadline = time.monotonic() + within
+    began = time.monotonic()
     while not await check():
-        if time.monotonic() > deadline:
+        if time.monotonic() - began > within:
             pytest.fail(f"{what} did not come within {within:g} s")
         await asyncio.sleep(POLL_SECONDS)
+    return time.monotonic() - began

@@ -1,0 +1,142 @@
+"""Which instances are alive, in Redis: the scripts behind claims that outlive a dead owner.
+
+Each instance keeps its own deadline in one hash, `{prefix}instances`
+(instance id -> milliseconds on Redis's clock), pushing it `dead_after`
+seconds ahead on every heartbeat. The deadline is the instance's own: an
+instance whose heartbeat is slower (a larger `INSTANCE_DEAD_SECONDS`) is
+judged by the promise it made, never by the judge's settings. Every time
+is Redis's own (`TIME`), so the hosts' clocks never enter into it.
+
+A claim names its instance, so whether its holder is alive is one step
+inside the script that reads it: a new turn takes a dead holder's
+conversation at once, a stop finds no run there, the list of runs drops it.
+An instance unknown to the hash (one that never beat: an older version
+during a rolling deploy) counts as alive; its claims expire by their TTL.
+
+The sweep finds the dead: any instance holding turns stored `running` that
+the hash does not know is entered with a deadline `grace` away (Redis may
+have restarted empty, and a live instance beats again within seconds of
+its reconnect), and every instance past its deadline is reported until its
+claims have expired too (the claim TTL), then forgotten. An entry the sweep
+made is stored negated: the instance's next heartbeat sees that Redis lost
+it, exactly as if there were no entry, and takes its claims back.
+"""
+
+from __future__ import annotations
+
+import json
+
+_NOW = """
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+"""
+
+_HOLDER_DEAD = (
+    _NOW
+    + """
+local function holder_dead(value, instances)
+  local instance = cjson.decode(value)['instance']
+  if not instance then return false end
+  local deadline = redis.call('HGET', instances, instance)
+  return deadline ~= false and math.abs(tonumber(deadline)) < now_ms()
+end
+"""
+)
+
+CLAIM_LUA = (
+    _HOLDER_DEAD
+    + """
+-- KEYS: claim, the user's list of runs, instances. ARGV: claim value, TTL in ms, task id,
+-- the turn as listed ('' for none). Taken when free (one SET, the usual case) or held
+-- by a dead instance.
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  local held = redis.call('GET', KEYS[1])
+  if held and not holder_dead(held, KEYS[3]) then return 0 end
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+end
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], ARGV[3], ARGV[4]) end
+return 1
+"""
+)
+
+LIVE_CLAIM_LUA = (
+    _HOLDER_DEAD
+    + """
+-- KEYS: claim, instances. The claim's value while its holder is alive, else nil.
+local held = redis.call('GET', KEYS[1])
+if held and not holder_dead(held, KEYS[2]) then return held end
+return false
+"""
+)
+
+KEEP_LUA = """
+-- KEYS: claim, the user's list of runs. ARGV: task id, claim value, TTL in ms, the turn
+-- as listed ('' for none), '1' when Redis lost this instance (take a missing claim again).
+-- 1: ours, extended; 2: taken again; 3: gone (expired); 0: another task's now.
+local held = redis.call('GET', KEYS[1])
+if held then
+  if cjson.decode(held)['task_id'] == ARGV[1] then
+    redis.call('PEXPIRE', KEYS[1], ARGV[3])
+    return 1
+  end
+  return 0
+end
+if ARGV[5] ~= '1' then return 3 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[4]) end
+return 2
+"""
+
+BEAT_LUA = (
+    _NOW
+    + """
+-- KEYS: instances. ARGV: instance id, its life in ms. 1 when Redis had lost the instance:
+-- no entry, or only the one a sweep made (negated).
+local before = redis.call('HGET', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], now_ms() + tonumber(ARGV[2]))
+if before == false or tonumber(before) < 0 then return 1 end
+return 0
+"""
+)
+
+SWEEP_LUA = (
+    _NOW
+    + """
+-- KEYS: instances. ARGV: grace ms, kept ms, then the instances holding running turns.
+-- The instances past their deadline; unknown ones enter with the grace, old ones leave.
+local now = now_ms()
+for i = 3, #ARGV do
+  redis.call('HSETNX', KEYS[1], ARGV[i], -(now + tonumber(ARGV[1])))
+end
+local dead = {}
+local entries = redis.call('HGETALL', KEYS[1])
+for i = 1, #entries, 2 do
+  local deadline = math.abs(tonumber(entries[i + 1]))
+  if deadline < now - tonumber(ARGV[2]) then
+    redis.call('HDEL', KEYS[1], entries[i])
+  elseif deadline < now then
+    table.insert(dead, entries[i])
+  end
+end
+return dead
+"""
+)
+
+FREE_LUA = """
+-- KEYS: claim. ARGV: the dead instance, done channel, done message. Deleted only if still its.
+local held = redis.call('GET', KEYS[1])
+if held and cjson.decode(held)['instance'] == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', ARGV[2], ARGV[3])
+  return 1
+end
+return 0
+"""
+
+
+def holder_alive(value: str, deadlines: dict[str, str], now_ms: int) -> bool:
+    """`LIVE_CLAIM_LUA`'s judgement, on a claim and the instances hash read in one trip."""
+    deadline = deadlines.get(json.loads(value).get("instance", ""))
+    return deadline is None or abs(int(deadline)) >= now_ms

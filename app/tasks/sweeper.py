@@ -1,0 +1,96 @@
+"""Turns of a dead instance end `interrupted` within seconds, even where nobody comes back.
+
+Each instance runs a sweeper; one of them at a time sweeps (a short lock
+in Redis), every `beat_interval`: it reads which instances hold turns
+stored `running` (the rows record their instance), asks Redis which
+instances are past their deadline, marks each dead instance's running rows
+`interrupted` and drops its claims on those conversations, so a new
+message is accepted there at once, a resume ends, and the list of runs no
+longer shows them. An instance alive by its own heartbeat is never swept,
+whatever the sweeping instance's settings.
+
+A dead instance is handled once per sweeper; Redis forgets it once its
+claims would have expired anyway (the claim TTL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from contextlib import suppress
+from typing import Protocol
+
+from app.store.base import StoreError
+from app.tasks.base import TaskError
+from app.tasks.redis import RedisTaskManager
+
+log = logging.getLogger(__name__)
+
+
+class OrphanRows(Protocol):
+    """The turns as stored, seen by the instance that runs them."""
+
+    async def running_instances(self) -> set[str]: ...
+
+    async def interrupt_instance(self, instance_id: str) -> list[tuple[str, str]]:
+        """Mark its running turns `interrupted`; their (user, conversation) pairs."""
+        ...
+
+
+class Sweeper:
+    """`start()` it after the task manager, `close()` it before."""
+
+    def __init__(self, tasks: RedisTaskManager, rows: OrphanRows, ttl: float) -> None:
+        self._tasks = tasks
+        self._rows = rows
+        self._ttl = ttl
+        self._handled: set[str] = set()
+        """Dead instances this sweeper has swept, while Redis still reports them."""
+        self._loop: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._loop = asyncio.create_task(self._run(), name="dead-instance-sweeper")
+
+    async def close(self) -> None:
+        if self._loop is not None:
+            self._loop.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._loop
+
+    async def sweep(self) -> int:
+        """One sweep, if this instance leads it now; the turns marked `interrupted`."""
+        if not await self._tasks.lead_sweep(self._tasks.beat_interval):
+            return 0
+        holding = await self._rows.running_instances()
+        holding.discard(self._tasks.instance_id)
+        dead = await self._tasks.dead_instances(holding, self._ttl)
+        self._handled &= set(dead)
+        marked = 0
+        for instance in dead:
+            if instance in self._handled:
+                continue
+            conversations = await self._rows.interrupt_instance(instance)
+            await self._tasks.free(instance, conversations)
+            self._handled.add(instance)
+            marked += len(conversations)
+            if conversations:
+                log.warning(
+                    "instance %s is dead: %d running turn(s) marked interrupted",
+                    instance,
+                    len(conversations),
+                )
+        return marked
+
+    async def _run(self) -> None:
+        failing = False
+        while True:
+            try:
+                await self.sweep()
+                failing = False
+            except (TaskError, StoreError) as exc:
+                if not failing:
+                    log.warning("cannot sweep for dead instances yet: %s", exc)
+                failing = True
+            except Exception:
+                log.exception("the dead-instance sweep failed")
+            await asyncio.sleep(self._tasks.beat_interval)
