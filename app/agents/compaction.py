@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 
-from app.agents.base import Turn
+from app.agents.turn import Turn
 from app.core.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from app.core.responses import ChatResponse, Retrying, Usage
 from app.llm.base import ChatModel

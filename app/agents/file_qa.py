@@ -15,8 +15,8 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Sequence
 
-from app.agents.base import AgentCore, Turn, TurnState
 from app.agents.react import ReActAgent, act
+from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
 from app.core.events import Event, TextEvent
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock

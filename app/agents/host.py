@@ -14,8 +14,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 
-from app.agents.base import AgentCore, Turn
 from app.agents.react import ReActAgent
+from app.agents.turn import AgentCore, Turn
 from app.config import Settings
 from app.tools.a2a_client import RemoteAgents
 from app.tools.base import Tool

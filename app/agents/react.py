@@ -17,7 +17,8 @@ from typing import Any, Protocol
 
 import orjson
 
-from app.agents.base import AgentCore, BaseAgent, Turn, TurnState
+from app.agents.base import BaseAgent
+from app.agents.turn import AgentCore, Turn, TurnState
 from app.core.events import (
     ErrorEvent,
     Event,

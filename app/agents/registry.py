@@ -18,7 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from app.agents import deep, file_qa, host, pptx, skills_agent, web_search
-from app.agents.base import AgentCore, BaseAgent
+from app.agents.base import BaseAgent
+from app.agents.turn import AgentCore
 from app.config import Settings
 
 AgentFactory = Callable[[AgentCore, Settings], BaseAgent]

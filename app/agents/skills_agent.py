@@ -31,9 +31,9 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
-from app.agents.base import AgentCore, Turn, TurnState
 from app.agents.compaction import Compactor
 from app.agents.react import ReActAgent
+from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
 from app.core.events import Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg

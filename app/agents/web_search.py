@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from app.agents.base import AgentCore, Turn
 from app.agents.react import ReActAgent
+from app.agents.turn import AgentCore, Turn
 from app.config import Settings
 from app.tools.base import Tool
 from app.tools.untrusted import UNTRUSTED_CONTENT_RULE

@@ -30,7 +30,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
-from app.agents.base import BaseAgent, Turn
+from app.agents.base import BaseAgent
+from app.agents.turn import Turn
 from app.core.events import CompleteEvent, ErrorEvent, QueuedEvent
 from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions

@@ -24,7 +24,7 @@ from collections.abc import AsyncIterator, Iterator
 
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, use_span
 
-from app.agents.base import Turn
+from app.agents.turn import Turn
 from app.core.events import Event, RunStatus
 from app.core.observe import ToolEnded
 from app.core.responses import Usage

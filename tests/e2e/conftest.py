@@ -76,12 +76,21 @@ async def browser(chromium: Path) -> AsyncIterator[Browser]:
 
 
 def _sockets() -> set[str]:
-    """This process's open sockets (their inodes): the app's, the fakes' and their clients'."""
+    """This process's open TCP sockets (their inodes): the app's, the fakes' and their clients'.
+
+    TCP only: uvloop makes a new socket pair for its signal wake-ups each time the
+    loop starts running, which is once per test here, and closes it only with the loop.
+    """
+    tcp = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            lines = Path(table).read_text().splitlines()[1:]
+            tcp.update(f"socket:[{line.split()[9]}]" for line in lines)
     found = set()
     for fd in Path("/proc/self/fd").iterdir():
         with contextlib.suppress(OSError):
             target = os.readlink(fd)
-            if target.startswith("socket:"):
+            if target in tcp:
                 found.add(target)
     return found
 
@@ -101,12 +110,13 @@ async def leaves_nothing_running() -> AsyncIterator[None]:
     yield
     current = asyncio.current_task()
     left_tasks = [t for t in asyncio.all_tasks() - tasks if t is not current and not t.done()]
-    # The loop's default executor keeps its idle workers for the loop's life; work in
-    # one is awaited by a task, which the check above would have found.
+    # The loop's default executor keeps its idle workers for the loop's life (named by
+    # the loop: asyncio's or uvloop's); work in one is awaited by a task, which the
+    # check above would have found.
     left_threads = [
         t
         for t in set(threading.enumerate()) - threads
-        if t.is_alive() and not t.name.startswith("asyncio_")
+        if t.is_alive() and not t.name.startswith(("asyncio_", "uvloop_"))
     ]
     left_sockets = _sockets() - sockets
     assert not left_tasks, f"tasks outlived the test: {left_tasks}"

@@ -10,8 +10,9 @@ from typing import Any
 
 import httpx
 
-from app.agents.base import AgentCore, BaseAgent
+from app.agents.base import BaseAgent
 from app.agents.registry import AGENTS, AgentEntry
+from app.agents.turn import AgentCore
 from app.config import Settings
 from app.llm.base import ChatModel
 from app.main import create_app

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import httpx
 
-from app.agents.base import BaseAgent, Turn, TurnState
+from app.agents.base import BaseAgent
+from app.agents.turn import Turn, TurnState
 from app.core.events import Event, TextEvent, ThinkingEvent
 from app.documents.library import generated_event
 from tests.fakes.openai_server import FakeOpenAI

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from app.agents.base import AgentCore, BaseAgent, Turn, TurnState
+from app.agents.base import BaseAgent
 from app.agents.registry import AGENTS, AgentEntry
+from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
 from app.core.events import Event
 from app.documents.library import generated_event

@@ -18,7 +18,8 @@ import orjson
 from pydantic.alias_generators import to_camel
 from sqlalchemy import Column, ColumnClause, literal_column, select
 
-from app.agents.base import BaseAgent, Turn, TurnState
+from app.agents.base import BaseAgent
+from app.agents.turn import Turn, TurnState
 from app.core.events import (
     CritiqueEvent,
     Event,

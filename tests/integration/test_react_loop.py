@@ -10,8 +10,8 @@ from typing import Any
 import httpx2 as httpx
 import pytest
 
-from app.agents.base import AgentCore, AgentSettings, Turn
 from app.agents.react import FINAL_ROUND_NOTE, ReActAgent
+from app.agents.turn import AgentCore, AgentSettings, Turn
 from app.core.events import Reference
 from app.core.messages import Msg, ToolResultBlock
 from app.core.tools import ToolSchema

@@ -19,7 +19,8 @@ from sqlalchemy import literal, text
 from sqlmodel import col, select
 
 from app.store.base import DeletedConversation, SessionStore, StoreError, StoreUnavailable
-from app.store.db import MIGRATIONS_DIR, Database
+from app.store.db import Database
+from app.store.engine import MIGRATIONS_DIR
 from app.store.models import AiSession, StoredTurn, TurnOutcome
 from app.store.records import ToolCall, TurnFile, TurnStatus
 from app.store.sessions import SqlSessionStore

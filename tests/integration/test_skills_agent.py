@@ -21,8 +21,8 @@ import docx
 import httpx
 import pytest
 
-from app.agents.base import AgentCore, Turn
 from app.agents.skills_agent import SkillsAgent, build
+from app.agents.turn import AgentCore, Turn
 from app.config import Settings
 from app.core.events import CompleteEvent, Event, FileEvent, ThinkingEvent
 from app.core.messages import ToolResultBlock

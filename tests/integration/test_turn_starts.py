@@ -17,8 +17,8 @@ from pathlib import Path
 
 import httpx
 
-from app.agents.base import AgentCore, Turn
 from app.agents.registry import AGENTS, AgentEntry
+from app.agents.turn import AgentCore, Turn
 from app.agents.web_search import WebSearchAgent
 from app.config import Settings
 from tests.fakes.openai_server import FakeOpenAI

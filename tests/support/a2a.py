@@ -22,8 +22,9 @@ from a2a.types.a2a_pb2 import (
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 
-from app.agents.base import AgentCore, BaseAgent, Turn, TurnState
+from app.agents.base import BaseAgent
 from app.agents.registry import AGENTS, AgentEntry
+from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
 from app.core.events import Event, TextEvent
 from app.documents.library import generated_event

@@ -19,7 +19,8 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from app.agents.base import AgentCore, AgentSettings, BaseAgent, Turn
+from app.agents.base import BaseAgent
+from app.agents.turn import AgentCore, AgentSettings, Turn
 from app.config import Settings
 from app.core.events import Event
 from app.core.run import ConversationKey, NeverStopped

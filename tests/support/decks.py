@@ -9,8 +9,8 @@ from typing import Any
 
 import orjson
 
-from app.agents.base import AgentCore
 from app.agents.pptx.templates import PAGE_TYPES, PageType
+from app.agents.turn import AgentCore
 from app.core.events import Event, FileEvent
 from tests.fakes.scripted_server import Reply
 from tests.support.scripted_model import ModelRequest

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.agents.base import Turn
 from app.agents.compaction import Compactor, stub_old_results
+from app.agents.turn import Turn
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
 from app.core.run import ConversationKey
 from app.llm.errors import ModelConnectionError

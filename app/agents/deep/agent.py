@@ -25,13 +25,14 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
-from app.agents.base import AgentCore, BaseAgent, Turn, TurnState
+from app.agents.base import BaseAgent
 from app.agents.deep import checkpoints
 from app.agents.deep.checkpoints import open_checkpointer, thread_id
 from app.agents.deep.graph import DeepContext, DeepGraph, TaskResearcher, build_graph, shown_again
 from app.agents.deep.prompts import CONTINUE_WORDS
 from app.agents.deep.state import DeepState
 from app.agents.deep.structured import ModelSteps
+from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
 from app.core.events import Event, ThinkingEvent
 from app.core.run import ConversationKey

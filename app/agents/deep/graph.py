@@ -26,7 +26,6 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
-from app.agents.base import AgentCore, Turn, TurnState
 from app.agents.deep import prompts
 from app.agents.deep.state import (
     ClarifyDecision,
@@ -39,6 +38,7 @@ from app.agents.deep.state import (
 )
 from app.agents.deep.structured import Emit, ModelSteps
 from app.agents.react import ReActAgent
+from app.agents.turn import AgentCore, Turn, TurnState
 from app.core.events import (
     CritiqueEvent,
     ErrorEvent,

@@ -15,8 +15,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from app.agents.base import Turn, TurnState
 from app.agents.react import retry_notice
+from app.agents.turn import Turn, TurnState
 from app.core.events import Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg, TextBlock, ThinkingBlock
 from app.core.responses import Retrying

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 
-from app.agents.base import AgentCore, AgentFailure, BaseAgent, Turn, TurnState
+from app.agents.base import BaseAgent
 from app.agents.pptx import preview, prompts
 from app.agents.pptx.answer import answer_text, deck_event
 from app.agents.pptx.builds import (
@@ -41,6 +41,7 @@ from app.agents.pptx.images import configured_images
 from app.agents.pptx.schema import Intent
 from app.agents.pptx.steps import DeckSettings, DeckSteps
 from app.agents.pptx.templates import TemplateLibrary
+from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import Settings
 from app.core.events import Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg

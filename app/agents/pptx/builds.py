@@ -12,8 +12,8 @@ from typing import Protocol
 
 from pydantic import BaseModel, TypeAdapter
 
-from app.agents.base import Turn
 from app.agents.pptx.schema import DeckSchema, Outline, OutlineSlide, Requirement
+from app.agents.turn import Turn
 from app.store.deck_builds import DeckBuild, TemplateRow
 
 STEPS = ("REQUIREMENT", "SEARCH", "TEMPLATE", "OUTLINE", "SCHEMA", "MODIFY", "RENDER")

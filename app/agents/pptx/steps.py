@@ -17,7 +17,6 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from app.agents.base import AgentCore, AgentFailure, Turn, TurnState
 from app.agents.pptx import preview, prompts
 from app.agents.pptx.answer import deck_event, partial_slides
 from app.agents.pptx.builds import (
@@ -45,6 +44,7 @@ from app.agents.pptx.schema import (
 )
 from app.agents.pptx.templates import TemplateLibrary, TemplateSpec
 from app.agents.react import act
+from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import Settings
 from app.core.events import DeckEvent, Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock

@@ -1,0 +1,197 @@
+"""What a turn is while it runs: its request, its state, what every agent shares, how it fails.
+
+`AgentCore` is built once in the lifespan; a `Turn` is one stored question;
+`TurnState` gathers what the turn produced, for the one final store;
+`AgentFailure` ends a turn `failed` with a code the user is shown.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import httpx2 as httpx
+
+from app.agents.plan_record import PLAN_EVENTS, record_plan
+from app.config import Settings
+from app.core.events import (
+    Event,
+    FileEvent,
+    Reference,
+    TextEvent,
+    ThinkingEvent,
+    ToolEndEvent,
+    ToolStartEvent,
+)
+from app.core.messages import Msg
+from app.core.observe import NO_OBSERVER, AgentObserver
+from app.core.responses import Usage
+from app.core.run import ConversationKey, NeverStopped, StopSignal
+from app.core.tools import GenerateOptions
+from app.documents.library import DocumentLibrary
+from app.llm.base import ChatModel
+from app.llm.tokens import TokenCounter
+from app.store.base import SessionStore
+from app.store.db import Database
+from app.store.models import StoredTurn
+from app.store.records import PlanRound, ToolCall, TurnFile
+from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
+from app.tools.base import Tool
+from app.tools.mcp.toolbox import McpToolbox
+
+_SHOWN = (TextEvent, ThinkingEvent)
+"""Events whose content is the answer or the thinking (a tuple: `A | B` is built per call)."""
+
+AgentOutcome = Literal["completed", "paused"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSettings:
+    memory_max_turns: int = 10
+    memory_max_tokens: int = 6000
+    max_rounds: int = 5
+    recommendations: bool = True
+    tool_result_display_chars: int = 2000
+    partial_save_seconds: float = 5.0
+    store_retry_seconds: float = 120.0
+    """How long the final store retries an unreachable database before the turn ends failed."""
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AgentSettings:
+        return cls(
+            memory_max_turns=settings.memory_max_turns,
+            memory_max_tokens=settings.memory_max_tokens,
+            max_rounds=settings.react_max_rounds,
+            recommendations=settings.recommendations_enabled,
+            tool_result_display_chars=settings.tool_result_display_chars,
+            partial_save_seconds=settings.partial_save_seconds,
+            store_retry_seconds=settings.store_retry_seconds,
+        )
+
+
+@dataclass(slots=True)
+class AgentCore:
+    """What every agent shares for the app's life; built once in the lifespan.
+
+    What several agents use is built here once (the web search); an agent's
+    own dependencies (a template library) are built by its factory in the registry.
+    """
+
+    model: ChatModel
+    store: SessionStore
+    tokens: TokenCounter
+    http: httpx.AsyncClient
+    """The pooled client for tools' HTTP calls (not the model's)."""
+    limits: AgentSettings
+    documents: DocumentLibrary | None = None
+    """Uploaded and generated files, for the agents that read or make them."""
+    database: Database | None = None
+    """The app's database, for an agent that keeps state of its own (the deck builds)."""
+    mcp: McpToolbox | None = None
+    """MCP servers' tools, offered to the agent kinds each server is configured for."""
+    search: Tool | None = None
+    """The web search every searching agent offers (`WEB_SEARCH_PROVIDER`); None: none set."""
+    observer: AgentObserver = NO_OBSERVER
+    """The service's telemetry (tool calls, store retries, the trace id in `start`)."""
+    unstored: UnstoredTurns = field(default_factory=NoUnstoredTurns)
+    """Where a turn's outcome waits while its final store fails, for any instance to store."""
+
+
+@dataclass(slots=True)
+class Turn:
+    key: ConversationKey
+    """The conversation and its owner, as the run's claim has them."""
+    question: str
+    task_id: str
+    file_id: str | None = None
+    row_id: int = 0
+    earlier: list[StoredTurn] = field(default_factory=list)
+    """The conversation's latest turns before this one, read as its question was stored."""
+    options: GenerateOptions = field(default_factory=lambda: GenerateOptions())
+
+    @property
+    def user_id(self) -> str:
+        return self.key.user_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self.key.conversation_id
+
+
+@dataclass(slots=True)
+class TurnState:
+    """What a run accumulates; `execute()` adds usage and references here, and may pause."""
+
+    started: float = field(default_factory=time.perf_counter)
+    stop: StopSignal = field(default_factory=NeverStopped)
+    """Whether a stop was asked: a long step may check it and end early."""
+    memory: list[Msg] = field(default_factory=list)
+    answer: list[str] = field(default_factory=list)
+    thinking: list[str] = field(default_factory=list)
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    references: dict[str, Reference] = field(default_factory=dict)
+    recommend: list[str] = field(default_factory=list)
+    files: list[TurnFile] = field(default_factory=list)
+    plan: list[PlanRound] = field(default_factory=list)
+    """A planning agent's rounds, from its `plan`, `step` and `critique` events."""
+    usage: Usage = field(default_factory=Usage)
+    outcome: AgentOutcome = "completed"
+    first_response_ms: int | None = None
+    changes: int = 0
+    """Counts what the periodic partial save would store, so an unchanged turn is not written."""
+
+    def pause(self) -> None:
+        """End the turn `paused`: the agent waits for the user (a question, a confirmation)."""
+        self.outcome = "paused"
+
+    def add_usage(self, usage: Usage) -> None:
+        """Every model call of the turn adds here, the follow-ups' and a stopped one's too."""
+        self.usage = self.usage + usage
+
+    def add_references(self, refs: list[Reference]) -> None:
+        for ref in refs:
+            self.references.setdefault(ref.url, ref)
+
+    def observe(self, event: Event) -> None:
+        self.changes += 1
+        if isinstance(event, _SHOWN):
+            if self.first_response_ms is None:
+                self.first_response_ms = self.elapsed_ms()
+            (self.answer if isinstance(event, TextEvent) else self.thinking).append(event.content)
+        elif isinstance(event, ToolStartEvent):
+            self.tool_calls.append(
+                ToolCall(id=event.tool_call_id, name=event.tool_name, arguments=event.arguments)
+            )
+        elif isinstance(event, ToolEndEvent):
+            for index in range(len(self.tool_calls) - 1, -1, -1):
+                call = self.tool_calls[index]
+                if call.id == event.tool_call_id:
+                    self.tool_calls[index] = call.model_copy(
+                        update={"result": event.result, "is_error": event.is_error}
+                    )
+                    break
+        elif isinstance(event, FileEvent):
+            self.files.append(TurnFile.model_validate(event))
+        elif isinstance(event, PLAN_EVENTS):
+            record_plan(self.plan, event)
+
+    def tool_names(self) -> list[str]:
+        return list(dict.fromkeys(call.name for call in self.tool_calls))
+
+    def elapsed_ms(self) -> int:
+        return int((time.perf_counter() - self.started) * 1000)
+
+
+class AgentFailure(Exception):
+    """An agent's own failure (a plan still invalid after a retry, a render past its limit).
+
+    The turn ends `failed` with an `error` whose text comes from the fixed
+    table of user messages under `code`; `detail` is the agent's own short
+    description, never upstream text.
+    """
+
+    def __init__(self, code: str, detail: str = "") -> None:
+        super().__init__(detail or code)
+        self.code = code
+        self.detail = detail
