@@ -41,6 +41,10 @@ from bench.table import print_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
+SERVED_AS = ("--http", "app.api.head_timeout:HeadTimeoutProtocol")
+"""The service's uvicorn flag in scripts/run and the Dockerfile (beside host, port and the
+graceful shutdown): the request-head timeout, so the benchmark runs the product as served."""
+
 
 @dataclass(frozen=True, slots=True)
 class Sizes:
@@ -140,12 +144,15 @@ class Bench:
             else:
                 return port
 
-    def uvicorn(self, name: str, module: str, env: dict[str, str]) -> tuple[str, int]:
+    def uvicorn(
+        self, name: str, module: str, env: dict[str, str], flags: tuple[str, ...] = ()
+    ) -> tuple[str, int]:
         port = self.spawn(
             name,
             [
                 *("-m", "uvicorn", module, "--host", "127.0.0.1", "--port", "{port}"),
                 *("--workers", "1", "--log-level", "warning", "--backlog", "4096"),
+                *flags,
             ],
             env,
         )
@@ -210,10 +217,11 @@ class Bench:
             "BENCH_HTTPX": httpx,
         }
         module = "bench.service:bench_app"
-        url, pid = self.uvicorn(name, module, env)
+        url, pid = self.uvicorn(name, module, env, SERVED_AS)
         target = Target(name, "service", url, pid, "", {"same": url}, counts_statements=True)
         if redis_url:
-            other, _ = self.uvicorn(f"{name}-b", module, env | {"AUTO_MIGRATE": "0"})
+            second = env | {"AUTO_MIGRATE": "0"}
+            other, _ = self.uvicorn(f"{name}-b", module, second, SERVED_AS)
             target.stop_urls["across"] = other
         return target
 
