@@ -176,20 +176,29 @@ class Reference(_Wire):
 
 
 @dataclass(slots=True)
-class ReferenceEvent(_Wire):
-    """The sources used, once, before `recommend`."""
+class _ListAsText(_Wire):
+    """`content` a JSON array as text and `count` its length: what the original client parses."""
+
+    type: str = field(default="", kw_only=True)
+    content: str
+    """A JSON array, as text."""
+    count: int
+
+    @staticmethod
+    def _text(items: list[Any]) -> tuple[str, int]:
+        return orjson.dumps(items).decode(), len(items)
+
+
+@dataclass(slots=True)
+class ReferenceEvent(_ListAsText):
+    """The sources used, once, before `recommend`: `content` lists {url, title, content}."""
 
     __pydantic_config__ = WIRE
     type: Literal["reference"] = field(default="reference", kw_only=True)
 
-    content: str
-    """A JSON array, as text, of {url, title, content}: the original client parses it."""
-    count: int
-
     @classmethod
     def of(cls, references: Iterable[Reference]) -> ReferenceEvent:
-        items = [r.wire() for r in references]
-        return cls(orjson.dumps(items).decode(), len(items))
+        return cls(*cls._text([r.wire() for r in references]))
 
     def references(self) -> list[Reference]:
         """The list as sent: our own, so kept whole (a document's passages are relative URLs)."""
@@ -200,19 +209,15 @@ class ReferenceEvent(_Wire):
 
 
 @dataclass(slots=True)
-class RecommendEvent(_Wire):
-    """Follow-up questions, after the answer."""
+class RecommendEvent(_ListAsText):
+    """Follow-up questions, after the answer: `content` lists the question strings."""
 
     __pydantic_config__ = WIRE
     type: Literal["recommend"] = field(default="recommend", kw_only=True)
 
-    content: str
-    """A JSON array, as text, of question strings."""
-    count: int
-
     @classmethod
     def of(cls, questions: list[str]) -> RecommendEvent:
-        return cls(orjson.dumps(questions).decode(), len(questions))
+        return cls(*cls._text(list(questions)))
 
     def questions(self) -> list[str]:
         return [str(q) for q in orjson.loads(self.content)]
