@@ -158,7 +158,7 @@ class RunTasks(RequestHandler):
             raise TaskNotCancelableError(f"The task is {rows[-1].status}")
         user, services = _user(context), self._services()
         try:
-            await services.tasks.request_stop(user, ref.conversation_id, STOP_WAIT_SECONDS)
+            await services.tasks.claims.request_stop(user, ref.conversation_id, STOP_WAIT_SECONDS)
         except TaskBackendUnavailable as exc:
             raise InternalError("The task backend (Redis) is down") from exc
         ref, rows = await self._task(params.id, context)
