@@ -1,7 +1,7 @@
 """The one clock in-process deadlines are read from, so tests move time instead of waiting it out.
 
 What this process decides by elapsed time (a claim's TTL in the in-process
-task manager, how long an ended run stays readable) reads `Clock`; the
+task backend, how long an ended run stays readable) reads `Clock`; the
 service runs on `SYSTEM_CLOCK`, and tests hand in one they advance. Deadlines
 kept by Redis run on Redis's clock and are not moved by this one.
 """

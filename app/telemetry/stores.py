@@ -1,4 +1,4 @@
-"""Spans for the database and the Redis task manager, made only when tracing is on.
+"""Spans for the database and the Redis task backend, made only when tracing is on.
 
 SQL: SQLAlchemy's cursor events on the app's engine give one span per
 statement (the statement's text, never its parameters). SQLAlchemy runs an
