@@ -48,14 +48,13 @@ from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
 from app.store.sessions import SqlSessionStore
-from app.tasks.factory import build_shared_logs, build_task_manager, build_unstored
-from app.tasks.redis import RedisTaskManager
+from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
 from app.tasks.runs import RunRegistry
 from app.tasks.sweeper import Sweeper
 from app.tasks.unstored import UnstoredSweeper
 from app.tasks.webhooks import Webhooks
 from app.telemetry import TelemetryMiddleware, build_telemetry
-from app.telemetry.stores import TracedTaskManager, trace_database
+from app.telemetry.stores import trace_database, trace_tasks
 from app.tools.mcp import McpHub, McpLimits, parse_servers
 from app.tools.mcp.toolbox import McpToolbox
 from app.tools.search import configured_search
@@ -129,20 +128,22 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         for built in agents.values():
             # Before the runs' shutdown is registered, so they close after every run ended.
             await stack.enter_async_context(built.resources())
-        backend = build_task_manager(settings, instance_id)
-        tasks = backend
+        built_tasks = build_tasks(settings, instance_id)
+        tasks = built_tasks
         if tracer is not None and settings.redis_url:
-            tasks = TracedTaskManager(backend, tracer)
-        shared_logs = build_shared_logs(settings, tasks, backend, store.latest_status)
+            tasks = trace_tasks(built_tasks, tracer)
+        shared_logs = build_shared_logs(settings, tasks.claims, built_tasks, store.latest_status)
         run_registry = RunRegistry(
-            tasks, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
+            tasks.claims, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
         )
-        await tasks.start(run_registry.stop)
+        await tasks.backend.start(run_registry.stop)
         limits = build_user_limits(settings)
         webhooks = Webhooks(settings)
         turns = TurnService(
             agents,
-            tasks,
+            tasks.claims,
+            tasks.queue,
+            tasks.board,
             run_registry,
             settings.task_ttl_seconds,
             store,
@@ -151,9 +152,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             settings.max_starting_turns,
         )
         stack.push_async_callback(limits.close)
-        stack.push_async_callback(tasks.close)
-        if isinstance(backend, RedisTaskManager):
-            dead = Sweeper(backend, store, settings.task_ttl_seconds)
+        stack.push_async_callback(tasks.backend.close)
+        if tasks.instances is not None:
+            dead = Sweeper(tasks.instances, store, settings.task_ttl_seconds)
             dead.start()
             stack.push_async_callback(dead.close)
         stack.push_async_callback(shared_logs.close)

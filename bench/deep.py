@@ -35,11 +35,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from app.agents.deep.agent import DeepResearchAgent, DeepSettings, OpenCheckpointer
 from app.agents.deep.checkpoints import open_checkpointer
 from app.agents.turn import AgentCore, AgentSettings, Turn
+from app.config import Settings
 from app.core.run import ConversationKey, NeverStopped
 from app.llm.tokens import TokenCounter, install_encodings
 from app.store.db import Database
 from app.store.sessions import SqlSessionStore
 from bench.procs import fast_event_loop
+from tests.support.agents import document_library
 from tests.support.research import Researcher
 from tests.support.scripted_model import ScriptedModel
 
@@ -99,7 +101,8 @@ async def _turns(
         httpx.AsyncClient() as http,
     ):
         limits = AgentSettings(recommendations=False, partial_save_seconds=3600)
-        core = AgentCore(model, SqlSessionStore(db), TokenCounter(), http, limits)
+        library = document_library(db, Settings(data_dir=data_dir))
+        core = AgentCore(model, SqlSessionStore(db), TokenCounter(), http, limits, library, db)
         agent = DeepResearchAgent(
             core, _counting(opener, counts), None, DeepSettings(max_parallel=tasks)
         )

@@ -5,8 +5,8 @@
 A turn must store its question before the stream starts and its answer
 before `complete`, read the conversation's memory, and hold a claim in Redis
 while its log is copied there for other instances. This runs exactly that
-work, through the service's own `SqlSessionStore`, `RedisTaskManager` and
-`RedisRunLogs`, with no HTTP and no model, and prints the CPU it costs per
+work, through the service's own `SqlSessionStore`, Redis claims (`redis_tasks`)
+and `RedisRunLogs`, with no HTTP and no model, and prints the CPU it costs per
 turn as JSON. Set against the proxy's CPU per turn it says how close to the
 proxy's throughput the service can get at all, whatever its own code does
 (bench/README.md, "Where the targets are missed").
@@ -19,7 +19,7 @@ it is not in the service's figure either. The log copy is fed in three bursts
 
 The Redis figure is what Redis adds: the same turns (claim, events appended
 to the run's log, the copier started, release) run once on the embedded
-defaults (the in-process task manager, logs that stay in memory) and once on
+defaults (the in-process claims, logs that stay in memory) and once on
 Redis, and the report's `redis_cpu_ms` is the difference. Encoding the events
 and waking the log's readers happen either way: the service spends that CPU
 with or without Redis (about a fifth of the Redis run's).
@@ -40,13 +40,13 @@ from app.store.models import StoredTurn, TurnOutcome
 from app.store.sessions import SqlSessionStore
 from app.tasks import (
     Claim,
-    InProcessTaskManager,
+    Claims,
     LocalRunLogs,
     RedisRunLogs,
-    RedisTaskManager,
     RunLog,
     SharedRunLogs,
-    TaskManager,
+    in_process_tasks,
+    redis_tasks,
 )
 from bench.procs import fast_event_loop
 
@@ -92,13 +92,13 @@ async def store_turns(url: str, turns: int, concurrency: int) -> float:
         return await _timed(turns, concurrency, turn)
 
 
-async def log_turns(tasks: TaskManager, logs: SharedRunLogs, turns: int, concurrency: int) -> float:
+async def log_turns(claims: Claims, logs: SharedRunLogs, turns: int, concurrency: int) -> float:
     """A turn's claim and run log: the log copied in three bursts, the last one releasing."""
     user = f"floor-{uuid.uuid4().hex[:8]}"
 
     async def turn(number: int) -> None:
         claim = Claim(user, f"c{number}", uuid.uuid4().hex, "chat")
-        if not await tasks.claim(claim, 30):
+        if not await claims.claim(claim, 30):
             raise RuntimeError("the conversation is already claimed")
         log = RunLog()
         copier = asyncio.create_task(logs.publish(claim, log))
@@ -111,7 +111,7 @@ async def log_turns(tasks: TaskManager, logs: SharedRunLogs, turns: int, concurr
         # As the runner ends a run: the last copy releases the claim in its round trip.
         log.end(CompleteEvent("completed", 1, 2))
         if not await copier:
-            await tasks.release(claim)
+            await claims.release(claim)
         log.close()
 
     return await _timed(turns, concurrency, turn)
@@ -119,26 +119,33 @@ async def log_turns(tasks: TaskManager, logs: SharedRunLogs, turns: int, concurr
 
 async def redis_turns(url: str, prefix: str, turns: int, concurrency: int) -> float:
     """`log_turns` with the claims and the logs' copies in Redis, as several instances run."""
-    tasks = RedisTaskManager(url, prefix, "floor")
-    await tasks.start(_no_stop)
+    tasks = redis_tasks(url, prefix, "floor")
+    await tasks.backend.start(_no_stop)
     logs = RedisRunLogs(
-        url, prefix, tasks, releaser=tasks, ttl=30, retention=60, max_events=10_000, max_idle=15
+        url,
+        prefix,
+        tasks.claims,
+        releaser=tasks.batch_release,
+        ttl=30,
+        retention=60,
+        max_events=10_000,
+        max_idle=15,
     )
     try:
-        return await log_turns(tasks, logs, turns, concurrency)
+        return await log_turns(tasks.claims, logs, turns, concurrency)
     finally:
         await logs.close()
-        await tasks.close()
+        await tasks.backend.close()
 
 
 async def in_process_turns(turns: int, concurrency: int) -> float:
     """`log_turns` on the embedded defaults: what the same turn costs with no Redis at all."""
-    tasks = InProcessTaskManager()
-    await tasks.start(_no_stop)
+    tasks = in_process_tasks()
+    await tasks.backend.start(_no_stop)
     try:
-        return await log_turns(tasks, LocalRunLogs(), turns, concurrency)
+        return await log_turns(tasks.claims, LocalRunLogs(), turns, concurrency)
     finally:
-        await tasks.close()
+        await tasks.backend.close()
 
 
 async def _no_stop(user_id: str, conversation_id: str) -> bool:

@@ -71,6 +71,4 @@ class FileQaAgent(ReActAgent):
 
 
 def build(core: AgentCore, settings: Settings) -> FileQaAgent:
-    if core.documents is None:
-        raise ValueError("the file agent needs the document library (AgentCore.documents)")
     return FileQaAgent(core, core.documents)

@@ -232,8 +232,6 @@ def _scratch(name: str) -> bool:
 
 
 def build(core: AgentCore, settings: Settings) -> SkillsAgent:
-    if core.documents is None:
-        raise ValueError("the skills agent needs the document library (AgentCore.documents)")
     skills = load_skills(BUILTIN_SKILLS, settings.skills_dir)
     sandboxed = settings.skills_shell == "sandboxed"
     mounts = python_mounts()

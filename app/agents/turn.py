@@ -84,9 +84,9 @@ class AgentCore:
     http: httpx.AsyncClient
     """The pooled client for tools' HTTP calls (not the model's)."""
     limits: AgentSettings
-    documents: DocumentLibrary | None = None
+    documents: DocumentLibrary
     """Uploaded and generated files, for the agents that read or make them."""
-    database: Database | None = None
+    database: Database
     """The app's database, for an agent that keeps state of its own (the deck builds)."""
     mcp: McpToolbox | None = None
     """MCP servers' tools, offered to the agent kinds each server is configured for."""

@@ -15,7 +15,7 @@ from app.llm.base import ChatModel
 from app.service.streams import StreamService
 from app.service.turns import TurnService
 from app.store.base import SessionStore
-from app.tasks.base import TaskManager
+from app.tasks.base import Tasks
 from app.tasks.runs import RunRegistry
 from app.tasks.webhooks import Webhooks
 from app.tools.mcp import McpHub
@@ -39,7 +39,7 @@ class Services:
     agents: dict[str, AgentEntry]
     """Every kind this app was built with (`create_app`'s entries), run here or not."""
     store: SessionStore
-    tasks: TaskManager
+    tasks: Tasks
     runs: RunRegistry
     turns: TurnService
     streams: StreamService

@@ -48,7 +48,7 @@ async def ready(
     except StoreError:
         checks["database"] = "unavailable"
     try:
-        await services.tasks.ping()
+        await services.tasks.backend.ping()
         checks["tasks"] = "ok"
     except TaskError:
         checks["tasks"] = "unavailable"

@@ -48,7 +48,7 @@ class RunInfo(WireModel):
 async def list_runs(user: UserDep, services: ServicesDep) -> Envelope[list[RunInfo]]:
     """Running and queued turns (oldest first) on any instance, then paused ones (newest first)."""
     try:
-        tickets = await services.tasks.posted(user)
+        tickets = await services.tasks.board.posted(user)
         # Read together: on Redis, the running turns' newest ids then share one round trip.
         running = [t for t in tickets if t.status == "running"]
         newest = await asyncio.gather(

@@ -37,7 +37,15 @@ from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions
 from app.service.errors import Busy, NotAvailable, Unavailable
 from app.store.base import SessionStore, StoreError
-from app.tasks.base import Claim, TaskBackendUnavailable, TaskError, TaskManager, Ticket
+from app.tasks.base import (
+    Claim,
+    Claims,
+    ConversationQueue,
+    RunsBoard,
+    TaskBackendUnavailable,
+    TaskError,
+    Ticket,
+)
 from app.tasks.runs import OnEnd, Run, RunProgram, RunRegistry
 
 Launch = Callable[[RunProgram], Run]
@@ -71,7 +79,9 @@ class TurnService:
     def __init__(
         self,
         agents: dict[str, BaseAgent],
-        tasks: TaskManager,
+        claims: Claims,
+        queue: ConversationQueue,
+        board: RunsBoard,
         runs: RunRegistry,
         ttl: float,
         store: SessionStore,
@@ -80,7 +90,9 @@ class TurnService:
         starting: int,
     ) -> None:
         self._agents = agents
-        self._tasks = tasks
+        self._claims = claims
+        self._queue = queue
+        self._board = board
         self._runs = runs
         self._ttl = ttl
         self._observer = observer
@@ -137,7 +149,7 @@ class TurnService:
         # Listed in the same step as the claim: one round trip less before the first event.
         ticket = _ticket(claim, question, "running")
         try:
-            claimed = await self._tasks.claim(claim, self._ttl, ticket)
+            claimed = await self._claims.claim(claim, self._ttl, ticket)
             if not claimed and strategy == "enqueue":
                 return await self._enqueue(agent, claim, turn, on_end)
             if not claimed and strategy in ("interrupt", "rollback"):
@@ -176,7 +188,7 @@ class TurnService:
                     await agent.begin(turn)
                 except BaseException as exc:
                     with contextlib.suppress(TaskBackendUnavailable):
-                        await self._tasks.release(claim)
+                        await self._claims.release(claim)
                     if isinstance(exc, StoreError):
                         raise Unavailable(DATABASE_DOWN) from exc
                     raise
@@ -194,10 +206,10 @@ class TurnService:
     async def _take_over(self, claim: Claim, strategy: Strategy, ticket: Ticket) -> bool:
         """Stop the running turn and take its place; rollback deletes the stopped turn's row."""
         for _ in range(_TAKE_OVER_ATTEMPTS):
-            stopped = await self._tasks.request_stop(
+            stopped = await self._claims.request_stop(
                 claim.user_id, claim.conversation_id, self._stop_wait
             )
-            if not await self._tasks.claim(claim, self._ttl, ticket):
+            if not await self._claims.claim(claim, self._ttl, ticket):
                 continue
             if strategy == "rollback" and stopped:
                 try:
@@ -206,7 +218,7 @@ class TurnService:
                     )
                 except StoreError as exc:
                     with contextlib.suppress(TaskBackendUnavailable):
-                        await self._tasks.release(claim)
+                        await self._claims.release(claim)
                     raise Unavailable(DATABASE_DOWN) from exc
             return True
         return False
@@ -214,7 +226,7 @@ class TurnService:
     async def _enqueue(
         self, agent: BaseAgent, claim: Claim, turn: Turn, on_end: OnEnd | None
     ) -> Run:
-        position = await self._tasks.join_queue(claim, self._ttl)
+        position = await self._queue.join_queue(claim, self._ttl)
         await self._show(_ticket(claim, turn.question, "queued"))
         run = Run(claim)
         run.log.append(QueuedEvent(claim.conversation_id, position))
@@ -233,11 +245,11 @@ class TurnService:
         claim, began = run.claim, time.monotonic()
         error: ErrorEvent | None = None
         try:
-            while (state := await self._tasks.claim_queued(claim, self._ttl)) == "waiting":
-                await self._tasks.wait_released(
+            while (state := await self._queue.claim_queued(claim, self._ttl)) == "waiting":
+                await self._queue.wait_released(
                     claim.user_id, claim.conversation_id, min(_QUEUE_RECHECK_SECONDS, self._ttl / 3)
                 )
-                await self._tasks.keep_queued(claim, self._ttl)
+                await self._queue.keep_queued(claim, self._ttl)
             if state == "claimed":
                 await self._started(agent, run, turn, on_end)
                 return
@@ -284,7 +296,7 @@ class TurnService:
     ) -> None:
         """A queued turn that never started: out of the queue and the list, its stream ended."""
         with contextlib.suppress(TaskError):
-            await self._tasks.leave_queue(run.claim)
+            await self._queue.leave_queue(run.claim)
         await self._hide(_ticket(run.claim, turn.question, "queued"))
         if error is not None:
             run.log.append(error)
@@ -303,13 +315,13 @@ class TurnService:
     async def _show(self, ticket: Ticket) -> None:
         """The list of runs is a convenience: a failure to write it never fails the turn."""
         try:
-            await self._tasks.post(ticket)
+            await self._board.post(ticket)
         except TaskError as exc:
             log.warning("could not list run %s: %s", ticket.task_id, exc)
 
     async def _hide(self, ticket: Ticket) -> None:
         try:
-            await self._tasks.unpost(ticket)
+            await self._board.unpost(ticket)
         except TaskError as exc:
             log.warning("could not unlist run %s (dropped when next read): %s", ticket.task_id, exc)
 

@@ -1,18 +1,24 @@
 """Who may run a conversation right now, and how a stop reaches the run's owner.
 
-A `TaskManager` holds one claim per (user, conversation): a second claim
-fails (the API answers 409), or, when the request asked to wait, joins the
-conversation's queue and takes the claim once it is at the head and the
-conversation is free (`claim_queued`). The owner refreshes its claim while the run
-lives; a claim not refreshed within the TTL expires, so a crashed instance
-never blocks a conversation for longer than that (with Redis, no longer than
-`INSTANCE_DEAD_SECONDS`: see `redis_liveness`). A stop request may arrive
-at any instance: the manager delivers it to the instance holding the claim,
-whose registered stop handler cancels the run.
+The task backend plays three roles, each its own narrow interface, so a
+consumer depends on the one it uses:
 
-Backends: `InProcessTaskManager` (one process, the default and the test
-reference) and `RedisTaskManager` (keys with TTL, pub/sub), both in this
-package.
+- `Claims`: one claim per (user, conversation). A second claim fails (the
+  API answers 409). The owner refreshes its claim while the run lives; a
+  claim not refreshed within the TTL expires, so a crashed instance never
+  blocks a conversation for longer than that (with Redis, no longer than
+  `INSTANCE_DEAD_SECONDS`: see `redis_liveness`). A stop request may arrive
+  at any instance: it is delivered to the instance holding the claim, whose
+  registered stop handler cancels the run.
+- `ConversationQueue`: a request that asked to wait joins the conversation's
+  queue and takes the claim once it is at the head and the conversation is
+  free (`claim_queued`).
+- `RunsBoard`: the caller's list of running and queued turns (`/agent/runs`).
+
+`Tasks` holds one backend's roles, as `build_tasks` (`factory`) makes them:
+in-process (`in_process`: one process, the default and the test reference)
+or Redis (`redis`: keys with TTL, pub/sub), whose extra parts (releasing in
+a run log's batch, the dead-instance sweep) are there only with Redis.
 
     TaskError                  base
     ├── TaskBackendUnavailable the backend (Redis) cannot be reached (answer 503)
@@ -21,12 +27,15 @@ package.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from app.core.run import ConversationKey
+
+if TYPE_CHECKING:
+    from redis.asyncio.client import Pipeline
 
 
 class TaskError(Exception):
@@ -77,7 +86,9 @@ StopHandler = Callable[[str, str], Awaitable[bool]]
 """Called on the owning instance with (user_id, conversation_id); True if it stopped a run."""
 
 
-class TaskManager(Protocol):
+class TaskBackend(Protocol):
+    """Connecting to the backend and listening for stops; shared by the roles."""
+
     async def start(self, on_stop: StopHandler) -> None:
         """Connect and begin delivering stop requests for local runs to `on_stop`."""
         ...
@@ -85,6 +96,14 @@ class TaskManager(Protocol):
     async def close(self) -> None:
         """Stop listening; claims still held are released by their runs, or expire."""
         ...
+
+    async def ping(self) -> None:
+        """Raise `TaskBackendUnavailable` when the backend cannot be reached."""
+        ...
+
+
+class Claims(Protocol):
+    """Who runs each conversation, and stops delivered to them."""
 
     async def claim(self, claim: Claim, ttl: float, ticket: Ticket | None = None) -> bool:
         """Take the conversation for this task; False when another task holds it.
@@ -116,9 +135,9 @@ class TaskManager(Protocol):
         """
         ...
 
-    async def ping(self) -> None:
-        """Raise `TaskBackendUnavailable` when the backend cannot be reached."""
-        ...
+
+class ConversationQueue(Protocol):
+    """Turns waiting for their conversation, in arrival order (double texting)."""
 
     async def join_queue(self, claim: Claim, ttl: float) -> int:
         """Queue the claim behind the conversation's run; its place (1: next).
@@ -151,6 +170,10 @@ class TaskManager(Protocol):
         """Return when the conversation's claim or queue changes, or after `wait` seconds."""
         ...
 
+
+class RunsBoard(Protocol):
+    """Each user's running and queued turns, on whichever instance they run."""
+
     async def post(self, ticket: Ticket) -> None:
         """Show the turn in its user's list of runs (a queued one, or one that started)."""
         ...
@@ -162,3 +185,53 @@ class TaskManager(Protocol):
     async def posted(self, user_id: str) -> list[Ticket]:
         """The user's running and queued turns, oldest first; stale ones are dropped on the way."""
         ...
+
+
+class BatchRelease(Protocol):
+    """Releasing a claim as one command of a batch already on its way (Redis only)."""
+
+    def release_in(self, pipe: Pipeline, claim: Claim) -> None:
+        """Queue `Claims.release` on `pipe`, to share a round trip (a run log's last batch)."""
+        ...
+
+
+class DeadInstances(Protocol):
+    """Which instances died, and freeing what they held (Redis only: see `sweeper`)."""
+
+    @property
+    def instance_id(self) -> str: ...
+
+    @property
+    def beat_interval(self) -> float:
+        """Seconds between this instance's heartbeats, and between sweeps."""
+        ...
+
+    async def lead_sweep(self, interval: float) -> bool:
+        """Whether this instance sweeps for dead instances now: one at a time, each `interval`."""
+        ...
+
+    async def dead_instances(self, holding: set[str], kept: float) -> list[str]:
+        """The instances past their deadline, other than this one.
+
+        `holding` are instances with turns stored `running`; `kept` is how long a
+        dead one is still reported (its claims live that long at most).
+        """
+        ...
+
+    async def free(self, instance: str, conversations: Iterable[tuple[str, str]]) -> None:
+        """Drop the dead `instance`'s claims on `conversations`, waking whoever waits on them."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Tasks:
+    """One backend's roles, built once in the lifespan; each consumer takes the role it uses."""
+
+    backend: TaskBackend
+    claims: Claims
+    queue: ConversationQueue
+    board: RunsBoard
+    batch_release: BatchRelease | None = None
+    """Set where a run's last log batch can release its claim (the shared logs, Redis)."""
+    instances: DeadInstances | None = None
+    """Set where other instances may die holding claims (Redis): the sweeper's side."""

@@ -1,25 +1,25 @@
-"""Choose the task backend from the settings, so `main.py` wires one `TaskManager` either way."""
+"""Choose the task backend from the settings, so `main.py` wires the same roles either way."""
 
 from __future__ import annotations
 
 from app.config import Settings
-from app.tasks.base import TaskManager
-from app.tasks.in_process import InProcessTaskManager
+from app.tasks.base import Claims, Tasks
+from app.tasks.in_process import in_process_tasks
 from app.tasks.log import LocalRunLogs, SharedRunLogs
-from app.tasks.redis import RedisTaskManager
+from app.tasks.redis import redis_tasks
 from app.tasks.redis_log import RedisRunLogs, StoredStatus
 from app.tasks.unstored import NoUnstoredTurns, RedisUnstoredTurns, UnstoredTurns
 
 
-def build_task_manager(settings: Settings, instance_id: str) -> TaskManager:
+def build_tasks(settings: Settings, instance_id: str) -> Tasks:
     """In-process without `REDIS_URL` (one instance only); Redis when several instances share work.
 
     `instance_id` names this process in the claims it writes, so an operator
     reading Redis can tell which instance runs a conversation.
     """
     if not settings.redis_url:
-        return InProcessTaskManager()
-    return RedisTaskManager(
+        return in_process_tasks()
+    return redis_tasks(
         settings.redis_url,
         settings.redis_prefix,
         instance_id,
@@ -28,12 +28,12 @@ def build_task_manager(settings: Settings, instance_id: str) -> TaskManager:
 
 
 def build_shared_logs(
-    settings: Settings, tasks: TaskManager, backend: TaskManager, stored: StoredStatus
+    settings: Settings, claims: Claims, tasks: Tasks, stored: StoredStatus
 ) -> SharedRunLogs:
     """Redis Streams with `REDIS_URL`; without it only the in-process logs exist (one instance).
 
-    `tasks` is what the app calls (tracing may wrap it), `backend` the manager
-    `build_task_manager` made: a run's last copy releases its claim through it.
+    `claims` is what the app calls (tracing may wrap it), `tasks` the roles
+    `build_tasks` made: a run's last copy releases its claim through them.
     `stored` tells a resume how a turn whose end marker is missing is stored.
     """
     if not settings.redis_url:
@@ -41,8 +41,8 @@ def build_shared_logs(
     return RedisRunLogs(
         settings.redis_url,
         settings.redis_prefix,
-        tasks,
-        releaser=backend if isinstance(backend, RedisTaskManager) else None,
+        claims,
+        releaser=tasks.batch_release,
         ttl=settings.task_ttl_seconds,
         retention=settings.resume_retention_seconds,
         max_events=settings.resume_max_events,

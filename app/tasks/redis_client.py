@@ -1,6 +1,6 @@
 """How this package talks to Redis: one way to connect, one way to report a failure.
 
-The task manager and the shared run logs both need clients that fail fast
+The task backend and the shared run logs both need clients that fail fast
 (no retries, short timeouts) and errors that name the server without its
 password; they share this module so the two cannot drift apart.
 """

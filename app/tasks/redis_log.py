@@ -50,9 +50,8 @@ from redis.typing import EncodableT, FieldT
 
 from app.core.events import CompleteEvent, RunStatus, encode_data
 from app.core.frames import encode_frame
-from app.tasks.base import Claim, EventsGone, TaskError, TaskManager
+from app.tasks.base import BatchRelease, Claim, Claims, EventsGone, TaskError
 from app.tasks.log import RunLog
-from app.tasks.redis import RedisTaskManager
 from app.tasks.redis_batch import SharedPipeline
 from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
 
@@ -84,8 +83,8 @@ StoredStatus = Callable[[str, str], Awaitable[str | None]]
 class RedisRunLogs:
     """The `SharedRunLogs` backend on Redis; build it once per app and `close()` it at shutdown.
 
-    `tasks` answers whether a run still holds its conversation (its liveness);
-    `releaser`, the same manager when it keeps its claims in Redis, lets a run's
+    `claims` answers whether a run still holds its conversation (its liveness);
+    `releaser`, the same claims when they are kept in Redis, lets a run's
     last copy release its claim in the same round trip;
     `max_idle` is the longest a reader blocks on Redis before its response pings;
     `stored` reads how a turn is stored, for a run whose claim is gone with no end marker.
@@ -95,9 +94,9 @@ class RedisRunLogs:
         self,
         url: str,
         prefix: str,
-        tasks: TaskManager,
+        claims: Claims,
         *,
-        releaser: RedisTaskManager | None,
+        releaser: BatchRelease | None,
         ttl: float,
         retention: float,
         max_events: int,
@@ -110,10 +109,10 @@ class RedisRunLogs:
         self._reader = connect(url, timeout=timeout, read_timeout=max_idle + timeout, decode=False)
         self._where = redacted(url)
         self._prefix = prefix
-        self._tasks = tasks
+        self._claims = claims
         self._releaser = releaser
-        """The Redis task manager whose claims the last copy releases: `tasks` itself, unwrapped
-        (tracing wraps it), or None where the runner releases its claim on its own."""
+        """Where the last copy releases its claim: the Redis claims behind `claims`, unwrapped
+        (tracing wraps them), or None where the runner releases its claim on its own."""
         self._live_ms = milliseconds(ttl + retention)
         self._retention_ms = milliseconds(retention)
         self._refresh = max(ttl / 3, 0.05)
@@ -173,7 +172,7 @@ class RedisRunLogs:
                 return self._releaser is not None
 
     async def latest(self, user_id: str, conversation_id: str) -> str | None:
-        claim = await self._tasks.current(user_id, conversation_id)
+        claim = await self._claims.current(user_id, conversation_id)
         if claim is not None:
             return claim.task_id
         with translate_errors(self._where):
@@ -219,7 +218,7 @@ class RedisRunLogs:
 
     async def is_running(self, user_id: str, conversation_id: str, task_id: str) -> bool:
         """Whether the run still holds its conversation (raises `TaskError` if Redis fails)."""
-        claim = await self._tasks.current(user_id, conversation_id)
+        claim = await self._claims.current(user_id, conversation_id)
         return claim is not None and claim.task_id == task_id
 
     async def settled(self, user_id: str, conversation_id: str, task_id: str) -> RunStatus | None:

@@ -30,9 +30,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from app.core.clock import SYSTEM_CLOCK, Clock
 from app.core.events import CompleteEvent, Event, RunStatus
 from app.core.run import Conclusion, ConversationKey, Notice, StopSignal
-from app.tasks.base import Claim, TaskBackendUnavailable, TaskError, TaskManager
+from app.tasks.base import Claim, Claims, TaskBackendUnavailable, TaskError
 from app.tasks.log import EventLogReader, RunLog, SharedRunLogs
 
 log = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class Run:
     settled: bool = False
     """Past the point a stop could change: the agent is storing its outcome, or has finished."""
     kept_until: float = 0.0
-    """When the ended run's log stops being kept for late readers (the loop's clock)."""
+    """When the ended run's log stops being kept for late readers (the registry's clock)."""
     session_id: int | None = None
     """The turn's row, once its question is stored (a queued run has none yet)."""
     complete: CompleteEvent | None = None
@@ -108,12 +109,14 @@ class Run:
 class RunRegistry:
     def __init__(
         self,
-        tasks: TaskManager,
+        claims: Claims,
         ttl: float,
         retention: float,
         shared: SharedRunLogs,
+        clock: Clock = SYSTEM_CLOCK,
     ) -> None:
-        self._tasks = tasks
+        self._claims = claims
+        self._clock = clock
         self._ttl = ttl
         self._retention = retention
         self._shared = shared
@@ -125,6 +128,8 @@ class RunRegistry:
         self._expiry: asyncio.TimerHandle | None = None
 
     def find(self, user_id: str, conversation_id: str) -> Run | None:
+        if self._kept and self._kept[0].kept_until <= self._clock.monotonic():
+            self._expire()
         return self._runs.get(ConversationKey(user_id, conversation_id))
 
     async def reader(self, user_id: str, conversation_id: str, after: int) -> EventLogReader | None:
@@ -285,10 +290,10 @@ class RunRegistry:
         while True:
             await asyncio.sleep(interval)
             try:
-                if await self._tasks.refresh(claim, self._ttl):
+                if await self._claims.refresh(claim, self._ttl):
                     continue
                 # Gone rather than taken, when Redis restarted empty: take it again.
-                if await self._tasks.claim(claim, self._ttl):
+                if await self._claims.claim(claim, self._ttl):
                     log.info("run %s claimed %s again", claim.task_id, claim.conversation_id)
                 else:
                     log.warning("run %s lost its claim on %s", claim.task_id, claim.conversation_id)
@@ -297,7 +302,7 @@ class RunRegistry:
 
     async def _release(self, claim: Claim) -> None:
         try:
-            await self._tasks.release(claim)
+            await self._claims.release(claim)
         except TaskError as exc:
             log.warning("could not release run %s (it expires by TTL): %s", claim.task_id, exc)
 
@@ -308,20 +313,24 @@ class RunRegistry:
         for the whole retention, those made every kept run twenty-odd objects
         that each full garbage collection walks, and with a few thousand runs
         kept the collections paused every open stream for 100 to 200 ms. One
-        timer expires all kept runs, rather than one each.
+        timer expires all kept runs, rather than one each; `find` expires them
+        too, so what a reader sees follows the clock, not the timer's lateness.
         """
-        loop = asyncio.get_running_loop()
         run.task = None
-        run.kept_until = loop.time() + self._retention
+        run.kept_until = self._clock.monotonic() + self._retention
         self._kept.append(run)
         if self._expiry is None:
-            self._expiry = loop.call_at(run.kept_until, self._expire)
+            self._expiry = asyncio.get_running_loop().call_later(self._retention, self._expire)
 
     def _expire(self) -> None:
-        loop = asyncio.get_running_loop()
-        now = loop.time()
+        now = self._clock.monotonic()
         while self._kept and self._kept[0].kept_until <= now:
             run = self._kept.popleft()
             if self._runs.get(run.claim.key) is run:
                 del self._runs[run.claim.key]
-        self._expiry = loop.call_at(self._kept[0].kept_until, self._expire) if self._kept else None
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._expiry = None
+        if self._kept:
+            delay = self._kept[0].kept_until - now
+            self._expiry = asyncio.get_running_loop().call_later(delay, self._expire)

@@ -21,8 +21,7 @@ from contextlib import suppress
 from typing import Protocol
 
 from app.store.base import StoreError
-from app.tasks.base import TaskError
-from app.tasks.redis import RedisTaskManager
+from app.tasks.base import DeadInstances, TaskError
 
 log = logging.getLogger(__name__)
 
@@ -38,10 +37,10 @@ class OrphanRows(Protocol):
 
 
 class Sweeper:
-    """`start()` it after the task manager, `close()` it before."""
+    """`start()` it after the task backend, `close()` it before."""
 
-    def __init__(self, tasks: RedisTaskManager, rows: OrphanRows, ttl: float) -> None:
-        self._tasks = tasks
+    def __init__(self, instances: DeadInstances, rows: OrphanRows, ttl: float) -> None:
+        self._instances = instances
         self._rows = rows
         self._ttl = ttl
         self._handled: set[str] = set()
@@ -59,18 +58,18 @@ class Sweeper:
 
     async def sweep(self) -> int:
         """One sweep, if this instance leads it now; the turns marked `interrupted`."""
-        if not await self._tasks.lead_sweep(self._tasks.beat_interval):
+        if not await self._instances.lead_sweep(self._instances.beat_interval):
             return 0
         holding = await self._rows.running_instances()
-        holding.discard(self._tasks.instance_id)
-        dead = await self._tasks.dead_instances(holding, self._ttl)
+        holding.discard(self._instances.instance_id)
+        dead = await self._instances.dead_instances(holding, self._ttl)
         self._handled &= set(dead)
         marked = 0
         for instance in dead:
             if instance in self._handled:
                 continue
             conversations = await self._rows.interrupt_instance(instance)
-            await self._tasks.free(instance, conversations)
+            await self._instances.free(instance, conversations)
             self._handled.add(instance)
             marked += len(conversations)
             if conversations:
@@ -93,4 +92,4 @@ class Sweeper:
                 failing = True
             except Exception:
                 log.exception("the dead-instance sweep failed")
-            await asyncio.sleep(self._tasks.beat_interval)
+            await asyncio.sleep(self._instances.beat_interval)

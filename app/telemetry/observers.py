@@ -8,7 +8,7 @@ named and attributed by OpenTelemetry's GenAI semantic conventions:
         ├── chat {model}         each model call (each attempt of one)
         ├── execute_tool {name}  each tool call
         ├── SELECT / INSERT ...  each SQL statement (stores.py)
-        └── tasks.refresh ...    each call to the Redis task manager (stores.py)
+        └── tasks.refresh ...    each call to the Redis task backend (stores.py)
 
 The run's span is made current while the run's task is created, so the task
 inherits it (asyncio copies the context at `create_task`) and everything the

@@ -1,29 +1,33 @@
-"""Spans for the database and the Redis task manager, made only when tracing is on.
+"""Spans for the database and the Redis task backend, made only when tracing is on.
 
 SQL: SQLAlchemy's cursor events on the app's engine give one span per
 statement (the statement's text, never its parameters). SQLAlchemy runs an
 async engine's driver calls in a greenlet that carries the caller's context,
 so a statement nests under the span of the run or request that made it.
 
-Redis: one span per call at the `TaskManager` interface (claim, refresh,
-release, stop requests), so a claim that waits on Redis shows in the request
-that waited. The shared run logs' stream copies are not traced per command:
-they follow a run's events in batches, and a span each would trace the
-event path, which the rest of the tracing leaves alone.
+Redis: one span per call at the task roles' interfaces (claim, refresh,
+release, stop requests, the queue, the list of runs), so a claim that waits
+on Redis shows in the request that waited. The shared run logs' stream
+copies are not traced per command: they follow a run's events in batches,
+and a span each would trace the event path, which the rest of the tracing
+leaves alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import functools
+import inspect
+from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import Any, cast
 
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from app.store.db import Database
-from app.tasks.base import Claim, QueueState, StopHandler, TaskManager, Ticket
+from app.tasks.base import Claims, ConversationQueue, RunsBoard, TaskBackend, Tasks
 
 QUERY_TEXT_MAX_CHARS = 2000
 """Longest statement text kept on a span: generated statements get long, the start says enough."""
@@ -31,8 +35,6 @@ SYSTEM_NAMES = {"postgresql": "postgresql", "sqlite": "sqlite"}
 """SQLAlchemy dialects by their `db.system.name` in the semantic conventions."""
 _SPAN = "_dodo_span"
 """The execution context's attribute that holds its statement's span until the cursor returns."""
-
-T = TypeVar("T")
 
 
 def trace_database(db: Database, tracer: Tracer) -> None:
@@ -99,73 +101,42 @@ def trace_engine(engine: Engine, tracer: Tracer) -> None:
     event.listen(engine, "handle_error", failed)
 
 
-class TracedTaskManager:
-    """A `TaskManager` whose every call to the backend is a span."""
+def trace_tasks(tasks: Tasks, tracer: Tracer) -> Tasks:
+    """The same roles, each call to the backend a span; waits and the backend's life are not.
 
-    def __init__(self, inner: TaskManager, tracer: Tracer) -> None:
+    A wait (`wait_released`) lasts as long as the run ahead, which says nothing
+    about the backend; `start` and `close` are the app's own start-up and
+    shutdown. The unwrapped parts that only Redis has go along as they are.
+    """
+    return replace(
+        tasks,
+        backend=cast(TaskBackend, _Traced(tasks.backend, tracer, untraced={"start", "close"})),
+        claims=cast(Claims, _Traced(tasks.claims, tracer)),
+        queue=cast(ConversationQueue, _Traced(tasks.queue, tracer, untraced={"wait_released"})),
+        board=cast(RunsBoard, _Traced(tasks.board, tracer)),
+    )
+
+
+class _Traced:
+    """Any role of the task backend, whose coroutine methods each run inside a span."""
+
+    def __init__(self, inner: object, tracer: Tracer, untraced: Collection[str] = ()) -> None:
         self._inner = inner
         self._tracer = tracer
+        self._untraced = untraced
 
-    async def start(self, on_stop: StopHandler) -> None:
-        await self._inner.start(on_stop)
+    def __getattr__(self, operation: str) -> Any:
+        call = getattr(self._inner, operation)
+        if operation in self._untraced or not inspect.iscoroutinefunction(call):
+            return call
 
-    async def close(self) -> None:
-        await self._inner.close()
+        @functools.wraps(call)
+        async def traced(*args: Any, **kwargs: Any) -> Any:
+            with self._tracer.start_as_current_span(
+                f"tasks.{operation}",
+                kind=SpanKind.CLIENT,
+                attributes={"db.system.name": "redis", "db.operation.name": operation},
+            ):
+                return await call(*args, **kwargs)
 
-    async def claim(self, claim: Claim, ttl: float, ticket: Ticket | None = None) -> bool:
-        return await self._traced("claim", lambda: self._inner.claim(claim, ttl, ticket))
-
-    async def refresh(self, claim: Claim, ttl: float) -> bool:
-        return await self._traced("refresh", lambda: self._inner.refresh(claim, ttl))
-
-    async def release(self, claim: Claim) -> None:
-        await self._traced("release", lambda: self._inner.release(claim))
-
-    async def current(self, user_id: str, conversation_id: str) -> Claim | None:
-        return await self._traced("current", lambda: self._inner.current(user_id, conversation_id))
-
-    async def request_stop(self, user_id: str, conversation_id: str, wait: float) -> bool:
-        return await self._traced(
-            "request_stop", lambda: self._inner.request_stop(user_id, conversation_id, wait)
-        )
-
-    async def ping(self) -> None:
-        await self._traced("ping", self._inner.ping)
-
-    async def join_queue(self, claim: Claim, ttl: float) -> int:
-        return await self._traced("join_queue", lambda: self._inner.join_queue(claim, ttl))
-
-    async def keep_queued(self, claim: Claim, ttl: float) -> bool:
-        return await self._traced("keep_queued", lambda: self._inner.keep_queued(claim, ttl))
-
-    async def claim_queued(self, claim: Claim, ttl: float) -> QueueState:
-        return await self._traced("claim_queued", lambda: self._inner.claim_queued(claim, ttl))
-
-    async def leave_queue(self, claim: Claim) -> None:
-        await self._traced("leave_queue", lambda: self._inner.leave_queue(claim))
-
-    async def clear_queue(self, user_id: str, conversation_id: str) -> int:
-        return await self._traced(
-            "clear_queue", lambda: self._inner.clear_queue(user_id, conversation_id)
-        )
-
-    async def wait_released(self, user_id: str, conversation_id: str, wait: float) -> None:
-        """Not a span: a wait, whose length says nothing about the backend."""
-        await self._inner.wait_released(user_id, conversation_id, wait)
-
-    async def post(self, ticket: Ticket) -> None:
-        await self._traced("post", lambda: self._inner.post(ticket))
-
-    async def unpost(self, ticket: Ticket) -> None:
-        await self._traced("unpost", lambda: self._inner.unpost(ticket))
-
-    async def posted(self, user_id: str) -> list[Ticket]:
-        return await self._traced("posted", lambda: self._inner.posted(user_id))
-
-    async def _traced(self, operation: str, call: Callable[[], Awaitable[T]]) -> T:
-        with self._tracer.start_as_current_span(
-            f"tasks.{operation}",
-            kind=SpanKind.CLIENT,
-            attributes={"db.system.name": "redis", "db.operation.name": operation},
-        ):
-            return await call()
+        return traced

@@ -24,8 +24,9 @@ import pytest
 
 from app.core.events import CompleteEvent, Event, RunStatus, TextEvent
 from app.core.run import Conclusion, Notice, StopSignal
-from app.tasks import Claim, EventLogReader, EventsGone, RedisRunLogs, RedisTaskManager, RunLog
+from app.tasks import Claim, Claims, EventLogReader, EventsGone, RedisRunLogs, RunLog, redis_tasks
 from app.tasks.runs import RunRegistry
+from tests.support.polling import eventually
 from tests.support.processes import RedisServer
 
 IDLE = 0.2
@@ -68,7 +69,7 @@ class RedisRun:
         self,
         log: RunLog,
         claim: Claim,
-        tasks: RedisTaskManager,
+        tasks: Claims,
         copier: asyncio.Task[bool],
         other: RedisRunLogs,
     ) -> None:
@@ -99,31 +100,31 @@ async def no_stop(user_id: str, conversation_id: str) -> bool:
 @asynccontextmanager
 async def instance(
     url: str, prefix: str, *, max_events: int = 1000, retention: float = 60, max_idle: float = IDLE
-) -> AsyncIterator[tuple[RedisRunLogs, RedisTaskManager]]:
-    """One instance's view of Redis: its shared run logs and its task manager."""
-    tasks = RedisTaskManager(url, prefix, uuid.uuid4().hex[:6])
-    await tasks.start(no_stop)
+) -> AsyncIterator[tuple[RedisRunLogs, Claims]]:
+    """One instance's view of Redis: its shared run logs and its claims."""
+    tasks = redis_tasks(url, prefix, uuid.uuid4().hex[:6])
+    await tasks.backend.start(no_stop)
     logs = RedisRunLogs(
         url,
         prefix,
-        tasks,
-        releaser=tasks,
+        tasks.claims,
+        releaser=tasks.batch_release,
         ttl=30,
         retention=retention,
         max_events=max_events,
         max_idle=max_idle,
     )
     try:
-        yield logs, tasks
+        yield logs, tasks.claims
     finally:
         await logs.close()
-        await tasks.close()
+        await tasks.backend.close()
 
 
 @asynccontextmanager
 async def owned_run(
     url: str, prefix: str, *, max_events: int = 1000
-) -> AsyncIterator[tuple[Claim, RunLog, RedisTaskManager, asyncio.Task[bool]]]:
+) -> AsyncIterator[tuple[Claim, RunLog, Claims, asyncio.Task[bool]]]:
     """A claimed run whose log is being copied; closed, copied and released on exit."""
     claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
     log = RunLog()
@@ -343,15 +344,16 @@ async def test_a_finished_run_is_found_until_its_retention_ends(
         await owner.publish(claim, log)
         found = await owner.latest("alice", "conv-1")
         kept = await owner.reader("alice", "conv-1", claim.task_id, 0)
-        # Retention is a duration: nothing to await. The keys' TTLs began before
-        # `publish` returned, so this is past them however slow the reads were.
-        await asyncio.sleep(RETENTION + 0.05)
-        later = await owner.latest("alice", "conv-1")
+
+        # Retention runs on Redis's clock, as the keys' TTLs.
+        async def forgotten() -> bool:
+            return await owner.latest("alice", "conv-1") is None
+
+        await eventually(forgotten, within=RETENTION + 5.0, what="the run's logs forgotten")
         gone = await owner.reader("alice", "conv-1", claim.task_id, 0)
 
     assert found == claim.task_id
     assert kept is not None
-    assert later is None
     assert gone is None
 
 

@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from app.config import Settings
 from app.tools.untrusted import untrusted
 from tests.fakes.mcp_server import SECRET_ENV, build, fingerprint, guarded
 from tests.integration.service import Backend, ask, history, running_service, service_settings
+from tests.support.polling import eventually
 from tests.support.processes import free_port
 from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
 from tests.support.server import serve
@@ -107,13 +107,14 @@ async def ready(client: httpx.AsyncClient) -> dict[str, Any]:
 
 async def until_status(client: httpx.AsyncClient, server: str, status: str) -> dict[str, Any]:
     """`/ready` once it shows `server` in `status`: reconnection happens in the background."""
-    deadline = time.monotonic() + 20
-    while True:
-        body = await ready(client)
-        if body["mcp"][server]["status"] == status:
-            return body
-        assert time.monotonic() < deadline, f"{server} is still {body['mcp'][server]}"
-        await asyncio.sleep(0.05)
+    body: dict[str, Any] = {}
+
+    async def reached() -> bool:
+        body.update(await ready(client))
+        return bool(body["mcp"][server]["status"] == status)
+
+    await eventually(reached, within=20, what=f"{server} {status}")
+    return body
 
 
 def inner(marked: str) -> str:

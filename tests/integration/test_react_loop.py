@@ -23,7 +23,7 @@ from app.tools.base import Tool, ToolContext, ToolOutput
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import service_settings
-from tests.support.agents import run_turn
+from tests.support.agents import document_library, run_turn
 
 
 class Boom:
@@ -97,6 +97,8 @@ async def deps(tmp_path: Path) -> AsyncIterator[tuple[AgentCore, FakeOpenAI]]:
                 tokens=TokenCounter(),
                 http=client,
                 limits=AgentSettings(max_rounds=2, recommendations=False),
+                documents=document_library(db, settings),
+                database=db,
             ),
             fake,
         )

@@ -18,7 +18,7 @@ from app.api.auth import LOCAL_USER
 from app.store.db import Database
 from app.store.models import StoredTurn
 from app.store.sessions import SqlSessionStore
-from app.tasks.redis import RedisTaskManager
+from app.tasks import redis_tasks
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
@@ -166,12 +166,13 @@ async def test_a_running_turn_is_saved_every_few_seconds(
     params = {"query": "Long one", "conversationId": "c-partial"}
     async with running_service(settings) as client:
         await read_until_text(client, params)
-        # The save comes on its own schedule: look until it has (bounded).
-        for _ in range(100):
-            running = await history(client, "c-partial")
-            if running[0]["answer"]:
-                break
-            await asyncio.sleep(0.05)
+        running: list[dict[str, Any]] = []
+
+        async def saved() -> bool:
+            running[:] = await history(client, "c-partial")
+            return bool(running[0]["answer"])
+
+        await eventually(saved, what="the running turn's answer saved")
         await client.get("/agent/stop", params={"conversationId": "c-partial"})
         stopped = await history(client, "c-partial")
 
@@ -228,12 +229,12 @@ async def test_a_turn_a_dead_process_left_running_ends_interrupted_once_the_serv
 async def test_an_instance_starting_with_a_short_ttl_leaves_a_live_instances_turn_running(
     postgres_url: str, redis_url: str, redis_prefix: str, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
-    live = RedisTaskManager(redis_url, redis_prefix, "alive-2", dead_after=30.0)
+    live = redis_tasks(redis_url, redis_prefix, "alive-2", dead_after=30.0)
 
     async def no_stops(user_id: str, conversation_id: str) -> bool:
         return False
 
-    await live.start(no_stops)
+    await live.backend.start(no_stops)
     try:
         await store_running_turn(postgres_url, "alive-2", "c-live")
         backend = Backend(postgres_url, redis_url, redis_prefix)
@@ -247,6 +248,6 @@ async def test_an_instance_starting_with_a_short_ttl_leaves_a_live_instances_tur
             await asyncio.sleep(1.0)
             stored = await history(client, "c-live")
     finally:
-        await live.close()
+        await live.backend.close()
 
     assert stored[0]["status"] == "running"

@@ -189,7 +189,6 @@ def ask(question: str) -> Turn:
 
 def without_skills(core: AgentCore, tmp_path: Path, shell: Shell) -> SkillsAgent:
     """The agent as a deployment with no skills at all would build it."""
-    assert core.documents is not None
     return SkillsAgent(core, core.documents, {}, shell, tmp_path / "data", 1024 * 1024)
 
 

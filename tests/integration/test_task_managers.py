@@ -1,14 +1,15 @@
-"""One contract for both task managers, then what only Redis can do: several instances, outages.
+"""One contract for both task backends, then what only Redis can do: several instances, outages.
 
-The contract runs against `InProcessTaskManager` and `RedisTaskManager` alike,
-so the in-process reference and Redis cannot drift apart. The Redis-only
-tests use two managers on one Redis as two instances of the service, and one
-test owns a private `redis-server` it kills and restarts. Only an instance's
-death is polled for (it is noticed on Redis's clock); one sleep waits out a
-TTL, one makes an outage last, one shows a slow heartbeat is not a death,
-all of them durations by nature. Where a test shows that a call returned on an
-event rather than on a timeout, the timeout is long and the bound is half of
-it: a loaded two-core CI still passes, and how fast it is lives in bench/.
+The contract runs against the in-process roles and the Redis ones alike, so
+the in-process reference and Redis cannot drift apart. The Redis-only tests
+use two backends on one Redis as two instances of the service, and one test
+owns a private `redis-server` it kills and restarts. A TTL passes at once on
+the in-process backend's test clock; on Redis it runs on Redis's clock, and
+what it frees is polled for, as an instance's death is. One sleep makes an
+outage last, one shows a slow heartbeat is not a death: durations by nature.
+Where a test shows that a call returned on an event rather than on a
+timeout, the timeout is long and the bound is half of it: a loaded two-core
+CI still passes, and how fast it is lives in bench/.
 """
 
 from __future__ import annotations
@@ -18,20 +19,23 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import pytest
 
 from app.config import Settings
 from app.tasks import (
     Claim,
-    InProcessTaskManager,
-    RedisTaskManager,
     TaskBackendUnavailable,
-    TaskManager,
-    build_task_manager,
+    Tasks,
+    build_tasks,
+    in_process_tasks,
+    redis_tasks,
 )
+from app.tasks.base import DeadInstances
+from tests.support.clock import TestClock
 from tests.support.logs import attached
 from tests.support.polling import eventually
 from tests.support.processes import RedisServer, free_port
@@ -50,9 +54,9 @@ def new_claim(user_id: str = "alice", conversation_id: str = "conv-1") -> Claim:
 class Runs:
     """The owning instance's side: one run per claim, releasing it as it unwinds, like the API's."""
 
-    def __init__(self, manager: TaskManager) -> None:
-        self.manager = manager
-        self.tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
+    def __init__(self, tasks: Tasks) -> None:
+        self.tasks = tasks
+        self.running: dict[tuple[str, str], asyncio.Task[None]] = {}
         self.stops: list[tuple[str, str]] = []
         """Every (user, conversation) the stop handler was called with."""
 
@@ -65,25 +69,25 @@ class Runs:
                 inside.set()
                 await asyncio.Event().wait()
             finally:
-                await self.manager.release(claim)
+                await self.tasks.claims.release(claim)
 
         task = asyncio.create_task(run())
-        self.tasks[(claim.user_id, claim.conversation_id)] = task
+        self.running[(claim.user_id, claim.conversation_id)] = task
         await inside.wait()
         return task
 
     async def on_stop(self, user_id: str, conversation_id: str) -> bool:
         self.stops.append((user_id, conversation_id))
-        task = self.tasks.pop((user_id, conversation_id), None)
+        task = self.running.pop((user_id, conversation_id), None)
         if task is None:
             return False
         task.cancel()
         return True
 
     async def cancel_all(self) -> None:
-        for task in self.tasks.values():
+        for task in self.running.values():
             task.cancel()
-        await asyncio.gather(*self.tasks.values(), return_exceptions=True)
+        await asyncio.gather(*self.running.values(), return_exceptions=True)
 
 
 async def ended_by_cancel(run: asyncio.Task[None]) -> bool:
@@ -93,150 +97,173 @@ async def ended_by_cancel(run: asyncio.Task[None]) -> bool:
 
 
 @asynccontextmanager
-async def started(manager: TaskManager) -> AsyncIterator[Runs]:
-    runs = Runs(manager)
-    await manager.start(runs.on_stop)
+async def started(tasks: Tasks) -> AsyncIterator[Runs]:
+    runs = Runs(tasks)
+    await tasks.backend.start(runs.on_stop)
     try:
         yield runs
     finally:
         await runs.cancel_all()
-        await manager.close()
+        await tasks.backend.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    tasks: Tasks
+    runs: Runs
+    clock: TestClock | None
+    """The in-process backend's clock; None on Redis, whose TTLs run on its own clock."""
+
+    async def after(self, ttl: float, check: Callable[[], Awaitable[bool]]) -> None:
+        """Let `ttl` pass until `check` holds: at once on the test clock, else as Redis's runs."""
+        if self.clock is not None:
+            self.clock.advance(ttl)
+        await eventually(check, within=ttl + 5.0, what=f"the state {ttl:g} s on")
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
-async def backend(request: pytest.FixtureRequest) -> AsyncIterator[tuple[TaskManager, Runs]]:
+async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     if request.param == "memory":
-        async with started(InProcessTaskManager()) as runs:
-            yield runs.manager, runs
+        clock = TestClock()
+        async with started(in_process_tasks(clock)) as runs:
+            yield Backend(runs.tasks, runs, clock)
         return
     url: str = request.getfixturevalue("redis_url")
     prefix: str = request.getfixturevalue("redis_prefix")
-    async with started(RedisTaskManager(url, prefix, "instance-a")) as runs:
-        yield runs.manager, runs
+    async with started(redis_tasks(url, prefix, "instance-a")) as runs:
+        yield Backend(runs.tasks, runs, None)
+
+
+def instances(tasks: Tasks) -> DeadInstances:
+    assert tasks.instances is not None, "only Redis knows other instances"
+    return tasks.instances
 
 
 # The contract, for both backends.
 
 
-async def test_claim_refused_while_held(backend: tuple[TaskManager, Runs]) -> None:
-    manager, _ = backend
+async def test_claim_refused_while_held(backend: Backend) -> None:
+    tasks = backend.tasks
     first, second = new_claim(), new_claim()
 
-    assert await manager.claim(first, TTL)
-    assert not await manager.claim(second, TTL)
-    assert await manager.current("alice", "conv-1") == first
-    assert await manager.claim(new_claim(conversation_id="conv-2"), TTL)
-    assert await manager.claim(new_claim(user_id="bob"), TTL)
+    assert await tasks.claims.claim(first, TTL)
+    assert not await tasks.claims.claim(second, TTL)
+    assert await tasks.claims.current("alice", "conv-1") == first
+    assert await tasks.claims.claim(new_claim(conversation_id="conv-2"), TTL)
+    assert await tasks.claims.claim(new_claim(user_id="bob"), TTL)
 
 
-async def test_current_is_none_for_unknown_conversation(backend: tuple[TaskManager, Runs]) -> None:
-    manager, _ = backend
+async def test_current_is_none_for_unknown_conversation(backend: Backend) -> None:
+    tasks = backend.tasks
 
-    assert await manager.current("alice", "never-claimed") is None
+    assert await tasks.claims.current("alice", "never-claimed") is None
 
 
-async def test_release_only_by_owner(backend: tuple[TaskManager, Runs]) -> None:
-    manager, _ = backend
+async def test_release_only_by_owner(backend: Backend) -> None:
+    tasks = backend.tasks
     owner, other = new_claim(), new_claim()
-    assert await manager.claim(owner, TTL)
+    assert await tasks.claims.claim(owner, TTL)
 
-    await manager.release(other)
-    assert await manager.current("alice", "conv-1") == owner
-    assert not await manager.refresh(other, TTL)
+    await tasks.claims.release(other)
+    assert await tasks.claims.current("alice", "conv-1") == owner
+    assert not await tasks.claims.refresh(other, TTL)
 
-    await manager.release(owner)
-    assert await manager.current("alice", "conv-1") is None
-    assert await manager.claim(other, TTL)
+    await tasks.claims.release(owner)
+    assert await tasks.claims.current("alice", "conv-1") is None
+    assert await tasks.claims.claim(other, TTL)
 
 
-async def test_claim_expires_without_refresh(backend: tuple[TaskManager, Runs]) -> None:
-    manager, _ = backend
+async def test_claim_expires_without_refresh(backend: Backend) -> None:
+    tasks = backend.tasks
     lapsing, kept = new_claim(), new_claim(conversation_id="conv-2")
     # Both live long until the refresh sets the short TTL: a pause before it cannot lose them.
-    assert await manager.claim(lapsing, TTL)
-    assert await manager.claim(kept, TTL)
-    assert await manager.refresh(lapsing, SHORT_TTL)
+    assert await tasks.claims.claim(lapsing, TTL)
+    assert await tasks.claims.claim(kept, TTL)
+    assert await tasks.claims.refresh(lapsing, SHORT_TTL)
 
-    await asyncio.sleep(SHORT_TTL + 0.15)
+    async def lapsed() -> bool:
+        return await tasks.claims.current("alice", "conv-1") is None
 
-    assert await manager.current("alice", "conv-1") is None
-    assert await manager.current("alice", "conv-2") == kept
+    await backend.after(SHORT_TTL, lapsed)
+    assert await tasks.claims.current("alice", "conv-2") == kept
     retaken = new_claim()
-    assert await manager.claim(retaken, TTL)
-    assert not await manager.refresh(lapsing, TTL)
-    await manager.release(lapsing)
-    assert await manager.current("alice", "conv-1") == retaken
+    assert await tasks.claims.claim(retaken, TTL)
+    assert not await tasks.claims.refresh(lapsing, TTL)
+    await tasks.claims.release(lapsing)
+    assert await tasks.claims.current("alice", "conv-1") == retaken
 
 
-async def test_request_stop_returns_once_run_released(backend: tuple[TaskManager, Runs]) -> None:
-    manager, runs = backend
+async def test_request_stop_returns_once_run_released(backend: Backend) -> None:
+    tasks, runs = backend.tasks, backend.runs
     claim = new_claim()
-    assert await manager.claim(claim, TTL)
+    assert await tasks.claims.claim(claim, TTL)
     run = await runs.begin(claim)
 
     started_at = time.monotonic()
-    assert await manager.request_stop("alice", "conv-1", STOP_WAIT)
+    assert await tasks.claims.request_stop("alice", "conv-1", STOP_WAIT)
 
     assert time.monotonic() - started_at < PROMPTLY
     assert runs.stops == [("alice", "conv-1")]
     assert await ended_by_cancel(run)
-    assert await manager.current("alice", "conv-1") is None
-    assert await manager.claim(new_claim(), TTL)
+    assert await tasks.claims.current("alice", "conv-1") is None
+    assert await tasks.claims.claim(new_claim(), TTL)
 
 
-async def test_request_stop_on_nothing_returns_false(backend: tuple[TaskManager, Runs]) -> None:
-    manager, runs = backend
+async def test_request_stop_on_nothing_returns_false(backend: Backend) -> None:
+    tasks, runs = backend.tasks, backend.runs
     claim = new_claim()
-    assert await manager.claim(claim, TTL)
+    assert await tasks.claims.claim(claim, TTL)
     await runs.begin(claim)
-    assert await manager.request_stop("alice", "conv-1", STOP_WAIT)
+    assert await tasks.claims.request_stop("alice", "conv-1", STOP_WAIT)
 
     started_at = time.monotonic()
-    assert not await manager.request_stop("alice", "conv-1", STOP_WAIT)
-    assert not await manager.request_stop("alice", "unknown", STOP_WAIT)
+    assert not await tasks.claims.request_stop("alice", "conv-1", STOP_WAIT)
+    assert not await tasks.claims.request_stop("alice", "unknown", STOP_WAIT)
 
     assert time.monotonic() - started_at < PROMPTLY
     assert runs.stops == [("alice", "conv-1")]
 
 
-async def test_request_stop_waits_at_most_wait(backend: tuple[TaskManager, Runs]) -> None:
-    manager, runs = backend
+async def test_request_stop_waits_at_most_wait(backend: Backend) -> None:
+    tasks, runs = backend.tasks, backend.runs
     # Claimed, but no run here answers the stop (its instance died): only the TTL frees it.
-    assert await manager.claim(new_claim(), TTL)
+    assert await tasks.claims.claim(new_claim(), TTL)
 
     started_at = time.monotonic()
-    assert await manager.request_stop("alice", "conv-1", 0.2)
+    assert await tasks.claims.request_stop("alice", "conv-1", 0.2)
 
     # Returned after its wait, not when the claim's TTL finally ran out.
     assert 0.15 < time.monotonic() - started_at < TTL / 2
     assert runs.stops == [("alice", "conv-1")]
 
 
-async def test_users_are_isolated(backend: tuple[TaskManager, Runs]) -> None:
-    manager, runs = backend
+async def test_users_are_isolated(backend: Backend) -> None:
+    tasks, runs = backend.tasks, backend.runs
     alices = new_claim(user_id="alice")
-    assert await manager.claim(alices, TTL)
+    assert await tasks.claims.claim(alices, TTL)
     run = await runs.begin(alices)
 
-    assert not await manager.request_stop("bob", "conv-1", STOP_WAIT)
-    assert await manager.current("bob", "conv-1") is None
+    assert not await tasks.claims.request_stop("bob", "conv-1", STOP_WAIT)
+    assert await tasks.claims.current("bob", "conv-1") is None
 
     assert runs.stops == []
     assert not run.done()
-    assert await manager.current("alice", "conv-1") == alices
+    assert await tasks.claims.current("alice", "conv-1") == alices
 
 
 # Choosing the backend.
 
 
 async def test_factory_uses_redis_only_when_configured(redis_prefix: str) -> None:
-    assert isinstance(build_task_manager(Settings(redis_url=""), "a"), InProcessTaskManager)
+    alone = build_tasks(Settings(redis_url=""), "a")
+    assert (alone.batch_release, alone.instances) == (None, None)
 
     # Building connects to nothing: an address that cannot resolve proves it.
     settings = Settings(redis_url="redis://redis.invalid:6379/0", redis_prefix=redis_prefix)
-    manager = build_task_manager(settings, "a")
-    assert isinstance(manager, RedisTaskManager)
-    await manager.close()
+    shared = build_tasks(settings, "a")
+    assert shared.batch_release is not None
+    assert instances(shared).instance_id == "a"
+    await shared.backend.close()
 
 
 # Redis only: several instances, and Redis going away.
@@ -246,16 +273,16 @@ async def test_factory_uses_redis_only_when_configured(redis_prefix: str) -> Non
 async def test_a_live_instance_is_never_judged_dead_whatever_the_judges_settings(
     redis_url: str, redis_prefix: str
 ) -> None:
-    quick = RedisTaskManager(redis_url, redis_prefix, "instance-quick", dead_after=0.3)
-    slow = RedisTaskManager(redis_url, redis_prefix, "instance-slow", dead_after=3.0)
+    quick = redis_tasks(redis_url, redis_prefix, "instance-quick", dead_after=0.3)
+    slow = redis_tasks(redis_url, redis_prefix, "instance-slow", dead_after=3.0)
     async with started(quick), started(slow):
         claim = new_claim()
-        assert await slow.claim(claim, TTL)
+        assert await slow.claims.claim(claim, TTL)
         # Five of the quick one's lifetimes; the slow one beats every 0.6 s.
         await asyncio.sleep(1.5)
-        judged = await quick.dead_instances({"instance-slow"}, TTL)
-        taken = await quick.claim(new_claim(), TTL)
-        current = await quick.current("alice", "conv-1")
+        judged = await instances(quick).dead_instances({"instance-slow"}, TTL)
+        taken = await quick.claims.claim(new_claim(), TTL)
+        current = await quick.claims.current("alice", "conv-1")
 
     assert judged == []
     assert not taken
@@ -266,22 +293,22 @@ async def test_a_live_instance_is_never_judged_dead_whatever_the_judges_settings
 async def test_a_dead_instances_claims_are_free_once_its_own_deadline_passed(
     redis_url: str, redis_prefix: str
 ) -> None:
-    judge = RedisTaskManager(redis_url, redis_prefix, "instance-a", dead_after=30.0)
-    dying = RedisTaskManager(redis_url, redis_prefix, "instance-b", dead_after=0.5)
+    judge = redis_tasks(redis_url, redis_prefix, "instance-a", dead_after=30.0)
+    dying = redis_tasks(redis_url, redis_prefix, "instance-b", dead_after=0.5)
     async with started(judge):
         async with started(dying):
-            assert await dying.claim(new_claim(), TTL)
+            assert await dying.claims.claim(new_claim(), TTL)
         # Closed without releasing, as a killed instance: it beats no more.
-        refused_at_once = not await judge.claim(new_claim(), TTL)
+        refused_at_once = not await judge.claims.claim(new_claim(), TTL)
 
         async def judged_dead() -> bool:
-            return await judge.dead_instances(set(), TTL) == ["instance-b"]
+            return await instances(judge).dead_instances(set(), TTL) == ["instance-b"]
 
         dead_after = await eventually(judged_dead)
         asked = time.monotonic()
-        stopped = await judge.request_stop("alice", "conv-1", STOP_WAIT)
+        stopped = await judge.claims.request_stop("alice", "conv-1", STOP_WAIT)
         stop_answered_after = time.monotonic() - asked
-        taken = await judge.claim(new_claim(), TTL)
+        taken = await judge.claims.claim(new_claim(), TTL)
 
     assert refused_at_once
     assert dead_after < 0.5 + 1.0
@@ -292,40 +319,40 @@ async def test_a_dead_instances_claims_are_free_once_its_own_deadline_passed(
 
 @pytest.mark.redis
 async def test_stop_reaches_the_owning_instance(redis_url: str, redis_prefix: str) -> None:
-    owner = RedisTaskManager(redis_url, redis_prefix, "instance-a")
-    other = RedisTaskManager(redis_url, redis_prefix, "instance-b")
+    owner = redis_tasks(redis_url, redis_prefix, "instance-a")
+    other = redis_tasks(redis_url, redis_prefix, "instance-b")
     async with started(owner) as owner_runs, started(other):
         claim = new_claim()
-        assert await owner.claim(claim, TTL)
+        assert await owner.claims.claim(claim, TTL)
         run = await owner_runs.begin(claim)
 
         started_at = time.monotonic()
-        assert await other.request_stop("alice", "conv-1", STOP_WAIT)
+        assert await other.claims.request_stop("alice", "conv-1", STOP_WAIT)
 
         assert time.monotonic() - started_at < PROMPTLY
         assert await ended_by_cancel(run)
         assert owner_runs.stops == [("alice", "conv-1")]
-        assert await other.current("alice", "conv-1") is None
+        assert await other.claims.current("alice", "conv-1") is None
 
 
 async def test_unreachable_redis_fails_fast(redis_prefix: str) -> None:
     url = f"redis://:s3cret-password@127.0.0.1:{free_port()}/0"
-    manager = RedisTaskManager(url, redis_prefix, "instance-a")
+    tasks = redis_tasks(url, redis_prefix, "instance-a")
     try:
         started_at = time.monotonic()
-        await manager.start(Runs(manager).on_stop)
+        await tasks.backend.start(Runs(tasks).on_stop)
         with pytest.raises(TaskBackendUnavailable) as raised:
-            await manager.claim(new_claim(), TTL)
+            await tasks.claims.claim(new_claim(), TTL)
         with pytest.raises(TaskBackendUnavailable):
-            await manager.ping()
+            await tasks.backend.ping()
         with pytest.raises(TaskBackendUnavailable):
-            await manager.request_stop("alice", "conv-1", STOP_WAIT)
+            await tasks.claims.request_stop("alice", "conv-1", STOP_WAIT)
 
         assert time.monotonic() - started_at < 3.0
         assert "s3cret" not in str(raised.value)
         assert "127.0.0.1" in str(raised.value)
     finally:
-        await manager.close()
+        await tasks.backend.close()
 
 
 @pytest.fixture
@@ -338,18 +365,18 @@ def silent_server() -> Iterator[str]:
 
 
 async def test_silent_redis_fails_within_timeout(silent_server: str, redis_prefix: str) -> None:
-    manager = RedisTaskManager(silent_server, redis_prefix, "instance-a", timeout=0.3)
+    tasks = redis_tasks(silent_server, redis_prefix, "instance-a", timeout=0.3)
     try:
         started_at = time.monotonic()
         with pytest.raises(TaskBackendUnavailable):
-            await manager.claim(new_claim(), TTL)
+            await tasks.claims.claim(new_claim(), TTL)
         with pytest.raises(TaskBackendUnavailable):
-            await manager.ping()
+            await tasks.backend.ping()
 
         # One timeout each: no retry multiplies the time a request hangs.
         assert time.monotonic() - started_at < 1.5
     finally:
-        await manager.close()
+        await tasks.backend.close()
 
 
 class ListenerLog(logging.Handler):
@@ -386,14 +413,14 @@ def listener_log(caplog: pytest.LogCaptureFixture) -> Iterator[ListenerLog]:
 async def test_listener_recovers_after_redis_restart(
     redis_server: RedisServer, redis_prefix: str, listener_log: ListenerLog
 ) -> None:
-    owner = RedisTaskManager(redis_server.url, redis_prefix, "instance-a")
-    other = RedisTaskManager(redis_server.url, redis_prefix, "instance-b")
+    owner = redis_tasks(redis_server.url, redis_prefix, "instance-a")
+    other = redis_tasks(redis_server.url, redis_prefix, "instance-b")
     async with started(owner) as owner_runs, started(other):
         await asyncio.to_thread(redis_server.kill)
         with pytest.raises(TaskBackendUnavailable):
-            await other.ping()
+            await other.backend.ping()
         with pytest.raises(TaskBackendUnavailable):
-            await owner.claim(new_claim(), TTL)
+            await owner.claims.claim(new_claim(), TTL)
 
         # An outage long enough for several reconnect attempts, so that
         # "one warning per outage, not per attempt" is actually exercised.
@@ -403,11 +430,11 @@ async def test_listener_recovers_after_redis_restart(
             await listener_log.all_back.wait()
         assert listener_log.outages == 2
 
-        await other.ping()
+        await other.backend.ping()
         claim = new_claim()
-        assert await owner.claim(claim, TTL)
+        assert await owner.claims.claim(claim, TTL)
         run = await owner_runs.begin(claim)
-        assert await other.request_stop("alice", "conv-1", STOP_WAIT)
+        assert await other.claims.request_stop("alice", "conv-1", STOP_WAIT)
         assert await ended_by_cancel(run)
         assert owner_runs.stops == [("alice", "conv-1")]
-        assert await other.current("alice", "conv-1") is None
+        assert await other.claims.current("alice", "conv-1") is None

@@ -56,14 +56,19 @@ async def agent_core(
             http=http,
             limits=limits or AgentSettings.from_settings(settings),
             database=db,
-            documents=DocumentLibrary(
-                SqlFileStore(db),
-                LocalBlobStore(settings.data_dir / "files"),
-                None,
-                LibrarySettings.from_settings(settings),
-            ),
+            documents=document_library(db, settings),
             search=configured_search(http, settings),
         )
+
+
+def document_library(db: Database, settings: Settings) -> DocumentLibrary:
+    """The lifespan's library on `db` and `settings.data_dir`, without embeddings."""
+    return DocumentLibrary(
+        SqlFileStore(db),
+        LocalBlobStore(settings.data_dir / "files"),
+        None,
+        LibrarySettings.from_settings(settings),
+    )
 
 
 async def run_turn(

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from tests.conftest import require_binary
+from tests.support.polling import eventually
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SERVE_FLAGS = (
@@ -120,19 +121,18 @@ class ServiceProcess:
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+        process = self._process
         async with httpx.AsyncClient(base_url=self.url, timeout=2.0) as client:
-            deadline = time.monotonic() + self.STARTUP_SECONDS
-            while True:
-                if self._process.returncode is not None:
+
+            async def healthy() -> bool:
+                if process.returncode is not None:
                     pytest.fail(f"{self.name} exited at start-up:\n{self.output()}")
                 try:
-                    if (await client.get("/health")).status_code == 200:
-                        return
+                    return (await client.get("/health")).status_code == 200
                 except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline:
-                    pytest.fail(f"{self.name} is not up after {self.STARTUP_SECONDS}s")
-                await asyncio.sleep(0.05)
+                    return False
+
+            await eventually(healthy, within=self.STARTUP_SECONDS, what=f"{self.name} up")
 
     async def kill(self) -> None:
         """SIGKILL: the instance dies mid-whatever, as in a crash."""

@@ -7,7 +7,6 @@ collection walks while all open streams wait.
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import uuid
 import weakref
@@ -15,10 +14,11 @@ from collections.abc import AsyncIterator
 
 from app.core.events import CompleteEvent, Event, RunStatus, TextEvent
 from app.core.run import Conclusion, Notice, StopSignal
-from app.tasks import Claim, InProcessTaskManager, LocalRunLogs
+from app.tasks import Claim, Claims, LocalRunLogs, in_process_tasks
 from app.tasks.runs import Run, RunRegistry
+from tests.support.clock import TestClock
 
-RETENTION = 0.5
+RETENTION = 300.0
 
 
 class Answer:
@@ -38,29 +38,25 @@ async def no_stop(user_id: str, conversation_id: str) -> bool:
     return False
 
 
-async def registry() -> tuple[RunRegistry, InProcessTaskManager]:
-    tasks = InProcessTaskManager()
-    await tasks.start(no_stop)
-    return RunRegistry(tasks, ttl=30, retention=RETENTION, shared=LocalRunLogs()), tasks
+async def registry(clock: TestClock) -> tuple[RunRegistry, Claims]:
+    tasks = in_process_tasks(clock)
+    await tasks.backend.start(no_stop)
+    runs = RunRegistry(tasks.claims, 30, RETENTION, LocalRunLogs(), clock)
+    return runs, tasks.claims
 
 
-async def ended_run(runs: RunRegistry, tasks: InProcessTaskManager, word: str) -> Run:
+async def ended_run(runs: RunRegistry, claims: Claims, word: str) -> Run:
     claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
-    assert await tasks.claim(claim, 30)
+    assert await claims.claim(claim, 30)
     run = runs.launch(claim, Answer(word))
     await run.ended.wait()
     return run
 
 
-async def sleep_until(deadline: float) -> None:
-    """Retention is a duration: there is nothing to await but the clock."""
-    await asyncio.sleep(max(0.0, deadline - asyncio.get_running_loop().time()) + 0.05)
-
-
 async def test_an_ended_run_stays_readable_without_its_task() -> None:
-    runs, tasks = await registry()
+    runs, claims = await registry(TestClock())
     claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
-    assert await tasks.claim(claim, 30)
+    assert await claims.claim(claim, 30)
     run = runs.launch(claim, Answer("kept"))
     assert run.task is not None
     gone = weakref.ref(run.task)
@@ -75,16 +71,17 @@ async def test_an_ended_run_stays_readable_without_its_task() -> None:
 
 
 async def test_ended_runs_are_forgotten_when_their_own_retention_ends() -> None:
-    runs, tasks = await registry()
-    first = await ended_run(runs, tasks, "first")
-    await asyncio.sleep(RETENTION / 2)
-    second = await ended_run(runs, tasks, "second")  # the same conversation's next turn
+    clock = TestClock()
+    runs, claims = await registry(clock)
+    first = await ended_run(runs, claims, "first")
+    clock.advance(RETENTION / 2)
+    second = await ended_run(runs, claims, "second")  # the same conversation's next turn
 
-    await sleep_until(first.kept_until)
+    clock.advance(RETENTION / 2)
     # The first run's expiry does not take the conversation's newer run with it.
-    assert asyncio.get_running_loop().time() < second.kept_until, "the machine was too slow"
     assert runs.find("alice", "conv-1") is second
+    assert first.kept_until <= clock.monotonic() < second.kept_until
 
-    await sleep_until(second.kept_until)
+    clock.advance(RETENTION / 2)
     assert runs.find("alice", "conv-1") is None
     await runs.shutdown()

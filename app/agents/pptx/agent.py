@@ -189,8 +189,6 @@ class PptAgent(BaseAgent):
 
 def build(core: AgentCore, settings: Settings) -> PptAgent:
     """The deck builder; it searches the web when a Tavily key is set."""
-    if core.database is None:
-        raise RuntimeError("the PowerPoint agent keeps its builds in the database")
     builds = SqlDeckBuildStore(core.database)
     steps = DeckSteps(
         core,

@@ -274,7 +274,7 @@ class DeckSteps:
         wanted = _picture_prompts(deck, template, requirement_of(build).style)
         if self._images is not None and wanted:
             yield ThinkingEvent(f"Drawing pictures for {len(wanted)} slides…\n")
-            pictures = await self._draw(wanted)
+            pictures = await _draw(self._images, wanted)
         limit = self.settings.render_timeout_seconds
         path = self.templates.path(template.code)
         deadline, given_up = time.monotonic() + limit, threading.Event()
@@ -295,7 +295,6 @@ class DeckSteps:
             given_up.set()
         if len(slides) != len(deck.slides):
             raise AgentFailure("PPT_RENDER_FAILED", "the deck does not read back whole")
-        assert self.core.documents is not None
         stored = await self.core.documents.add_generated(
             turn.user_id, turn.conversation_id, file_name(build), data, PPTX_MIME
         )
@@ -303,16 +302,9 @@ class DeckSteps:
         build.file_id, build.file_url, build.status = stored.id, event.url, SUCCESS
         yield event
 
-    async def _draw(self, prompts_by_slide: dict[int, str]) -> dict[int, bytes]:
-        """The pictures the provider could draw, by slide; the others keep their panel."""
-        assert self._images is not None
-        drawn = await asyncio.gather(*(self._images.draw(p) for p in prompts_by_slide.values()))
-        return {i: d for i, d in zip(prompts_by_slide, drawn, strict=True) if d is not None}
-
     async def thumbnails(self, turn: Turn, build: DeckBuild) -> list[str]:
         """Store a PNG per slide of the stored deck; their URLs (none when it cannot)."""
         documents = self.core.documents
-        assert documents is not None
         assert build.file_id is not None
         stored = await documents.get(turn.user_id, build.file_id)
         if stored is None:
@@ -409,3 +401,9 @@ def _picture_prompts(deck: DeckSchema, template: TemplateSpec, style: str | None
             f" Style: {style or 'clean'}. No text or letters in the picture."
         )
     return prompts_by_slide
+
+
+async def _draw(images: ImageMaker, prompts_by_slide: dict[int, str]) -> dict[int, bytes]:
+    """The pictures the provider could draw, by slide; the others keep their panel."""
+    drawn = await asyncio.gather(*(images.draw(p) for p in prompts_by_slide.values()))
+    return {i: d for i, d in zip(prompts_by_slide, drawn, strict=True) if d is not None}

@@ -6,7 +6,7 @@ cancel or a subscribe that reaches another instance finds nothing. Ours
 keeps no state of its own: a message starts a turn through `StreamService.open`,
 the path every stream takes (validation, limits, the claim, the stored
 question); a task is read back from `ai_session`; a cancel is our stop,
-delivered by the task manager to whichever instance runs it; a subscribe
+delivered by the claims (`app/tasks`) to whichever instance runs it; a subscribe
 reads the run's event log, from Redis when another instance runs it. So
 a task shows in `/session/*` like any turn, and one user's task is
 another's "not found".
@@ -152,13 +152,13 @@ class RunTasks(RequestHandler):
     async def on_cancel_task(
         self, params: CancelTaskRequest, context: ServerCallContext
     ) -> Task | None:
-        """Our stop, from any instance: the task manager reaches the one that runs it."""
+        """Our stop, from any instance: the claims reach the one that runs it."""
         ref, rows = await self._task(params.id, context)
         if rows[-1].status != "running":
             raise TaskNotCancelableError(f"The task is {rows[-1].status}")
         user, services = _user(context), self._services()
         try:
-            await services.tasks.request_stop(user, ref.conversation_id, STOP_WAIT_SECONDS)
+            await services.tasks.claims.request_stop(user, ref.conversation_id, STOP_WAIT_SECONDS)
         except TaskBackendUnavailable as exc:
             raise InternalError("The task backend (Redis) is down") from exc
         ref, rows = await self._task(params.id, context)

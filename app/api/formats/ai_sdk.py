@@ -298,7 +298,9 @@ async def resume_ai_sdk(kind: str, chat_id: str, user: UserDep, services: Servic
     agent_entry(services, kind)
     reader = await services.streams.reader(user, chat_id, 0)
     try:
-        running = reader is not None and await services.tasks.current(user, chat_id) is not None
+        running = (
+            reader is not None and await services.tasks.claims.current(user, chat_id) is not None
+        )
     except TaskBackendUnavailable as exc:
         raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
     if reader is None or not running:

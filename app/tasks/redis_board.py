@@ -1,0 +1,68 @@
+"""Each user's list of runs in Redis: a hash per user, task id -> the turn as listed.
+
+An entry whose claim or ticket is gone, or whose claim's instance died, is
+dropped when the list is read, so a dead instance leaves nothing shown.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from app.tasks.base import Ticket
+from app.tasks.redis_claims import RedisClaims
+from app.tasks.redis_client import translate_errors
+from app.tasks.redis_liveness import holder_alive
+from app.tasks.redis_shared import RedisTaskSpace, listed, ticket_from
+
+
+class RedisBoard:
+    """A turn posted while this instance holds its claim is listed again if Redis loses it."""
+
+    def __init__(self, space: RedisTaskSpace, claims: RedisClaims) -> None:
+        self._redis = space.redis
+        self._keys = space.keys
+        self._where = space.where
+        self._claims = claims
+
+    async def post(self, ticket: Ticket) -> None:
+        self._claims.shown(ticket)
+        with translate_errors(self._where):
+            await self._redis.hset(self._keys.board(ticket.user_id), ticket.task_id, listed(ticket))
+
+    async def unpost(self, ticket: Ticket) -> None:
+        with translate_errors(self._where):
+            await self._redis.hdel(self._keys.board(ticket.user_id), ticket.task_id)
+
+    async def posted(self, user_id: str) -> list[Ticket]:
+        keys = self._keys
+        board = keys.board(user_id)
+        with translate_errors(self._where):
+            entries = await self._redis.hgetall(board)
+            tickets = [ticket_from(user_id, str(k), str(v)) for k, v in entries.items()]
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.hgetall(keys.instances)
+                pipe.time()
+                for ticket in tickets:
+                    if ticket.status == "running":
+                        pipe.get(keys.claim(user_id, ticket.conversation_id))
+                    else:
+                        pipe.exists(keys.ticket(ticket.task_id))
+                deadlines, (seconds, micros), *found = await pipe.execute()
+            now_ms = seconds * 1000 + micros // 1000
+            alive = [
+                t
+                for t, f in zip(tickets, found, strict=True)
+                if _alive(t, f) and (t.status == "queued" or holder_alive(f, deadlines, now_ms))
+            ]
+            stale = [t.task_id for t in tickets if t not in alive]
+            if stale:
+                await self._redis.hdel(board, *stale)
+        return sorted(alive, key=lambda t: t.started_at)
+
+
+def _alive(ticket: Ticket, found: Any) -> bool:
+    """A running ticket while its claim is the same task; a queued one while its key lives."""
+    if ticket.status == "running":
+        return found is not None and json.loads(found)["task_id"] == ticket.task_id
+    return bool(found)
