@@ -33,7 +33,7 @@ async def load_memory(
 ) -> list[Msg]:
     """The window of `turns`, the conversation's latest (read with the question's insert)."""
     if any(t.status == "running" for t in turns):
-        await store.mark_interrupted(session_id=conversation_id, user_id=user_id)
+        await store.mark_interrupted(conversation_id=conversation_id, user_id=user_id)
     return window(turns, tokens, max_tokens)
 
 

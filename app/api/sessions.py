@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
-from pydantic import Field
 
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
@@ -22,7 +21,7 @@ ConversationId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 
 
 class ConversationRecord(WireModel):
-    conversation_id: str = Field(validation_alias="session_id")
+    conversation_id: str
     question: str
     agent_type: str
     fileid: str | None

@@ -198,7 +198,7 @@ class TurnService:
                     agent.start(turn),
                     lambda program: self._runs.launch(claim, program, on_end, run),
                 )
-        launched.session_id = turn.row_id
+        launched.row_id = turn.row_id
         if not posted:
             await self._show(_ticket(claim, turn.question, "running"))
         return launched

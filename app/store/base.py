@@ -35,7 +35,7 @@ class StoreUnavailable(StoreError):
 class ConversationSummary:
     """One conversation in the history list: its first question, its latest activity."""
 
-    session_id: str
+    conversation_id: str
     question: str
     agent_type: str
     fileid: str | None
@@ -79,7 +79,7 @@ class SessionStore(Protocol):
 
     async def mark_interrupted(
         self,
-        session_id: str | None = None,
+        conversation_id: str | None = None,
         user_id: str | None = None,
         older_than: datetime | None = None,
         *,
@@ -95,7 +95,7 @@ class SessionStore(Protocol):
         ...
 
     async def recent_turns(
-        self, user_id: str, session_id: str, limit: int, before_id: int | None = None
+        self, user_id: str, conversation_id: str, limit: int, before_id: int | None = None
     ) -> list[StoredTurn]:
         """The conversation's latest `limit` turns older than `before_id`, oldest first."""
         ...
@@ -106,11 +106,11 @@ class SessionStore(Protocol):
         """A page of conversations, newest activity first, and the total count."""
         ...
 
-    async def get_conversation(self, user_id: str, session_id: str) -> list[StoredTurn]:
+    async def get_conversation(self, user_id: str, conversation_id: str) -> list[StoredTurn]:
         """All turns, oldest first; empty when it does not exist or is another user's."""
         ...
 
-    async def delete_conversation(self, user_id: str, session_id: str) -> DeletedConversation:
+    async def delete_conversation(self, user_id: str, conversation_id: str) -> DeletedConversation:
         """Delete the conversation's rows and the files only it used, in one transaction.
 
         The files' bytes are not touched: the caller removes `blob_keys` after the commit.
@@ -118,7 +118,7 @@ class SessionStore(Protocol):
         ...
 
     async def delete_last_turn(
-        self, user_id: str, session_id: str, statuses: tuple[TurnStatus, ...]
+        self, user_id: str, conversation_id: str, statuses: tuple[TurnStatus, ...]
     ) -> int | None:
         """Delete the conversation's newest turn if its status is one of `statuses`.
 

@@ -164,7 +164,7 @@ class SqlSessionStore:
 
     async def mark_interrupted(
         self,
-        session_id: str | None = None,
+        conversation_id: str | None = None,
         user_id: str | None = None,
         older_than: datetime | None = None,
         *,
@@ -177,8 +177,8 @@ class SqlSessionStore:
         )
         if unowned:
             stmt = stmt.where(T.c.instance_id.is_(None))
-        if session_id is not None:
-            stmt = stmt.where(T.c.session_id == session_id)
+        if conversation_id is not None:
+            stmt = stmt.where(T.c.session_id == conversation_id)
         if user_id is not None:
             stmt = stmt.where(T.c.user_id == user_id)
         if older_than is not None:
@@ -205,11 +205,11 @@ class SqlSessionStore:
             rows = (await conn.execute(stmt)).all()
         return sorted({(row.user_id, row.session_id) for row in rows})
 
-    async def latest_status(self, user_id: str, session_id: str) -> TurnStatus | None:
+    async def latest_status(self, user_id: str, conversation_id: str) -> TurnStatus | None:
         """How the conversation's newest turn is stored (`running` while it runs); None if none."""
         stmt = (
             select(T.c.status)
-            .where(T.c.user_id == user_id, T.c.session_id == session_id)
+            .where(T.c.user_id == user_id, T.c.session_id == conversation_id)
             .order_by(T.c.id.desc())
             .limit(1)
         )
@@ -218,9 +218,9 @@ class SqlSessionStore:
         return status
 
     async def recent_turns(
-        self, user_id: str, session_id: str, limit: int, before_id: int | None = None
+        self, user_id: str, conversation_id: str, limit: int, before_id: int | None = None
     ) -> list[StoredTurn]:
-        params = {"user_id": user_id, "session_id": session_id, "limit": max(limit, 0)}
+        params = {"user_id": user_id, "session_id": conversation_id, "limit": max(limit, 0)}
         if before_id is not None:
             # A turn's memory, read on every turn: the prepared statement, on the driver.
             params["before_id"] = before_id
@@ -276,7 +276,7 @@ class SqlSessionStore:
                 total = int((await conn.execute(count)).scalar_one())
         records = [
             ConversationSummary(
-                session_id=row["session_id"],
+                conversation_id=row["session_id"],
                 question=row["question"],
                 agent_type=row["agent_type"],
                 fileid=row["fileid"],
@@ -287,25 +287,27 @@ class SqlSessionStore:
         ]
         return records, total
 
-    async def get_conversation(self, user_id: str, session_id: str) -> list[StoredTurn]:
+    async def get_conversation(self, user_id: str, conversation_id: str) -> list[StoredTurn]:
         stmt = (
-            select(T).where(T.c.user_id == user_id, T.c.session_id == session_id).order_by(T.c.id)
+            select(T)
+            .where(T.c.user_id == user_id, T.c.session_id == conversation_id)
+            .order_by(T.c.id)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [_turn(row) for row in rows]
 
-    async def delete_conversation(self, user_id: str, session_id: str) -> DeletedConversation:
+    async def delete_conversation(self, user_id: str, conversation_id: str) -> DeletedConversation:
         """Delete the turns and the files no other conversation used, all at once.
 
         A file is used by a conversation when one of its turns names it; a
         file never asked about is the user's to delete, not the conversation's.
         """
-        mine = T.c.user_id == user_id, T.c.session_id == session_id
+        mine = T.c.user_id == user_id, T.c.session_id == conversation_id
         used_here = select(T.c.fileid).where(*mine, T.c.fileid.is_not(None))
-        used_elsewhere = exists().where(T.c.fileid == F.c.id, T.c.session_id != session_id)
+        used_elsewhere = exists().where(T.c.fileid == F.c.id, T.c.session_id != conversation_id)
         uploaded_for_it = F.c.id.in_(used_here) & ~used_elsewhere
-        made_by_it = (F.c.source == "generated") & (F.c.session_id == session_id)
+        made_by_it = (F.c.source == "generated") & (F.c.session_id == conversation_id)
         only_here = select(F.c.id, F.c.blob_key).where(
             F.c.user_id == user_id, uploaded_for_it | made_by_it
         )
@@ -316,11 +318,11 @@ class SqlSessionStore:
         return DeletedConversation(turns, [row.blob_key for row in files])
 
     async def delete_last_turn(
-        self, user_id: str, session_id: str, statuses: tuple[TurnStatus, ...]
+        self, user_id: str, conversation_id: str, statuses: tuple[TurnStatus, ...]
     ) -> int | None:
         newest = (
             select(T.c.id)
-            .where(T.c.user_id == user_id, T.c.session_id == session_id)
+            .where(T.c.user_id == user_id, T.c.session_id == conversation_id)
             .order_by(T.c.id.desc())
             .limit(1)
             .scalar_subquery()

@@ -73,7 +73,7 @@ class Run:
     """Past the point a stop could change: the agent is storing its outcome, or has finished."""
     kept_until: float = 0.0
     """When the ended run's log stops being kept for late readers (the registry's clock)."""
-    session_id: int | None = None
+    row_id: int | None = None
     """The turn's row, once its question is stored (a queued run has none yet)."""
     complete: CompleteEvent | None = None
     """How the turn ended, once it has (for whoever is told of its end: a webhook)."""

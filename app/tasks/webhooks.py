@@ -133,7 +133,7 @@ class Webhooks:
         body = orjson.dumps(
             {
                 "conversationId": claim.conversation_id,
-                "sessionId": run.session_id,
+                "sessionId": run.row_id,
                 "taskId": claim.task_id,
                 "agentType": claim.agent_type,
                 "status": run.complete.status if run.complete is not None else "failed",

@@ -188,7 +188,7 @@ async def test_list_conversations_one_record_per_conversation_newest_first(
     records, total = await store.list_conversations("alice", page=1, size=10)
 
     assert total == 3
-    assert [(r.session_id, r.question, r.agent_type, r.fileid) for r in records] == [
+    assert [(r.conversation_id, r.question, r.agent_type, r.fileid) for r in records] == [
         ("A", "A1", "file", "f"),
         ("C", "C1", "deep", None),
         ("B", "B1", "chat", None),
@@ -208,7 +208,7 @@ async def test_list_conversations_orders_by_latest_activity(store: SessionStore)
     await store.finish_turn(old, outcome())
 
     records, _ = await store.list_conversations("alice", page=1, size=10)
-    assert [r.session_id for r in records] == ["old", "new"]
+    assert [r.conversation_id for r in records] == ["old", "new"]
 
 
 async def test_list_conversations_paginates_with_total(store: SessionStore) -> None:
@@ -217,7 +217,7 @@ async def test_list_conversations_paginates_with_total(store: SessionStore) -> N
 
     pages = [await store.list_conversations("alice", page=p, size=2) for p in (1, 2, 3, 4)]
 
-    assert [[r.session_id for r in records] for records, _ in pages] == [
+    assert [[r.conversation_id for r in records] for records, _ in pages] == [
         ["c5", "c4"],
         ["c3", "c2"],
         ["c1"],
@@ -286,7 +286,7 @@ async def test_a_turn_stored_late_fills_only_unfinished_rows(store: SessionStore
     running = await store.add_question(new_turn("r"))
     interrupted = await store.add_question(new_turn("i"))
     await store.save_partial(interrupted, "half", "")
-    assert await store.mark_interrupted(session_id="i") == 1
+    assert await store.mark_interrupted(conversation_id="i") == 1
     finished = await store.add_question(new_turn("f"))
     await store.finish_turn(finished, outcome(answer="final", status="stopped"))
     call = ToolCall(id="call_1", name="web_search", arguments="{}", result="found")
@@ -318,12 +318,12 @@ async def test_mark_interrupted_filters_and_keeps_partial_answer(store: SessionS
     done = await store.add_question(new_turn("c"))
     await store.finish_turn(done, outcome())
 
-    assert await store.mark_interrupted(session_id="a", older_than=cutoff) == 1
+    assert await store.mark_interrupted(conversation_id="a", older_than=cutoff) == 1
     [first, second] = await store.get_conversation("alice", "a")
     assert (first.status, first.answer) == ("interrupted", "half an answer")
     assert second.status == "running"
 
-    assert await store.mark_interrupted(session_id="a", user_id="alice") == 1
+    assert await store.mark_interrupted(conversation_id="a", user_id="alice") == 1
     assert (await store.get_conversation("bob", "a"))[0].status == "running"
 
     assert await store.mark_interrupted() == 2
