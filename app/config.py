@@ -3,14 +3,21 @@
 Nothing reads the environment anywhere else: `create_app(settings)` receives
 this object, so tests build apps with their own settings side by side.
 Secrets are `SecretStr` so they never print in a repr, a log or an error.
+
+A layer takes the few settings it reads as a small frozen dataclass, a
+`SettingsPart` whose fields are `setting("name")`: each names the field of
+`Settings` it is read from and takes that field's default, so a default is
+declared once, here, and `Part.from_settings(settings)` needs no hand-written
+copy of the names.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal, Self
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -289,3 +296,40 @@ class Settings(BaseSettings):
 
     def _listed_origins(self) -> list[str]:
         return [o.strip() for o in self.cors_origins.split(",") if o.strip()]
+
+
+_SOURCE = "setting"
+"""The key, in a `SettingsPart` field's metadata, of the `Settings` field it is read from."""
+
+
+def setting(name: str) -> Any:
+    """A `SettingsPart` field read from `Settings.<name>`, with that field's default.
+
+    `Any`, as `dataclasses.field` is typed: the field's annotation gives its type
+    (`tests/unit/test_settings_parts.py` checks it is the setting's). A name that
+    is no setting fails at import.
+    """
+    default = Settings.model_fields[name].get_default(call_default_factory=True)
+    return dataclasses.field(default=default, metadata={_SOURCE: name})
+
+
+class SettingsPart:
+    """Base of a dataclass of settings one layer reads; see `setting`.
+
+    Built by the app from its `Settings` (`from_settings`), or directly by a
+    test or a benchmark, which then names only what it changes.
+    """
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Self:
+        """Each `setting` field from its setting; any other field keeps its own default."""
+        return cls(
+            **{
+                part.name: getattr(settings, part.metadata[_SOURCE])
+                for part in dataclasses.fields(cls)
+                if _SOURCE in part.metadata
+            }
+        )

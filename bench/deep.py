@@ -32,9 +32,9 @@ import orjson
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 
-from app.agents.base import AgentCore, AgentSettings, Turn
 from app.agents.deep.agent import DeepResearchAgent, DeepSettings, OpenCheckpointer
 from app.agents.deep.checkpoints import open_checkpointer
+from app.agents.turn import AgentCore, AgentSettings, Turn
 from app.core.run import ConversationKey, NeverStopped
 from app.llm.tokens import TokenCounter, install_encodings
 from app.store.db import Database

@@ -36,12 +36,12 @@ import re
 import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import BinaryIO
 
-from app.config import Settings
+from app.config import SettingsPart, setting
 from app.core.events import FileEvent
 from app.documents.extract import (
     TYPES_BY_EXTENSION,
@@ -84,33 +84,26 @@ class EmptyFile(FileError):
 
 
 @dataclass(frozen=True, slots=True)
-class LibrarySettings:
-    max_bytes: int = 50 * 1024 * 1024
-    chunk_chars: int = 1000
-    overlap_chars: int = 200
-    whole_text_chars: int = 8000
-    top_k: int = 5
-    parsing: ParseLimits = field(default_factory=ParseLimits)
-    parse_workers: int = 2
+class LibrarySettings(SettingsPart):
+    max_bytes: int = setting("upload_max_bytes")
+    chunk_chars: int = setting("file_chunk_chars")
+    overlap_chars: int = setting("file_chunk_overlap_chars")
+    whole_text_chars: int = setting("file_whole_text_chars")
+    top_k: int = setting("file_search_top_k")
+    parse_workers: int = setting("file_parse_workers")
+    max_inflated_bytes: int = setting("file_max_inflated_bytes")
+    max_pages: int = setting("file_max_pages")
+    max_chars: int = setting("file_max_chars")
+    parse_memory_mb: int = setting("file_parse_memory_mb")
+    parse_seconds: float = setting("file_parse_seconds")
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> LibrarySettings:
-        return cls(
-            max_bytes=settings.upload_max_bytes,
-            chunk_chars=settings.file_chunk_chars,
-            overlap_chars=settings.file_chunk_overlap_chars,
-            whole_text_chars=settings.file_whole_text_chars,
-            top_k=settings.file_search_top_k,
-            parsing=ParseLimits(
-                Budget(
-                    inflated_bytes=settings.file_max_inflated_bytes,
-                    pages=settings.file_max_pages,
-                    chars=settings.file_max_chars,
-                ),
-                memory_bytes=settings.file_parse_memory_mb * 1024 * 1024,
-                seconds=settings.file_parse_seconds,
-            ),
-            parse_workers=settings.file_parse_workers,
+    @property
+    def parsing(self) -> ParseLimits:
+        """What the child process that reads one document is given: its budget and limits."""
+        return ParseLimits(
+            Budget(self.max_inflated_bytes, self.max_pages, self.max_chars),
+            self.parse_memory_mb * 1024 * 1024,
+            self.parse_seconds,
         )
 
 

@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from app.config import Settings
+from app.config import SettingsPart, setting
 
 Action = Literal["stream", "upload"]
 STREAM_SLOT_RETRY_SECONDS = 5
@@ -36,18 +36,10 @@ class LimitExceeded(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Rates:
-    max_streams: int = 8
-    streams_per_minute: int = 30
-    uploads_per_minute: int = 20
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Rates:
-        return cls(
-            max_streams=settings.max_streams_per_user,
-            streams_per_minute=settings.streams_per_minute,
-            uploads_per_minute=settings.uploads_per_minute,
-        )
+class Rates(SettingsPart):
+    max_streams: int = setting("max_streams_per_user")
+    streams_per_minute: int = setting("streams_per_minute")
+    uploads_per_minute: int = setting("uploads_per_minute")
 
     def bucket(self, action: Action) -> int:
         """Tokens per minute for `action`, also the most one burst may take; 0: unlimited."""

@@ -13,9 +13,9 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from app.agents.registry import AgentEntry
+from app.config import DisconnectPolicy, SettingsPart, setting
 from app.documents.library import DocumentLibrary
 from app.limits import LimitExceeded, UserLimits
 from app.service.errors import (
@@ -34,7 +34,6 @@ from app.tasks.runs import Run, RunRegistry
 from app.tasks.webhooks import WebhookRefused, Webhooks
 
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-OnDisconnect = Literal["continue", "cancel"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,7 +44,7 @@ class TurnRequest:
     conversation_id: str | None = None
     """None or empty: a new conversation."""
     file_id: str | None = None
-    on_disconnect: OnDisconnect | None = None
+    on_disconnect: DisconnectPolicy | None = None
     """None: the service's default (`ON_DISCONNECT`)."""
     strategy: Strategy | None = None
     """On a busy conversation; None: `reject`."""
@@ -53,9 +52,9 @@ class TurnRequest:
 
 
 @dataclass(frozen=True, slots=True)
-class StreamSettings:
-    query_max_chars: int
-    on_disconnect: OnDisconnect
+class StreamSettings(SettingsPart):
+    query_max_chars: int = setting("query_max_chars")
+    on_disconnect: DisconnectPolicy = setting("on_disconnect")
 
 
 class StreamService:

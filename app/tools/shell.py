@@ -41,16 +41,15 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from app.config import SettingsPart, ShellMode, setting
 from app.core.events import ThinkingEvent
 from app.core.processes import kill_group
 from app.core.tools import ToolSchema
 from app.tools.base import ToolContext, ToolOutput
 from app.tools.untrusted import untrusted
 from app.tools.workspace import Workspace
-
-ShellMode = Literal["sandboxed", "unsandboxed"]
 
 SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_SKILLS = "/skills"
@@ -84,13 +83,13 @@ _SETPRIV_CAPS = ("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-ad
 
 
 @dataclass(frozen=True, slots=True)
-class ShellLimits:
-    timeout_seconds: float = 120.0
-    max_timeout_seconds: float = 600.0
-    output_bytes: int = 30_000
-    memory_bytes: int = 2 * 1024**3
-    processes: int = 256
-    file_bytes: int = 50 * 1024**2
+class ShellLimits(SettingsPart):
+    timeout_seconds: float = setting("skills_shell_timeout_seconds")
+    max_timeout_seconds: float = setting("skills_shell_max_timeout_seconds")
+    output_bytes: int = setting("skills_shell_output_bytes")
+    memory_bytes: int = setting("skills_shell_memory_bytes")
+    processes: int = setting("skills_shell_processes")
+    file_bytes: int = setting("skills_max_file_bytes")
     open_files: int = 1024
 
 

@@ -81,7 +81,7 @@ def _sockets() -> set[str]:
     TCP only: uvloop makes a new socket pair for its signal wake-ups each time the
     loop starts running, which is once per test here, and closes it only with the loop.
     """
-    tcp = set()
+    tcp: set[str] = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         with contextlib.suppress(OSError):
             lines = Path(table).read_text().splitlines()[1:]

@@ -45,7 +45,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from app.config import Settings
+from app.config import SettingsPart, setting
 from app.core.urls import public_url
 from app.tools.mcp.config import McpServerConfig
 
@@ -71,22 +71,12 @@ class McpCallFailed(McpError):
 
 
 @dataclass(frozen=True, slots=True)
-class McpLimits:
-    call_timeout_seconds: float = 60.0
-    connect_timeout_seconds: float = 20.0
-    health_seconds: float = 30.0
-    reconnect_min_seconds: float = 1.0
-    reconnect_max_seconds: float = 60.0
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> McpLimits:
-        return cls(
-            call_timeout_seconds=settings.mcp_call_timeout_seconds,
-            connect_timeout_seconds=settings.mcp_connect_timeout_seconds,
-            health_seconds=settings.mcp_health_seconds,
-            reconnect_min_seconds=settings.mcp_reconnect_min_seconds,
-            reconnect_max_seconds=settings.mcp_reconnect_max_seconds,
-        )
+class McpLimits(SettingsPart):
+    call_timeout_seconds: float = setting("mcp_call_timeout_seconds")
+    connect_timeout_seconds: float = setting("mcp_connect_timeout_seconds")
+    health_seconds: float = setting("mcp_health_seconds")
+    reconnect_min_seconds: float = setting("mcp_reconnect_min_seconds")
+    reconnect_max_seconds: float = setting("mcp_reconnect_max_seconds")
 
 
 class _Lost(Exception):
