@@ -5,17 +5,18 @@ this object, so tests build apps with their own settings side by side.
 Secrets are `SecretStr` so they never print in a repr, a log or an error.
 
 A layer takes the few settings it reads as a small frozen dataclass, a
-`SettingsPart` whose fields are `setting("name")`: each names the field of
-`Settings` it is read from and takes that field's default, so a default is
-declared once, here, and `Part.from_settings(settings)` needs no hand-written
-copy of the names.
+`SettingsPart`: its fields are read from the same-named settings (after a
+prefix, or renamed), by one rule, and have no defaults of their own, so each
+default is declared once, here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
@@ -298,38 +299,36 @@ class Settings(BaseSettings):
         return [o.strip() for o in self.cors_origins.split(",") if o.strip()]
 
 
-_SOURCE = "setting"
-"""The key, in a `SettingsPart` field's metadata, of the `Settings` field it is read from."""
-
-
-def setting(name: str) -> Any:
-    """A `SettingsPart` field read from `Settings.<name>`, with that field's default.
-
-    `Any`, as `dataclasses.field` is typed: the field's annotation gives its type
-    (`tests/unit/test_settings_parts.py` checks it is the setting's). A name that
-    is no setting fails at import.
-    """
-    default = Settings.model_fields[name].get_default(call_default_factory=True)
-    return dataclasses.field(default=default, metadata={_SOURCE: name})
-
-
 class SettingsPart:
-    """Base of a dataclass of settings one layer reads; see `setting`.
+    """Base of a dataclass of the settings one layer reads, declared without defaults.
 
-    Built by the app from its `Settings` (`from_settings`), or directly by a
-    test or a benchmark, which then names only what it changes.
+    A field is read from the `Settings` field of its name after `prefix`
+    (`class McpLimits(SettingsPart, prefix="mcp_")`), or of the name `renamed`
+    gives it; a name that is no setting fails at import. The defaults are
+    Settings' own (`defaults()`), so no part repeats one.
     """
 
     __slots__ = ()
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+    _sources: ClassVar[Mapping[str, str]]
+    """Each field -> the setting it is read from."""
+
+    def __init_subclass__(cls, prefix: str = "", renamed: Mapping[str, str] | None = None) -> None:
+        super().__init_subclass__()
+        if "_sources" in vars(cls):
+            return  # the class `dataclass(slots=True)` makes anew, from the one declared
+        names = renamed or {}
+        cls._sources = {f: names.get(f, prefix + f) for f in inspect.get_annotations(cls)}
+        unknown = sorted(set(cls._sources.values()) - set(Settings.model_fields))
+        if unknown:
+            raise TypeError(f"{cls.__name__} reads no such setting: {', '.join(unknown)}")
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Self:
-        """Each `setting` field from its setting; any other field keeps its own default."""
-        return cls(
-            **{
-                part.name: getattr(settings, part.metadata[_SOURCE])
-                for part in dataclasses.fields(cls)
-                if _SOURCE in part.metadata
-            }
-        )
+        return cls(**{field: getattr(settings, name) for field, name in cls._sources.items()})
+
+    @classmethod
+    def defaults(cls) -> Self:
+        """With the defaults `Settings` declares, whatever the environment says: a test or a
+        benchmark starts from these and `dataclasses.replace`s what it changes."""
+        return cls.from_settings(Settings.model_construct())

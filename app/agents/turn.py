@@ -14,7 +14,7 @@ from typing import Literal
 import httpx2 as httpx
 
 from app.agents.plan_record import PLAN_EVENTS, record_plan
-from app.config import SettingsPart, setting
+from app.config import SettingsPart
 from app.core.events import (
     Event,
     FileEvent,
@@ -47,14 +47,17 @@ AgentOutcome = Literal["completed", "paused"]
 
 
 @dataclass(frozen=True, slots=True)
-class AgentSettings(SettingsPart):
-    memory_max_turns: int = setting("memory_max_turns")
-    memory_max_tokens: int = setting("memory_max_tokens")
-    max_rounds: int = setting("react_max_rounds")
-    recommendations: bool = setting("recommendations_enabled")
-    tool_result_display_chars: int = setting("tool_result_display_chars")
-    partial_save_seconds: float = setting("partial_save_seconds")
-    store_retry_seconds: float = setting("store_retry_seconds")
+class AgentSettings(
+    SettingsPart,
+    renamed={"max_rounds": "react_max_rounds", "recommendations": "recommendations_enabled"},
+):
+    memory_max_turns: int
+    memory_max_tokens: int
+    max_rounds: int
+    recommendations: bool
+    tool_result_display_chars: int
+    partial_save_seconds: float
+    store_retry_seconds: float
     """How long the final store retries an unreachable database before the turn ends failed."""
 
 

@@ -41,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import BinaryIO
 
-from app.config import SettingsPart, setting
+from app.config import SettingsPart
 from app.core.events import FileEvent
 from app.documents.extract import (
     TYPES_BY_EXTENSION,
@@ -84,18 +84,26 @@ class EmptyFile(FileError):
 
 
 @dataclass(frozen=True, slots=True)
-class LibrarySettings(SettingsPart):
-    max_bytes: int = setting("upload_max_bytes")
-    chunk_chars: int = setting("file_chunk_chars")
-    overlap_chars: int = setting("file_chunk_overlap_chars")
-    whole_text_chars: int = setting("file_whole_text_chars")
-    top_k: int = setting("file_search_top_k")
-    parse_workers: int = setting("file_parse_workers")
-    max_inflated_bytes: int = setting("file_max_inflated_bytes")
-    max_pages: int = setting("file_max_pages")
-    max_chars: int = setting("file_max_chars")
-    parse_memory_mb: int = setting("file_parse_memory_mb")
-    parse_seconds: float = setting("file_parse_seconds")
+class LibrarySettings(
+    SettingsPart,
+    prefix="file_",
+    renamed={
+        "max_bytes": "upload_max_bytes",
+        "overlap_chars": "file_chunk_overlap_chars",
+        "top_k": "file_search_top_k",
+    },
+):
+    max_bytes: int
+    chunk_chars: int
+    overlap_chars: int
+    whole_text_chars: int
+    top_k: int
+    parse_workers: int
+    max_inflated_bytes: int
+    max_pages: int
+    max_chars: int
+    parse_memory_mb: int
+    parse_seconds: float
 
     @property
     def parsing(self) -> ParseLimits:

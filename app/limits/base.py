@@ -22,7 +22,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from app.config import SettingsPart, setting
+from app.config import SettingsPart
 
 Action = Literal["stream", "upload"]
 STREAM_SLOT_RETRY_SECONDS = 5
@@ -36,10 +36,10 @@ class LimitExceeded(Exception):
 
 
 @dataclass(frozen=True, slots=True)
-class Rates(SettingsPart):
-    max_streams: int = setting("max_streams_per_user")
-    streams_per_minute: int = setting("streams_per_minute")
-    uploads_per_minute: int = setting("uploads_per_minute")
+class Rates(SettingsPart, renamed={"max_streams": "max_streams_per_user"}):
+    max_streams: int
+    streams_per_minute: int
+    uploads_per_minute: int
 
     def bucket(self, action: Action) -> int:
         """Tokens per minute for `action`, also the most one burst may take; 0: unlimited."""

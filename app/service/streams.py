@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.agents.registry import AgentEntry
-from app.config import DisconnectPolicy, SettingsPart, setting
+from app.config import DisconnectPolicy, SettingsPart
 from app.documents.library import DocumentLibrary
 from app.limits import LimitExceeded, UserLimits
 from app.service.errors import (
@@ -53,8 +53,8 @@ class TurnRequest:
 
 @dataclass(frozen=True, slots=True)
 class StreamSettings(SettingsPart):
-    query_max_chars: int = setting("query_max_chars")
-    on_disconnect: DisconnectPolicy = setting("on_disconnect")
+    query_max_chars: int
+    on_disconnect: DisconnectPolicy
 
 
 class StreamService:

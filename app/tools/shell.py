@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.config import SettingsPart, ShellMode, setting
+from app.config import SettingsPart, ShellMode
 from app.core.events import ThinkingEvent
 from app.core.processes import kill_group
 from app.core.tools import ToolSchema
@@ -58,6 +58,8 @@ FLOOD_BYTES = 16 * 1024**2
 """Output beyond which a command is killed: it is flooding, not working (`yes`)."""
 DRAIN_SECONDS = 1.0
 """How long output is still read once the command's processes are killed."""
+OPEN_FILES = 1024
+"""Files one command's processes may hold open."""
 _READ_BYTES = 65536
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
 _ETC = (
@@ -83,14 +85,15 @@ _SETPRIV_CAPS = ("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-ad
 
 
 @dataclass(frozen=True, slots=True)
-class ShellLimits(SettingsPart):
-    timeout_seconds: float = setting("skills_shell_timeout_seconds")
-    max_timeout_seconds: float = setting("skills_shell_max_timeout_seconds")
-    output_bytes: int = setting("skills_shell_output_bytes")
-    memory_bytes: int = setting("skills_shell_memory_bytes")
-    processes: int = setting("skills_shell_processes")
-    file_bytes: int = setting("skills_max_file_bytes")
-    open_files: int = 1024
+class ShellLimits(
+    SettingsPart, prefix="skills_shell_", renamed={"file_bytes": "skills_max_file_bytes"}
+):
+    timeout_seconds: float
+    max_timeout_seconds: float
+    output_bytes: int
+    memory_bytes: int
+    processes: int
+    file_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +173,7 @@ class Shell:
             f"--cpu={int(limits.max_timeout_seconds) + 1}",
             f"--nproc={limits.processes}",
             f"--fsize={limits.file_bytes}",
-            f"--nofile={limits.open_files}",
+            f"--nofile={OPEN_FILES}",
             "--core=0",
             "--",
         ]

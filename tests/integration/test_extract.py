@@ -30,7 +30,7 @@ from tests.support.documents import (
     xlsx_bytes,
 )
 
-BUDGET = LibrarySettings().parsing.budget
+BUDGET = LibrarySettings.defaults().parsing.budget
 """The service's default budget."""
 
 

@@ -33,7 +33,7 @@ from app.agents.deep.prompts import CONTINUE_WORDS
 from app.agents.deep.state import DeepState
 from app.agents.deep.structured import ModelSteps
 from app.agents.turn import AgentCore, Turn, TurnState
-from app.config import Settings, SettingsPart, setting
+from app.config import Settings, SettingsPart
 from app.core.events import Event, ThinkingEvent
 from app.core.run import ConversationKey
 from app.tools.base import Tool
@@ -43,10 +43,10 @@ OpenCheckpointer = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[
 
 
 @dataclass(frozen=True, slots=True)
-class DeepSettings(SettingsPart):
-    max_parallel: int = setting("deep_max_parallel")
-    max_rounds: int = setting("deep_max_rounds")
-    task_max_rounds: int = setting("deep_task_max_rounds")
+class DeepSettings(SettingsPart, prefix="deep_"):
+    max_parallel: int
+    max_rounds: int
+    task_max_rounds: int
 
 
 class DeepResearchAgent(BaseAgent):

@@ -45,7 +45,7 @@ from app.agents.pptx.schema import (
 from app.agents.pptx.templates import TemplateLibrary, TemplateSpec
 from app.agents.react import act
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
-from app.config import SettingsPart, setting
+from app.config import SettingsPart
 from app.core.events import DeckEvent, Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
 from app.documents.library import generated_event
@@ -60,11 +60,11 @@ Events = AsyncIterator[Event]
 
 
 @dataclass(frozen=True, slots=True)
-class DeckSettings(SettingsPart):
-    render_timeout_seconds: float = setting("pptx_render_timeout_seconds")
-    max_slides: int = setting("pptx_max_slides")
-    search_queries: int = setting("pptx_search_queries")
-    previews: bool = setting("pptx_previews")
+class DeckSettings(SettingsPart, prefix="pptx_"):
+    render_timeout_seconds: float
+    max_slides: int
+    search_queries: int
+    previews: bool
 
 
 class InvalidPlan(AgentFailure):

@@ -45,7 +45,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from app.config import SettingsPart, setting
+from app.config import SettingsPart
 from app.core.urls import public_url
 from app.tools.mcp.config import McpServerConfig
 
@@ -71,12 +71,12 @@ class McpCallFailed(McpError):
 
 
 @dataclass(frozen=True, slots=True)
-class McpLimits(SettingsPart):
-    call_timeout_seconds: float = setting("mcp_call_timeout_seconds")
-    connect_timeout_seconds: float = setting("mcp_connect_timeout_seconds")
-    health_seconds: float = setting("mcp_health_seconds")
-    reconnect_min_seconds: float = setting("mcp_reconnect_min_seconds")
-    reconnect_max_seconds: float = setting("mcp_reconnect_max_seconds")
+class McpLimits(SettingsPart, prefix="mcp_"):
+    call_timeout_seconds: float
+    connect_timeout_seconds: float
+    health_seconds: float
+    reconnect_min_seconds: float
+    reconnect_max_seconds: float
 
 
 class _Lost(Exception):
