@@ -18,7 +18,7 @@ import inspect
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Self
+from typing import Any, ClassVar, Literal, Self, dataclass_transform
 
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -299,8 +299,9 @@ class Settings(BaseSettings):
         return [o.strip() for o in self.cors_origins.split(",") if o.strip()]
 
 
+@dataclass_transform(frozen_default=True)
 class SettingsPart:
-    """Base of a dataclass of the settings one layer reads, declared without defaults.
+    """Base of the frozen dataclass of settings one layer reads, declared without defaults.
 
     A field is read from the `Settings` field of its name after `prefix`
     (`class McpLimits(SettingsPart, prefix="mcp_")`), or of the name `renamed`
@@ -308,20 +309,18 @@ class SettingsPart:
     Settings' own (`defaults()`), so no part repeats one.
     """
 
-    __slots__ = ()
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
     _sources: ClassVar[Mapping[str, str]]
     """Each field -> the setting it is read from."""
 
     def __init_subclass__(cls, prefix: str = "", renamed: Mapping[str, str] | None = None) -> None:
         super().__init_subclass__()
-        if "_sources" in vars(cls):
-            return  # the class `dataclass(slots=True)` makes anew, from the one declared
         names = renamed or {}
         cls._sources = {f: names.get(f, prefix + f) for f in inspect.get_annotations(cls)}
         unknown = sorted(set(cls._sources.values()) - set(Settings.model_fields))
         if unknown:
             raise TypeError(f"{cls.__name__} reads no such setting: {', '.join(unknown)}")
+        dataclasses.dataclass(frozen=True)(cls)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Self:

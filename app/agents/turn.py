@@ -46,7 +46,6 @@ _SHOWN = (TextEvent, ThinkingEvent)
 AgentOutcome = Literal["completed", "paused"]
 
 
-@dataclass(frozen=True, slots=True)
 class AgentSettings(
     SettingsPart,
     renamed={"max_rounds": "react_max_rounds", "recommendations": "recommendations_enabled"},

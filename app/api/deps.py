@@ -22,7 +22,6 @@ from app.tasks.webhooks import Webhooks
 from app.tools.mcp import McpHub
 
 
-@dataclass(frozen=True, slots=True)
 class ApiSettings(SettingsPart, renamed={"public_url": "a2a_public_url"}):
     """The settings routes read (main.py fills it, so routes never read `Settings`)."""
 

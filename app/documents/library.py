@@ -83,7 +83,6 @@ class EmptyFile(FileError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
 class LibrarySettings(
     SettingsPart,
     prefix="file_",

@@ -19,7 +19,6 @@ again; the API answers it 429 with `Retry-After`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from app.config import SettingsPart
@@ -35,7 +34,6 @@ class LimitExceeded(Exception):
         self.retry_after = max(1, math.ceil(retry_after))
 
 
-@dataclass(frozen=True, slots=True)
 class Rates(SettingsPart, renamed={"max_streams": "max_streams_per_user"}):
     max_streams: int
     streams_per_minute: int

@@ -51,7 +51,6 @@ class TurnRequest:
     webhook: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
 class StreamSettings(SettingsPart):
     query_max_chars: int
     on_disconnect: DisconnectPolicy

@@ -84,7 +84,6 @@ _NAMESPACES = (
 _SETPRIV_CAPS = ("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP")
 
 
-@dataclass(frozen=True, slots=True)
 class ShellLimits(
     SettingsPart, prefix="skills_shell_", renamed={"file_bytes": "skills_max_file_bytes"}
 ):

@@ -7,7 +7,6 @@ renamed; so nothing but this test sees a part's type drift from its setting's.
 
 from __future__ import annotations
 
-import sys
 import typing
 
 import pytest
@@ -18,12 +17,7 @@ from app.config import Settings, SettingsPart
 from app.documents.library import LibrarySettings
 from app.tools.shell import ShellLimits
 
-PARTS = [
-    part
-    for part in SettingsPart.__subclasses__()
-    # `slots=True` makes a new class; the one it replaced lingers among the subclasses.
-    if getattr(sys.modules[part.__module__], part.__name__) is part
-]
+PARTS = SettingsPart.__subclasses__()
 
 
 @pytest.mark.parametrize("part", PARTS, ids=lambda part: part.__name__)

@@ -17,7 +17,6 @@ import dataclasses
 import string
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
@@ -42,7 +41,6 @@ OpenCheckpointer = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[
 """Opens the checkpoint store for the app's life: our database's, or another for a benchmark."""
 
 
-@dataclass(frozen=True, slots=True)
 class DeepSettings(SettingsPart, prefix="deep_"):
     max_parallel: int
     max_rounds: int

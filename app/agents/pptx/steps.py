@@ -12,7 +12,6 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -59,7 +58,6 @@ Answer = TypeVar("Answer", bound=BaseModel)
 Events = AsyncIterator[Event]
 
 
-@dataclass(frozen=True, slots=True)
 class DeckSettings(SettingsPart, prefix="pptx_"):
     render_timeout_seconds: float
     max_slides: int

@@ -27,7 +27,6 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -70,7 +69,6 @@ class McpCallFailed(McpError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
 class McpLimits(SettingsPart, prefix="mcp_"):
     call_timeout_seconds: float
     connect_timeout_seconds: float
