@@ -162,18 +162,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         stack.push_async_callback(run_registry.shutdown)
         stack.push_async_callback(turns.shutdown)
         app.state.services = Services(
-            http=ApiSettings(
-                sse_ping_seconds=settings.sse_ping_seconds,
-                public_url=settings.a2a_public_url,
-                metrics_key=settings.metrics_key,
-            ),
+            http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
             store=store,
             tasks=tasks,
             runs=run_registry,
             turns=turns,
             streams=StreamService(
-                StreamSettings(settings.query_max_chars, settings.on_disconnect),
+                StreamSettings.from_settings(settings),
                 turns,
                 run_registry,
                 library,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import time
 from collections import Counter
@@ -100,11 +101,16 @@ async def _turns(
         Database.open(database_url, pool_size=4, migrate=True) as db,
         httpx.AsyncClient() as http,
     ):
-        limits = AgentSettings(recommendations=False, partial_save_seconds=3600)
+        limits = dataclasses.replace(
+            AgentSettings.defaults(), recommendations=False, partial_save_seconds=3600
+        )
         library = document_library(db, Settings(data_dir=data_dir))
         core = AgentCore(model, SqlSessionStore(db), TokenCounter(), http, limits, library, db)
         agent = DeepResearchAgent(
-            core, _counting(opener, counts), None, DeepSettings(max_parallel=tasks)
+            core,
+            _counting(opener, counts),
+            None,
+            dataclasses.replace(DeepSettings.defaults(), max_parallel=tasks),
         )
         async with agent.resources():
 

@@ -237,14 +237,7 @@ def build(core: AgentCore, settings: Settings) -> SkillsAgent:
     mounts = python_mounts()
     if sandboxed:
         mounts += [Mount(s.folder, f"{SANDBOX_SKILLS}/{s.name}") for s in skills.values()]
-    limits = ShellLimits(
-        timeout_seconds=settings.skills_shell_timeout_seconds,
-        max_timeout_seconds=settings.skills_shell_max_timeout_seconds,
-        output_bytes=settings.skills_shell_output_bytes,
-        memory_bytes=settings.skills_shell_memory_bytes,
-        processes=settings.skills_shell_processes,
-        file_bytes=settings.skills_max_file_bytes,
-    )
+    limits = ShellLimits.from_settings(settings)
     shell = Shell(limits, settings.skills_shell, mounts, shutil.which("bwrap"))
     if not sandboxed:
         log.warning(

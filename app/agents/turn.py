@@ -14,7 +14,7 @@ from typing import Literal
 import httpx2 as httpx
 
 from app.agents.plan_record import PLAN_EVENTS, record_plan
-from app.config import Settings
+from app.config import SettingsPart
 from app.core.events import (
     Event,
     FileEvent,
@@ -46,28 +46,18 @@ _SHOWN = (TextEvent, ThinkingEvent)
 AgentOutcome = Literal["completed", "paused"]
 
 
-@dataclass(frozen=True, slots=True)
-class AgentSettings:
-    memory_max_turns: int = 10
-    memory_max_tokens: int = 6000
-    max_rounds: int = 5
-    recommendations: bool = True
-    tool_result_display_chars: int = 2000
-    partial_save_seconds: float = 5.0
-    store_retry_seconds: float = 120.0
+class AgentSettings(
+    SettingsPart,
+    renamed={"max_rounds": "react_max_rounds", "recommendations": "recommendations_enabled"},
+):
+    memory_max_turns: int
+    memory_max_tokens: int
+    max_rounds: int
+    recommendations: bool
+    tool_result_display_chars: int
+    partial_save_seconds: float
+    store_retry_seconds: float
     """How long the final store retries an unreachable database before the turn ends failed."""
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> AgentSettings:
-        return cls(
-            memory_max_turns=settings.memory_max_turns,
-            memory_max_tokens=settings.memory_max_tokens,
-            max_rounds=settings.react_max_rounds,
-            recommendations=settings.recommendations_enabled,
-            tool_result_display_chars=settings.tool_result_display_chars,
-            partial_save_seconds=settings.partial_save_seconds,
-            store_retry_seconds=settings.store_retry_seconds,
-        )
 
 
 @dataclass(slots=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Annotated, Literal, TypeVar
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Body, Header, Query
 from pydantic import BaseModel, ConfigDict, Field
@@ -19,6 +19,7 @@ from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.api.sse import EventStreamResponse
+from app.config import DisconnectPolicy
 from app.core.wire import WireModel
 from app.service.streams import TurnRequest, valid_conversation_id
 from app.service.turns import Strategy
@@ -44,7 +45,7 @@ class StreamParams(BaseModel):
         alias="fileId",
         description="An uploaded file to ask about (required by the file agent).",
     )
-    on_disconnect: Literal["continue", "cancel"] | None = Field(
+    on_disconnect: DisconnectPolicy | None = Field(
         default=None,
         alias="onDisconnect",
         description="What happens to the run when the client goes away (default: settings).",

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
 from pydantic import SecretStr
 
 from app.agents.registry import AgentEntry
+from app.config import SettingsPart
 from app.documents.library import DocumentLibrary
 from app.limits import UserLimits
 from app.llm.base import ChatModel
@@ -21,15 +22,14 @@ from app.tasks.webhooks import Webhooks
 from app.tools.mcp import McpHub
 
 
-@dataclass(frozen=True, slots=True)
-class ApiSettings:
+class ApiSettings(SettingsPart, renamed={"public_url": "a2a_public_url"}):
     """The settings routes read (main.py fills it, so routes never read `Settings`)."""
 
     sse_ping_seconds: float
     """Seconds between `: ping` comments on an idle stream."""
-    public_url: str = ""
+    public_url: str
     """Our base URL as clients reach it (the A2A card); empty: the URL a request came to."""
-    metrics_key: SecretStr = field(default_factory=lambda: SecretStr(""))
+    metrics_key: SecretStr
     """The key /metrics asks for; empty: open, or off when API keys are set."""
 
 

@@ -106,12 +106,15 @@ class UnreadableFile(Exception):
 
 @dataclass(frozen=True, slots=True)
 class Budget:
-    """How much one document may cost to read: a real document stays far below each."""
+    """How much one document may cost to read: a real document stays far below each.
 
-    inflated_bytes: int = 128 * 1024 * 1024
+    No defaults: the settings give them (`LibrarySettings.parsing`), and this module,
+    run in the reading child, stays clear of the settings' imports."""
+
+    inflated_bytes: int
     """Bytes a docx's parts, or one pdf page's content streams together, may unpack to."""
-    pages: int = 2000
-    chars: int = 5_000_000
+    pages: int
+    chars: int
     """Characters of text the whole document may yield."""
 
     def check_chars(self, count: int, file_type: FileType) -> None:

@@ -24,7 +24,7 @@ import logging
 import os
 import resource
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import app
@@ -46,10 +46,12 @@ _BY_MIME = {t.mime_type: t for t in TYPES_BY_EXTENSION.values()}
 
 @dataclass(frozen=True, slots=True)
 class ParseLimits:
-    budget: Budget = field(default_factory=Budget)
-    memory_bytes: int = 1024 * 1024 * 1024
+    """Given by `LibrarySettings.parsing`; no defaults, like `Budget`."""
+
+    budget: Budget
+    memory_bytes: int
     """The child's address space: imports take about 150 MB of it, a parse the rest."""
-    seconds: float = 60.0
+    seconds: float
     """Wall time for one document, start-up included."""
 
 

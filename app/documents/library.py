@@ -36,12 +36,12 @@ import re
 import unicodedata
 import uuid
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePath
 from typing import BinaryIO
 
-from app.config import Settings
+from app.config import SettingsPart
 from app.core.events import FileEvent
 from app.documents.extract import (
     TYPES_BY_EXTENSION,
@@ -83,34 +83,34 @@ class EmptyFile(FileError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class LibrarySettings:
-    max_bytes: int = 50 * 1024 * 1024
-    chunk_chars: int = 1000
-    overlap_chars: int = 200
-    whole_text_chars: int = 8000
-    top_k: int = 5
-    parsing: ParseLimits = field(default_factory=ParseLimits)
-    parse_workers: int = 2
+class LibrarySettings(
+    SettingsPart,
+    prefix="file_",
+    renamed={
+        "max_bytes": "upload_max_bytes",
+        "overlap_chars": "file_chunk_overlap_chars",
+        "top_k": "file_search_top_k",
+    },
+):
+    max_bytes: int
+    chunk_chars: int
+    overlap_chars: int
+    whole_text_chars: int
+    top_k: int
+    parse_workers: int
+    max_inflated_bytes: int
+    max_pages: int
+    max_chars: int
+    parse_memory_mb: int
+    parse_seconds: float
 
-    @classmethod
-    def from_settings(cls, settings: Settings) -> LibrarySettings:
-        return cls(
-            max_bytes=settings.upload_max_bytes,
-            chunk_chars=settings.file_chunk_chars,
-            overlap_chars=settings.file_chunk_overlap_chars,
-            whole_text_chars=settings.file_whole_text_chars,
-            top_k=settings.file_search_top_k,
-            parsing=ParseLimits(
-                Budget(
-                    inflated_bytes=settings.file_max_inflated_bytes,
-                    pages=settings.file_max_pages,
-                    chars=settings.file_max_chars,
-                ),
-                memory_bytes=settings.file_parse_memory_mb * 1024 * 1024,
-                seconds=settings.file_parse_seconds,
-            ),
-            parse_workers=settings.file_parse_workers,
+    @property
+    def parsing(self) -> ParseLimits:
+        """What the child process that reads one document is given: its budget and limits."""
+        return ParseLimits(
+            Budget(self.max_inflated_bytes, self.max_pages, self.max_chars),
+            self.parse_memory_mb * 1024 * 1024,
+            self.parse_seconds,
         )
 
 

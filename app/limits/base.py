@@ -19,10 +19,9 @@ again; the API answers it 429 with `Retry-After`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from app.config import Settings
+from app.config import SettingsPart
 
 Action = Literal["stream", "upload"]
 STREAM_SLOT_RETRY_SECONDS = 5
@@ -35,19 +34,10 @@ class LimitExceeded(Exception):
         self.retry_after = max(1, math.ceil(retry_after))
 
 
-@dataclass(frozen=True, slots=True)
-class Rates:
-    max_streams: int = 8
-    streams_per_minute: int = 30
-    uploads_per_minute: int = 20
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> Rates:
-        return cls(
-            max_streams=settings.max_streams_per_user,
-            streams_per_minute=settings.streams_per_minute,
-            uploads_per_minute=settings.uploads_per_minute,
-        )
+class Rates(SettingsPart, renamed={"max_streams": "max_streams_per_user"}):
+    max_streams: int
+    streams_per_minute: int
+    uploads_per_minute: int
 
     def bucket(self, action: Action) -> int:
         """Tokens per minute for `action`, also the most one burst may take; 0: unlimited."""

@@ -13,9 +13,9 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
 
 from app.agents.registry import AgentEntry
+from app.config import DisconnectPolicy, SettingsPart
 from app.documents.library import DocumentLibrary
 from app.limits import LimitExceeded, UserLimits
 from app.service.errors import (
@@ -34,7 +34,6 @@ from app.tasks.runs import Run, RunRegistry
 from app.tasks.webhooks import WebhookRefused, Webhooks
 
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
-OnDisconnect = Literal["continue", "cancel"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,17 +44,16 @@ class TurnRequest:
     conversation_id: str | None = None
     """None or empty: a new conversation."""
     file_id: str | None = None
-    on_disconnect: OnDisconnect | None = None
+    on_disconnect: DisconnectPolicy | None = None
     """None: the service's default (`ON_DISCONNECT`)."""
     strategy: Strategy | None = None
     """On a busy conversation; None: `reject`."""
     webhook: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StreamSettings:
+class StreamSettings(SettingsPart):
     query_max_chars: int
-    on_disconnect: OnDisconnect
+    on_disconnect: DisconnectPolicy
 
 
 class StreamService:

@@ -41,16 +41,15 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from app.config import SettingsPart, ShellMode
 from app.core.events import ThinkingEvent
 from app.core.processes import kill_group
 from app.core.tools import ToolSchema
 from app.tools.base import ToolContext, ToolOutput
 from app.tools.untrusted import untrusted
 from app.tools.workspace import Workspace
-
-ShellMode = Literal["sandboxed", "unsandboxed"]
 
 SANDBOX_WORKSPACE = "/workspace"
 SANDBOX_SKILLS = "/skills"
@@ -59,6 +58,8 @@ FLOOD_BYTES = 16 * 1024**2
 """Output beyond which a command is killed: it is flooding, not working (`yes`)."""
 DRAIN_SECONDS = 1.0
 """How long output is still read once the command's processes are killed."""
+OPEN_FILES = 1024
+"""Files one command's processes may hold open."""
 _READ_BYTES = 65536
 _SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64")
 _ETC = (
@@ -83,15 +84,15 @@ _NAMESPACES = (
 _SETPRIV_CAPS = ("--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP")
 
 
-@dataclass(frozen=True, slots=True)
-class ShellLimits:
-    timeout_seconds: float = 120.0
-    max_timeout_seconds: float = 600.0
-    output_bytes: int = 30_000
-    memory_bytes: int = 2 * 1024**3
-    processes: int = 256
-    file_bytes: int = 50 * 1024**2
-    open_files: int = 1024
+class ShellLimits(
+    SettingsPart, prefix="skills_shell_", renamed={"file_bytes": "skills_max_file_bytes"}
+):
+    timeout_seconds: float
+    max_timeout_seconds: float
+    output_bytes: int
+    memory_bytes: int
+    processes: int
+    file_bytes: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +172,7 @@ class Shell:
             f"--cpu={int(limits.max_timeout_seconds) + 1}",
             f"--nproc={limits.processes}",
             f"--fsize={limits.file_bytes}",
-            f"--nofile={limits.open_files}",
+            f"--nofile={OPEN_FILES}",
             "--core=0",
             "--",
         ]

@@ -6,6 +6,7 @@ a fake embeddings server over real HTTP (tests/fakes/embeddings_server.py).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import socket
 from collections.abc import AsyncIterator
@@ -27,7 +28,9 @@ from app.store.models import StoredFile
 from tests.fakes.embeddings_server import FakeEmbeddings
 from tests.support.documents import pdf_bytes
 
-SEARCH = LibrarySettings(chunk_chars=150, overlap_chars=30, whole_text_chars=0)
+SEARCH = dataclasses.replace(
+    LibrarySettings.defaults(), chunk_chars=150, overlap_chars=30, whole_text_chars=0
+)
 """Passages of at most 150 characters: one page of `TOPICS` each."""
 
 TOPICS = [
@@ -126,7 +129,9 @@ async def test_hybrid_search_finds_what_bm25_alone_misses(
 ) -> None:
     paragraphs = "\n\n".join(CAR_STORY).encode()
     # Passages of at most 180 characters: one paragraph each.
-    settings = LibrarySettings(chunk_chars=180, overlap_chars=40, whole_text_chars=0)
+    settings = dataclasses.replace(
+        LibrarySettings.defaults(), chunk_chars=180, overlap_chars=40, whole_text_chars=0
+    )
     lexical = library(db, tmp_path / "a", settings)
     hybrid = library(db, tmp_path / "b", settings, embedder_for(fake_embeddings, http))
     question = "When was the automobile fixed?"
@@ -179,7 +184,9 @@ async def test_embeddings_down_at_search_falls_back_to_bm25(
 
 
 async def test_a_small_file_is_read_whole(db: Database, tmp_path: Path) -> None:
-    lib = library(db, tmp_path, LibrarySettings(whole_text_chars=8000))
+    lib = library(
+        db, tmp_path, dataclasses.replace(LibrarySettings.defaults(), whole_text_chars=8000)
+    )
     file = await upload(lib, "short.pdf", pdf_bytes(TOPICS[:3]))
 
     found = await lib.files.search(file, "anything at all")
@@ -201,7 +208,7 @@ async def test_no_match_gives_the_beginning_of_the_document(db: Database, tmp_pa
 
 
 async def test_failed_uploads_leave_nothing_behind(db: Database, tmp_path: Path) -> None:
-    lib = library(db, tmp_path, LibrarySettings(max_bytes=2000))
+    lib = library(db, tmp_path, dataclasses.replace(LibrarySettings.defaults(), max_bytes=2000))
 
     with pytest.raises(FileTooLarge):
         await upload(lib, "big.txt", b"x" * 2001)

@@ -15,13 +15,13 @@ from app.documents.extract import (
     PNG,
     TEXT,
     XLSX,
-    Budget,
     FileType,
     UnreadableFile,
     content_matches,
     extract,
     type_for_name,
 )
+from app.documents.library import LibrarySettings
 from tests.support.documents import (
     docx_bytes,
     image_bytes,
@@ -29,6 +29,9 @@ from tests.support.documents import (
     scanned_pdf_bytes,
     xlsx_bytes,
 )
+
+BUDGET = LibrarySettings.defaults().parsing.budget
+"""The service's default budget."""
 
 
 def write(tmp_path: Path, data: bytes, name: str = "file") -> Path:
@@ -48,7 +51,7 @@ def test_types_come_from_the_extension_case_insensitively() -> None:
 def test_pdf_text_comes_out_per_page(tmp_path: Path) -> None:
     path = write(tmp_path, pdf_bytes(["Apples grow on trees.", "", "Pumps move water."]))
 
-    document = extract(path, PDF, Budget())
+    document = extract(path, PDF, BUDGET)
 
     assert document.unit == "page"
     assert [(s.first, s.last, s.text) for s in document.sections] == [
@@ -62,14 +65,14 @@ def test_a_scanned_pdf_says_it_has_no_text(tmp_path: Path) -> None:
 
     assert content_matches(path, PDF)
     with pytest.raises(UnreadableFile, match=r"scanned image.*\(OCR\) is not available"):
-        extract(path, PDF, Budget())
+        extract(path, PDF, BUDGET)
 
 
 def test_a_damaged_pdf_says_so(tmp_path: Path) -> None:
     path = write(tmp_path, pdf_bytes(["Some text."])[:300])
 
     with pytest.raises(UnreadableFile, match="could not be read: the file may be damaged"):
-        extract(path, PDF, Budget())
+        extract(path, PDF, BUDGET)
 
 
 def test_docx_paragraphs_and_table_rows_are_numbered_in_order(tmp_path: Path) -> None:
@@ -78,7 +81,7 @@ def test_docx_paragraphs_and_table_rows_are_numbered_in_order(tmp_path: Path) ->
     path = write(tmp_path, data)
 
     assert content_matches(path, DOCX)
-    document = extract(path, DOCX, Budget())
+    document = extract(path, DOCX, BUDGET)
 
     assert document.unit == "paragraph"
     assert [(s.first, s.text) for s in document.sections] == [
@@ -95,7 +98,7 @@ def test_a_damaged_docx_is_a_docx_that_cannot_be_read(tmp_path: Path) -> None:
 
     assert content_matches(path, DOCX)
     with pytest.raises(UnreadableFile, match="Word document could not be read"):
-        extract(path, DOCX, Budget())
+        extract(path, DOCX, BUDGET)
 
 
 def test_a_damaged_workbook_says_so(tmp_path: Path) -> None:
@@ -103,7 +106,7 @@ def test_a_damaged_workbook_says_so(tmp_path: Path) -> None:
 
     assert content_matches(path, XLSX)
     with pytest.raises(UnreadableFile, match="Excel workbook could not be read"):
-        extract(path, XLSX, Budget())
+        extract(path, XLSX, BUDGET)
 
 
 def test_a_zip_that_is_not_a_word_document_is_refused(tmp_path: Path) -> None:
@@ -125,7 +128,7 @@ def test_workbook_rows_come_out_per_sheet_numbered_across_sheets(tmp_path: Path)
         ),
     )
 
-    document = extract(path, XLSX, Budget())
+    document = extract(path, XLSX, BUDGET)
 
     assert content_matches(path, XLSX)
     assert not content_matches(write(tmp_path, docx_bytes(["Text."]), "w.xlsx"), XLSX)
@@ -154,14 +157,14 @@ def test_text_encodings_are_detected(tmp_path: Path, data: bytes, expected: str)
     path = write(tmp_path, data)
 
     assert content_matches(path, TEXT)
-    assert extract(path, TEXT, Budget()).text == expected
+    assert extract(path, TEXT, BUDGET).text == expected
 
 
 def test_text_sections_carry_line_numbers(tmp_path: Path) -> None:
     lines = ["# Title", "", "First paragraph,", "two lines.", "", "", *[f"l{i}" for i in range(25)]]
     path = write(tmp_path, "\r\n".join(lines).encode())
 
-    document = extract(path, MARKDOWN, Budget())
+    document = extract(path, MARKDOWN, BUDGET)
 
     assert document.unit == "line"
     assert [(s.first, s.last) for s in document.sections] == [(1, 1), (3, 4), (7, 26), (27, 31)]
@@ -194,4 +197,4 @@ def test_images_are_recognised_but_need_a_vision_model(tmp_path: Path) -> None:
     assert content_matches(png, PNG)
     assert content_matches(jpeg, JPEG)
     with pytest.raises(UnreadableFile, match="needs a vision model, and none is configured"):
-        extract(png, PNG, Budget())
+        extract(png, PNG, BUDGET)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -96,7 +97,9 @@ async def deps(tmp_path: Path) -> AsyncIterator[tuple[AgentCore, FakeOpenAI]]:
                 store=SqlSessionStore(db),
                 tokens=TokenCounter(),
                 http=client,
-                limits=AgentSettings(max_rounds=2, recommendations=False),
+                limits=dataclasses.replace(
+                    AgentSettings.defaults(), max_rounds=2, recommendations=False
+                ),
                 documents=document_library(db, settings),
                 database=db,
             ),

@@ -151,7 +151,7 @@ def ended(events: list[Event]) -> str:
 async def test_the_served_skills_agent_runs_its_shell_in_the_sandbox(
     served: httpx.AsyncClient,
 ) -> None:
-    sandboxed_shell(ShellLimits())  # skips, saying why, where bubblewrap cannot run
+    sandboxed_shell(ShellLimits.defaults())  # skips, saying why, where bubblewrap cannot run
 
     events = await turn(served, "skills", "Run a command for me")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import docx
@@ -27,7 +28,7 @@ North,Gizmo,5,4.25
 def shell() -> Shell:
     skills = load_skills(BUILTIN_SKILLS)
     mounts = [Mount(s.folder, f"{SANDBOX_SKILLS}/{s.name}") for s in skills.values()]
-    return sandboxed_shell(ShellLimits(timeout_seconds=60), mounts)
+    return sandboxed_shell(dataclasses.replace(ShellLimits.defaults(), timeout_seconds=60), mounts)
 
 
 @pytest.fixture

@@ -77,7 +77,7 @@ async def service(settings: Settings, model: ScriptedModel) -> AsyncIterator[htt
 async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
     backend: Backend, tmp_path: Path
 ) -> None:
-    sandboxed_shell(ShellLimits())  # skips (fails under CI) without bubblewrap
+    sandboxed_shell(ShellLimits.defaults())  # skips (fails under CI) without bubblewrap
 
     def load_the_listed_skill(request: ModelRequest) -> Reply:
         system = request.messages[0].text_content()
@@ -135,7 +135,7 @@ async def test_a_skill_followed_in_the_sandbox_makes_a_docx_the_user_downloads(
 async def test_a_stop_during_a_command_kills_it_and_ends_the_turn_at_once(
     backend: Backend, tmp_path: Path
 ) -> None:
-    shell = sandboxed_shell(ShellLimits())
+    shell = sandboxed_shell(ShellLimits.defaults())
     settings = app_settings(backend, tmp_path)
     marker = f"dodo-agent-stop-{uuid.uuid4().hex[:8]}"
     workspace = Workspace(workspace_root(settings.data_dir, "local", "c-stop"), 1024, shell.run_as)
@@ -332,7 +332,9 @@ async def test_the_shell_refusing_is_said_once_and_the_turn_goes_on(
         Reply.text("I could not use the shell."),
     )
     core.model = model
-    agent = without_skills(core, tmp_path, Shell(ShellLimits(), "sandboxed", (), bwrap=None))
+    agent = without_skills(
+        core, tmp_path, Shell(ShellLimits.defaults(), "sandboxed", (), bwrap=None)
+    )
 
     events = await run_turn(agent, "List the files")
 

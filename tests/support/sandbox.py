@@ -29,7 +29,7 @@ def sandboxed_shell(limits: ShellLimits, mounts: Sequence[Mount] = ()) -> Shell:
 @functools.cache
 def _cannot_start() -> str:
     """What bubblewrap said when it could not run `true`; empty when it could (asked once)."""
-    shell = Shell(ShellLimits(), "sandboxed", python_mounts(), shutil.which("bwrap"))
+    shell = Shell(ShellLimits.defaults(), "sandboxed", python_mounts(), shutil.which("bwrap"))
     with tempfile.TemporaryDirectory() as folder:
         os.chmod(folder, 0o777)
         done = subprocess.run(

@@ -17,7 +17,6 @@ import dataclasses
 import string
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
@@ -33,7 +32,7 @@ from app.agents.deep.prompts import CONTINUE_WORDS
 from app.agents.deep.state import DeepState
 from app.agents.deep.structured import ModelSteps
 from app.agents.turn import AgentCore, Turn, TurnState
-from app.config import Settings
+from app.config import Settings, SettingsPart
 from app.core.events import Event, ThinkingEvent
 from app.core.run import ConversationKey
 from app.tools.base import Tool
@@ -42,19 +41,10 @@ OpenCheckpointer = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[
 """Opens the checkpoint store for the app's life: our database's, or another for a benchmark."""
 
 
-@dataclass(frozen=True, slots=True)
-class DeepSettings:
-    max_parallel: int = 3
-    max_rounds: int = 3
-    task_max_rounds: int = 5
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> DeepSettings:
-        return cls(
-            max_parallel=settings.deep_max_parallel,
-            max_rounds=settings.deep_max_rounds,
-            task_max_rounds=settings.deep_task_max_rounds,
-        )
+class DeepSettings(SettingsPart, prefix="deep_"):
+    max_parallel: int
+    max_rounds: int
+    task_max_rounds: int
 
 
 class DeepResearchAgent(BaseAgent):

@@ -12,7 +12,6 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -45,7 +44,7 @@ from app.agents.pptx.schema import (
 from app.agents.pptx.templates import TemplateLibrary, TemplateSpec
 from app.agents.react import act
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
-from app.config import Settings
+from app.config import SettingsPart
 from app.core.events import DeckEvent, Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
 from app.documents.library import generated_event
@@ -59,21 +58,11 @@ Answer = TypeVar("Answer", bound=BaseModel)
 Events = AsyncIterator[Event]
 
 
-@dataclass(frozen=True, slots=True)
-class DeckSettings:
-    render_timeout_seconds: float = 60.0
-    max_slides: int = 20
-    search_queries: int = 2
-    previews: bool = True
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> DeckSettings:
-        return cls(
-            render_timeout_seconds=settings.pptx_render_timeout_seconds,
-            max_slides=settings.pptx_max_slides,
-            search_queries=settings.pptx_search_queries,
-            previews=settings.pptx_previews,
-        )
+class DeckSettings(SettingsPart, prefix="pptx_"):
+    render_timeout_seconds: float
+    max_slides: int
+    search_queries: int
+    previews: bool
 
 
 class InvalidPlan(AgentFailure):

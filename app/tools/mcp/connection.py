@@ -27,7 +27,6 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -45,7 +44,7 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from app.config import Settings
+from app.config import SettingsPart
 from app.core.urls import public_url
 from app.tools.mcp.config import McpServerConfig
 
@@ -70,23 +69,12 @@ class McpCallFailed(McpError):
     pass
 
 
-@dataclass(frozen=True, slots=True)
-class McpLimits:
-    call_timeout_seconds: float = 60.0
-    connect_timeout_seconds: float = 20.0
-    health_seconds: float = 30.0
-    reconnect_min_seconds: float = 1.0
-    reconnect_max_seconds: float = 60.0
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> McpLimits:
-        return cls(
-            call_timeout_seconds=settings.mcp_call_timeout_seconds,
-            connect_timeout_seconds=settings.mcp_connect_timeout_seconds,
-            health_seconds=settings.mcp_health_seconds,
-            reconnect_min_seconds=settings.mcp_reconnect_min_seconds,
-            reconnect_max_seconds=settings.mcp_reconnect_max_seconds,
-        )
+class McpLimits(SettingsPart, prefix="mcp_"):
+    call_timeout_seconds: float
+    connect_timeout_seconds: float
+    health_seconds: float
+    reconnect_min_seconds: float
+    reconnect_max_seconds: float
 
 
 class _Lost(Exception):
