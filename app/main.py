@@ -48,6 +48,7 @@ from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
 from app.store.sessions import SqlSessionStore
+from app.store.titles import SqlTitles
 from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
 from app.tasks.runs import RunRegistry
 from app.tasks.sweeper import Sweeper
@@ -165,6 +166,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
             store=store,
+            titles=SqlTitles(db),
             tasks=tasks,
             runs=run_registry,
             turns=turns,

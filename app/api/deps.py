@@ -15,7 +15,7 @@ from app.limits import UserLimits
 from app.llm.base import ChatModel
 from app.service.streams import StreamService
 from app.service.turns import TurnService
-from app.store.base import SessionStore
+from app.store.base import ConversationTitles, SessionStore
 from app.tasks.base import Tasks
 from app.tasks.runs import RunRegistry
 from app.tasks.webhooks import Webhooks
@@ -39,6 +39,7 @@ class Services:
     agents: dict[str, AgentEntry]
     """Every kind this app was built with (`create_app`'s entries), run here or not."""
     store: SessionStore
+    titles: ConversationTitles
     tasks: Tasks
     runs: RunRegistry
     turns: TurnService

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
+from pydantic import StringConstraints
 
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
 from app.store.models import PUBLIC_CONFIG, TurnBase
+from app.store.titles import title_of
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 
@@ -20,8 +22,14 @@ MAX_PAGE_NUM = 1_000_000
 ConversationId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
 
 
+Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+"""A title as a user may give it: 1 to 200 characters once trimmed, else 422."""
+
+
 class ConversationRecord(WireModel):
     conversation_id: str
+    title: str
+    """The user's title, or the first question cut to 100 characters."""
     question: str
     agent_type: str
     fileid: str | None
@@ -49,9 +57,19 @@ class MessageRecord(TurnBase):
 
 class ConversationDetail(WireModel):
     conversation_id: str
+    title: str
     agent_type: str
     fileid: str | None
     messages: list[MessageRecord]
+
+
+class Rename(WireModel):
+    title: Title
+
+
+class Renamed(WireModel):
+    conversation_id: str
+    title: str
 
 
 class Deleted(WireModel):
@@ -82,14 +100,26 @@ async def get_conversation(
     turns = await services.store.get_conversation(user, conversation_id)
     if not turns:
         raise ApiError(404, "Conversation not found")
+    title = await services.titles.title(user, conversation_id)
     return ok(
         ConversationDetail(
             conversation_id=conversation_id,
+            title=title_of(title, turns[0].question),
             agent_type=turns[0].agent_type,
             fileid=next((t.fileid for t in turns if t.fileid), None),
             messages=[MessageRecord.model_validate(t) for t in turns],
         )
     )
+
+
+@router.patch("/{conversation_id}", summary="Rename a conversation")
+async def rename_conversation(
+    conversation_id: ConversationId, body: Rename, user: UserDep, services: ServicesDep
+) -> Envelope[Renamed]:
+    """The title is trimmed; 404 when the conversation does not exist or is someone else's."""
+    if not await services.titles.rename(user, conversation_id, body.title):
+        raise ApiError(404, "Conversation not found")
+    return ok(Renamed(conversation_id=conversation_id, title=body.title))
 
 
 @router.delete("/{conversation_id}", summary="Delete a conversation")

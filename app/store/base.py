@@ -36,6 +36,8 @@ class ConversationSummary:
     """One conversation in the history list: its first question, its latest activity."""
 
     conversation_id: str
+    title: str
+    """The user's title, or the first question cut (store/titles.py)."""
     question: str
     agent_type: str
     fileid: str | None
@@ -185,4 +187,16 @@ class FileStore(Protocol):
 
     async def delete_file(self, user_id: str, file_id: str) -> str | None:
         """Delete the file's rows in one transaction; its blob key, or None if not found."""
+        ...
+
+
+class ConversationTitles(Protocol):
+    """The titles users gave their conversations (the rest are titled by their first question)."""
+
+    async def rename(self, user_id: str, conversation_id: str, title: str) -> bool:
+        """Store the title; False when the user has no such conversation."""
+        ...
+
+    async def title(self, user_id: str, conversation_id: str) -> str | None:
+        """The title the user gave; None when they never renamed the conversation."""
         ...

@@ -356,3 +356,22 @@ class AiPptTemplate(SQLModel, table=True):
 
 AI_PPT_INST: Table = AiPptInst.__table__  # type: ignore[attr-defined]
 AI_PPT_TEMPLATE: Table = AiPptTemplate.__table__  # type: ignore[attr-defined]
+
+
+class AiConversationTitle(SQLModel, table=True):
+    """A conversation's title, stored only once the user renames it.
+
+    A conversation without a row is titled by its first question, derived when read
+    (`app/store/titles.py`), so a turn writes nothing here.
+    """
+
+    __tablename__ = "ai_conversation_title"
+
+    user_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    """Owner; every query filters on it."""
+    conversation_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    title: str = Field(max_length=200)
+    """1 to 200 characters, trimmed."""
+
+
+AI_CONVERSATION_TITLE: Table = AiConversationTitle.__table__  # type: ignore[attr-defined]

@@ -34,10 +34,12 @@ from sqlalchemy import (
 from app.store.base import ConversationSummary, DeletedConversation
 from app.store.db import Database
 from app.store.file_store import delete_file_rows
+from app.store.models import AI_CONVERSATION_TITLE as TT
 from app.store.models import AI_FILE as F
 from app.store.models import AI_SESSION as T
 from app.store.models import StoredTurn, TurnOutcome
 from app.store.records import ToolCall, TurnStatus
+from app.store.titles import delete_title, title_of
 
 _INSERTED = [c.name for c in T.c if c.name != "id"]
 """Every column a question's INSERT writes: all of them, so a new one needs no edit here."""
@@ -257,8 +259,10 @@ class SqlSessionStore:
                 first.c.create_time,
                 conversations.c.last_time,
                 conversations.c.total,
+                TT.c.title,
             )
             .join_from(conversations, first, first.c.id == conversations.c.first_id)
+            .outerjoin(TT, (TT.c.user_id == user_id) & (TT.c.conversation_id == first.c.session_id))
             # Ties in time (same instant) fall back to the newest row, so pages never shuffle.
             .order_by(conversations.c.last_time.desc(), conversations.c.last_id.desc())
             .limit(size)
@@ -277,6 +281,7 @@ class SqlSessionStore:
         records = [
             ConversationSummary(
                 conversation_id=row["session_id"],
+                title=title_of(row["title"], row["question"]),
                 question=row["question"],
                 agent_type=row["agent_type"],
                 fileid=row["fileid"],
@@ -314,6 +319,7 @@ class SqlSessionStore:
         async with self._db.begin() as conn:
             files = (await conn.execute(only_here)).all()
             await delete_file_rows(conn, [row.id for row in files])
+            await delete_title(conn, user_id, conversation_id)
             turns = (await conn.execute(delete(T).where(*mine))).rowcount
         return DeletedConversation(turns, [row.blob_key for row in files])
 

@@ -1,0 +1,110 @@
+"""Renaming a conversation (API.md §4): the title the list and the history show.
+
+Through the HTTP app with the fake model, on SQLite and on PostgreSQL with Redis.
+A conversation never renamed is titled by its first question, cut to 100
+characters; a rename is the caller's alone, and goes with the conversation.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import Reply
+from tests.integration.service import Backend, ask, running_service, settings_for
+
+ALICE = {"Authorization": "Bearer key-alice"}
+BOB = {"Authorization": "Bearer key-bob"}
+LONG_QUESTION = "Why " + "very " * 40 + "long?"
+
+
+async def titles(client: httpx.AsyncClient, headers: dict[str, str]) -> dict[str, str]:
+    listing = await client.get("/session/list", headers=headers)
+    assert listing.status_code == 200
+    records: list[dict[str, Any]] = listing.json()["data"]["records"]
+    return {r["conversationId"]: r["title"] for r in records}
+
+
+async def test_a_conversation_is_titled_by_its_first_question_until_renamed(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.script(Reply.text("One."), Reply.text("Two."), Reply.text("Three."))
+    settings = settings_for(backend, tmp_path, fake_llm)
+    async with running_service(settings) as client:
+        await ask(client, LONG_QUESTION, "long")
+        await ask(client, "What is SSE?", "short")
+        await ask(client, "And WebSockets?", "short")
+        before = await titles(client, {})
+        renamed = await client.patch("/session/short", json={"title": "  Streams, compared  "})
+        after = await titles(client, {})
+        detail = (await client.get("/session/short")).json()["data"]
+        unrenamed = (await client.get("/session/long")).json()["data"]
+
+    assert before == {"long": LONG_QUESTION[:100], "short": "What is SSE?"}
+    assert len(before["long"]) == 100
+    assert renamed.status_code == 200
+    assert renamed.json()["data"] == {"conversationId": "short", "title": "Streams, compared"}
+    assert after == {"long": LONG_QUESTION[:100], "short": "Streams, compared"}
+    assert detail["title"] == "Streams, compared"
+    assert unrenamed["title"] == LONG_QUESTION[:100]
+
+
+async def test_a_title_is_one_to_two_hundred_characters_after_trimming(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    async with running_service(settings_for(backend, tmp_path, fake_llm)) as client:
+        await ask(client, "What is SSE?", "c1")
+        refused = {
+            label: await client.patch("/session/c1", json=body)
+            for label, body in {
+                "blank": {"title": "   "},
+                "empty": {"title": ""},
+                "too long": {"title": "x" * 201},
+                "missing": {},
+                "not text": {"title": 7},
+            }.items()
+        }
+        longest = await client.patch("/session/c1", json={"title": f" {'é' * 200} "})
+        stored = (await client.get("/session/c1")).json()["data"]["title"]
+
+    assert {label: r.status_code for label, r in refused.items()} == dict.fromkeys(refused, 422)
+    assert all(r.json()["code"] == 422 for r in refused.values())
+    assert longest.status_code == 200
+    assert stored == "é" * 200
+
+
+async def test_only_the_owner_renames_and_a_deleted_conversation_takes_its_title(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = settings_for(backend, tmp_path, fake_llm, api_keys="key-alice:alice,key-bob:bob")
+    async with running_service(settings) as client:
+        await ask_as(client, ALICE, "Alice's question", "shared-id")
+        await ask_as(client, BOB, "Bob's question", "shared-id")
+        await ask_as(client, BOB, "Bob only", "bobs")
+        bobs_by_alice = await client.patch("/session/bobs", json={"title": "x"}, headers=ALICE)
+        by_bob = await client.patch("/session/shared-id", json={"title": "Bob's"}, headers=BOB)
+        unknown = await client.patch("/session/nope", json={"title": "x"}, headers=ALICE)
+        alice_titles = await titles(client, ALICE)
+        await client.delete("/session/shared-id", headers=BOB)
+        await ask_as(client, BOB, "A fresh start", "shared-id")
+        bob_titles = await titles(client, BOB)
+
+    assert by_bob.status_code == 200
+    assert (unknown.status_code, unknown.json()["code"]) == (404, 404)
+    assert bobs_by_alice.status_code == 404
+    # Bob's rename is of his own conversation of that id: Alice's keeps its title.
+    assert alice_titles == {"shared-id": "Alice's question"}
+    # Deleted with the conversation: the same id begun again is titled afresh.
+    assert bob_titles == {"shared-id": "A fresh start", "bobs": "Bob only"}
+
+
+async def ask_as(
+    client: httpx.AsyncClient, headers: dict[str, str], query: str, conversation: str
+) -> None:
+    params = {"query": query, "conversationId": conversation}
+    async with client.stream("GET", "/agent/chat/stream", params=params, headers=headers) as r:
+        assert r.status_code == 200
+        await r.aread()
