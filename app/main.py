@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from app.agents.registry import AGENTS, AgentEntry, build_agents
 from app.agents.turn import AgentCore, AgentSettings
-from app.api import agent, files, health, metrics, runs, sessions
+from app.api import agent, files, health, metrics, runs, search, sessions
 from app.api.a2a.routes import install_a2a
 from app.api.body_limit import BodyCap, BodyLimit, request_max_bytes
 from app.api.deps import ApiSettings, Services
@@ -47,6 +47,7 @@ from app.service.turns import TurnService
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
+from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
 from app.store.titles import SqlTitles
 from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
@@ -167,6 +168,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             agents={entry.kind: entry for entry in app.state.agents},
             store=store,
             titles=SqlTitles(db),
+            search=SqlTurnSearch(db),
             tasks=tasks,
             runs=run_registry,
             turns=turns,
@@ -270,6 +272,7 @@ def create_app(
     app.include_router(agent.stream_routes(agents))
     app.include_router(agent.router)
     app.include_router(runs.router)
+    app.include_router(search.router)
     app.include_router(sessions.router)
     app.include_router(files.router)
     app.include_router(metrics.router)

@@ -15,7 +15,7 @@ from app.limits import UserLimits
 from app.llm.base import ChatModel
 from app.service.streams import StreamService
 from app.service.turns import TurnService
-from app.store.base import ConversationTitles, SessionStore
+from app.store.base import ConversationTitles, SessionStore, TurnSearch
 from app.tasks.base import Tasks
 from app.tasks.runs import RunRegistry
 from app.tasks.webhooks import Webhooks
@@ -40,6 +40,7 @@ class Services:
     """Every kind this app was built with (`create_app`'s entries), run here or not."""
     store: SessionStore
     titles: ConversationTitles
+    search: TurnSearch
     tasks: Tasks
     runs: RunRegistry
     turns: TurnService

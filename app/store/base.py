@@ -200,3 +200,24 @@ class ConversationTitles(Protocol):
     async def title(self, user_id: str, conversation_id: str) -> str | None:
         """The title the user gave; None when they never renamed the conversation."""
         ...
+
+
+@dataclass(slots=True)
+class SearchHit:
+    """A turn whose question or answer holds what was searched for."""
+
+    conversation_id: str
+    title: str
+    turn_id: int
+    snippet: str
+    """Up to `SNIPPET_CHARS` of the matching text around its first match."""
+    create_time: datetime
+
+
+class TurnSearch(Protocol):
+    async def search(
+        self, user_id: str, text: str, page: int, size: int
+    ) -> tuple[list[SearchHit], int]:
+        """A page of the user's turns whose question or answer contains `text` (any case),
+        newest first, and how many there are in all."""
+        ...

@@ -32,6 +32,7 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/agent/kinds": {"get"},
         "/agent/runs": {"get"},
         "/session/list": {"get"},
+        "/session/search": {"get"},
         "/session/{conversation_id}": {"get", "delete", "patch"},
         "/health": {"get"},
         "/ready": {"get"},

@@ -1,0 +1,169 @@
+"""Finding a user's turns by a piece of their text, on an index of trigrams.
+
+A substring, not a word: `向量数据库` must be found inside Chinese text that
+has no spaces, so both backends index trigrams (migration 0007):
+PostgreSQL's `pg_trgm` GIN indexes serve `ILIKE '%text%'` on the question
+and the answer; SQLite's FTS5 table with the trigram tokenizer serves a
+phrase query (folding case in every script). A trigram index cannot serve
+fewer than three characters: on SQLite such a search is a LIKE over the
+user's own rows, spelled in each case of its one or two characters (SQLite's
+LIKE folds ASCII only). Every query is scoped to the user first.
+
+The index's cost is paid by the writes, not by the app's statements: on
+PostgreSQL the GIN entries of each inserted or updated text (GIN's pending
+list batches them), on SQLite the triggers that re-index a turn's texts on
+its INSERT and on each UPDATE of its answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    table,
+    text,
+)
+
+from app.store.base import SearchHit
+from app.store.db import Database
+from app.store.models import AI_CONVERSATION_TITLE as TT
+from app.store.models import AI_SESSION as T
+from app.store.titles import title_of
+
+SNIPPET_CHARS = 200
+TRIGRAM = 3
+"""The fewest characters a trigram index can look up."""
+
+_FTS = table("ai_session_fts", literal_column("rowid"))
+
+
+def like_pattern(fragment: str) -> str:
+    """`%fragment%` with LIKE's own characters taken literally (escape: backslash)."""
+    escaped = fragment.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def snippet(question: str, answer: str | None, fragment: str) -> str:
+    """Up to `SNIPPET_CHARS` of the question, or else the answer, around the first match."""
+    found = re.compile(re.escape(fragment), re.IGNORECASE)
+    for field in (question, answer or ""):
+        match = found.search(field)
+        if match is not None:
+            before = (SNIPPET_CHARS - len(match.group())) // 2
+            start = max(0, min(match.start() - before, len(field) - SNIPPET_CHARS))
+            return field[start : start + SNIPPET_CHARS]
+    # The database folds case in places Python's `re` does not: show the question's start.
+    return question[:SNIPPET_CHARS]
+
+
+class SqlTurnSearch:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._postgres = db.dialect.name == "postgresql"
+
+    def _matches(self, fragment: str) -> ColumnElement[bool]:
+        if self._postgres and len(fragment) < TRIGRAM:
+            # Not ILIKE, which PostgreSQL would answer by reading the whole trigram index
+            # (a pattern without a trigram matches every entry): the user's rows, read.
+            folded = func.lower(literal(fragment))
+            return or_(
+                *(
+                    func.strpos(func.lower(column), folded) > 0
+                    for column in (T.c.question, T.c.answer)
+                )
+            )
+        if self._postgres:
+            pattern = like_pattern(fragment)
+            return or_(
+                T.c.question.ilike(pattern, escape="\\"), T.c.answer.ilike(pattern, escape="\\")
+            )
+        if len(fragment) >= TRIGRAM:
+            phrase = '"' + fragment.replace('"', '""') + '"'
+            in_index = select(_FTS.c.rowid).where(text("ai_session_fts MATCH :phrase"))
+            return T.c.id.in_(in_index.params(phrase=phrase))
+        spellings = {
+            "".join(letters)
+            for letters in itertools.product(*({c, c.lower(), c.upper()} for c in fragment))
+        }
+        return or_(
+            *(
+                column.like(like_pattern(spelling), escape="\\")
+                for spelling in sorted(spellings)
+                for column in (T.c.question, T.c.answer)
+            )
+        )
+
+    async def search(
+        self, user_id: str, text: str, page: int, size: int
+    ) -> tuple[list[SearchHit], int]:
+        if page < 1 or size < 1:
+            raise ValueError("page and size start at 1")
+        mine = and_(T.c.user_id == user_id, self._matches(text))
+        # Planned apart from the page's LIMIT (MATERIALIZED): with it, PostgreSQL walks the
+        # whole table newest first rather than look the text up in its trigram indexes.
+        matches = (
+            select(T.c.id)
+            .where(mine)
+            .cte("matches")
+            .prefix_with("MATERIALIZED", dialect="postgresql")
+        )
+        hits = (
+            # Counted over every match before the LIMIT: the total in the same trip.
+            select(matches.c.id, func.count().over().label("total"))
+            .order_by(matches.c.id.desc())
+            .limit(size)
+            .offset((page - 1) * size)
+            .subquery("hits")
+        )
+        first = T.alias("first_turn")
+        # Only for the page's rows: a conversation's first question, its default title.
+        first_question = (
+            select(first.c.question)
+            .where(first.c.user_id == user_id, first.c.session_id == T.c.session_id)
+            .order_by(first.c.id)
+            .limit(1)
+            .scalar_subquery()
+        )
+        stmt = (
+            select(
+                T.c.id,
+                T.c.session_id,
+                T.c.question,
+                T.c.answer,
+                T.c.create_time,
+                hits.c.total,
+                TT.c.title,
+                first_question.label("first_question"),
+            )
+            .join_from(hits, T, T.c.id == hits.c.id)
+            .outerjoin(TT, and_(TT.c.user_id == user_id, TT.c.conversation_id == T.c.session_id))
+            .order_by(T.c.id.desc())
+        )
+        async with self._db.statement() as conn:
+            rows: Any = (await conn.execute(stmt)).mappings().all()
+            if rows:
+                total = int(rows[0]["total"])
+            else:
+                # A page past the end has no row to carry the total.
+                count = select(func.count()).select_from(T).where(mine)
+                total = int((await conn.execute(count)).scalar_one())
+        records = [
+            SearchHit(
+                conversation_id=row["session_id"],
+                title=title_of(row["title"], row["first_question"]),
+                turn_id=row["id"],
+                snippet=snippet(row["question"], row["answer"], text),
+                create_time=row["create_time"],
+            )
+            for row in rows
+        ]
+        return records, total
