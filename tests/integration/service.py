@@ -116,13 +116,15 @@ async def ask(
     conversation: str,
     kind: str = "chat",
     file_id: str | None = None,
+    headers: dict[str, str] | None = None,
 ) -> list[Event]:
     """One whole turn on an agent (web search unless `kind` says), read as the original
     client reads it."""
     params = {"query": query, "conversationId": conversation}
     if file_id is not None:
         params["fileId"] = file_id
-    async with client.stream("GET", f"/agent/{kind}/stream", params=params) as response:
+    url = f"/agent/{kind}/stream"
+    async with client.stream("GET", url, params=params, headers=headers) as response:
         assert response.status_code == 200
         assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
         return await collect(response)

@@ -81,15 +81,15 @@ async def test_only_the_owner_renames_and_a_deleted_conversation_takes_its_title
 ) -> None:
     settings = settings_for(backend, tmp_path, fake_llm, api_keys="key-alice:alice,key-bob:bob")
     async with running_service(settings) as client:
-        await ask_as(client, ALICE, "Alice's question", "shared-id")
-        await ask_as(client, BOB, "Bob's question", "shared-id")
-        await ask_as(client, BOB, "Bob only", "bobs")
+        await ask(client, "Alice's question", "shared-id", headers=ALICE)
+        await ask(client, "Bob's question", "shared-id", headers=BOB)
+        await ask(client, "Bob only", "bobs", headers=BOB)
         bobs_by_alice = await client.patch("/session/bobs", json={"title": "x"}, headers=ALICE)
         by_bob = await client.patch("/session/shared-id", json={"title": "Bob's"}, headers=BOB)
         unknown = await client.patch("/session/nope", json={"title": "x"}, headers=ALICE)
         alice_titles = await titles(client, ALICE)
         await client.delete("/session/shared-id", headers=BOB)
-        await ask_as(client, BOB, "A fresh start", "shared-id")
+        await ask(client, "A fresh start", "shared-id", headers=BOB)
         bob_titles = await titles(client, BOB)
 
     assert by_bob.status_code == 200
@@ -99,12 +99,3 @@ async def test_only_the_owner_renames_and_a_deleted_conversation_takes_its_title
     assert alice_titles == {"shared-id": "Alice's question"}
     # Deleted with the conversation: the same id begun again is titled afresh.
     assert bob_titles == {"shared-id": "A fresh start", "bobs": "Bob only"}
-
-
-async def ask_as(
-    client: httpx.AsyncClient, headers: dict[str, str], query: str, conversation: str
-) -> None:
-    params = {"query": query, "conversationId": conversation}
-    async with client.stream("GET", "/agent/chat/stream", params=params, headers=headers) as r:
-        assert r.status_code == 200
-        await r.aread()

@@ -93,8 +93,8 @@ async def test_search_pages_and_never_shows_another_users_turns(
     bob = {"Authorization": "Bearer key-bob"}
     async with running_service(settings) as client:
         for n in range(3):
-            await ask_as(client, alice, f"Alice's secret plan {n}", f"a{n}")
-        await ask_as(client, bob, "Bob's secret plan", "b0")
+            await ask(client, f"Alice's secret plan {n}", f"a{n}", headers=alice)
+        await ask(client, "Bob's secret plan", "b0", headers=bob)
         pages = [
             (await client.get("/session/search", params=p, headers=alice)).json()["data"]
             for p in (
@@ -111,7 +111,7 @@ async def test_search_pages_and_never_shows_another_users_turns(
         await client.delete("/session/b0", headers=bob)
         # The newest row deleted, the next turn may take its id (SQLite's rowid): the
         # deleted text must have left the index with it.
-        await ask_as(client, alice, "Something else", "a3")
+        await ask(client, "Something else", "a3", headers=alice)
         after_delete = await client.get(
             "/session/search", params={"q": "secret plan"}, headers=alice
         )
@@ -147,12 +147,3 @@ async def test_a_search_is_one_to_two_hundred_characters(
     assert [r.status_code for r in refused] == [422, 422, 422, 422]
     assert all(r.json()["code"] == 422 for r in refused)
     assert longest.status_code == 200
-
-
-async def ask_as(
-    client: httpx.AsyncClient, headers: dict[str, str], query: str, conversation: str
-) -> None:
-    params = {"query": query, "conversationId": conversation}
-    async with client.stream("GET", "/agent/chat/stream", params=params, headers=headers) as r:
-        assert r.status_code == 200
-        await r.aread()
