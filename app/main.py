@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from app.agents.registry import AGENTS, AgentEntry, build_agents
 from app.agents.turn import AgentCore, AgentSettings
-from app.api import agent, files, health, metrics, runs, search, sessions
+from app.api import agent, export, files, health, metrics, runs, search, sessions
 from app.api.a2a.routes import install_a2a
 from app.api.body_limit import BodyCap, BodyLimit, request_max_bytes
 from app.api.deps import ApiSettings, Services
@@ -274,6 +274,7 @@ def create_app(
     app.include_router(runs.router)
     app.include_router(search.router)
     app.include_router(sessions.router)
+    app.include_router(export.router)
     app.include_router(files.router)
     app.include_router(metrics.router)
     app.include_router(ag_ui.router)

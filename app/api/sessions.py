@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Query
 from pydantic import StringConstraints
 
 from app.api.auth import UserDep
-from app.api.deps import ServicesDep
+from app.api.deps import Services, ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
 from app.store.models import PUBLIC_CONFIG, TurnBase
@@ -97,18 +97,23 @@ async def get_conversation(
     conversation_id: ConversationId, user: UserDep, services: ServicesDep
 ) -> Envelope[ConversationDetail]:
     """404 when the conversation does not exist or belongs to someone else."""
+    return ok(await conversation_detail(services, user, conversation_id))
+
+
+async def conversation_detail(
+    services: Services, user: str, conversation_id: str
+) -> ConversationDetail:
+    """The conversation as its history answers it (and its export); 404 when not the user's."""
     turns = await services.store.get_conversation(user, conversation_id)
     if not turns:
         raise ApiError(404, "Conversation not found")
     title = await services.titles.title(user, conversation_id)
-    return ok(
-        ConversationDetail(
-            conversation_id=conversation_id,
-            title=title_of(title, turns[0].question),
-            agent_type=turns[0].agent_type,
-            fileid=next((t.fileid for t in turns if t.fileid), None),
-            messages=[MessageRecord.model_validate(t) for t in turns],
-        )
+    return ConversationDetail(
+        conversation_id=conversation_id,
+        title=title_of(title, turns[0].question),
+        agent_type=turns[0].agent_type,
+        fileid=next((t.fileid for t in turns if t.fileid), None),
+        messages=[MessageRecord.model_validate(t) for t in turns],
     )
 
 

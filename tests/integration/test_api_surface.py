@@ -34,6 +34,7 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/session/list": {"get"},
         "/session/search": {"get"},
         "/session/{conversation_id}": {"get", "delete", "patch"},
+        "/session/{conversation_id}/export": {"get"},
         "/health": {"get"},
         "/ready": {"get"},
         "/metrics": {"get"},

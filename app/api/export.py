@@ -1,0 +1,101 @@
+"""A conversation as a file to keep (API.md §4): `GET /session/{conversationId}/export`.
+
+Markdown to read (each question and answer, the answer's sources as numbered
+links, the files it made as links to download them), or JSON to process:
+the history's own answer, every turn with every field, so nothing is lost
+that `/session/{conversationId}` shows. Links to our downloads are made whole
+(`API_PUBLIC_URL`, else the URL the request came to): a saved file is read
+away from the service.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import Response
+
+from app.api.a2a.mapping import absolute
+from app.api.auth import UserDep
+from app.api.deps import ServicesDep
+from app.api.sessions import ConversationDetail, ConversationId, conversation_detail
+
+router = APIRouter(prefix="/session", tags=["sessions"])
+
+ExportFormat = Literal["markdown", "json"]
+_MEDIA_TYPES: dict[ExportFormat, tuple[str, str]] = {
+    "markdown": ("text/markdown; charset=utf-8", "md"),
+    "json": ("application/json", "json"),
+}
+
+
+@router.get(
+    "/{conversation_id}/export",
+    summary="Download a conversation as Markdown or JSON",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The conversation, as an attachment",
+            "content": {"text/markdown": {}, "application/json": {}},
+        }
+    },
+)
+async def export_conversation(
+    conversation_id: ConversationId,
+    request: Request,
+    user: UserDep,
+    services: ServicesDep,
+    export_format: Annotated[ExportFormat, Query(alias="format")] = "markdown",
+) -> Response:
+    """404 when the conversation does not exist or is someone else's; 422 for another format."""
+    detail = await conversation_detail(services, user, conversation_id)
+    if export_format == "json":
+        body = detail.model_dump_json(by_alias=True, indent=2)
+    else:
+        base_url = services.http.public_url.rstrip("/") or str(request.base_url).rstrip("/")
+        body = markdown(detail, base_url)
+    media_type, extension = _MEDIA_TYPES[export_format]
+    return Response(
+        body,
+        media_type=media_type,
+        headers={
+            # The id's characters ([A-Za-z0-9_-]) need no quoting in a file name.
+            "Content-Disposition": f'attachment; filename="{conversation_id}.{extension}"',
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
+
+
+def markdown(detail: ConversationDetail, base_url: str) -> str:
+    lines = [f"# {_line(detail.title)}", ""]
+    for turn in detail.messages:
+        lines += ["## Question", "", turn.question, "", "## Answer", ""]
+        lines += [turn.answer or "_No answer._", ""]
+        if turn.status != "completed":
+            ended = f"{turn.status}: {turn.error}" if turn.error else turn.status
+            lines += [f"_({_line(ended)})_", ""]
+        if turn.reference:
+            lines += ["Sources:", ""]
+            lines += [
+                f"{n}. {_link(ref.get('title') or ref.get('url', ''), ref.get('url', ''))}"
+                for n, ref in enumerate(turn.reference, 1)
+            ]
+            lines.append("")
+        if turn.files:
+            lines += ["Files:", ""]
+            lines += [f"- {_link(f.name, absolute(f.url, base_url))}" for f in turn.files]
+            lines.append("")
+        lines += ["---", ""]
+    return "\n".join(lines)
+
+
+def _line(text: str) -> str:
+    """A title on one line: a newline in it would end the heading."""
+    return " ".join(text.split())
+
+
+def _link(text: str, url: str) -> str:
+    """A Markdown link whatever the text holds (brackets) or the URL (spaces, parentheses)."""
+    label = _line(text).replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+    target = url.replace("<", "%3C").replace(">", "%3E").replace(" ", "%20")
+    return f"[{label}](<{target}>)"
