@@ -103,7 +103,8 @@ async def _load(db: Database, turns: int, users: int) -> float:
     return time.perf_counter() - started
 
 
-async def _measure(url: str, turns: int, users: int, repeat: int) -> dict[str, Any]:
+async def measure(url: str, turns: int, users: int, repeat: int) -> dict[str, Any]:
+    """Store the turns in the (empty) database at `url`, then time each query."""
     async with Database.open(url, pool_size=2, migrate=True) as db:
         load_seconds = await _load(db, turns, users)
         search = SqlTurnSearch(db)
@@ -135,11 +136,11 @@ def _print(backend: str, figures: dict[str, Any]) -> None:
 
 async def main(turns: int, users: int, repeat: int, postgres_url: str) -> None:
     with tempfile.TemporaryDirectory(prefix="dodo-bench-search-") as folder:
-        sqlite = await _measure(
+        sqlite = await measure(
             f"sqlite+aiosqlite:///{Path(folder) / 'search.db'}", turns, users, repeat
         )
     _print("SQLite (FTS5 trigram)", sqlite)
-    postgres_figures = await _measure(postgres_url, turns, users, repeat)
+    postgres_figures = await measure(postgres_url, turns, users, repeat)
     _print("PostgreSQL (pg_trgm GIN)", postgres_figures)
     worst = max(postgres_figures[name]["p99_ms"] for name in QUERIES)
     verdict = "PASS" if worst < TARGET_P99_MS else "MISS"
