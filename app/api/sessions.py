@@ -1,16 +1,23 @@
-"""Conversation history (API.md "Sessions"), always scoped to the caller."""
+"""Conversation history (API.md "Sessions"), always scoped to the caller.
+
+A conversation is a tree of turns (API.md "Conversations you can correct"):
+its history is the active path, root to leaf, each turn with its siblings,
+so a client that knows nothing of branches reads a linear chat.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Body, Path, Query
+from sqlmodel import Field
 
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
 from app.store.models import PUBLIC_CONFIG, TurnBase
+from app.store.tree import ConversationTree
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 
@@ -45,6 +52,8 @@ class MessageRecord(TurnBase):
     model_config = PUBLIC_CONFIG
     id: int
     create_time: WireTime
+    siblings: list[int] = Field(default_factory=list)
+    """The turns with the same parent (this one included), oldest first: its other versions."""
 
 
 class ConversationDetail(WireModel):
@@ -57,6 +66,24 @@ class ConversationDetail(WireModel):
 class Deleted(WireModel):
     conversation_id: str
     deleted: int
+
+
+class ActiveTurn(WireModel):
+    turn_id: int
+
+
+def _detail(conversation_id: str, tree: ConversationTree) -> ConversationDetail:
+    path = tree.path()
+    return ConversationDetail(
+        conversation_id=conversation_id,
+        agent_type=tree.turns[0].agent_type,
+        fileid=next((t.fileid for t in path if t.fileid), None),
+        messages=[
+            MessageRecord.model_validate(t).model_copy(update={"siblings": tree.siblings(t.id)})
+            for t in path
+            if t.id is not None
+        ],
+    )
 
 
 @router.get("/list", summary="List conversations, newest activity first")
@@ -74,22 +101,58 @@ async def list_conversations(
     )
 
 
-@router.get("/{conversation_id}", summary="A conversation's turns, oldest first")
+@router.get("/{conversation_id}", summary="A conversation's active path, oldest first")
 async def get_conversation(
     conversation_id: ConversationId, user: UserDep, services: ServicesDep
 ) -> Envelope[ConversationDetail]:
-    """404 when the conversation does not exist or belongs to someone else."""
-    turns = await services.store.get_conversation(user, conversation_id)
-    if not turns:
+    """The active path's turns, each with `parentId` and `siblings`; 404 when the conversation
+    does not exist or belongs to someone else."""
+    tree = await services.store.get_tree(user, conversation_id)
+    if not tree.turns:
         raise ApiError(404, "Conversation not found")
-    return ok(
-        ConversationDetail(
-            conversation_id=conversation_id,
-            agent_type=turns[0].agent_type,
-            fileid=next((t.fileid for t in turns if t.fileid), None),
-            messages=[MessageRecord.model_validate(t) for t in turns],
-        )
-    )
+    return ok(_detail(conversation_id, tree))
+
+
+@router.post(
+    "/{conversation_id}/active",
+    summary="Make the path through a turn active",
+    responses={404: {"description": "No such turn in the caller's conversation"}},
+)
+async def choose_path(
+    conversation_id: ConversationId,
+    active: Annotated[ActiveTurn, Body()],
+    user: UserDep,
+    services: ServicesDep,
+) -> Envelope[ConversationDetail]:
+    """The path through `turnId`, then the newest child at each step, becomes the history and
+    the memory; the next stream with no `parentId` follows it, on any instance. Answers the
+    new history."""
+    tree = await services.store.choose_path(user, conversation_id, active.turn_id)
+    if tree is None:
+        raise ApiError(404, "Turn not found in this conversation")
+    return ok(_detail(conversation_id, tree))
+
+
+@router.delete(
+    "/{conversation_id}/turns/{turn_id}",
+    summary="Delete a turn and every turn below it",
+    responses={
+        404: {"description": "No such turn in the caller's conversation"},
+        409: {"description": "A turn of that subtree is running"},
+    },
+)
+async def delete_turns(
+    conversation_id: ConversationId, turn_id: int, user: UserDep, services: ServicesDep
+) -> Envelope[Deleted]:
+    """With the files only they used; an active path through it moves to the newest remaining
+    sibling, or to the parent."""
+    deleted = await services.store.delete_turns(user, conversation_id, turn_id)
+    if deleted.running:
+        raise ApiError(409, "A turn of this branch is running; stop it first")
+    if deleted.turns == 0:
+        raise ApiError(404, "Turn not found in this conversation")
+    await services.files.discard_blobs(deleted.blob_keys)
+    return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))
 
 
 @router.delete("/{conversation_id}", summary="Delete a conversation")

@@ -33,6 +33,8 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/agent/runs": {"get"},
         "/session/list": {"get"},
         "/session/{conversation_id}": {"get", "delete"},
+        "/session/{conversation_id}/active": {"post"},
+        "/session/{conversation_id}/turns/{turn_id}": {"delete"},
         "/health": {"get"},
         "/ready": {"get"},
         "/metrics": {"get"},
