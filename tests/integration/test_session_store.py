@@ -29,9 +29,11 @@ from app.store.base import (
 )
 from app.store.db import Database
 from app.store.engine import MIGRATIONS_DIR
+from app.store.file_store import SqlFileStore
 from app.store.models import AiSession, StoredTurn, TurnOutcome
 from app.store.records import ToolCall, TurnFile, TurnStatus
 from app.store.sessions import SqlSessionStore
+from tests.integration.test_file_store_contract import new_file
 
 
 @pytest.fixture
@@ -559,3 +561,23 @@ def migrate(connection: Connection, direction: str, revision: str) -> None:
     config.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
     config.attributes["connection"] = connection
     getattr(command, direction)(config, revision)
+
+
+async def test_deleting_a_branch_deletes_the_files_only_it_used(db: Database) -> None:
+    store, files = SqlSessionStore(db), SqlFileStore(db)
+    for file_id in ("f-shared", "f-branch"):
+        await files.add_file(new_file(file_id))
+    made = new_file("f-made").model_copy(update={"source": "generated", "session_id": "conv-1"})
+    await files.add_file(made)
+    first = await store.add_question(new_turn(question="q1", fileid="f-shared"))
+    branch = await store.add_question(new_turn(question="q2", fileid="f-shared"))
+    below = await store.add_question(new_turn(question="q3", fileid="f-branch"))
+    deck = TurnFile(file_id="f-made", name="deck.pptx", url="/file/f-made", size=1, mime_type="x")
+    await store.finish_turn(below, TurnOutcome(status="completed", files=[deck]))
+    for turn_id in (first, branch):
+        await store.finish_turn(turn_id, outcome())
+
+    deleted = await store.delete_turns("alice", "conv-1", branch)
+
+    assert (deleted.turns, sorted(deleted.blob_keys)) == (2, ["uploads/f-branch", "uploads/f-made"])
+    assert [f.id for f in await files.list_files("alice")] == ["f-shared"]
