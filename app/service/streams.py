@@ -177,11 +177,9 @@ class StreamService:
 
 def _turn_id(value: int | str | None, name: str) -> int | None:
     """A turn id as a client sent it (a JSON number, or digits in a query string)."""
-    if value is None or isinstance(value, int):
-        if isinstance(value, int) and value < 0:
-            raise BadRequest(f"{name} must be a turn id (a non-negative integer)")
-        return value
-    if not TURN_ID.fullmatch(value):
+    if value is None:
+        return None
+    if isinstance(value, bool) or not TURN_ID.fullmatch(str(value)):
         raise BadRequest(f"{name} must be a turn id (a non-negative integer)")
     return int(value)
 

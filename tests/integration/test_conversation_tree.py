@@ -149,6 +149,7 @@ async def test_a_bad_or_foreign_turn_is_refused_before_anything_is_stored(
             for name, conversation, fields, headers in [
                 ("not a number", "c", {"parentId": "first"}, ALICE),
                 ("negative", "c", {"parentId": "-1"}, ALICE),
+                ("past an int64", "c", {"parentId": "9" * 19}, ALICE),
                 ("unknown", "c", {"parentId": "999999"}, ALICE),
                 ("another conversation", "other", {"parentId": str(turn)}, ALICE),
                 ("another user's", "c", {"parentId": str(turn)}, BOB),
@@ -161,6 +162,7 @@ async def test_a_bad_or_foreign_turn_is_refused_before_anything_is_stored(
     assert {name: r.status_code for name, r in refused.items()} == {
         "not a number": 400,
         "negative": 400,
+        "past an int64": 400,
         "unknown": 404,
         "another conversation": 404,
         "another user's": 404,
