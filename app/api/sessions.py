@@ -25,6 +25,8 @@ MAX_PAGE_NUM = 1_000_000
 """Far past any real history, and small enough that the row offset stays an int64."""
 
 ConversationId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
+MAX_TURN_ID = 2**63 - 1
+"""A turn id is an int64: a larger one is a 422, never a database error."""
 
 
 class ConversationRecord(WireModel):
@@ -69,7 +71,7 @@ class Deleted(WireModel):
 
 
 class ActiveTurn(WireModel):
-    turn_id: int
+    turn_id: int = Field(ge=0, le=MAX_TURN_ID)
 
 
 def _detail(conversation_id: str, tree: ConversationTree) -> ConversationDetail:
@@ -142,7 +144,10 @@ async def choose_path(
     },
 )
 async def delete_turns(
-    conversation_id: ConversationId, turn_id: int, user: UserDep, services: ServicesDep
+    conversation_id: ConversationId,
+    turn_id: Annotated[int, Path(ge=0, le=MAX_TURN_ID)],
+    user: UserDep,
+    services: ServicesDep,
 ) -> Envelope[Deleted]:
     """With the files only they used; an active path through it moves to the newest remaining
     sibling, or to the parent."""

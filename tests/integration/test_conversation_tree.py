@@ -122,6 +122,8 @@ async def test_switching_branches_sets_history_and_memory(
         memory = questions_sent(fake_llm, mark)
         after = await path(client, "c")
         unknown = await client.post("/session/c/active", json={"turnId": 999_999}, headers=ALICE)
+        too_big = await client.post("/session/c/active", json={"turnId": 2**63}, headers=ALICE)
+        delete_too_big = await client.delete(f"/session/c/turns/{2**63}", headers=ALICE)
         not_bobs = await client.post("/session/c/active", json={"turnId": q2}, headers=BOB)
 
     assert switched.status_code == 200
@@ -131,6 +133,7 @@ async def test_switching_branches_sets_history_and_memory(
     assert memory == {"Q1", "Q2", "Q3", "Q4"}
     assert [q for q, _ in after] == ["Q1", "Q2", "Q3", "Q4"]
     assert unknown.status_code == 404
+    assert (too_big.status_code, delete_too_big.status_code) == (422, 422)
     assert not_bobs.status_code == 404
 
 
