@@ -179,6 +179,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
                 library,
                 limits,
                 webhooks,
+                store,
             ),
             users_by_key=settings.user_by_key(),
             files=library,

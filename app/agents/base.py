@@ -76,6 +76,8 @@ class BaseAgent(ABC):
     async def begin(self, turn: Turn) -> None:
         """Store the question (status `running`) and read the memory with it, one round trip.
 
+        The memory is the path to the turn's parent, nothing of the conversation's other branches.
+
         Raises `StoreError` when that fails.
         """
         turn.row_id, turn.earlier = await self.core.store.begin_turn(
@@ -87,6 +89,7 @@ class BaseAgent(ABC):
                 fileid=turn.file_id,
             ),
             self.core.limits.memory_max_turns,
+            turn.parent_id,
         )
 
     def resources(self) -> AbstractAsyncContextManager[object]:

@@ -95,6 +95,8 @@ class Turn:
     question: str
     task_id: str
     file_id: str | None = None
+    parent_id: int | None = None
+    """The turn it follows: 0 for none (a new first question), None for the active leaf."""
     row_id: int = 0
     earlier: list[StoredTurn] = field(default_factory=list)
     """The conversation's latest turns before this one, read as its question was stored."""

@@ -62,6 +62,18 @@ class StreamParams(BaseModel):
         max_length=2048,
         description="A URL called (signed POST) once the turn ends; default: WEBHOOK_URL.",
     )
+    parent_id: int | str | None = Field(
+        default=None,
+        alias="parentId",
+        description="The turn the new one follows (a turn of this conversation; `0`: a new"
+        " first question); default: the active path's leaf. Editing a question is a new turn"
+        " with the edited turn's `parentId`. The model's memory is the path to it.",
+    )
+    regenerate: int | str | None = Field(
+        default=None,
+        description="A turn id: answer that turn's question again, as its new sibling"
+        " (`query` may be left out).",
+    )
 
     def request(self) -> TurnRequest:
         return TurnRequest(
@@ -71,6 +83,8 @@ class StreamParams(BaseModel):
             on_disconnect=self.on_disconnect,
             strategy=self.multitask_strategy,
             webhook=self.webhook,
+            parent_id=self.parent_id,
+            regenerate=self.regenerate,
         )
 
 
@@ -128,7 +142,7 @@ def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
     kind, path = entry.kind, f"/{entry.kind}/stream"
     responses: dict[int | str, dict[str, object]] = {
         200: {"content": {"text/event-stream": {}}, "description": "The event stream"},
-        404: {"description": "Unknown fileId"},
+        404: {"description": "Unknown fileId, or a parentId/regenerate not a turn of the caller's"},
         400: {"description": "Bad input, or a `webhook` URL that may not be called"},
         409: {"description": "A task is already running (`multitaskStrategy: reject`)"},
         429: {

@@ -48,7 +48,10 @@ async def export_conversation(
     export_format: Annotated[ExportFormat, Query(alias="format")] = "markdown",
 ) -> Response:
     """404 when the conversation does not exist or is someone else's; 422 for another format."""
-    detail = await conversation_detail(services, user, conversation_id)
+    # JSON keeps the whole tree; Markdown reads as the conversation now stands.
+    detail = await conversation_detail(
+        services, user, conversation_id, whole=export_format == "json"
+    )
     if export_format == "json":
         body = detail.model_dump_json(by_alias=True, indent=2)
     else:

@@ -1,11 +1,17 @@
-"""Conversation history (API.md "Sessions"), always scoped to the caller."""
+"""Conversation history (API.md "Sessions"), always scoped to the caller.
+
+A conversation is a tree of turns (API.md "Conversations you can correct"):
+its history is the active path, root to leaf, each turn with its siblings,
+so a client that knows nothing of branches reads a linear chat.
+"""
 
 from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Body, Path, Query
 from pydantic import StringConstraints
+from sqlmodel import Field
 
 from app.api.auth import UserDep
 from app.api.deps import Services, ServicesDep
@@ -13,6 +19,7 @@ from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
 from app.store.models import PUBLIC_CONFIG, TurnBase
 from app.store.titles import title_of
+from app.store.tree import ConversationTree
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 
@@ -20,6 +27,8 @@ MAX_PAGE_NUM = 1_000_000
 """Far past any real history, and small enough that the row offset stays an int64."""
 
 ConversationId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,128}$")]
+MAX_TURN_ID = 2**63 - 1
+"""A turn id is an int64: a larger one is a 422, never a database error."""
 
 
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
@@ -53,6 +62,8 @@ class MessageRecord(TurnBase):
     model_config = PUBLIC_CONFIG
     id: int
     create_time: WireTime
+    siblings: list[int] = Field(default_factory=list)
+    """The turns with the same parent (this one included), oldest first: its other versions."""
 
 
 class ConversationDetail(WireModel):
@@ -77,6 +88,33 @@ class Deleted(WireModel):
     deleted: int
 
 
+class ActiveTurn(WireModel):
+    turn_id: int = Field(ge=0, le=MAX_TURN_ID)
+
+
+async def _detail(
+    services: Services,
+    user: str,
+    conversation_id: str,
+    tree: ConversationTree,
+    *,
+    whole: bool = False,
+) -> ConversationDetail:
+    path = list(tree.turns) if whole else tree.path()
+    title = await services.titles.title(user, conversation_id)
+    return ConversationDetail(
+        conversation_id=conversation_id,
+        title=title_of(title, tree.turns[0].question),
+        agent_type=tree.turns[0].agent_type,
+        fileid=next((t.fileid for t in path if t.fileid), None),
+        messages=[
+            MessageRecord.model_validate(t).model_copy(update={"siblings": tree.siblings(t.id)})
+            for t in path
+            if t.id is not None
+        ],
+    )
+
+
 @router.get("/list", summary="List conversations, newest activity first")
 async def list_conversations(
     user: UserDep,
@@ -92,29 +130,69 @@ async def list_conversations(
     )
 
 
-@router.get("/{conversation_id}", summary="A conversation's turns, oldest first")
+@router.get("/{conversation_id}", summary="A conversation's active path, oldest first")
 async def get_conversation(
     conversation_id: ConversationId, user: UserDep, services: ServicesDep
 ) -> Envelope[ConversationDetail]:
-    """404 when the conversation does not exist or belongs to someone else."""
+    """The active path's turns, each with `parentId` and `siblings`; 404 when the conversation
+    does not exist or belongs to someone else."""
     return ok(await conversation_detail(services, user, conversation_id))
 
 
 async def conversation_detail(
-    services: Services, user: str, conversation_id: str
+    services: Services, user: str, conversation_id: str, *, whole: bool = False
 ) -> ConversationDetail:
-    """The conversation as its history answers it (and its export); 404 when not the user's."""
-    turns = await services.store.get_conversation(user, conversation_id)
-    if not turns:
+    """The conversation as its history answers it: the active path, or with `whole` every
+    turn of the tree (the JSON export); 404 when it is not the user's."""
+    tree = await services.store.get_tree(user, conversation_id)
+    if not tree.turns:
         raise ApiError(404, "Conversation not found")
-    title = await services.titles.title(user, conversation_id)
-    return ConversationDetail(
-        conversation_id=conversation_id,
-        title=title_of(title, turns[0].question),
-        agent_type=turns[0].agent_type,
-        fileid=next((t.fileid for t in turns if t.fileid), None),
-        messages=[MessageRecord.model_validate(t) for t in turns],
-    )
+    return await _detail(services, user, conversation_id, tree, whole=whole)
+
+
+@router.post(
+    "/{conversation_id}/active",
+    summary="Make the path through a turn active",
+    responses={404: {"description": "No such turn in the caller's conversation"}},
+)
+async def choose_path(
+    conversation_id: ConversationId,
+    active: Annotated[ActiveTurn, Body()],
+    user: UserDep,
+    services: ServicesDep,
+) -> Envelope[ConversationDetail]:
+    """The path through `turnId`, then the newest child at each step, becomes the history and
+    the memory; the next stream with no `parentId` follows it, on any instance. Answers the
+    new history."""
+    tree = await services.store.choose_path(user, conversation_id, active.turn_id)
+    if tree is None:
+        raise ApiError(404, "Turn not found in this conversation")
+    return ok(await _detail(services, user, conversation_id, tree))
+
+
+@router.delete(
+    "/{conversation_id}/turns/{turn_id}",
+    summary="Delete a turn and every turn below it",
+    responses={
+        404: {"description": "No such turn in the caller's conversation"},
+        409: {"description": "A turn of that subtree is running"},
+    },
+)
+async def delete_turns(
+    conversation_id: ConversationId,
+    turn_id: Annotated[int, Path(ge=0, le=MAX_TURN_ID)],
+    user: UserDep,
+    services: ServicesDep,
+) -> Envelope[Deleted]:
+    """With the files only they used; an active path through it moves to the newest remaining
+    sibling, or to the parent."""
+    deleted = await services.store.delete_turns(user, conversation_id, turn_id)
+    if deleted.running:
+        raise ApiError(409, "A turn of this branch is running; stop it first")
+    if deleted.turns == 0:
+        raise ApiError(404, "Turn not found in this conversation")
+    await services.files.discard_blobs(deleted.blob_keys)
+    return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))
 
 
 @router.patch("/{conversation_id}", summary="Rename a conversation")

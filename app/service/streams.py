@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.agents.registry import AgentEntry
 from app.config import DisconnectPolicy, SettingsPart
@@ -27,13 +27,17 @@ from app.service.errors import (
     TooLong,
     Unavailable,
 )
-from app.service.turns import Strategy, TurnService
+from app.service.turns import DATABASE_DOWN, Strategy, TurnService
+from app.store.base import SessionStore, StoreError
+from app.store.models import StoredTurn
 from app.tasks.base import EventsGone, TaskBackendUnavailable
 from app.tasks.log import EventLogReader
 from app.tasks.runs import Run, RunRegistry
 from app.tasks.webhooks import WebhookRefused, Webhooks
 
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+TURN_ID = re.compile(r"[0-9]{1,18}")
+"""A turn id as a string: digits, and short enough to stay an int64."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +53,12 @@ class TurnRequest:
     strategy: Strategy | None = None
     """On a busy conversation; None: `reject`."""
     webhook: str | None = None
+    parent_id: int | str | None = None
+    """The turn the new one follows (`0`: none, a new first question); None: the active leaf.
+    As the client sent it: checked here (not an integer: 400; not a turn of theirs: 404)."""
+    regenerate: int | str | None = None
+    """A turn whose question (and file) to answer again, as its new sibling; `query` is not
+    needed, and not used."""
 
 
 class StreamSettings(SettingsPart):
@@ -67,8 +77,10 @@ class StreamService:
         files: DocumentLibrary,
         limits: UserLimits,
         webhooks: Webhooks,
+        store: SessionStore,
     ) -> None:
         self._settings = settings
+        self._store = store
         self._turns = turns
         self._runs = runs
         self._files = files
@@ -79,14 +91,15 @@ class StreamService:
         self, entry: AgentEntry, request: TurnRequest, user: str
     ) -> tuple[Run, Callable[[], object] | None]:
         """Check the request and start its turn; the run, and what to call if its client leaves."""
+        conversation_id = request.conversation_id or uuid.uuid4().hex
+        valid_conversation_id(conversation_id)
+        request, parent_id = await self._place(request, conversation_id, user)
         question = (request.query or "").strip()
         if not question:
             raise BadRequest("query is required and must not be empty")
         limit = self._settings.query_max_chars
         if len(request.query or "") > limit:
             raise TooLong(f"query is longer than {limit} characters")
-        conversation_id = request.conversation_id or uuid.uuid4().hex
-        valid_conversation_id(conversation_id)
         await self._check_file(entry, request.file_id, user)
         if entry.kind not in self._turns.kinds():
             raise NotAvailable(f"The {entry.kind} agent is not available in this version")
@@ -107,6 +120,7 @@ class StreamService:
                 request.file_id,
                 on_end=slot.release,
                 strategy=request.strategy or "reject",
+                parent_id=parent_id,
             )
         except BaseException:
             await slot.release()
@@ -127,6 +141,31 @@ class StreamService:
         except EventsGone as exc:
             raise Gone(f"Cannot resume: {exc}; read the conversation's history") from exc
 
+    async def _place(
+        self, request: TurnRequest, conversation_id: str, user: str
+    ) -> tuple[TurnRequest, int | None]:
+        """Where the turn goes in the conversation's tree: the request as it will be asked
+        (a regeneration's question and file are its turn's) and the parent to store."""
+        regenerate = _turn_id(request.regenerate, "regenerate")
+        if regenerate is not None:
+            again = await self._turn(user, conversation_id, regenerate)
+            # That turn's question, as it was asked: a `query` sent beside it is not a new one.
+            request = replace(request, query=again.question, file_id=again.fileid)
+            return request, again.parent_id or 0
+        parent_id = _turn_id(request.parent_id, "parentId")
+        if parent_id:
+            await self._turn(user, conversation_id, parent_id)
+        return request, parent_id
+
+    async def _turn(self, user: str, conversation_id: str, turn_id: int) -> StoredTurn:
+        try:
+            turn = await self._store.get_turn(user, conversation_id, turn_id)
+        except StoreError as exc:
+            raise Unavailable(DATABASE_DOWN) from exc
+        if turn is None:
+            raise NotFound("Turn not found in this conversation")
+        return turn
+
     async def _check_file(self, entry: AgentEntry, file_id: str | None, user: str) -> None:
         """A named file must be the caller's (another user's is not found); some agents need one."""
         if file_id:
@@ -134,6 +173,15 @@ class StreamService:
                 raise NotFound("File not found")
         elif entry.needs_file:
             raise BadRequest(f"fileId is required for the {entry.kind} agent")
+
+
+def _turn_id(value: int | str | None, name: str) -> int | None:
+    """A turn id as a client sent it (a JSON number, or digits in a query string)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not TURN_ID.fullmatch(str(value)):
+        raise BadRequest(f"{name} must be a turn id (a non-negative integer)")
+    return int(value)
 
 
 def valid_conversation_id(value: str) -> str:

@@ -129,8 +129,11 @@ class TurnService:
         options: GenerateOptions | None = None,
         on_end: OnEnd | None = None,
         strategy: Strategy = "reject",
+        parent_id: int | None = None,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
+
+        `parent_id`: the turn the new one follows (0: none; None: the active leaf).
 
         With `enqueue` on a busy conversation the run comes back at once, holding
         only its `queued` event, and is launched later in the same log.
@@ -144,6 +147,7 @@ class TurnService:
             question=question,
             task_id=claim.task_id,
             file_id=file_id,
+            parent_id=parent_id,
             options=options or GenerateOptions(),
         )
         # Listed in the same step as the claim: one round trip less before the first event.

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from app.store.models import StoredFile, StoredTurn, TurnOutcome
 from app.store.records import FileStatus, ToolCall, TurnStatus
+from app.store.tree import ConversationTree
 
 
 class StoreError(Exception):
@@ -53,14 +54,32 @@ class DeletedConversation:
     """Blobs of the files deleted with it (used by no other conversation)."""
 
 
+@dataclass(slots=True)
+class DeletedTurns:
+    """What deleting a turn and the turns below it did."""
+
+    turns: int
+    """Turn rows deleted; 0 when the turn was not found or one of them runs."""
+    running: bool = False
+    """Nothing was deleted: a turn of the subtree is running."""
+    blob_keys: list[str] = field(default_factory=list)
+    """Blobs of the files deleted with them (used by no other turn)."""
+
+
 class SessionStore(Protocol):
-    async def add_question(self, turn: StoredTurn) -> int:
-        """Insert the turn with status `running` (its id and times set here); return its row id."""
+    async def add_question(self, turn: StoredTurn, parent_id: int | None = None) -> int:
+        """Insert the turn with status `running` (its id and times set here); return its row id.
+
+        `parent_id`: the turn it follows; 0 for none (a new first question); None
+        for the conversation's active leaf. The new turn becomes the active leaf.
+        """
         ...
 
-    async def begin_turn(self, turn: StoredTurn, memory_turns: int) -> tuple[int, list[StoredTurn]]:
-        """`add_question`, and the conversation's latest `memory_turns` turns before it (oldest
-        first), in one round trip where the database allows."""
+    async def begin_turn(
+        self, turn: StoredTurn, memory_turns: int, parent_id: int | None = None
+    ) -> tuple[int, list[StoredTurn]]:
+        """`add_question`, and the latest `memory_turns` turns of the path to its parent (oldest
+        first, nothing of other branches), in one round trip where the database allows."""
         ...
 
     async def finish_turn(self, turn_id: int, outcome: TurnOutcome) -> None: ...
@@ -99,7 +118,8 @@ class SessionStore(Protocol):
     async def recent_turns(
         self, user_id: str, conversation_id: str, limit: int, before_id: int | None = None
     ) -> list[StoredTurn]:
-        """The conversation's latest `limit` turns older than `before_id`, oldest first."""
+        """The last `limit` turns of the path to the turn `before_id` follows (to the active
+        leaf without it), oldest first."""
         ...
 
     async def list_conversations(
@@ -110,6 +130,29 @@ class SessionStore(Protocol):
 
     async def get_conversation(self, user_id: str, conversation_id: str) -> list[StoredTurn]:
         """All turns, oldest first; empty when it does not exist or is another user's."""
+        ...
+
+    async def get_tree(self, user_id: str, conversation_id: str) -> ConversationTree:
+        """All turns and the active path's chosen leaf; no turns when not found."""
+        ...
+
+    async def get_turn(self, user_id: str, conversation_id: str, turn_id: int) -> StoredTurn | None:
+        """One turn of the conversation; None when it is not there or is another user's."""
+        ...
+
+    async def choose_path(
+        self, user_id: str, conversation_id: str, turn_id: int
+    ) -> ConversationTree | None:
+        """Make the path through `turn_id` active (below it, the newest child at each step).
+
+        The tree as it is now; None when the turn is not found.
+        """
+        ...
+
+    async def delete_turns(self, user_id: str, conversation_id: str, turn_id: int) -> DeletedTurns:
+        """Delete the turn, the turns below it and the files only they used, in one transaction,
+        unless one of them runs. An active path through it moves to the newest remaining
+        sibling's newest leaf, or to the parent. The caller removes `blob_keys` after."""
         ...
 
     async def delete_conversation(self, user_id: str, conversation_id: str) -> DeletedConversation:

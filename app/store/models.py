@@ -1,5 +1,6 @@
-"""The tables: `ai_session` (one row per turn, shaped as the original Java service stored it),
-`ai_file` and `ai_file_chunk` (uploaded documents and their searchable passages).
+"""The tables: `ai_session` (one row per turn, shaped as the original Java service stored it,
+plus the turn it follows), `ai_active_path` (a conversation's chosen branch), `ai_file` and
+`ai_file_chunk` (uploaded documents and their searchable passages).
 
 Each table is declared once here and created by an Alembic revision in
 `migrations/versions/`, which spells the same columns out by hand so a later
@@ -114,6 +115,11 @@ class JsonList(TypeDecorator[list[Any]]):
         return self._adapter.validate_json(value) if value else []
 
 
+def _row_id() -> Any:
+    """A turn's id type, where another column holds one (an id column's own is in its `Column`)."""
+    return BigInteger().with_variant(Integer(), "sqlite")
+
+
 def _json_list(item: Any) -> Any:
     """A list field stored in a `JsonList` column, nullable as the migrations made it."""
     return Field(default_factory=list, sa_type=JsonList(item), nullable=True)
@@ -159,6 +165,9 @@ class TurnBase(TurnOutcome):
     """The uploaded file the turn asked about, if any."""
     create_time: datetime = Field(default_factory=_utc_now, sa_type=UTCDateTime)
     """When the question arrived (aware UTC)."""
+    parent_id: int | None = Field(default=None, sa_type=_row_id())
+    """The turn this one follows (its question came after that answer); None for a first
+    question. A conversation is the tree these make; an edit or a regeneration is a sibling."""
 
 
 class StoredTurn(TurnBase):
@@ -205,6 +214,27 @@ class AiSession(StoredTurn, table=True):
 
 AI_SESSION: Table = AiSession.__table__  # type: ignore[attr-defined]
 """The Core table, for the store's single-statement queries without ORM overhead."""
+
+
+class AiActivePath(SQLModel, table=True):
+    """A conversation's active path when it is not simply its newest turn's (a switch, a delete).
+
+    Its leaf holds while no turn newer than `newest_id` exists: the next question
+    follows the active leaf and so becomes it, with nothing to write here. So a
+    turn costs no write of this table; only a switch and a turn's deletion do.
+    """
+
+    __tablename__ = "ai_active_path"
+
+    user_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    conversation_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    leaf_id: int = Field(sa_type=_row_id())
+    """The leaf of the path chosen."""
+    newest_id: int = Field(sa_type=_row_id())
+    """The conversation's newest turn when it was chosen: a newer turn takes over."""
+
+
+AI_ACTIVE_PATH: Table = AiActivePath.__table__  # type: ignore[attr-defined]
 
 
 class FileUpload(SQLModel):

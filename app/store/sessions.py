@@ -8,6 +8,10 @@ memory read are one statement (a CTE: the INSERT cannot see its own row,
 so the SELECT beside it returns exactly the earlier turns), and the
 answer is one UPDATE. Every query filters on the user.
 
+A conversation is a tree (`parent_id`; store/tree.py): the INSERT works out
+the new turn's parent itself (the active leaf unless one is given), and the
+memory is the walk up from that parent, so no other branch reaches the model.
+
 The history list groups turns into conversations in SQL (one grouped
 subquery joined back to each conversation's first row), so a page costs
 the same however long the history is.
@@ -15,64 +19,123 @@ the same however long the history is.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import (
+    ColumnElement,
+    Delete,
     Select,
     bindparam,
     delete,
     exists,
     func,
     insert,
+    literal,
     select,
     true,
     update,
 )
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.store.base import ConversationSummary, DeletedConversation
+from app.store.base import ConversationSummary, DeletedConversation, DeletedTurns
 from app.store.db import Database
 from app.store.file_store import delete_file_rows
+from app.store.models import AI_ACTIVE_PATH as A
 from app.store.models import AI_CONVERSATION_TITLE as TT
 from app.store.models import AI_FILE as F
 from app.store.models import AI_SESSION as T
 from app.store.models import StoredTurn, TurnOutcome
 from app.store.records import ToolCall, TurnStatus
 from app.store.titles import delete_title, title_of
+from app.store.tree import ChosenLeaf, ConversationTree
 
-_INSERTED = [c.name for c in T.c if c.name != "id"]
-"""Every column a question's INSERT writes: all of them, so a new one needs no edit here."""
+_INSERTED = [c.name for c in T.c if c.name not in ("id", "parent_id")]
+"""Every column a question's INSERT writes as given: all but the parent, which it works out."""
 _OUTCOME = list(TurnOutcome.model_fields)
 """Every column the answer's UPDATE writes, by the family's rule (models.py)."""
 
-_INSERT_QUESTION = insert(T).returning(T.c.id)
+_MINE = (T.c.user_id == bindparam("user_id"), T.c.session_id == bindparam("session_id"))
+_NEWEST = select(func.max(T.c.id)).where(*_MINE).scalar_subquery()
+_ACTIVE_LEAF = func.coalesce(
+    select(A.c.leaf_id)
+    .where(
+        A.c.user_id == bindparam("user_id"),
+        A.c.conversation_id == bindparam("session_id"),
+        A.c.newest_id >= _NEWEST,
+    )
+    .scalar_subquery(),
+    _NEWEST,
+)
+"""The active path's leaf: the chosen one while no newer turn came, else the newest turn."""
+_GIVEN_PARENT = bindparam("parent_id", type_=T.c.parent_id.type)
+_PARENT = func.nullif(func.coalesce(_GIVEN_PARENT, _ACTIVE_LEAF), 0)
+"""A new turn's parent: `parent_id`, 0 for none, or (None) the active leaf, worked out in the
+question's own INSERT so following the active path costs no statement."""
+_INSERT_QUESTION = (
+    insert(T)
+    .values(
+        {
+            **{name: bindparam(name, type_=T.c[name].type) for name in _INSERTED},
+            "parent_id": _PARENT,
+        }
+    )
+    .returning(T.c.id, T.c.parent_id)
+)
 _FINISH_TURN = update(T).where(T.c.id == bindparam("turn_id"))
 _SAVE_PARTIAL = update(T).where(T.c.id == bindparam("turn_id"), T.c.status == "running")
 _FINISH_UNFINISHED = update(T).where(
     T.c.id == bindparam("turn_id"), T.c.status.in_(("running", "interrupted"))
 )
+
+
+def _path_ids(start: ColumnElement[Any]) -> Select[Any]:
+    """The ids of `start` and its ancestors, `limit` of them at most: a walk up the parents.
+
+    The recursive CTE is nested in the statement that uses it, so that statement
+    stays a plain SELECT; each step is one primary-key lookup.
+    """
+    anchor = select(T.c.id, T.c.parent_id, literal(1).label("depth")).where(
+        T.c.id == start, *_MINE, bindparam("limit") > 0
+    )
+    path = anchor.cte("path", recursive=True, nesting=True)
+    up = T.alias("up")
+    path = path.union_all(
+        select(up.c.id, up.c.parent_id, path.c.depth + 1).where(
+            up.c.id == path.c.parent_id,
+            up.c.user_id == bindparam("user_id"),
+            up.c.session_id == bindparam("session_id"),
+            path.c.depth < bindparam("limit"),
+        )
+    )
+    return select(path.c.id)
+
+
+def _path(start: ColumnElement[Any]) -> Select[Any]:
+    """`start` and its ancestors (the memory of a turn that follows `start`), newest first."""
+    return select(T).where(T.c.id.in_(_path_ids(start))).order_by(T.c.id.desc())
+
+
 # Memory is read on every turn: built once, a statement skips SQLAlchemy's construction
 # and cache-key work (about a fifth of the read's CPU, measured with cProfile).
-_RECENT_TURNS = (
-    select(T)
-    .where(T.c.user_id == bindparam("user_id"), T.c.session_id == bindparam("session_id"))
-    .order_by(T.c.id.desc())
-    .limit(bindparam("limit"))
-)
-_RECENT_TURNS_BEFORE = _RECENT_TURNS.where(T.c.id < bindparam("before_id"))
+_PATH_FROM = _path(bindparam("start_id", type_=T.c.id.type))
+_ACTIVE_PATH = _path(_ACTIVE_LEAF)
+_PARENT_OF = select(T.c.parent_id).where(T.c.id == bindparam("before_id")).scalar_subquery()
+_PATH_BEFORE = _path(_PARENT_OF)
 
 
 def _question_with_memory() -> Select[Any]:
-    """`INSERT … RETURNING id` beside the conversation's latest rows, in one statement.
+    """`INSERT … RETURNING id` beside the path to its parent, in one statement.
 
     The LEFT JOIN keeps the new id when there are no earlier turns.
     """
-    values = {name: bindparam(name, type_=T.c[name].type) for name in _INSERTED}
-    question = insert(T).values(values).returning(T.c.id).cte("question")
-    earlier = _RECENT_TURNS.lateral("earlier")
-    return select(question.c.id.label("new_id"), earlier).select_from(
-        question.outerjoin(earlier, true())
+    asked = _INSERT_QUESTION.cte("question")
+    earlier = _path(asked.c.parent_id).subquery("earlier")
+    return (
+        select(asked.c.id.label("new_id"), earlier)
+        .select_from(asked.outerjoin(earlier, true()))
+        .order_by(earlier.c.id.desc())
     )
 
 
@@ -84,39 +147,44 @@ class SqlSessionStore:
         self._db = db
         self._instance_id = instance_id
         self._finish_turn = db.prepare(_FINISH_TURN, [*_OUTCOME, "update_time"])
-        self._insert_question = db.prepare(_INSERT_QUESTION, _INSERTED)
-        self._recent_turns = db.prepare(_RECENT_TURNS_BEFORE)
+        self._insert_question = db.prepare(_INSERT_QUESTION)
+        self._path_from = db.prepare(_PATH_FROM)
         self._question_with_memory = (
             db.prepare(_question_with_memory()) if db.dialect.name == "postgresql" else None
         )
 
-    async def add_question(self, turn: StoredTurn) -> int:
-        turn_id, _ = await self.begin_turn(turn, memory_turns=0)
+    async def add_question(self, turn: StoredTurn, parent_id: int | None = None) -> int:
+        turn_id, _ = await self.begin_turn(turn, memory_turns=0, parent_id=parent_id)
         return turn_id
 
-    async def begin_turn(self, turn: StoredTurn, memory_turns: int) -> tuple[int, list[StoredTurn]]:
-        """Store the question (`running`) and read the `memory_turns` turns before it.
+    async def begin_turn(
+        self, turn: StoredTurn, memory_turns: int, parent_id: int | None = None
+    ) -> tuple[int, list[StoredTurn]]:
+        """Store the question (`running`) and read the `memory_turns` turns of the path above it.
 
         One statement on PostgreSQL; elsewhere two, the INSERT committed first.
         """
         now = _now()
         params = {name: getattr(turn, name) for name in _INSERTED}
         params.update(
-            status="running", create_time=now, update_time=now, instance_id=self._instance_id
+            status="running",
+            create_time=now,
+            update_time=now,
+            instance_id=self._instance_id,
+            parent_id=parent_id,
+            limit=max(memory_turns, 0),
         )
         if self._question_with_memory is not None:
-            params["limit"] = max(memory_turns, 0)
             rows = await self._db.run(self._question_with_memory, params)
             turn_id = int(rows[0]["new_id"])
             return turn_id, [_turn(row) for row in reversed(rows) if row["id"] is not None]
         [row] = await self._db.run(self._insert_question, params)
-        turn_id = int(row["id"])
-        if memory_turns <= 0:
+        turn_id, parent = int(row["id"]), row["parent_id"]
+        if memory_turns <= 0 or parent is None:
             return turn_id, []
-        earlier = await self.recent_turns(
-            turn.user_id, turn.session_id, memory_turns, before_id=turn_id
-        )
-        return turn_id, earlier
+        params["start_id"] = parent
+        rows = await self._db.run(self._path_from, params)
+        return turn_id, [_turn(row) for row in reversed(rows)]
 
     async def finish_turn(self, turn_id: int, outcome: TurnOutcome) -> None:
         """Write the run's end in one UPDATE.
@@ -223,13 +291,12 @@ class SqlSessionStore:
         self, user_id: str, conversation_id: str, limit: int, before_id: int | None = None
     ) -> list[StoredTurn]:
         params = {"user_id": user_id, "session_id": conversation_id, "limit": max(limit, 0)}
+        stmt = _ACTIVE_PATH
         if before_id is not None:
-            # A turn's memory, read on every turn: the prepared statement, on the driver.
             params["before_id"] = before_id
-            rows: Sequence[Mapping[Any, Any]] = await self._db.run(self._recent_turns, params)
-        else:
-            async with self._db.statement() as conn:
-                rows = (await conn.execute(_RECENT_TURNS, params)).mappings().all()
+            stmt = _PATH_BEFORE
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt, params)).mappings().all()
         return [_turn(row) for row in reversed(rows)]
 
     async def list_conversations(
@@ -302,26 +369,69 @@ class SqlSessionStore:
             rows = (await conn.execute(stmt)).mappings().all()
         return [_turn(row) for row in rows]
 
+    async def get_tree(self, user_id: str, conversation_id: str) -> ConversationTree:
+        async with self._db.statement() as conn:
+            return await _read_tree(conn, user_id, conversation_id)
+
+    async def get_turn(self, user_id: str, conversation_id: str, turn_id: int) -> StoredTurn | None:
+        stmt = select(T).where(
+            T.c.id == turn_id, T.c.user_id == user_id, T.c.session_id == conversation_id
+        )
+        async with self._db.statement() as conn:
+            row = (await conn.execute(stmt)).mappings().one_or_none()
+        return None if row is None else _turn(row)
+
+    async def choose_path(
+        self, user_id: str, conversation_id: str, turn_id: int
+    ) -> ConversationTree | None:
+        async with self._db.begin() as conn:
+            tree = await _read_tree(conn, user_id, conversation_id)
+            if turn_id not in tree:
+                return None
+            tree.chosen = await _choose(
+                conn, user_id, conversation_id, tree.newest_leaf(turn_id), tree.newest_id
+            )
+        return tree
+
+    async def delete_turns(self, user_id: str, conversation_id: str, turn_id: int) -> DeletedTurns:
+        """Rare, so read whole: the conversation's tree, then the deletes it decides."""
+        async with self._db.begin() as conn:
+            tree = await _read_tree(conn, user_id, conversation_id)
+            if turn_id not in tree:
+                return DeletedTurns(0)
+            ids = tree.below(turn_id)
+            gone = set(ids)
+            if any(t.status == "running" for t in tree.turns if t.id in gone):
+                return DeletedTurns(0, running=True)
+            leaf = tree.leaf_id
+            if leaf in gone:
+                leaf = _after_deleting(tree, turn_id)
+            made = [f.file_id for t in tree.turns if t.id in gone for f in t.files]
+            blob_keys = await _delete_files(
+                conn, user_id, T.c.id.in_(ids), F.c.id.in_(made) & (F.c.source == "generated")
+            )
+            turns = (await conn.execute(delete(T).where(T.c.id.in_(ids)))).rowcount
+            remaining = [t.id for t in tree.turns if t.id is not None and t.id not in gone]
+            if leaf is None or not remaining:
+                await conn.execute(_forget_path(user_id, conversation_id))
+            else:
+                await _choose(conn, user_id, conversation_id, leaf, max(remaining))
+        return DeletedTurns(turns, blob_keys=blob_keys)
+
     async def delete_conversation(self, user_id: str, conversation_id: str) -> DeletedConversation:
         """Delete the turns and the files no other conversation used, all at once.
 
         A file is used by a conversation when one of its turns names it; a
         file never asked about is the user's to delete, not the conversation's.
         """
-        mine = T.c.user_id == user_id, T.c.session_id == conversation_id
-        used_here = select(T.c.fileid).where(*mine, T.c.fileid.is_not(None))
-        used_elsewhere = exists().where(T.c.fileid == F.c.id, T.c.session_id != conversation_id)
-        uploaded_for_it = F.c.id.in_(used_here) & ~used_elsewhere
+        mine = (T.c.user_id == user_id) & (T.c.session_id == conversation_id)
         made_by_it = (F.c.source == "generated") & (F.c.session_id == conversation_id)
-        only_here = select(F.c.id, F.c.blob_key).where(
-            F.c.user_id == user_id, uploaded_for_it | made_by_it
-        )
         async with self._db.begin() as conn:
-            files = (await conn.execute(only_here)).all()
-            await delete_file_rows(conn, [row.id for row in files])
+            blob_keys = await _delete_files(conn, user_id, mine, made_by_it)
+            turns = (await conn.execute(delete(T).where(mine))).rowcount
+            await conn.execute(_forget_path(user_id, conversation_id))
             await delete_title(conn, user_id, conversation_id)
-            turns = (await conn.execute(delete(T).where(*mine))).rowcount
-        return DeletedConversation(turns, [row.blob_key for row in files])
+        return DeletedConversation(turns, blob_keys)
 
     async def delete_last_turn(
         self, user_id: str, conversation_id: str, statuses: tuple[TurnStatus, ...]
@@ -363,6 +473,67 @@ class SqlSessionStore:
 
 def _now() -> datetime:
     return datetime.now(UTC)
+
+
+async def _read_tree(conn: AsyncConnection, user_id: str, conversation_id: str) -> ConversationTree:
+    turns = (T.c.user_id == user_id) & (T.c.session_id == conversation_id)
+    rows = (await conn.execute(select(T).where(turns).order_by(T.c.id))).mappings().all()
+    chosen = select(A.c.leaf_id, A.c.newest_id).where(
+        A.c.user_id == user_id, A.c.conversation_id == conversation_id
+    )
+    leaf = (await conn.execute(chosen)).one_or_none() if rows else None
+    return ConversationTree(
+        [_turn(row) for row in rows],
+        None if leaf is None else ChosenLeaf(leaf.leaf_id, leaf.newest_id),
+    )
+
+
+def _forget_path(user_id: str, conversation_id: str) -> Delete:
+    return delete(A).where(A.c.user_id == user_id, A.c.conversation_id == conversation_id)
+
+
+async def _choose(
+    conn: AsyncConnection, user_id: str, conversation_id: str, leaf_id: int, newest_id: int | None
+) -> ChosenLeaf:
+    """Record the active leaf, valid until a turn newer than `newest_id` comes."""
+    chosen = ChosenLeaf(leaf_id, newest_id or leaf_id)
+    await conn.execute(_forget_path(user_id, conversation_id))
+    await conn.execute(
+        insert(A).values(
+            user_id=user_id,
+            conversation_id=conversation_id,
+            leaf_id=chosen.leaf_id,
+            newest_id=chosen.newest_id,
+        )
+    )
+    return chosen
+
+
+def _after_deleting(tree: ConversationTree, turn_id: int) -> int | None:
+    """Where the active path goes when it ran through `turn_id`: the newest remaining
+    sibling's newest leaf, or the parent (None: the conversation's first question)."""
+    others = [s for s in tree.siblings(turn_id) if s != turn_id]
+    if others:
+        return tree.newest_leaf(max(others))
+    return tree.parent_of(turn_id)
+
+
+async def _delete_files(
+    conn: AsyncConnection,
+    user_id: str,
+    turns: ColumnElement[bool],
+    made: ColumnElement[bool],
+) -> list[str]:
+    """Delete the user's files only `turns` used (named by one of them and by no other turn),
+    and those `made` selects; the deleted files' blob keys."""
+    used_here = select(T.c.fileid).where(turns, T.c.fileid.is_not(None))
+    used_elsewhere = exists().where(T.c.fileid == F.c.id, ~turns)
+    only_here = select(F.c.id, F.c.blob_key).where(
+        F.c.user_id == user_id, (F.c.id.in_(used_here) & ~used_elsewhere) | made
+    )
+    files = (await conn.execute(only_here)).all()
+    await delete_file_rows(conn, [row.id for row in files])
+    return [row.blob_key for row in files]
 
 
 def _turn(row: Mapping[Any, Any]) -> StoredTurn:

@@ -35,6 +35,8 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/session/search": {"get"},
         "/session/{conversation_id}": {"get", "delete", "patch"},
         "/session/{conversation_id}/export": {"get"},
+        "/session/{conversation_id}/active": {"post"},
+        "/session/{conversation_id}/turns/{turn_id}": {"delete"},
         "/health": {"get"},
         "/ready": {"get"},
         "/metrics": {"get"},

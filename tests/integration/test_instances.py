@@ -286,3 +286,26 @@ async def test_a_killed_instance_is_noticed_in_seconds_and_its_turns_end_interru
         ("completed", "A fresh answer."),
     ]
     assert [(t["status"], t["answer"]) for t in stored["c-left"]] == [("interrupted", "Left alone")]
+
+
+async def test_a_branch_chosen_on_one_instance_is_followed_by_a_stream_on_the_other(
+    instances: Instances, fake_llm: FakeOpenAI
+) -> None:
+    on_a, on_b = await instances.start()
+    await ask(on_a, "Q1", "c-tree")
+    second = await ask(on_a, "Q2", "c-tree")
+    q1 = (await history(on_a, "c-tree"))[0]["id"]
+    params = {"query": "Q2 edited", "conversationId": "c-tree", "parentId": str(q1)}
+    async with on_a.stream("GET", "/agent/chat/stream", params=params) as response:
+        assert (await collect(response))[-1]["status"] == "completed"
+
+    switched = await on_a.post("/session/c-tree/active", json={"turnId": second[0]["sessionId"]})
+    mark = len(fake_llm.requests)
+    await ask(on_b, "Q3", "c-tree")
+    remembered = [m["content"] for body in fake_llm.requests[mark:] for m in body["messages"]]
+    stored = await history(on_b, "c-tree")
+
+    assert switched.status_code == 200
+    assert [m["question"] for m in stored] == ["Q1", "Q2", "Q3"]
+    assert "Q2" in remembered
+    assert "Q2 edited" not in remembered

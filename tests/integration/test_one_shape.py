@@ -106,8 +106,8 @@ async def test_every_column_of_a_turn_reaches_its_history(
         to_camel(c.name): message[to_camel(c.name)] for c in columns
     }
     # A run writes every column it owns: only what this turn has none of stays empty
-    # (it failed in nothing and asked about no upload).
-    assert {c.name for c in columns if row[c.name] is None} == {"error", "fileid"}
+    # (it failed in nothing, asked about no upload, and is its conversation's first question).
+    assert {c.name for c in columns if row[c.name] is None} == {"error", "fileid", "parent_id"}
 
 
 async def test_every_column_of_a_file_reaches_its_info(

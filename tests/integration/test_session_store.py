@@ -14,16 +14,26 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from alembic import command
+from alembic.config import Config
 from alembic.script import ScriptDirectory
-from sqlalchemy import literal, text
+from sqlalchemy import Connection, inspect, literal, text
 from sqlmodel import col, select
 
-from app.store.base import DeletedConversation, SessionStore, StoreError, StoreUnavailable
+from app.store.base import (
+    DeletedConversation,
+    DeletedTurns,
+    SessionStore,
+    StoreError,
+    StoreUnavailable,
+)
 from app.store.db import Database
 from app.store.engine import MIGRATIONS_DIR
+from app.store.file_store import SqlFileStore
 from app.store.models import AiSession, StoredTurn, TurnOutcome
 from app.store.records import ToolCall, TurnFile, TurnStatus
 from app.store.sessions import SqlSessionStore
+from tests.integration.test_file_store_contract import new_file
 
 
 @pytest.fixture
@@ -444,3 +454,130 @@ async def test_a_database_closed_while_its_pool_opens_closes_at_once(postgres_ur
     async with asyncio.timeout(10):
         async with Database.open(postgres_url, pool_size=20, migrate=False):
             pass
+
+
+async def test_an_edit_branches_and_memory_follows_only_its_path(store: SessionStore) -> None:
+    first = await store.add_question(new_turn(question="q1"))
+    second = await store.add_question(new_turn(question="q2"))
+    edited = await store.add_question(new_turn(question="q2, edited"), parent_id=first)
+    for turn_id in (first, second, edited):
+        await store.finish_turn(turn_id, outcome())
+
+    following, memory = await store.begin_turn(new_turn(question="q3"), memory_turns=10)
+
+    assert [t.question for t in memory] == ["q1", "q2, edited"]
+    tree = await store.get_tree("alice", "conv-1")
+    assert [t.id for t in tree.path()] == [first, edited, following]
+    assert [t.parent_id for t in tree.path()] == [None, first, edited]
+    assert tree.siblings(edited) == [second, edited]
+    assert [t.question for t in await store.recent_turns("alice", "conv-1", 10)] == [
+        "q1",
+        "q2, edited",
+        "q3",
+    ]
+    assert [t.id for t in await store.recent_turns("alice", "conv-1", 1, before_id=following)] == [
+        edited
+    ]
+    # A new first question (0) has no parent and no memory.
+    again, memory = await store.begin_turn(new_turn(question="q1 again"), 10, parent_id=0)
+    assert memory == []
+    assert (await store.get_tree("alice", "conv-1")).siblings(again) == [first, again]
+
+
+async def test_a_chosen_path_holds_until_a_newer_turn(store: SessionStore) -> None:
+    first = await store.add_question(new_turn(question="q1"))
+    second = await store.add_question(new_turn(question="q2"))
+    under_second = await store.add_question(new_turn(question="q3"))
+    edited = await store.add_question(new_turn(question="q2 edited"), parent_id=first)
+    for turn_id in (first, second, under_second, edited):
+        await store.finish_turn(turn_id, outcome())
+    assert await store.choose_path("bob", "conv-1", second) is None
+    assert await store.choose_path("alice", "conv-1", 999_999) is None
+
+    tree = await store.choose_path("alice", "conv-1", second)
+
+    assert tree is not None
+    assert [t.id for t in tree.path()] == [first, second, under_second]
+    assert (await store.get_tree("alice", "conv-1")).leaf_id == under_second
+    turn_id, memory = await store.begin_turn(new_turn(question="q4"), memory_turns=10)
+    assert [t.id for t in memory] == [first, second, under_second]
+    assert (await store.get_tree("alice", "conv-1")).leaf_id == turn_id
+
+
+async def test_deleting_a_turn_takes_its_subtree_and_moves_the_path(store: SessionStore) -> None:
+    first = await store.add_question(new_turn(question="q1"))
+    old = await store.add_question(new_turn(question="q2"))
+    below_old = await store.add_question(new_turn(question="q3"))
+    newer = await store.add_question(new_turn(question="q2 edited"), parent_id=first)
+    for turn_id in (first, old, below_old):
+        await store.finish_turn(turn_id, outcome())
+    leaf = await store.add_question(new_turn(question="q3 edited"))
+    assert await store.delete_turns("alice", "conv-1", newer) == DeletedTurns(0, running=True)
+    await store.finish_turn(newer, outcome())
+    await store.finish_turn(leaf, outcome())
+    assert await store.delete_turns("bob", "conv-1", newer) == DeletedTurns(0)
+
+    deleted = await store.delete_turns("alice", "conv-1", newer)
+
+    assert deleted.turns == 2
+    tree = await store.get_tree("alice", "conv-1")
+    assert [t.question for t in tree.path()] == ["q1", "q2", "q3"]
+    assert (await store.delete_turns("alice", "conv-1", first)).turns == 3
+    assert (await store.get_tree("alice", "conv-1")).turns == []
+
+
+async def test_migration_keeps_each_conversation_one_path_and_undoes(database_url: str) -> None:
+    async with Database.open(database_url, pool_size=1, migrate=False) as db:
+        async with db.engine.begin() as conn:
+            await conn.run_sync(migrate, "upgrade", "0006")
+            now = datetime.now(UTC)
+            for conversation, question in [("a", "a1"), ("b", "b1"), ("a", "a2"), ("a", "a3")]:
+                await conn.execute(
+                    text(
+                        "INSERT INTO ai_session (session_id, user_id, agent_type, question,"
+                        " status, create_time, update_time)"
+                        " VALUES (:c, 'alice', 'chat', :q, 'completed', :t, :t)"
+                    ),
+                    {"c": conversation, "q": question, "t": now.replace(tzinfo=None)},
+                )
+            await conn.run_sync(migrate, "upgrade", "0008_turn_tree")
+        store = SqlSessionStore(db)
+        tree = await store.get_tree("alice", "a")
+        assert [t.question for t in tree.path()] == ["a1", "a2", "a3"]
+        assert [t.parent_id for t in tree.turns] == [None, tree.turns[0].id, tree.turns[1].id]
+        assert [t.parent_id for t in (await store.get_tree("alice", "b")).turns] == [None]
+        async with db.engine.begin() as conn:
+            await conn.run_sync(migrate, "downgrade", "0006")
+            columns = await conn.run_sync(
+                lambda sync: {c["name"] for c in inspect(sync).get_columns("ai_session")}
+            )
+            tables = await conn.run_sync(lambda sync: inspect(sync).get_table_names())
+        assert "parent_id" not in columns
+        assert "ai_active_path" not in tables
+
+
+def migrate(connection: Connection, direction: str, revision: str) -> None:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR).replace("%", "%%"))
+    config.attributes["connection"] = connection
+    getattr(command, direction)(config, revision)
+
+
+async def test_deleting_a_branch_deletes_the_files_only_it_used(db: Database) -> None:
+    store, files = SqlSessionStore(db), SqlFileStore(db)
+    for file_id in ("f-shared", "f-branch"):
+        await files.add_file(new_file(file_id))
+    made = new_file("f-made").model_copy(update={"source": "generated", "session_id": "conv-1"})
+    await files.add_file(made)
+    first = await store.add_question(new_turn(question="q1", fileid="f-shared"))
+    branch = await store.add_question(new_turn(question="q2", fileid="f-shared"))
+    below = await store.add_question(new_turn(question="q3", fileid="f-branch"))
+    deck = TurnFile(file_id="f-made", name="deck.pptx", url="/file/f-made", size=1, mime_type="x")
+    await store.finish_turn(below, TurnOutcome(status="completed", files=[deck]))
+    for turn_id in (first, branch):
+        await store.finish_turn(turn_id, outcome())
+
+    deleted = await store.delete_turns("alice", "conv-1", branch)
+
+    assert (deleted.turns, sorted(deleted.blob_keys)) == (2, ["uploads/f-branch", "uploads/f-made"])
+    assert [f.id for f in await files.list_files("alice")] == ["f-shared"]

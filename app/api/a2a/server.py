@@ -13,7 +13,9 @@ another's "not found".
 
 Which agent answers: the message's (or the request's) metadata `skill`
 names a kind; a message continuing a task goes to that task's agent;
-otherwise web search (`chat`). Left out: push notifications, and listing
+otherwise web search (`chat`). The metadata's `parentId` and `regenerate`
+place the turn in the conversation's tree as a stream's do (API.md
+"Conversations you can correct"). Left out: push notifications, and listing
 tasks across conversations (a context's tasks are its turns).
 """
 
@@ -256,7 +258,7 @@ class RunTasks(RequestHandler):
     ) -> Started:
         user, services = _user(context), self._services()
         question = text_of(message.parts)
-        if not question.strip():
+        if not question.strip() and metadata.get("regenerate") is None:
             raise InvalidParamsError("The message must have a text part")
         earlier: list[StoredTurn] = []
         kind = str(metadata.get("skill") or DEFAULT_KIND)
@@ -276,7 +278,13 @@ class RunTasks(RequestHandler):
         if entry is None:
             raise InvalidParamsError(f"Unknown skill {kind!r}")
         file_id = metadata.get("fileId")
-        request = TurnRequest(question, conversation, str(file_id) if file_id else None)
+        request = TurnRequest(
+            question,
+            conversation,
+            str(file_id) if file_id else None,
+            parent_id=_turn_field(metadata, "parentId"),
+            regenerate=_turn_field(metadata, "regenerate"),
+        )
         try:
             run, stop_when_gone = await services.streams.open(entry, request, user)
         except TurnRefused as exc:
@@ -317,6 +325,16 @@ def _user(context: ServerCallContext) -> str:
 def _base_url(context: ServerCallContext) -> str:
     base: str = context.state[BASE_URL_KEY]
     return base
+
+
+def _turn_field(metadata: dict[str, Any], name: str) -> int | str | None:
+    """A turn id from the metadata; a JSON number arrives as a float (protobuf's Struct)."""
+    value = metadata.get(name)
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return str(value)
 
 
 def _metadata(params: SendMessageRequest) -> dict[str, Any]:

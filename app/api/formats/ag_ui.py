@@ -57,7 +57,14 @@ from app.core import events as ev
 
 router = APIRouter(prefix="/ag-ui", tags=["ag-ui"])
 
-FORWARDED_FIELDS = ("fileId", "onDisconnect", "multitaskStrategy", "webhook")
+FORWARDED_FIELDS = (
+    "fileId",
+    "onDisconnect",
+    "multitaskStrategy",
+    "webhook",
+    "parentId",
+    "regenerate",
+)
 """Our own stream fields a client may pass in `forwardedProps`."""
 PAUSED_REASON = "input_required"
 """The interrupt's `reason` when a turn waits for the user's answer."""

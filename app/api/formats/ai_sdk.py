@@ -30,6 +30,7 @@ from app.api.envelope import ApiError
 from app.api.formats.base import TranslatedLog, agent_entry
 from app.api.sse import EventStreamResponse
 from app.core import events as ev
+from app.service.streams import TURN_ID
 from app.tasks.base import TaskBackendUnavailable
 
 router = APIRouter(prefix="/ai-sdk", tags=["ai-sdk"])
@@ -72,6 +73,7 @@ class ChatRequest(BaseModel):
     on_disconnect: str | None = Field(default=None, alias="onDisconnect")
     multitask_strategy: str | None = Field(default=None, alias="multitaskStrategy")
     webhook: str | None = None
+    parent_id: int | str | None = Field(default=None, alias="parentId")
 
 
 class AiSdkTranslator:
@@ -209,12 +211,28 @@ def _question(request: ChatRequest) -> str:
     return ""
 
 
-def _stream_params(request: ChatRequest) -> StreamParams:
+async def _regenerated(request: ChatRequest, user: str, services: ServicesDep) -> int | str | None:
+    """`regenerate()`'s turn: the one whose question to answer again.
+
+    A `messageId` of digits is a turn id (a message loaded from the history);
+    any other (a live message's id, or none: the last answer) means the
+    chat's latest answer, its active path's leaf.
+    """
+    if request.trigger != "regenerate-message":
+        return None
+    if request.message_id and TURN_ID.fullmatch(request.message_id):
+        return request.message_id
+    return (await services.store.get_tree(user, request.id)).leaf_id
+
+
+def _stream_params(request: ChatRequest, regenerate: int | str | None = None) -> StreamParams:
     fields = {
         "fileId": request.file_id,
         "onDisconnect": request.on_disconnect,
         "multitaskStrategy": request.multitask_strategy,
         "webhook": request.webhook,
+        "parentId": request.parent_id,
+        "regenerate": regenerate,
     }
     try:
         return StreamParams.model_validate(
@@ -264,10 +282,12 @@ async def run_ai_sdk(
     """Start a turn of agent `kind` from `useChat`'s request, answered as a UI message stream.
 
     `id` is the conversation and the last user message's text the question;
-    `fileId` and `onDisconnect` may be added with the transport's `body`.
+    `fileId`, `onDisconnect` and `parentId` may be added with the transport's `body`.
+    `regenerate()` answers the regenerated turn's question again, as its sibling.
     """
     entry = agent_entry(services, kind)
-    run, on_disconnect = await services.streams.open(entry, _stream_params(request).request(), user)
+    params = _stream_params(request, await _regenerated(request, user, services))
+    run, on_disconnect = await services.streams.open(entry, params.request(), user)
     return _response(
         TranslatedLog(run.log, AiSdkTranslator()), services, on_disconnect=on_disconnect
     )
