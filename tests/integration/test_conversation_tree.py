@@ -274,3 +274,26 @@ async def test_every_surface_places_its_turn_with_parent_id_and_regenerate(
     assert [(m["question"], m["parentId"]) for m in last] == [("Q1", None), ("Q2 by A2A", q1)]
     assert last[1]["id"] != by_a2a[1]["id"]
     assert last[1]["siblings"][-2:] == [by_a2a[1]["id"], last[1]["id"]]
+
+
+async def test_a_branched_conversation_keeps_its_title_and_exports_its_path_or_whole_tree(
+    settings: Any,
+) -> None:
+    async with running_service(settings) as client:
+        await stream(client, query="Q1", conversationId="c")
+        await stream(client, query="Q2", conversationId="c")
+        q1 = (await client.get("/session/c", headers=ALICE)).json()["data"]["messages"][0]["id"]
+        await stream(client, query="Q2 edited", conversationId="c", parentId=str(q1))
+        renamed = await client.patch("/session/c", json={"title": "Edits"}, headers=ALICE)
+        detail = (await client.get("/session/c", headers=ALICE)).json()["data"]
+        params = {"format": "markdown"}
+        markdown = await client.get("/session/c/export", params=params, headers=ALICE)
+        params = {"format": "json"}
+        whole = await client.get("/session/c/export", params=params, headers=ALICE)
+
+    assert renamed.status_code == 200
+    assert detail["title"] == "Edits"
+    assert [m["question"] for m in detail["messages"]] == ["Q1", "Q2 edited"]
+    assert "Q2 edited" in markdown.text
+    assert "\nQ2\n" not in markdown.text
+    assert [m["question"] for m in whole.json()["messages"]] == ["Q1", "Q2", "Q2 edited"]
