@@ -23,6 +23,7 @@ from app.agents.web_search import WebSearchAgent
 from app.config import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.service import Backend, ask, history, running_service, settings_for
+from tests.support.polling import eventually
 
 
 @dataclass
@@ -63,11 +64,12 @@ def agents_holding(starts: Starts) -> list[AgentEntry]:
 
 async def until_claimed(client: httpx.AsyncClient, turns: int) -> None:
     """Until `turns` turns have claimed their conversations (listed as running)."""
-    async with asyncio.timeout(10):
-        while True:
-            response = await client.get("/agent/runs")
-            if sum(run["status"] == "running" for run in response.json()["data"]) >= turns:
-                return
+
+    async def claimed() -> bool:
+        runs: list[dict[str, str]] = (await client.get("/agent/runs")).json()["data"]
+        return sum(run["status"] == "running" for run in runs) >= turns
+
+    await eventually(claimed, within=30, what=f"{turns} claimed turns")
 
 
 async def test_a_burst_of_turns_starts_a_few_at_a_time_and_every_one_runs(
