@@ -72,6 +72,11 @@ class _Wire:
         wired: dict[str, Any] = _adapter(type(self)).dump_python(self, mode="json")
         return wired
 
+    def fields(self) -> dict[str, Any]:
+        """The wire object without its `type`: what another format carries as the event's data."""
+        data: dict[str, Any] = _adapter(type(self)).dump_python(self, mode="json", exclude={"type"})
+        return data
+
 
 _ADAPTERS: dict[type, TypeAdapter[Any]] = {}
 

@@ -161,7 +161,7 @@ class AgUiTranslator:
             case ev.ReferenceEvent() | ev.RecommendEvent():
                 out.append(CustomEvent(name=event.type, value=orjson.loads(event.content)))
             case ev.PlanEvent() | ev.DeckEvent():
-                self._set_state(event.type, _fields(event), out)
+                self._set_state(event.type, event.fields(), out)
             case ev.StepEvent():
                 self._step(event, out)
             case ev.ErrorEvent():
@@ -176,7 +176,7 @@ class AgUiTranslator:
                 # not started yet (the stream stays open, with pings, until it does).
                 return
             case ev.FileEvent() | ev.CritiqueEvent():
-                out.append(CustomEvent(name=event.type, value=_fields(event)))
+                out.append(CustomEvent(name=event.type, value=event.fields()))
             case ev.TextEvent() | ev.ThinkingEvent():
                 raise AssertionError("deltas are translated by `translate`")
             case _:
@@ -219,7 +219,7 @@ class AgUiTranslator:
         finished = RunFinishedEvent(
             thread_id=self._thread_id,
             run_id=self._run_id,
-            result=_fields(event),
+            result=event.fields(),
             usage=[
                 TokenUsage(
                     input_tokens=event.usage.prompt_tokens,
@@ -260,13 +260,6 @@ class AgUiTranslator:
         frames = [e if isinstance(e, bytes) else self._encoder.encode(e).encode() for e in events]
         frames[-1] = b"id: %d\n%s" % (event_id, frames[-1])
         return b"".join(frames)
-
-
-def _fields(event: ev.Event) -> dict[str, Any]:
-    """The event's wire object without its `type`: what a state key or a CUSTOM value holds."""
-    wired = event.wire()
-    del wired["type"]
-    return wired
 
 
 def frame(kind: EventType, **fields: str) -> bytes:

@@ -106,8 +106,7 @@ class AiSdkTranslator:
         return out + DONE if isinstance(event, ev.CompleteEvent) else out
 
     def _other(self, event: ev.Event, parts: list[dict[str, Any]]) -> None:
-        fields = event.wire()
-        del fields["type"]
+        fields = event.fields()
         match event:
             case ev.StartEvent():
                 self._task_id = event.task_id
