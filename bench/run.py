@@ -35,13 +35,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from app.api.head_timeout import UVICORN_FLAGS
 from bench.procs import free_port, proc_stat, raise_open_files_limit
 from bench.servers import DEFAULT_REDIS_URL, delete_redis_keys, postgres
 from bench.table import print_report
 
 ROOT = Path(__file__).resolve().parents[1]
 
-SERVED_AS = ("--http", "app.api.head_timeout:HeadTimeoutProtocol")
+SERVED_AS = UVICORN_FLAGS
 """The service's uvicorn flag in scripts/run and the Dockerfile (beside host, port and the
 graceful shutdown): the request-head timeout, so the benchmark runs the product as served."""
 

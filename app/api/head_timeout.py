@@ -23,6 +23,9 @@ import asyncio
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
+UVICORN_FLAGS = ("--http", f"{__name__}:HeadTimeoutProtocol")
+"""What uvicorn is given to serve with this protocol (scripts/run and the Dockerfile spell it
+out; the tests and the benchmark start the service with these)."""
 HEAD_TIMEOUT_KEY = "request_head_timeout_seconds"
 
 

@@ -20,12 +20,13 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.api.head_timeout import UVICORN_FLAGS
 from tests.conftest import require_binary
 from tests.support.polling import eventually
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SERVE_FLAGS = (
-    *("--http", "app.api.head_timeout:HeadTimeoutProtocol"),
+    *UVICORN_FLAGS,
     *("--timeout-graceful-shutdown", "30"),
 )
 """uvicorn's flags in `scripts/run` (and the Dockerfile) beside host and port: the product
