@@ -2,13 +2,19 @@
 // Deleting takes two presses of the same button, so a slip of the finger or the
 // keyboard does not lose a conversation, and no modal dialog is needed. A badge says
 // which conversations have a turn running, queued or waiting for the reader
-// (`/agent/runs`), whichever tab, browser or instance started it.
+// (`/agent/runs`), whichever tab, browser or instance started it. Each conversation
+// has a menu (a disclosure, so Tab and Enter are all it needs) to rename it in place
+// or download it as Markdown or JSON.
 
-import { getJson, send } from './api.js';
+import { download, getJson, send } from './api.js';
 import { h } from './dom.js';
 
 const PAGE_SIZE = 20;
 const RUN_LABELS = { running: 'running', queued: 'queued', paused: 'waiting for you' };
+const EXPORTS = [
+  { format: 'markdown', extension: 'md', label: 'Download Markdown' },
+  { format: 'json', extension: 'json', label: 'Download JSON' },
+];
 
 function when(iso) {
   const date = new Date(iso);
@@ -104,6 +110,7 @@ export class ConversationList {
   }
 
   item(record) {
+    const title = record.title || record.question;
     const open = h(
       'button',
       {
@@ -112,7 +119,7 @@ export class ConversationList {
         'data-id': record.conversationId,
         onclick: () => this.onOpen(record.conversationId),
       },
-      h('span', { class: 'title' }, record.question),
+      h('span', { class: 'title' }, title),
       h(
         'span',
         { class: 'meta' },
@@ -124,7 +131,7 @@ export class ConversationList {
       {
         type: 'button',
         class: 'icon-button delete',
-        'aria-label': `Delete “${record.question}”`,
+        'aria-label': `Delete “${title}”`,
         title: 'Delete',
       },
       '×',
@@ -133,7 +140,127 @@ export class ConversationList {
       this.remove(record.conversationId, remove).catch(this.onError);
     });
     remove.addEventListener('blur', () => this.disarm(remove));
-    return h('li', {}, open, remove);
+    const item = h('li', {}, open);
+    item.append(this.menu(record.conversationId, title, item, open), remove);
+    return item;
+  }
+
+  /** The conversation's menu: rename, and its downloads. */
+  menu(id, title, item, open) {
+    const panel = h('div', { class: 'menu', id: `menu-${id}`, hidden: true });
+    const toggle = h(
+      'button',
+      {
+        type: 'button',
+        class: 'icon-button menu-button',
+        'aria-label': `More for “${title}”`,
+        'aria-expanded': 'false',
+        'aria-controls': panel.id,
+        title: 'More',
+      },
+      '⋯',
+    );
+    const wrapper = h('div', { class: 'menu-wrapper' }, toggle, panel);
+    const close = () => {
+      panel.hidden = true;
+      toggle.setAttribute('aria-expanded', 'false');
+    };
+    toggle.addEventListener('click', () => {
+      panel.hidden = !panel.hidden;
+      toggle.setAttribute('aria-expanded', String(!panel.hidden));
+    });
+    // Closes once the keyboard or a click goes anywhere outside it.
+    wrapper.addEventListener('focusout', (event) => {
+      if (!wrapper.contains(event.relatedTarget)) close();
+    });
+    wrapper.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape' && !panel.hidden) {
+        event.stopPropagation();
+        close();
+        toggle.focus();
+      }
+    });
+    const rename = () => {
+      close();
+      this.startRenaming(id, title, item, open);
+    };
+    panel.append(
+      h('button', { type: 'button', class: 'rename', onclick: rename }, 'Rename'),
+      ...EXPORTS.map(({ format, extension, label }) =>
+        h(
+          'button',
+          {
+            type: 'button',
+            'data-format': format,
+            onclick: () => {
+              close();
+              const path = `/session/${encodeURIComponent(id)}/export?format=${format}`;
+              download(path, `${id}.${extension}`).catch(this.onError);
+            },
+          },
+          label,
+        ),
+      ),
+    );
+    return wrapper;
+  }
+
+  /** The title becomes a box: Enter saves (`PATCH /session/{id}`), Escape gives up. */
+  startRenaming(id, title, item, open) {
+    const input = h('input', {
+      type: 'text',
+      class: 'rename-input',
+      'aria-label': 'New title',
+      maxlength: 200,
+      required: true,
+    });
+    input.value = title;
+    const form = h(
+      'form',
+      { class: 'rename-form' },
+      input,
+      h('button', { type: 'submit', class: 'icon-button', 'aria-label': 'Save title' }, '✓'),
+    );
+    // Removing the focused box moves the focus, which would close it again: once is enough.
+    let closed = false;
+    const close = () => {
+      if (closed) return;
+      closed = true;
+      open.hidden = false;
+      if (form.contains(document.activeElement)) open.focus();
+      form.remove();
+    };
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      const wanted = input.value.trim();
+      if (!wanted) return;
+      close();
+      this.rename(id, wanted).catch(this.onError);
+    });
+    form.addEventListener('focusout', (event) => {
+      if (!form.contains(event.relatedTarget)) close();
+    });
+    input.addEventListener('keydown', (event) => {
+      if (event.key === 'Escape') {
+        event.preventDefault();
+        event.stopPropagation();
+        close();
+      }
+    });
+    open.hidden = true;
+    item.prepend(form);
+    input.focus();
+    input.select();
+  }
+
+  async rename(id, title) {
+    await getJson(`/session/${encodeURIComponent(id)}`, {
+      method: 'PATCH',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ title }),
+    });
+    await this.refresh();
+    this.openButton(id)?.focus();
   }
 
   disarm(button) {

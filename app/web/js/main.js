@@ -8,9 +8,16 @@
 // showing a conversation that starts answering elsewhere follows that answer too.
 // Tabs of one browser tell each other at once when they start or end a turn
 // (a BroadcastChannel), so two tabs on one conversation stay in step.
+//
+// A conversation is a tree of turns, and the page shows its active path. Editing a
+// question or regenerating an answer asks again from that turn's parent: the new turn
+// takes the old one's place on screen (and everything after it), and the old one stays
+// one step away in the turn's `< n/m >` switcher, which makes another path active.
 
 import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
+import { BranchControls } from './branches.js';
 import { ConversationList } from './conversations.js';
+import { ConversationSearch } from './search.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
 
@@ -51,6 +58,8 @@ const state = {
   pinned: true,
   /** The page is joining, on its own, a turn that started elsewhere. */
   joining: false,
+  /** The turns on screen (TurnViews, each with its `branch` controls), oldest first. */
+  turns: [],
 };
 
 const conversations = new ConversationList({
@@ -63,6 +72,16 @@ const conversations = new ConversationList({
   },
   onError: showError,
   agentName: (type) => [...ui.agent.options].find((o) => o.value === type)?.textContent ?? type,
+});
+
+const search = new ConversationSearch({
+  form: $('search'),
+  input: $('search-input'),
+  results: $('search-results'),
+  status: $('search-status'),
+  hide: [$('conversations'), $('conversations-empty'), $('more-conversations')],
+  onOpen: (conversationId, turnId) => openConversation(conversationId, { turnId }),
+  onError: showError,
 });
 
 function newConversationId() {
@@ -109,9 +128,29 @@ function setConversation(id) {
 function clearMessages() {
   ui.messages.replaceChildren(ui.welcome);
   ui.welcome.hidden = false;
+  state.turns = [];
+}
+
+/** Give a turn view its tree controls; `meta` (`{id, parentId, siblings}`) when known. */
+function withBranch(turn, meta) {
+  turn.branch = new BranchControls(turn, {
+    onEdit: (text) => edit(turn, text),
+    onRegenerate: () => regenerate(turn),
+    onSwitch: (turnId) => switchTo(turn, turnId),
+  });
+  if (meta) turn.branch.set(meta);
+  return turn;
+}
+
+/** Take `turn` and every turn after it off the screen: a new version takes their place. */
+function removeFrom(turn) {
+  const index = state.turns.indexOf(turn);
+  if (index < 0) return;
+  for (const gone of state.turns.splice(index)) gone.el.remove();
 }
 
 function addTurn(turn) {
+  state.turns.push(turn);
   ui.welcome.hidden = true;
   ui.messages.append(turn.el);
   state.pinned = true;
@@ -172,8 +211,11 @@ function openSidebar() {
   (ui.sidebar.querySelector('button:not([hidden])') ?? ui.sidebar).focus();
 }
 
-/** Read a run into `turn` until it completes; `open(signal)` makes the first request. */
-async function follow(turn, conversationId, open) {
+/**
+ * Read a run into `turn` until it completes; `open(signal)` makes the first request, and
+ * `onStart(event)` hears the `start` event (the stored turn's id).
+ */
+async function follow(turn, conversationId, open, onStart) {
   const controller = new AbortController();
   state.reading = controller;
   setBusy(true);
@@ -183,7 +225,10 @@ async function follow(turn, conversationId, open) {
       open: () => open(controller.signal),
       conversationId,
       signal: controller.signal,
-      onEvent: (event) => turn.apply(event),
+      onEvent: (event) => {
+        if (event.type === 'start') onStart?.(event);
+        turn.apply(event);
+      },
       onReconnect: () => turn.showNotice('Connection lost, reconnecting…'),
     });
   } catch (error) {
@@ -231,7 +276,13 @@ async function refreshRuns({ join = false } = {}) {
   }
 }
 
-async function ask(text) {
+/**
+ * Ask `text` in the open conversation (a new one when none is open). `branch` asks from
+ * elsewhere in the tree: `{replaces, parentId}` sends an edited question, `{replaces,
+ * regenerate}` asks for another answer; the new turn takes the place of `replaces`
+ * (and of what followed it) on screen, as its newest sibling.
+ */
+async function ask(text, branch = {}) {
   const question = text.trim();
   if (!question || state.reading) return;
   const agent = ui.agent.value;
@@ -243,11 +294,20 @@ async function ask(text) {
   clearNotice();
   if (!state.conversationId) setConversation(newConversationId());
   const conversationId = state.conversationId;
-  const params = new URLSearchParams({ query: question, conversationId });
+  const params = new URLSearchParams({ conversationId });
+  if (branch.regenerate === undefined) params.set('query', question);
+  else params.set('regenerate', String(branch.regenerate));
+  if (branch.parentId !== undefined) params.set('parentId', String(branch.parentId));
   if (state.file && file.accepts) params.set('fileId', state.file.fileId);
-  const turn = new TurnView(question, { onFollowUp: ask });
+  const replaced = branch.replaces?.branch.meta;
+  const parentId = replaced ? replaced.parentId : (state.turns.at(-1)?.branch.meta.id ?? null);
+  const versions = replaced ? replaced.siblings : [];
+  if (branch.replaces) removeFrom(branch.replaces);
+  else ui.question.value = '';
+  const turn = withBranch(new TurnView(question, { onFollowUp: ask }));
   addTurn(turn);
-  ui.question.value = '';
+  const onStart = (event) =>
+    turn.branch.set({ id: event.sessionId, parentId, siblings: [...versions, event.sessionId] });
   await follow(turn, conversationId, async (signal) => {
     const response = await send(`/agent/${agent}/stream?${params}`, {
       headers: { Accept: 'text/event-stream' },
@@ -257,13 +317,48 @@ async function ask(text) {
     tabs?.postMessage({ kind: 'started', conversationId });
     conversations.refresh().then(() => refreshRuns(), showError);
     return response;
-  });
+  }, onStart);
   tabs?.postMessage({ kind: 'ended', conversationId });
   // Back to the question box, unless the reader has moved on to something else; a
   // question the agent asked is waiting for the reply, so the box takes the focus.
   if (turn.el.dataset.status === 'paused' || document.activeElement === document.body) {
     ui.question.focus();
   }
+}
+
+/** Send an edited question: a new turn beside `turn`, from the same parent. */
+function edit(turn, text) {
+  ask(text, { replaces: turn, parentId: turn.branch.meta.parentId ?? 0 });
+}
+
+/** Answer `turn`'s question again: a new turn beside it. */
+function regenerate(turn) {
+  ask(turn.question, { replaces: turn, regenerate: turn.branch.meta.id });
+}
+
+/** Show another version of `turn`: the path through `turnId` becomes the active one. */
+async function switchTo(turn, turnId) {
+  const id = state.conversationId;
+  if (state.reading || !id) return;
+  const index = state.turns.indexOf(turn);
+  const { siblings, id: shown } = turn.branch.meta;
+  const by = siblings.indexOf(turnId) > siblings.indexOf(shown) ? 1 : -1;
+  let detail;
+  try {
+    detail = await getJson(`/session/${encodeURIComponent(id)}/active`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ turnId }),
+    });
+  } catch (error) {
+    showError(error);
+    return;
+  }
+  if (state.conversationId !== id || state.reading) return;
+  showHistory(id, detail);
+  // The keyboard stays on the switcher, now of the version just shown.
+  state.turns[index]?.branch.focusStep(by);
+  await followLast(id, detail);
 }
 
 async function stop() {
@@ -279,7 +374,8 @@ async function stop() {
   }
 }
 
-async function openConversation(id) {
+/** Open a conversation; with `turnId`, scroll to that turn when it is on the active path. */
+async function openConversation(id, { turnId } = {}) {
   stopReading();
   clearNotice();
   closeSidebar();
@@ -295,6 +391,18 @@ async function openConversation(id) {
     }
     return;
   }
+  showHistory(id, detail);
+  const found = state.turns.find((turn) => turn.branch.meta.id === turnId);
+  if (found) {
+    state.pinned = false;
+    found.el.classList.add('found');
+    found.el.scrollIntoView({ block: 'start' });
+  }
+  await followLast(id, detail);
+}
+
+/** Draw a conversation's history (`/session/{id}`'s answer): its active path. */
+function showHistory(id, detail) {
   setConversation(id);
   clearMessages();
   if ([...ui.agent.options].some((o) => o.value === detail.agentType)) {
@@ -303,18 +411,25 @@ async function openConversation(id) {
   showAgentTools();
   state.file = detail.fileid ? { fileId: detail.fileid, fileName: 'File of this conversation' } : null;
   showFile();
-  const turns = detail.messages.map((m) => TurnView.fromStored(m, { onFollowUp: ask }));
-  turns.forEach(addTurn);
+  for (const message of detail.messages) {
+    addTurn(withBranch(TurnView.fromStored(message, { onFollowUp: ask }), message));
+  }
+}
+
+/** After drawing a history: follow its last turn if it is still answering. */
+async function followLast(id, detail) {
   const last = detail.messages.at(-1);
-  if (last?.status === 'running') await rejoin(turns.at(-1), last.question, id);
+  if (last?.status === 'running') await rejoin(state.turns.at(-1), last.question, id);
   else if (last?.status === 'paused') ui.question.focus();
 }
 
 /** Follow a turn still answering from its first event, in place of its stored view. */
 async function rejoin(stored, question, id) {
-  const live = new TurnView(question, { onFollowUp: ask });
+  const live = withBranch(new TurnView(question, { onFollowUp: ask }), stored.branch.meta);
   await follow(live, id, async (signal) => {
     const response = await resumeRequest(id, 0, signal);
+    const index = state.turns.indexOf(stored);
+    if (index >= 0) state.turns[index] = live;
     stored.el.replaceWith(live.el);
     return response;
   });

@@ -87,10 +87,14 @@ export class TurnView {
       'aria-label': 'Follow-up questions',
     });
     this.status = h('p', { class: 'status', role: 'status' });
+    this.question = question;
+    /** Where the page puts the question's own controls (edit) and the answer's (versions). */
+    this.questionTools = h('div', { class: 'question-tools' });
+    this.actions = h('div', { class: 'turn-actions' });
     this.el = h(
       'article',
       { class: 'turn' },
-      h('p', { class: 'question' }, question),
+      h('div', { class: 'ask' }, this.questionTools, h('p', { class: 'question' }, question)),
       h(
         'div',
         { class: 'reply' },
@@ -104,6 +108,7 @@ export class TurnView {
         this.references,
         this.followUps,
         this.status,
+        this.actions,
       ),
     );
     this.setStatus('running');
