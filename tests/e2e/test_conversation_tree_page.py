@@ -20,7 +20,7 @@ from playwright.async_api import Locator, Page, expect
 
 from app.config import Settings
 from app.main import create_app
-from tests.e2e.conftest import LOOP, PHONE, Upstreams
+from tests.e2e.conftest import LOOP, PHONE, Upstreams, artifact
 from tests.e2e.test_chat_page import ask, assert_fits_width
 from tests.fakes.scripted_server import Reply
 from tests.support.server import serve
@@ -87,6 +87,7 @@ async def test_the_pencil_edits_a_question_and_sends_it_as_a_new_branch(
     box = second.get_by_label("Edited question")
     await expect(box).to_be_focused()
     await expect(box).to_have_value("How many people live in it?")
+    await page.screenshot(path=artifact("chat-page-edit.png"))
     await box.fill("How many people live in France?")
     query = await stream_query(page, lambda: box.press("Enter"))
 
@@ -137,6 +138,16 @@ async def test_regenerate_asks_again_and_the_new_answer_is_a_sibling(
     regenerate = turn.get_by_role("button", name="Regenerate answer")
     await expect(regenerate).to_be_visible()
     await assert_fits_width(page, PHONE["width"])
+
+    # Refused (the conversation busy elsewhere): the answer there was is shown again.
+    busy = {"code": 409, "message": "This conversation is busy.", "data": None}
+    await page.route("**/agent/chat/stream?**", lambda route: route.fulfill(status=409, json=busy))
+    await regenerate.click()
+    await expect(page.locator("#notice-text")).to_have_text("This conversation is busy.")
+    await expect(turn.locator(".answer")).to_have_text("A first try.")
+    await expect(turn.locator(".versions-switch")).to_have_count(0)
+    await page.unroute("**/agent/chat/stream?**")
+
     query = await stream_query(page, regenerate.click)
 
     assert query["regenerate"] == [str(first_id)]
@@ -148,6 +159,7 @@ async def test_regenerate_asks_again_and_the_new_answer_is_a_sibling(
     await expect(turn.locator(".answer")).to_have_text("A second try.")
     await expect(turn.locator(".version-count")).to_have_text("2/2")
     await assert_fits_width(page, PHONE["width"])
+    await page.screenshot(path=artifact("chat-page-regenerated-phone.png"))
     [latest] = await stored(app_url, conversation)
     assert latest["answer"] == "A second try."
     assert latest["siblings"] == [first_id, latest["id"]]
@@ -177,6 +189,7 @@ async def test_the_switcher_shows_another_version_and_the_path_below_it(
     await expect(turns.first.locator(".version-count")).to_have_text("1/2")
     await expect(turns.last.locator(".answer")).to_have_text("Two.")
     await expect(turns.last.locator(".versions-switch")).to_have_count(0)
+    await page.screenshot(path=artifact("chat-page-versions.png"))
     # The keyboard stays on the switcher: Enter on it goes forward again.
     next_version = turns.first.get_by_role("button", name="Next version")
     await expect(next_version).to_be_focused()
@@ -211,6 +224,7 @@ async def test_a_conversation_is_renamed_from_its_menu(
     await expect(menu).to_have_attribute("aria-expanded", "true")
     await page.keyboard.press("Tab")
     await expect(page.get_by_role("button", name="Rename")).to_be_focused()
+    await page.screenshot(path=artifact("chat-page-menu-phone.png"))
     await page.keyboard.press("Enter")
     box = page.get_by_label("New title")
     await expect(box).to_be_focused()
@@ -251,6 +265,7 @@ async def test_search_finds_the_text_marks_the_match_and_opens_the_conversation(
     await expect(results.locator(".snippet mark")).to_have_text(["Needle"])
     await expect(page.locator(".search-results img")).to_have_count(0)
     assert await page.evaluate("window.__pwned") is None
+    await page.screenshot(path=artifact("chat-page-search.png"))
 
     await search.fill("no such words")
     await expect(page.locator("#search-status")).to_have_text("No matches.")

@@ -319,6 +319,15 @@ async function ask(text, branch = {}) {
     return response;
   }, onStart);
   tabs?.postMessage({ kind: 'ended', conversationId });
+  // A new version the server never started (it refused it, say) leaves the conversation
+  // as it was: show that again, and why.
+  const unstarted = branch.replaces && turn.branch.meta.id === null;
+  if (unstarted && state.conversationId === conversationId && !state.reading) {
+    const reason = turn.error.hidden ? '' : turn.error.textContent;
+    await openConversation(conversationId);
+    if (reason) showNotice(reason);
+    return;
+  }
   // Back to the question box, unless the reader has moved on to something else; a
   // question the agent asked is waiting for the reply, so the box takes the focus.
   if (turn.el.dataset.status === 'paused' || document.activeElement === document.body) {
