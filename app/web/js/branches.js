@@ -22,7 +22,11 @@ export class BranchControls {
 
   /** Place the turn in the tree (its id, parent and siblings) and draw its controls. */
   set(meta) {
-    this.meta = { id: meta.id ?? null, parentId: meta.parentId ?? null, siblings: meta.siblings ?? [] };
+    this.meta = {
+      id: meta.id ?? null,
+      parentId: meta.parentId ?? null,
+      siblings: meta.siblings ?? [],
+    };
     if (this.meta.id !== null) this.turn.el.dataset.turnId = String(this.meta.id);
     this.draw();
   }

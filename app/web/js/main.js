@@ -74,7 +74,8 @@ const conversations = new ConversationList({
   agentName: (type) => [...ui.agent.options].find((o) => o.value === type)?.textContent ?? type,
 });
 
-const search = new ConversationSearch({
+// The search box lives on its own: it only needs a way to open what it finds.
+new ConversationSearch({
   form: $('search'),
   input: $('search-input'),
   results: $('search-results'),
