@@ -275,6 +275,7 @@ async def test_search_finds_the_text_marks_the_match_and_opens_the_conversation(
     await results.locator("button").click()
     await expect(page.locator(".turn .question")).to_have_text(INJECTED)
     await expect(page.locator(".turn .answer")).to_have_text("Under the hay.")
+    await expect(page.locator(".turn.found .question")).to_have_text(INJECTED)
     assert conversation_of(page) == needle_conversation
 
     await search.press("Escape")
