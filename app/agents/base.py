@@ -33,7 +33,7 @@ import contextlib
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from app.agents.memory import load_memory
@@ -101,6 +101,10 @@ class BaseAgent(ABC):
 
     async def forget(self, key: ConversationKey) -> None:
         """Drop what the agent keeps of a deleted conversation beside its turns."""
+        return None
+
+    async def forget_turns(self, key: ConversationKey, turn_ids: Sequence[int]) -> None:
+        """Drop what the agent keeps of these deleted turns (a branch, or a whole conversation)."""
         return None
 
     async def ping(self) -> None:

@@ -52,6 +52,8 @@ class DeletedConversation:
     """Turn rows deleted; 0 when the conversation did not exist (or is another user's)."""
     blob_keys: list[str] = field(default_factory=list)
     """Blobs of the files deleted with it (used by no other conversation)."""
+    turn_ids: list[int] = field(default_factory=list)
+    """The deleted turns, for what the agents keep of each (a research's checkpoints)."""
 
 
 @dataclass(slots=True)
@@ -64,6 +66,8 @@ class DeletedTurns:
     """Nothing was deleted: a turn of the subtree is running."""
     blob_keys: list[str] = field(default_factory=list)
     """Blobs of the files deleted with them (used by no other turn)."""
+    turn_ids: list[int] = field(default_factory=list)
+    """The deleted turns, for what the agents keep of each (a research's checkpoints)."""
 
 
 class SessionStore(Protocol):

@@ -416,7 +416,7 @@ class SqlSessionStore:
                 await conn.execute(_forget_path(user_id, conversation_id))
             else:
                 await _choose(conn, user_id, conversation_id, leaf, max(remaining))
-        return DeletedTurns(turns, blob_keys=blob_keys)
+        return DeletedTurns(turns, blob_keys=blob_keys, turn_ids=ids)
 
     async def delete_conversation(self, user_id: str, conversation_id: str) -> DeletedConversation:
         """Delete the turns and the files no other conversation used, all at once.
@@ -428,10 +428,10 @@ class SqlSessionStore:
         made_by_it = (F.c.source == "generated") & (F.c.session_id == conversation_id)
         async with self._db.begin() as conn:
             blob_keys = await _delete_files(conn, user_id, mine, made_by_it)
-            turns = (await conn.execute(delete(T).where(mine))).rowcount
+            ids = sorted((await conn.execute(delete(T).where(mine).returning(T.c.id))).scalars())
             await conn.execute(_forget_path(user_id, conversation_id))
             await delete_title(conn, user_id, conversation_id)
-        return DeletedConversation(turns, blob_keys)
+        return DeletedConversation(len(ids), blob_keys, ids)
 
     async def delete_last_turn(
         self, user_id: str, conversation_id: str, statuses: tuple[TurnStatus, ...]
