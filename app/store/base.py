@@ -178,7 +178,7 @@ class SessionStore(Protocol):
         ...
 
     async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
-        """The user's conversations whose newest turn waits for the user, newest first."""
+        """The user's conversations whose active leaf waits for the user, newest first."""
         ...
 
     async def ping(self) -> None:

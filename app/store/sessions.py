@@ -448,17 +448,29 @@ class SqlSessionStore:
             return (await conn.execute(stmt)).scalar_one_or_none()
 
     async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
+        """A paused turn is listed while it is the active leaf (what a plain next message
+        answers); one on a branch switched away from waits there, unlisted, until switched back."""
         newer = T.alias("newer")
+        newest = (
+            select(func.max(newer.c.id))
+            .where(newer.c.user_id == user_id, newer.c.session_id == T.c.session_id)
+            .scalar_subquery()
+        )
+        chosen = (
+            select(A.c.leaf_id)
+            .where(
+                A.c.user_id == user_id,
+                A.c.conversation_id == T.c.session_id,
+                A.c.newest_id >= newest,
+            )
+            .scalar_subquery()
+        )
         stmt = (
             select(T)
             .where(
                 T.c.user_id == user_id,
                 T.c.status == "paused",
-                ~exists().where(
-                    newer.c.user_id == user_id,
-                    newer.c.session_id == T.c.session_id,
-                    newer.c.id > T.c.id,
-                ),
+                T.c.id == func.coalesce(chosen, newest),
             )
             .order_by(T.c.id.desc())
             .limit(limit)
