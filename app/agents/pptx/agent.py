@@ -14,7 +14,9 @@ row at the step that was running. A change to a finished deck is a new row
 
 Each message is routed by rules first (a paused build takes the answer; an
 unfinished one plus a continue word resumes), then by the model's validated
-answer, falling back to a new deck. Every model answer is JSON checked by
+answer, falling back to a new deck. It sees only the builds of its own branch
+of the conversation (the turns above it), and a regeneration always makes a
+new version beside the one it answers again. Every model answer is JSON checked by
 pydantic and against the template; an invalid one is asked for once more
 with what was wrong, then the build fails with a clear `error`.
 """
@@ -35,6 +37,7 @@ from app.agents.pptx.builds import (
     DeckBuilds,
     last_success,
     new_build,
+    on_path,
     resume_step,
 )
 from app.agents.pptx.images import configured_images
@@ -68,9 +71,11 @@ class PptAgent(BaseAgent):
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         await self._list_templates()
         versions = await self._builds.versions(turn.user_id, turn.conversation_id)
-        latest = versions[-1] if versions else None
+        seen = await self._on_branch(turn, versions)
+        latest = seen[-1] if seen else None
         intent = await self._intent(turn, state, latest)
-        if intent == "resume" and latest is not None:
+        again = turn.regenerates is not None
+        if intent == "resume" and latest is not None and not again:
             build = latest
             yield ThinkingEvent(f"Resuming the build at {resume_step(build)}\n")
             if build.status == PAUSED:
@@ -78,12 +83,27 @@ class PptAgent(BaseAgent):
             build.status = resume_step(build)
             build.failed_step = build.error_msg = None
         else:
-            base = last_success(versions) if intent == "modify" else None
-            build = await self._builds.add(new_build(turn, versions, base))
+            base = last_success(seen) if intent == "modify" else None
+            build = new_build(turn, versions, base)
+            if intent == "resume" and latest is not None:
+                # A regenerated answer to a paused or failed build: its request, built anew.
+                paused = latest.status == PAUSED
+                build.query = f"{latest.query}\n{turn.question}" if paused else latest.query
+            build = await self._builds.add(build)
             if base is not None:
                 yield ThinkingEvent(f"Changing version {base.version} into {build.version}\n")
         async for event in self._run(turn, state, build, versions):
             yield event
+
+    async def _on_branch(self, turn: Turn, versions: list[DeckBuild]) -> list[DeckBuild]:
+        """The builds of the turns above this one: a paused build of another branch is not
+        this message's to answer, nor a deck of another branch its to change. A regeneration
+        sits beside the turn it answers again, so it makes a new version of its own."""
+        if not versions:
+            return []
+        tree = await self.core.store.get_tree(turn.user_id, turn.conversation_id)
+        above = {t.id for t in tree.path(turn.row_id) if t.id is not None and t.id != turn.row_id}
+        return on_path(versions, tree.turns, above)
 
     async def _intent(self, turn: Turn, state: TurnState, latest: DeckBuild | None) -> str:
         """`create`, `modify` or `resume`: rules first, then the model, then `create`."""

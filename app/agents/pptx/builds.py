@@ -7,7 +7,8 @@ failed build resumes at the step it had reached.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Collection, Sequence
 from typing import Protocol
 
 from pydantic import BaseModel, TypeAdapter
@@ -15,6 +16,7 @@ from pydantic import BaseModel, TypeAdapter
 from app.agents.pptx.schema import DeckSchema, Outline, OutlineSlide, Requirement
 from app.agents.turn import Turn
 from app.store.deck_builds import DeckBuild, TemplateRow
+from app.store.models import StoredTurn
 
 STEPS = ("REQUIREMENT", "SEARCH", "TEMPLATE", "OUTLINE", "SCHEMA", "MODIFY", "RENDER")
 PAUSED, SUCCESS, FAILED = "PAUSED", "SUCCESS", "FAILED"
@@ -58,6 +60,25 @@ def outline_of(title: str, deck: DeckSchema) -> Outline:
     """The outline an edited deck now has: its slides' titles and page types."""
     slides = [OutlineSlide(title=s.title or "-", page_type=s.page_type) for s in deck.slides]
     return Outline(title=title, slides=slides)
+
+
+def on_path(
+    versions: list[DeckBuild], turns: Sequence[StoredTurn], path: Collection[int]
+) -> list[DeckBuild]:
+    """The builds begun by the turns of `path`: what a turn on that branch builds on.
+
+    A build is the turn's that was asked last before it began (a conversation
+    runs one turn at a time), so no build column names its turn. A build of a
+    deleted turn falls to the turn asked before it.
+    """
+    asked = sorted((t.create_time, t.id) for t in turns if t.id is not None)
+    times = [time for time, _ in asked]
+    found: list[DeckBuild] = []
+    for build in versions:
+        index = bisect_right(times, build.create_time) - 1
+        if index >= 0 and asked[index][1] in path:
+            found.append(build)
+    return found
 
 
 def resume_step(build: DeckBuild) -> str:
