@@ -1,5 +1,6 @@
 """Deep research in a conversation you can correct: a regeneration reuses the research, a
-branch resumes only its own paused research, and a deleted branch takes its checkpoints.
+branch resumes only its own paused research (over A2A too), and a deleted branch takes its
+checkpoints.
 
 The model is the scripted `Researcher` (it counts its calls by step), web search the Tavily
 fake over HTTP (it records every query); the app is the real one on each backend.
@@ -13,6 +14,7 @@ from typing import Any
 
 import httpx
 import orjson
+from a2a.types.a2a_pb2 import GetTaskRequest, ListTasksRequest
 
 from app.agents.deep.checkpoints import (
     copy_checkpoint,
@@ -31,6 +33,7 @@ from tests.integration.test_deep_research import (
     of_type,
     research_service,
 )
+from tests.support.a2a import a2a_client, answer_of, message, state_name, states
 from tests.support.research import REPORT, Researcher
 from tests.support.sse import Event, collect, text_of
 
@@ -198,3 +201,39 @@ async def test_a_research_paused_before_threads_were_per_turn_is_still_answered(
     assert answered[-1]["status"] == "completed"
     assert researcher.calls["clarify"] == 1
     assert "The user answered:\nEurope, 2020 to 2024" in report_prompt(researcher, 0)
+
+
+async def test_an_a2a_task_waiting_for_input_is_answered_on_its_own_branch(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher(PLAN, PLAN, clarify=ASKED)
+    settings = deep_settings(backend, tmp_path, fake_search)
+    async with research_service(settings, researcher) as service, a2a_client(service) as client:
+        paused = [r async for r in client.send_message(message(QUESTION, "c-a2a", skill="deep"))]
+        task_id = paused[0].task.id
+        # Beside it, over the plain stream: the question edited, which asks again and is active.
+        edited = await deep(service, "c-a2a", query=EDITED, parentId=0)
+        answered = [
+            r async for r in client.send_message(message("Europe", "c-a2a", task_id=task_id))
+        ]
+        done = await client.get_task(GetTaskRequest(id=task_id))
+        listed = await client.list_tasks(ListTasksRequest(context_id="c-a2a"))
+        stored = (await service.get("/session/c-a2a/export", params={"format": "json"})).json()
+
+    assert states(answered) == ["working", "completed"]
+    assert answer_of(answered) == REPORT
+    assert researcher.calls["clarify"] == 2
+    assert "The user answered:\nEurope" in report_prompt(researcher, 0)
+    assert EDITED not in report_prompt(researcher, 0)
+    assert [part.text for m in done.history for part in m.parts if part.text] == [
+        QUESTION,
+        ASKED,
+        "Europe",
+    ]
+    # Two tasks: the first with its answer, and the edit still waiting for its own.
+    assert [(t.id, state_name(t.status.state)) for t in listed.tasks] == [
+        (task_id, "completed"),
+        (f"c-a2a.{edited[0]['sessionId']}", "input_required"),
+    ]
+    parents = {m["question"]: m["parentId"] for m in stored["messages"]}
+    assert parents["Europe"] == int(task_id.split(".")[1])
