@@ -53,7 +53,7 @@ from app.core.events import (
 )
 from app.core.run import Conclusion, ConversationKey, Notice, StopSignal
 from app.llm.errors import ModelError, user_message
-from app.store.base import StoreError, StoreUnavailable
+from app.store.base import GoneTurn, StoreError, StoreUnavailable
 from app.store.models import StoredTurn, TurnOutcome
 from app.tasks.base import TaskError
 
@@ -103,7 +103,7 @@ class BaseAgent(ABC):
         """Drop what the agent keeps of a deleted conversation beside its turns."""
         return None
 
-    async def forget_turns(self, key: ConversationKey, turn_ids: Sequence[int]) -> None:
+    async def forget_turns(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
         """Drop what the agent keeps of these deleted turns (a branch, or a whole conversation)."""
         return None
 

@@ -193,7 +193,7 @@ async def delete_turns(
     if deleted.turns == 0:
         raise ApiError(404, "Turn not found in this conversation")
     await services.files.discard_blobs(deleted.blob_keys)
-    await services.turns.forget_turns(user, conversation_id, deleted.turn_ids)
+    await services.turns.forget_turns(user, conversation_id, deleted.gone)
     return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))
 
 
@@ -216,5 +216,5 @@ async def delete_conversation(
     if deleted.turns == 0:
         raise ApiError(404, "Conversation not found")
     await services.files.discard_blobs(deleted.blob_keys)
-    await services.turns.forget(user, conversation_id, deleted.turn_ids)
+    await services.turns.forget(user, conversation_id, deleted.gone)
     return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))

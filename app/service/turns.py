@@ -36,7 +36,7 @@ from app.core.events import CompleteEvent, ErrorEvent, QueuedEvent
 from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions
 from app.service.errors import Busy, NotAvailable, Unavailable
-from app.store.base import SessionStore, StoreError
+from app.store.base import GoneTurn, SessionStore, StoreError
 from app.tasks.base import (
     Claim,
     Claims,
@@ -113,20 +113,20 @@ class TurnService:
         for agent in self._agents.values():
             await agent.ping()
 
-    async def forget(self, user_id: str, conversation_id: str, turn_ids: Sequence[int]) -> None:
+    async def forget(self, user_id: str, conversation_id: str, gone: Sequence[GoneTurn]) -> None:
         """A conversation was deleted, with these turns: each agent drops what it kept of it."""
         key = ConversationKey(user_id, conversation_id)
         for agent in self._agents.values():
-            await agent.forget_turns(key, turn_ids)
+            await agent.forget_turns(key, gone)
             await agent.forget(key)
 
     async def forget_turns(
-        self, user_id: str, conversation_id: str, turn_ids: Sequence[int]
+        self, user_id: str, conversation_id: str, gone: Sequence[GoneTurn]
     ) -> None:
         """Turns were deleted (a branch): each agent drops what it kept of them."""
         key = ConversationKey(user_id, conversation_id)
         for agent in self._agents.values():
-            await agent.forget_turns(key, turn_ids)
+            await agent.forget_turns(key, gone)
 
     async def start(
         self,

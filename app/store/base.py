@@ -46,14 +46,24 @@ class ConversationSummary:
     update_time: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class GoneTurn:
+    """A deleted turn, as the agents need it to drop what they kept of it beside the turns."""
+
+    id: int
+    asked: datetime
+    """When it was asked (its `create_time`): what an agent's own rows are matched on."""
+
+
 @dataclass(slots=True)
 class DeletedConversation:
     turns: int
     """Turn rows deleted; 0 when the conversation did not exist (or is another user's)."""
     blob_keys: list[str] = field(default_factory=list)
     """Blobs of the files deleted with it (used by no other conversation)."""
-    turn_ids: list[int] = field(default_factory=list)
-    """The deleted turns, for what the agents keep of each (a research's checkpoints)."""
+    gone: list[GoneTurn] = field(default_factory=list)
+    """The deleted turns, oldest first, for what the agents keep of each (a research's
+    checkpoints, a deck's builds)."""
 
 
 @dataclass(slots=True)
@@ -66,8 +76,9 @@ class DeletedTurns:
     """Nothing was deleted: a turn of the subtree is running."""
     blob_keys: list[str] = field(default_factory=list)
     """Blobs of the files deleted with them (used by no other turn)."""
-    turn_ids: list[int] = field(default_factory=list)
-    """The deleted turns, for what the agents keep of each (a research's checkpoints)."""
+    gone: list[GoneTurn] = field(default_factory=list)
+    """The deleted turns, oldest first, for what the agents keep of each (a research's
+    checkpoints, a deck's builds)."""
 
 
 class SessionStore(Protocol):
@@ -168,12 +179,12 @@ class SessionStore(Protocol):
 
     async def delete_last_turn(
         self, user_id: str, conversation_id: str, statuses: tuple[TurnStatus, ...]
-    ) -> int | None:
+    ) -> GoneTurn | None:
         """Delete the conversation's newest turn if its status is one of `statuses`.
 
         For a turn rolled back by the next message (`multitaskStrategy: rollback`),
         which holds the conversation's claim, so nothing newer can appear meanwhile.
-        Returns the deleted row's id, or None.
+        Returns the deleted turn, or None.
         """
         ...
 

@@ -55,6 +55,7 @@ async def test_a_regenerated_deck_is_a_new_version_and_both_stay_downloadable(
         # The regeneration's branch deleted: its deck goes, the first one stays.
         deleted = await client.delete(f"/session/c-again/turns/{again[0]['sessionId']}")
         after = (await client.get(v1)).status_code, (await client.get(v2)).status_code
+        left = await builds(settings, "c-again")
 
     assert again[-1]["status"] == "completed"
     assert (v2 != v1, earlier) == (True, v1)
@@ -76,6 +77,8 @@ async def test_a_regenerated_deck_is_a_new_version_and_both_stay_downloadable(
     assert [f["fileId"] for f in turn["files"]] == [file_event["fileId"]]
     assert deleted.status_code == 200
     assert after == (200, 404)
+    # With the build it began: a change on the first branch builds on version 1 alone.
+    assert [(b.version, b.status) for b in left] == [(1, "SUCCESS")]
 
 
 async def test_a_paused_build_is_answered_only_on_its_own_branch(

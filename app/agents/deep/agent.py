@@ -48,6 +48,7 @@ from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings, SettingsPart
 from app.core.events import Event, ThinkingEvent
 from app.core.run import ConversationKey
+from app.store.base import GoneTurn
 from app.store.models import StoredTurn
 from app.tools.base import Tool
 
@@ -98,9 +99,9 @@ class DeepResearchAgent(BaseAgent):
         if self._saver is not None:
             await self._saver.adelete_thread(thread_id(key))
 
-    async def forget_turns(self, key: ConversationKey, turn_ids: Sequence[int]) -> None:
+    async def forget_turns(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
         if self._saver is not None:
-            await delete_threads(self._saver, (turn_thread(key, t) for t in turn_ids))
+            await delete_threads(self._saver, (turn_thread(key, t.id) for t in gone))
 
     async def ping(self) -> None:
         if self._saver is not None:

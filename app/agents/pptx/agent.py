@@ -24,7 +24,7 @@ with what was wrong, then the build fails with a clear `error`.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from app.agents.base import BaseAgent
 from app.agents.pptx import preview, prompts
@@ -37,6 +37,7 @@ from app.agents.pptx.builds import (
     DeckBuilds,
     last_success,
     new_build,
+    of_turns,
     on_path,
     resume_step,
 )
@@ -50,7 +51,7 @@ from app.core.events import Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg
 from app.core.run import ConversationKey
 from app.llm.errors import ModelError, ModelOutputInvalid, user_message
-from app.store.base import StoreError
+from app.store.base import GoneTurn, StoreError
 from app.store.deck_builds import DeckBuild, SqlDeckBuildStore, TemplateRow
 
 log = logging.getLogger(__name__)
@@ -67,6 +68,15 @@ class PptAgent(BaseAgent):
 
     async def forget(self, key: ConversationKey) -> None:
         await self._builds.forget(key.user_id, key.conversation_id)
+
+    async def forget_turns(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
+        """A deleted branch takes the builds its turns began: no other branch builds on them."""
+        versions = await self._builds.versions(key.user_id, key.conversation_id)
+        if not versions or not gone:
+            return
+        remaining = await self.core.store.get_tree(key.user_id, key.conversation_id)
+        dropped = of_turns(versions, remaining.turns, gone)
+        await self._builds.drop(key.user_id, [b.id for b in dropped if b.id is not None])
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         await self._list_templates()
