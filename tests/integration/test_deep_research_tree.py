@@ -1,6 +1,6 @@
 """Deep research in a conversation you can correct: a regeneration reuses the research, a
-branch resumes only its own paused research (over A2A too), and a deleted branch takes its
-checkpoints.
+branch resumes only its own paused research (over A2A and AG-UI too), and a deleted branch
+takes its checkpoints.
 
 The model is the scripted `Researcher` (it counts its calls by step), web search the Tavily
 fake over HTTP (it records every query); the app is the real one on each backend.
@@ -26,6 +26,7 @@ from app.agents.deep.checkpoints import (
 from app.core.run import ConversationKey
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import Backend, history
+from tests.integration.test_ag_ui import read_ag_ui
 from tests.integration.test_deep_research import (
     INDEPENDENT,
     QUESTION,
@@ -237,3 +238,44 @@ async def test_an_a2a_task_waiting_for_input_is_answered_on_its_own_branch(
     ]
     parents = {m["question"]: m["parentId"] for m in stored["messages"]}
     assert parents["Europe"] == int(task_id.split(".")[1])
+
+
+async def ag_ui_run(client: httpx.AsyncClient, run_id: str, **run: Any) -> list[dict[str, Any]]:
+    """One AG-UI run on thread `c-ag-ui`, read to its end."""
+    body = {"threadId": "c-ag-ui", "runId": run_id, **run}
+    async with client.stream("POST", "/ag-ui/deep", json=body) as response:
+        assert response.status_code == 200, await response.aread()
+        events, _ = await read_ag_ui(response, "RUN_FINISHED")
+    return events
+
+
+async def test_an_ag_ui_interrupt_answered_with_its_turn_as_parent_resumes_that_branch(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher(PLAN, PLAN, clarify=ASKED)
+    settings = deep_settings(backend, tmp_path, fake_search)
+    async with research_service(settings, researcher) as client:
+        question = [{"id": "u-1", "role": "user", "content": QUESTION}]
+        paused = await ag_ui_run(client, "r-1", messages=question)
+        [interrupt] = paused[-1]["outcome"]["interrupts"]
+        turn_id = paused[0]["metadata"]["sessionId"]
+        # Beside it, over the plain stream: the question edited, which asks again and is active.
+        await deep(client, "c-ag-ui", query=EDITED, parentId=0)
+        answer = {"interruptId": interrupt["id"], "status": "resolved", "payload": "Europe"}
+        answered = await ag_ui_run(
+            client,
+            "r-2",
+            messages=question,
+            resume=[answer],
+            forwardedProps={"parentId": turn_id},
+        )
+        stored = (await client.get("/session/c-ag-ui")).json()["data"]["messages"]
+
+    assert answered[-1]["outcome"]["type"] == "success"
+    assert researcher.calls["clarify"] == 2
+    assert "The user answered:\nEurope" in report_prompt(researcher, 0)
+    assert EDITED not in report_prompt(researcher, 0)
+    assert [(m["question"], m["parentId"]) for m in stored] == [
+        (QUESTION, None),
+        ("Europe", turn_id),
+    ]
