@@ -18,6 +18,7 @@ from a2a.types.a2a_pb2 import GetTaskRequest, ListTasksRequest
 
 from app.agents.deep.checkpoints import (
     copy_checkpoint,
+    delete_threads,
     open_checkpointer,
     thread_config,
     thread_id,
@@ -184,23 +185,28 @@ async def test_deleting_a_branch_deletes_its_checkpoints_and_keeps_the_others(
     assert not any(at_the_end.values())
 
 
-async def test_a_research_paused_before_threads_were_per_turn_is_still_answered(
+async def test_a_research_paused_before_threads_were_per_turn_is_answered_on_its_branch(
     backend: Backend, tmp_path: Path, fake_search: FakeTavily
 ) -> None:
-    researcher = Researcher(PLAN, clarify=ASKED)
+    researcher = Researcher(PLAN, PLAN, clarify=ASKED)
     settings = deep_settings(backend, tmp_path, fake_search)
     key = ConversationKey("local", "c-legacy")
     async with research_service(settings, researcher) as client:
         paused = (await deep(client, "c-legacy", query=QUESTION))[0]["sessionId"]
+        edited = (await deep(client, "c-legacy", query=EDITED, parentId=0))[0]["sessionId"]
         async with open_checkpointer(settings.database_url) as saver:
-            # Where an earlier version kept it: the conversation's one thread.
+            # As an earlier version left them: the newest research (the first question's,
+            # here) in the conversation's one thread, and no thread of the turns' own.
             own = turn_thread(key, paused)
             assert await copy_checkpoint(saver, thread_config(own), thread_id(key), writes=True)
-            await saver.adelete_thread(own)
-        answered = await deep(client, "c-legacy", query="Europe, 2020 to 2024")
+            await delete_threads(saver, [own, turn_thread(key, edited)])
+        # The edited question's branch: the research kept is not its own, so it starts anew.
+        other = await deep(client, "c-legacy", query="Asia", parentId=edited)
+        answered = await deep(client, "c-legacy", query="Europe, 2020 to 2024", parentId=paused)
 
+    assert (other[-1]["status"], text_of(other)) == ("paused", ASKED)
+    assert researcher.calls["clarify"] == 3
     assert answered[-1]["status"] == "completed"
-    assert researcher.calls["clarify"] == 1
     assert "The user answered:\nEurope, 2020 to 2024" in report_prompt(researcher, 0)
 
 

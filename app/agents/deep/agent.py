@@ -180,9 +180,15 @@ class DeepResearchAgent(BaseAgent):
         if parent is None or parent.id is None:
             return None
         snapshot = await graph.aget_state(thread_config(turn_thread(turn.key, parent.id)))
-        if not snapshot.values and parent.agent_type == self.agent_type:
-            snapshot = await graph.aget_state(thread_config(thread_id(turn.key)))
-        return snapshot if snapshot.values else None
+        if snapshot.values:
+            return snapshot
+        if parent.agent_type != self.agent_type:
+            return None
+        # Stored before each turn had a thread: the conversation's, if its research began
+        # on this branch (it holds the newest research, whichever branch that was).
+        legacy = await graph.aget_state(thread_config(thread_id(turn.key)))
+        asked = {t.question for t in turn.earlier} | {parent.question}
+        return legacy if legacy.values.get("question") in asked else None
 
     async def _parent(self, turn: Turn) -> StoredTurn | None:
         """The stored turn this one follows: the end of the memory read with its question, or

@@ -21,7 +21,8 @@ the parent's checkpoint (`copy_checkpoint`), so the parent's own thread stays
 as it was for another branch, a regeneration reuses a turn's research from
 its thread, and deleting turns deletes exactly their threads. Research
 stored before threads were per turn is in the conversation's thread
-(`thread_id`), read when a turn has none of its own.
+(`thread_id`), read for a turn that has none of its own when that research
+began on the turn's branch.
 
 The psycopg pool checks each connection as it lends it (an empty query, one
 round trip on a checkout the saver makes about 19 times a turn): psycopg
@@ -105,12 +106,9 @@ def turn_thread(key: ConversationKey, turn_id: int) -> str:
     return f"{thread_id(key)}/{turn_id}"
 
 
-def thread_config(thread: str, checkpoint_id: str | None = None) -> RunnableConfig:
-    """A thread's latest checkpoint, or the one named."""
-    configurable: dict[str, str] = {"thread_id": thread, "checkpoint_ns": ""}
-    if checkpoint_id is not None:
-        configurable["checkpoint_id"] = checkpoint_id
-    return {"configurable": configurable}
+def thread_config(thread: str) -> RunnableConfig:
+    """A thread's latest checkpoint."""
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
 
 
 async def copy_checkpoint(
