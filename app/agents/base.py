@@ -33,7 +33,7 @@ import contextlib
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 
 from app.agents.memory import load_memory
@@ -53,7 +53,7 @@ from app.core.events import (
 )
 from app.core.run import Conclusion, ConversationKey, Notice, StopSignal
 from app.llm.errors import ModelError, user_message
-from app.store.base import StoreError, StoreUnavailable
+from app.store.base import GoneTurn, StoreError, StoreUnavailable
 from app.store.models import StoredTurn, TurnOutcome
 from app.tasks.base import TaskError
 
@@ -101,6 +101,10 @@ class BaseAgent(ABC):
 
     async def forget(self, key: ConversationKey) -> None:
         """Drop what the agent keeps of a deleted conversation beside its turns."""
+        return None
+
+    async def forget_turns(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
+        """Drop what the agent keeps of these deleted turns (a branch, or a whole conversation)."""
         return None
 
     async def ping(self) -> None:

@@ -97,6 +97,9 @@ class Turn:
     file_id: str | None = None
     parent_id: int | None = None
     """The turn it follows: 0 for none (a new first question), None for the active leaf."""
+    regenerates: int | None = None
+    """The turn this one answers again (stream field `regenerate`): an agent that kept that
+    turn's work may reuse it (deep research writes only a new report)."""
     row_id: int = 0
     earlier: list[StoredTurn] = field(default_factory=list)
     """The conversation's latest turns before this one, read as its question was stored."""

@@ -184,14 +184,16 @@ async def delete_turns(
     user: UserDep,
     services: ServicesDep,
 ) -> Envelope[Deleted]:
-    """With the files only they used; an active path through it moves to the newest remaining
-    sibling, or to the parent."""
+    """With the files only they used and what the agents kept of them (a research's
+    checkpoints); an active path through it moves to the newest remaining sibling, or to the
+    parent."""
     deleted = await services.store.delete_turns(user, conversation_id, turn_id)
     if deleted.running:
         raise ApiError(409, "A turn of this branch is running; stop it first")
     if deleted.turns == 0:
         raise ApiError(404, "Turn not found in this conversation")
     await services.files.discard_blobs(deleted.blob_keys)
+    await services.turns.forget_turns(user, conversation_id, deleted.gone)
     return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))
 
 
@@ -214,5 +216,5 @@ async def delete_conversation(
     if deleted.turns == 0:
         raise ApiError(404, "Conversation not found")
     await services.files.discard_blobs(deleted.blob_keys)
-    await services.turns.forget(user, conversation_id)
+    await services.turns.forget(user, conversation_id, deleted.gone)
     return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))

@@ -93,7 +93,7 @@ class StreamService:
         """Check the request and start its turn; the run, and what to call if its client leaves."""
         conversation_id = request.conversation_id or uuid.uuid4().hex
         valid_conversation_id(conversation_id)
-        request, parent_id = await self._place(request, conversation_id, user)
+        request, parent_id, regenerates = await self._place(request, conversation_id, user)
         question = (request.query or "").strip()
         if not question:
             raise BadRequest("query is required and must not be empty")
@@ -121,6 +121,7 @@ class StreamService:
                 on_end=slot.release,
                 strategy=request.strategy or "reject",
                 parent_id=parent_id,
+                regenerates=regenerates,
             )
         except BaseException:
             await slot.release()
@@ -143,19 +144,20 @@ class StreamService:
 
     async def _place(
         self, request: TurnRequest, conversation_id: str, user: str
-    ) -> tuple[TurnRequest, int | None]:
+    ) -> tuple[TurnRequest, int | None, int | None]:
         """Where the turn goes in the conversation's tree: the request as it will be asked
-        (a regeneration's question and file are its turn's) and the parent to store."""
+        (a regeneration's question and file are its turn's), the parent to store, and the
+        turn it answers again (None: not a regeneration)."""
         regenerate = _turn_id(request.regenerate, "regenerate")
         if regenerate is not None:
             again = await self._turn(user, conversation_id, regenerate)
             # That turn's question, as it was asked: a `query` sent beside it is not a new one.
             request = replace(request, query=again.question, file_id=again.fileid)
-            return request, again.parent_id or 0
+            return request, again.parent_id or 0, regenerate
         parent_id = _turn_id(request.parent_id, "parentId")
         if parent_id:
             await self._turn(user, conversation_id, parent_id)
-        return request, parent_id
+        return request, parent_id, None
 
     async def _turn(self, user: str, conversation_id: str, turn_id: int) -> StoredTurn:
         try:

@@ -26,7 +26,7 @@ import contextlib
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
@@ -36,7 +36,7 @@ from app.core.events import CompleteEvent, ErrorEvent, QueuedEvent
 from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions
 from app.service.errors import Busy, NotAvailable, Unavailable
-from app.store.base import SessionStore, StoreError
+from app.store.base import GoneTurn, SessionStore, StoreError
 from app.tasks.base import (
     Claim,
     Claims,
@@ -113,11 +113,20 @@ class TurnService:
         for agent in self._agents.values():
             await agent.ping()
 
-    async def forget(self, user_id: str, conversation_id: str) -> None:
-        """A conversation was deleted: each agent drops what it kept of it."""
+    async def forget(self, user_id: str, conversation_id: str, gone: Sequence[GoneTurn]) -> None:
+        """A conversation was deleted, with these turns: each agent drops what it kept of it."""
         key = ConversationKey(user_id, conversation_id)
         for agent in self._agents.values():
+            await agent.forget_turns(key, gone)
             await agent.forget(key)
+
+    async def forget_turns(
+        self, user_id: str, conversation_id: str, gone: Sequence[GoneTurn]
+    ) -> None:
+        """Turns were deleted (a branch): each agent drops what it kept of them."""
+        key = ConversationKey(user_id, conversation_id)
+        for agent in self._agents.values():
+            await agent.forget_turns(key, gone)
 
     async def start(
         self,
@@ -130,10 +139,12 @@ class TurnService:
         on_end: OnEnd | None = None,
         strategy: Strategy = "reject",
         parent_id: int | None = None,
+        regenerates: int | None = None,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
 
-        `parent_id`: the turn the new one follows (0: none; None: the active leaf).
+        `parent_id`: the turn the new one follows (0: none; None: the active leaf);
+        `regenerates`: the turn it answers again, as that turn's new sibling.
 
         With `enqueue` on a busy conversation the run comes back at once, holding
         only its `queued` event, and is launched later in the same log.
@@ -148,6 +159,7 @@ class TurnService:
             task_id=claim.task_id,
             file_id=file_id,
             parent_id=parent_id,
+            regenerates=regenerates,
             options=options or GenerateOptions(),
         )
         # Listed in the same step as the claim: one round trip less before the first event.
@@ -217,13 +229,15 @@ class TurnService:
                 continue
             if strategy == "rollback" and stopped:
                 try:
-                    await self._store.delete_last_turn(
+                    deleted = await self._store.delete_last_turn(
                         claim.user_id, claim.conversation_id, ("stopped",)
                     )
                 except StoreError as exc:
                     with contextlib.suppress(TaskBackendUnavailable):
                         await self._claims.release(claim)
                     raise Unavailable(DATABASE_DOWN) from exc
+                if deleted is not None:
+                    await self.forget_turns(claim.user_id, claim.conversation_id, [deleted])
             return True
         return False
 

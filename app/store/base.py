@@ -46,12 +46,24 @@ class ConversationSummary:
     update_time: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class GoneTurn:
+    """A deleted turn, as the agents need it to drop what they kept of it beside the turns."""
+
+    id: int
+    asked: datetime
+    """When it was asked (its `create_time`): what an agent's own rows are matched on."""
+
+
 @dataclass(slots=True)
 class DeletedConversation:
     turns: int
     """Turn rows deleted; 0 when the conversation did not exist (or is another user's)."""
     blob_keys: list[str] = field(default_factory=list)
     """Blobs of the files deleted with it (used by no other conversation)."""
+    gone: list[GoneTurn] = field(default_factory=list)
+    """The deleted turns, oldest first, for what the agents keep of each (a research's
+    checkpoints, a deck's builds)."""
 
 
 @dataclass(slots=True)
@@ -64,6 +76,9 @@ class DeletedTurns:
     """Nothing was deleted: a turn of the subtree is running."""
     blob_keys: list[str] = field(default_factory=list)
     """Blobs of the files deleted with them (used by no other turn)."""
+    gone: list[GoneTurn] = field(default_factory=list)
+    """The deleted turns, oldest first, for what the agents keep of each (a research's
+    checkpoints, a deck's builds)."""
 
 
 class SessionStore(Protocol):
@@ -164,17 +179,17 @@ class SessionStore(Protocol):
 
     async def delete_last_turn(
         self, user_id: str, conversation_id: str, statuses: tuple[TurnStatus, ...]
-    ) -> int | None:
+    ) -> GoneTurn | None:
         """Delete the conversation's newest turn if its status is one of `statuses`.
 
         For a turn rolled back by the next message (`multitaskStrategy: rollback`),
         which holds the conversation's claim, so nothing newer can appear meanwhile.
-        Returns the deleted row's id, or None.
+        Returns the deleted turn, or None.
         """
         ...
 
     async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
-        """The user's conversations whose newest turn waits for the user, newest first."""
+        """The user's conversations whose active leaf waits for the user, newest first."""
         ...
 
     async def ping(self) -> None:

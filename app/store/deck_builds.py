@@ -95,6 +95,13 @@ class SqlDeckBuildStore:
         async with self._db.statement() as conn:
             await conn.execute(delete(B).where(*mine))
 
+    async def drop(self, user_id: str, build_ids: Sequence[int]) -> None:
+        """Drop these builds (of deleted turns: their files went with the turns)."""
+        if not build_ids:
+            return
+        async with self._db.statement() as conn:
+            await conn.execute(delete(B).where(B.c.user_id == user_id, B.c.id.in_(build_ids)))
+
     async def replace_templates(self, templates: Sequence[TemplateRow]) -> None:
         """Make the table list exactly these templates."""
         now = _now()

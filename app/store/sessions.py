@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.store.base import ConversationSummary, DeletedConversation, DeletedTurns
+from app.store.base import ConversationSummary, DeletedConversation, DeletedTurns, GoneTurn
 from app.store.db import Database
 from app.store.file_store import delete_file_rows
 from app.store.models import AI_ACTIVE_PATH as A
@@ -416,7 +416,8 @@ class SqlSessionStore:
                 await conn.execute(_forget_path(user_id, conversation_id))
             else:
                 await _choose(conn, user_id, conversation_id, leaf, max(remaining))
-        return DeletedTurns(turns, blob_keys=blob_keys)
+        gone_turns = [GoneTurn(t.id, t.create_time) for t in tree.turns if t.id in gone]
+        return DeletedTurns(turns, blob_keys=blob_keys, gone=gone_turns)
 
     async def delete_conversation(self, user_id: str, conversation_id: str) -> DeletedConversation:
         """Delete the turns and the files no other conversation used, all at once.
@@ -428,14 +429,17 @@ class SqlSessionStore:
         made_by_it = (F.c.source == "generated") & (F.c.session_id == conversation_id)
         async with self._db.begin() as conn:
             blob_keys = await _delete_files(conn, user_id, mine, made_by_it)
-            turns = (await conn.execute(delete(T).where(mine))).rowcount
+            rows = (
+                await conn.execute(delete(T).where(mine).returning(T.c.id, T.c.create_time))
+            ).all()
             await conn.execute(_forget_path(user_id, conversation_id))
             await delete_title(conn, user_id, conversation_id)
-        return DeletedConversation(turns, blob_keys)
+        gone = [GoneTurn(row.id, row.create_time) for row in sorted(rows, key=lambda r: r.id)]
+        return DeletedConversation(len(gone), blob_keys, gone)
 
     async def delete_last_turn(
         self, user_id: str, conversation_id: str, statuses: tuple[TurnStatus, ...]
-    ) -> int | None:
+    ) -> GoneTurn | None:
         newest = (
             select(T.c.id)
             .where(T.c.user_id == user_id, T.c.session_id == conversation_id)
@@ -443,22 +447,39 @@ class SqlSessionStore:
             .limit(1)
             .scalar_subquery()
         )
-        stmt = delete(T).where(T.c.id == newest, T.c.status.in_(statuses)).returning(T.c.id)
+        stmt = (
+            delete(T)
+            .where(T.c.id == newest, T.c.status.in_(statuses))
+            .returning(T.c.id, T.c.create_time)
+        )
         async with self._db.statement() as conn:
-            return (await conn.execute(stmt)).scalar_one_or_none()
+            row = (await conn.execute(stmt)).one_or_none()
+        return None if row is None else GoneTurn(row.id, row.create_time)
 
     async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
+        """A paused turn is listed while it is the active leaf (what a plain next message
+        answers); one on a branch switched away from waits there, unlisted, until switched back."""
         newer = T.alias("newer")
+        newest = (
+            select(func.max(newer.c.id))
+            .where(newer.c.user_id == user_id, newer.c.session_id == T.c.session_id)
+            .scalar_subquery()
+        )
+        chosen = (
+            select(A.c.leaf_id)
+            .where(
+                A.c.user_id == user_id,
+                A.c.conversation_id == T.c.session_id,
+                A.c.newest_id >= newest,
+            )
+            .scalar_subquery()
+        )
         stmt = (
             select(T)
             .where(
                 T.c.user_id == user_id,
                 T.c.status == "paused",
-                ~exists().where(
-                    newer.c.user_id == user_id,
-                    newer.c.session_id == T.c.session_id,
-                    newer.c.id > T.c.id,
-                ),
+                T.c.id == func.coalesce(chosen, newest),
             )
             .order_by(T.c.id.desc())
             .limit(limit)

@@ -20,7 +20,7 @@ import orjson
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-from app.agents.deep.checkpoints import open_checkpointer, thread_id
+from app.agents.deep.checkpoints import open_checkpointer, thread_config, turn_thread
 from app.config import Settings
 from app.core.run import ConversationKey
 from app.llm.errors import ModelHTTPError
@@ -266,9 +266,9 @@ async def test_deleting_a_conversation_deletes_its_checkpoints(
 ) -> None:
     researcher = Researcher(clarify="Which region?")
     settings = deep_settings(backend, tmp_path, fake_search)
-    thread: RunnableConfig = {"configurable": {"thread_id": thread_id(KEY)}}
     async with research_service(settings, researcher) as client:
-        await ask(client, QUESTION, "c-delete")
+        turn = (await ask(client, QUESTION, "c-delete"))[0]["sessionId"]
+        thread = thread_config(turn_thread(KEY, turn))
         async with open_checkpointer(settings.database_url) as saver:
             before = await saver.aget_tuple(thread)
             deleted = await client.delete("/session/c-delete")

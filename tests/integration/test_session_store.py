@@ -255,12 +255,13 @@ async def test_get_conversation_returns_turns_oldest_first(store: SessionStore) 
 
 
 async def test_delete_conversation_removes_only_own_rows(store: SessionStore) -> None:
-    await store.add_question(new_turn(user_id="alice"))
-    await store.add_question(new_turn(user_id="alice"))
+    mine = [await store.add_question(new_turn(user_id="alice")) for _ in range(2)]
     await store.add_question(new_turn(user_id="alice", session_id="keep"))
     await store.add_question(new_turn(user_id="bob"))
 
-    assert await store.delete_conversation("alice", "conv-1") == DeletedConversation(2)
+    # The ids say which turns went, for what the agents kept of each.
+    deleted = await store.delete_conversation("alice", "conv-1")
+    assert (deleted.turns, [t.id for t in deleted.gone]) == (2, mine)
 
     assert await store.get_conversation("alice", "conv-1") == []
     assert len(await store.get_conversation("alice", "keep")) == 1
@@ -519,7 +520,7 @@ async def test_deleting_a_turn_takes_its_subtree_and_moves_the_path(store: Sessi
 
     deleted = await store.delete_turns("alice", "conv-1", newer)
 
-    assert deleted.turns == 2
+    assert (deleted.turns, [t.id for t in deleted.gone]) == (2, [newer, leaf])
     tree = await store.get_tree("alice", "conv-1")
     assert [t.question for t in tree.path()] == ["q1", "q2", "q3"]
     assert (await store.delete_turns("alice", "conv-1", first)).turns == 3

@@ -1,32 +1,45 @@
 """The deep research agent (`/agent/deep/stream`): its graph, checkpoints, and what a message means.
 
-A conversation's research is one LangGraph thread. What the next message
-does depends on where that thread stands:
+Each turn's research is a LangGraph thread of its own (checkpoints.py).
+What a message does depends on where its parent turn's research stands,
+never on another branch's:
 
 - waiting for the user (the research asked something): the message is the
-  answer, and the graph resumes from its checkpoint with the question kept;
+  answer, and the graph resumes from a copy of the parent's checkpoint with
+  the question kept;
 - unfinished (stopped, failed, or its instance died) and the message is
   "continue" or "retry" (继续, 重试): it resumes from the last finished step,
   and tasks already finished are not run again;
-- anything else starts new research, with the conversation as memory.
+- anything else starts new research, with the path to the parent as memory.
+
+A regeneration (`regenerate`) of a turn whose research finished reuses that
+research: the new turn starts from the checkpoint taken just before its
+report, so only the report is written again (no plan, no task, no search).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import string
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 
 from app.agents.base import BaseAgent
 from app.agents.deep import checkpoints
-from app.agents.deep.checkpoints import open_checkpointer, thread_id
+from app.agents.deep.checkpoints import (
+    copy_checkpoint,
+    delete_threads,
+    open_checkpointer,
+    thread_config,
+    thread_id,
+    turn_thread,
+)
 from app.agents.deep.graph import DeepContext, DeepGraph, TaskResearcher, build_graph, shown_again
 from app.agents.deep.prompts import CONTINUE_WORDS
 from app.agents.deep.state import DeepState
@@ -35,6 +48,8 @@ from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings, SettingsPart
 from app.core.events import Event, ThinkingEvent
 from app.core.run import ConversationKey
+from app.store.base import GoneTurn
+from app.store.models import StoredTurn
 from app.tools.base import Tool
 
 OpenCheckpointer = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[str]]]
@@ -80,8 +95,13 @@ class DeepResearchAgent(BaseAgent):
                 self._saver = self._graph = None
 
     async def forget(self, key: ConversationKey) -> None:
+        """The conversation's thread from before each turn had its own."""
         if self._saver is not None:
             await self._saver.adelete_thread(thread_id(key))
+
+    async def forget_turns(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
+        if self._saver is not None:
+            await delete_threads(self._saver, (turn_thread(key, t.id) for t in gone))
 
     async def ping(self) -> None:
         if self._saver is not None:
@@ -91,22 +111,34 @@ class DeepResearchAgent(BaseAgent):
         graph, saver = self._graph, self._saver
         if graph is None or saver is None:
             raise RuntimeError("the deep research agent is used outside the app's lifespan")
+        own = turn_thread(turn.key, turn.row_id)
         config: RunnableConfig = {
-            "configurable": {"thread_id": thread_id(turn.key)},
+            **thread_config(own),
             "max_concurrency": self._limits.max_parallel,
         }
-        snapshot = await graph.aget_state(config)
+        if (await graph.aget_state(config)).values:
+            # A turn id used again (SQLite reuses the newest row's id once it is deleted).
+            await saver.adelete_thread(own)
         start: Any
-        if snapshot.interrupts:
-            start = Command(resume=turn.question)
-        elif snapshot.next and _asks_to_continue(turn.question):
+        finished = await self._before_report(graph, turn)
+        if finished is not None:
+            await copy_checkpoint(saver, finished.config, own, writes=False)
             start = None
-            yield ThinkingEvent("Continuing the research where it stopped.\n")
-            for event in shown_again(cast(DeepState, snapshot.values)):
+            yield ThinkingEvent("Writing the report again from the finished research.\n")
+            for event in shown_again(cast(DeepState, finished.values)):
                 yield event
+        elif (earlier := await self._parent_research(graph, turn)) is not None and (
+            earlier.interrupts or (earlier.next and _asks_to_continue(turn.question))
+        ):
+            await copy_checkpoint(saver, earlier.config, own, writes=True)
+            if earlier.interrupts:
+                start = Command(resume=turn.question)
+            else:
+                start = None
+                yield ThinkingEvent("Continuing the research where it stopped.\n")
+                for event in shown_again(cast(DeepState, earlier.values)):
+                    yield event
         else:
-            if snapshot.values:
-                await saver.adelete_thread(thread_id(turn.key))
             start = {"question": turn.question}
             if self._search is None:
                 yield ThinkingEvent(
@@ -128,6 +160,46 @@ class DeepResearchAgent(BaseAgent):
                 yield cast(Event, chunk)
             elif "__interrupt__" in chunk:
                 state.pause()
+
+    async def _before_report(self, graph: DeepGraph, turn: Turn) -> StateSnapshot | None:
+        """The regenerated turn's research just before its report, if it finished; else None."""
+        if turn.regenerates is None:
+            return None
+        config = thread_config(turn_thread(turn.key, turn.regenerates))
+        latest = await graph.aget_state(config)
+        if latest.next or not latest.values.get("report"):
+            return None
+        async for snapshot in graph.aget_state_history(config):
+            if snapshot.next == ("report",):
+                return snapshot
+        return None
+
+    async def _parent_research(self, graph: DeepGraph, turn: Turn) -> StateSnapshot | None:
+        """Where the research of the turn this one follows stands; None if it has none."""
+        parent = await self._parent(turn)
+        if parent is None or parent.id is None:
+            return None
+        snapshot = await graph.aget_state(thread_config(turn_thread(turn.key, parent.id)))
+        if snapshot.values:
+            return snapshot
+        if parent.agent_type != self.agent_type:
+            return None
+        # Stored before each turn had a thread: the conversation's, if its research began
+        # on this branch (it holds the newest research, whichever branch that was).
+        legacy = await graph.aget_state(thread_config(thread_id(turn.key)))
+        asked = {t.question for t in turn.earlier} | {parent.question}
+        return legacy if legacy.values.get("question") in asked else None
+
+    async def _parent(self, turn: Turn) -> StoredTurn | None:
+        """The stored turn this one follows: the end of the memory read with its question, or
+        (no memory kept) read from the store."""
+        if turn.earlier:
+            return turn.earlier[-1]
+        store, user, conversation = self.core.store, turn.user_id, turn.conversation_id
+        own = await store.get_turn(user, conversation, turn.row_id)
+        if own is None or not own.parent_id:
+            return None
+        return await store.get_turn(user, conversation, own.parent_id)
 
 
 def _asks_to_continue(message: str) -> bool:

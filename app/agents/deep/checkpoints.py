@@ -12,8 +12,17 @@ open, and a statement a cancelled read left unfinished makes closing the connect
 only a zombie's close, which keeps that transaction's lock until the statement is
 garbage collected: the next instance's first checkpoint then waited 5 s and failed
 as "database is locked". So the transaction is rolled back before the connection
-closes. Either creates its tables when opened, at start-up. A
-conversation's research is one thread, named by `thread_id`.
+closes. Either creates its tables when opened, at start-up.
+
+Each deep-research turn has a thread of its own (`turn_thread`), because a
+conversation is a tree of turns: a turn that goes on with its parent's
+research (the answer to its question, a "continue") starts from a copy of
+the parent's checkpoint (`copy_checkpoint`), so the parent's own thread stays
+as it was for another branch, a regeneration reuses a turn's research from
+its thread, and deleting turns deletes exactly their threads. Research
+stored before threads were per turn is in the conversation's thread
+(`thread_id`), read for a turn that has none of its own when that research
+began on the turn's branch.
 
 The psycopg pool checks each connection as it lends it (an empty query, one
 round trip on a checkout the saver makes about 19 times a turn): psycopg
@@ -26,11 +35,13 @@ the server close a connection as it happens and reconnects on checkout.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import aiosqlite
 import psycopg
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
@@ -83,8 +94,51 @@ def sqlite_path(database: str | None) -> str:
 
 
 def thread_id(key: ConversationKey) -> str:
-    """The user and the conversation: a conversation id never contains `/`."""
+    """The user and the conversation: a conversation id never contains `/`.
+
+    Where research was kept before each turn had its own thread.
+    """
     return f"{key.user_id}/{key.conversation_id}"
+
+
+def turn_thread(key: ConversationKey, turn_id: int) -> str:
+    """The thread of one turn's research."""
+    return f"{thread_id(key)}/{turn_id}"
+
+
+def thread_config(thread: str) -> RunnableConfig:
+    """A thread's latest checkpoint."""
+    return {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
+
+
+async def copy_checkpoint(
+    saver: BaseCheckpointSaver[str], source: RunnableConfig, thread: str, *, writes: bool
+) -> bool:
+    """Put the checkpoint `source` names as `thread`'s latest; False when there is none.
+
+    With `writes`, the checkpoint's pending writes come too: what a stopped step's
+    finished tasks wrote, and a question waiting for its answer. Without them, the
+    step that followed the checkpoint runs again from it (a report written anew).
+    """
+    found = await saver.aget_tuple(source)
+    if found is None:
+        return False
+    checkpoint = found.checkpoint
+    target = await saver.aput(
+        thread_config(thread), checkpoint, found.metadata, dict(checkpoint["channel_versions"])
+    )
+    pending = (found.pending_writes or []) if writes else []
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in pending:
+        by_task.setdefault(task_id, []).append((channel, value))
+    for task_id, task_writes in by_task.items():
+        await saver.aput_writes(target, task_writes, task_id)
+    return True
+
+
+async def delete_threads(saver: BaseCheckpointSaver[str], threads: Iterable[str]) -> None:
+    for thread in threads:
+        await saver.adelete_thread(thread)
 
 
 async def ping(saver: BaseCheckpointSaver[str]) -> None:

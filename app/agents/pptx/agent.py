@@ -14,7 +14,9 @@ row at the step that was running. A change to a finished deck is a new row
 
 Each message is routed by rules first (a paused build takes the answer; an
 unfinished one plus a continue word resumes), then by the model's validated
-answer, falling back to a new deck. Every model answer is JSON checked by
+answer, falling back to a new deck. It sees only the builds of its own branch
+of the conversation (the turns above it), and a regeneration always makes a
+new version beside the one it answers again. Every model answer is JSON checked by
 pydantic and against the template; an invalid one is asked for once more
 with what was wrong, then the build fails with a clear `error`.
 """
@@ -22,7 +24,7 @@ with what was wrong, then the build fails with a clear `error`.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from app.agents.base import BaseAgent
 from app.agents.pptx import preview, prompts
@@ -35,6 +37,8 @@ from app.agents.pptx.builds import (
     DeckBuilds,
     last_success,
     new_build,
+    of_turns,
+    on_path,
     resume_step,
 )
 from app.agents.pptx.images import configured_images
@@ -47,7 +51,7 @@ from app.core.events import Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg
 from app.core.run import ConversationKey
 from app.llm.errors import ModelError, ModelOutputInvalid, user_message
-from app.store.base import StoreError
+from app.store.base import GoneTurn, StoreError
 from app.store.deck_builds import DeckBuild, SqlDeckBuildStore, TemplateRow
 
 log = logging.getLogger(__name__)
@@ -65,12 +69,23 @@ class PptAgent(BaseAgent):
     async def forget(self, key: ConversationKey) -> None:
         await self._builds.forget(key.user_id, key.conversation_id)
 
+    async def forget_turns(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
+        """A deleted branch takes the builds its turns began: no other branch builds on them."""
+        versions = await self._builds.versions(key.user_id, key.conversation_id)
+        if not versions or not gone:
+            return
+        remaining = await self.core.store.get_tree(key.user_id, key.conversation_id)
+        dropped = of_turns(versions, remaining.turns, gone)
+        await self._builds.drop(key.user_id, [b.id for b in dropped if b.id is not None])
+
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         await self._list_templates()
         versions = await self._builds.versions(turn.user_id, turn.conversation_id)
-        latest = versions[-1] if versions else None
+        seen = await self._on_branch(turn, versions)
+        latest = seen[-1] if seen else None
         intent = await self._intent(turn, state, latest)
-        if intent == "resume" and latest is not None:
+        again = turn.regenerates is not None
+        if intent == "resume" and latest is not None and not again:
             build = latest
             yield ThinkingEvent(f"Resuming the build at {resume_step(build)}\n")
             if build.status == PAUSED:
@@ -78,12 +93,27 @@ class PptAgent(BaseAgent):
             build.status = resume_step(build)
             build.failed_step = build.error_msg = None
         else:
-            base = last_success(versions) if intent == "modify" else None
-            build = await self._builds.add(new_build(turn, versions, base))
+            base = last_success(seen) if intent == "modify" else None
+            build = new_build(turn, versions, base)
+            if intent == "resume" and latest is not None:
+                # A regenerated answer to a paused or failed build: its request, built anew.
+                paused = latest.status == PAUSED
+                build.query = f"{latest.query}\n{turn.question}" if paused else latest.query
+            build = await self._builds.add(build)
             if base is not None:
                 yield ThinkingEvent(f"Changing version {base.version} into {build.version}\n")
         async for event in self._run(turn, state, build, versions):
             yield event
+
+    async def _on_branch(self, turn: Turn, versions: list[DeckBuild]) -> list[DeckBuild]:
+        """The builds of the turns above this one: a paused build of another branch is not
+        this message's to answer, nor a deck of another branch its to change. A regeneration
+        sits beside the turn it answers again, so it makes a new version of its own."""
+        if not versions:
+            return []
+        tree = await self.core.store.get_tree(turn.user_id, turn.conversation_id)
+        above = {t.id for t in tree.path(turn.row_id) if t.id is not None and t.id != turn.row_id}
+        return on_path(versions, tree.turns, above)
 
     async def _intent(self, turn: Turn, state: TurnState, latest: DeckBuild | None) -> str:
         """`create`, `modify` or `resume`: rules first, then the model, then `create`."""

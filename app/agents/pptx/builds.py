@@ -7,14 +7,18 @@ failed build resumes at the step it had reached.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from bisect import bisect_right
+from collections.abc import Collection, Iterable, Sequence
+from datetime import datetime
 from typing import Protocol
 
 from pydantic import BaseModel, TypeAdapter
 
 from app.agents.pptx.schema import DeckSchema, Outline, OutlineSlide, Requirement
 from app.agents.turn import Turn
+from app.store.base import GoneTurn
 from app.store.deck_builds import DeckBuild, TemplateRow
+from app.store.models import StoredTurn
 
 STEPS = ("REQUIREMENT", "SEARCH", "TEMPLATE", "OUTLINE", "SCHEMA", "MODIFY", "RENDER")
 PAUSED, SUCCESS, FAILED = "PAUSED", "SUCCESS", "FAILED"
@@ -31,6 +35,8 @@ class DeckBuilds(Protocol):
     async def save(self, build: DeckBuild) -> None: ...
 
     async def forget(self, user_id: str, conversation_id: str) -> None: ...
+
+    async def drop(self, user_id: str, build_ids: Sequence[int]) -> None: ...
 
     async def replace_templates(self, templates: Sequence[TemplateRow]) -> None: ...
 
@@ -58,6 +64,40 @@ def outline_of(title: str, deck: DeckSchema) -> Outline:
     """The outline an edited deck now has: its slides' titles and page types."""
     slides = [OutlineSlide(title=s.title or "-", page_type=s.page_type) for s in deck.slides]
     return Outline(title=title, slides=slides)
+
+
+def begun_by(versions: list[DeckBuild], asked: Iterable[tuple[datetime, int]]) -> list[int | None]:
+    """The turn that began each build, from when the turns were asked (`asked`: their times
+    and ids); None for a build older than every turn given.
+
+    A build is the turn's that was asked last before it began (a conversation
+    runs one turn at a time), so no build column needs to name its turn.
+    """
+    ordered = sorted(asked)
+    times = [time for time, _ in ordered]
+    turns: list[int | None] = []
+    for build in versions:
+        index = bisect_right(times, build.create_time) - 1
+        turns.append(ordered[index][1] if index >= 0 else None)
+    return turns
+
+
+def on_path(
+    versions: list[DeckBuild], turns: Sequence[StoredTurn], path: Collection[int]
+) -> list[DeckBuild]:
+    """The builds begun by the turns of `path`: what a turn on that branch builds on."""
+    asked = [(t.create_time, t.id) for t in turns if t.id is not None]
+    return [b for b, turn in zip(versions, begun_by(versions, asked), strict=True) if turn in path]
+
+
+def of_turns(
+    versions: list[DeckBuild], turns: Sequence[StoredTurn], gone: Sequence[GoneTurn]
+) -> list[DeckBuild]:
+    """The builds begun by the deleted turns `gone`; `turns` are the turns that remain."""
+    asked = [(t.create_time, t.id) for t in turns if t.id is not None]
+    asked += [(t.asked, t.id) for t in gone]
+    ids = {t.id for t in gone}
+    return [b for b, turn in zip(versions, begun_by(versions, asked), strict=True) if turn in ids]
 
 
 def resume_step(build: DeckBuild) -> str:

@@ -86,15 +86,18 @@ def parse_task_id(task_id: str) -> TaskRef | None:
 
 
 def task_turns(turns: Sequence[StoredTurn], row_id: int) -> list[StoredTurn]:
-    """The rows of the task begun by `row_id`: it, and each row answering a paused one."""
-    start = next((i for i, turn in enumerate(turns) if turn.id == row_id), None)
-    if start is None:
-        return []
-    rows = [turns[start]]
-    for turn in turns[start + 1 :]:
-        if rows[-1].status != "paused":
+    """The rows of the task begun by `row_id`: it, and each row answering a paused one.
+
+    An answer is a turn that follows the paused one (its child in the conversation's tree,
+    the newest if it was answered on more than one branch), not merely the next row. `turns`
+    are oldest first, as the store reads them.
+    """
+    rows = [turn for turn in turns if turn.id == row_id]
+    while rows and rows[-1].status == "paused":
+        answers = [turn for turn in turns if turn.parent_id == rows[-1].id]
+        if not answers:
             break
-        rows.append(turn)
+        rows.append(answers[-1])
     return rows
 
 

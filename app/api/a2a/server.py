@@ -210,12 +210,14 @@ class RunTasks(RequestHandler):
             raise UnsupportedOperationError("List tasks by contextId (a conversation)")
         turns = await self._turns(_user(context), params.context_id)
         tasks: list[Task] = []
-        index = 0
-        while index < len(turns):
-            ref = TaskRef(params.context_id, row_id(turns[index]))
+        answered: set[int] = set()
+        for turn in turns:
+            if row_id(turn) in answered:
+                continue
+            ref = TaskRef(params.context_id, row_id(turn))
             rows = task_turns(turns, ref.row_id)
+            answered.update(row_id(r) for r in rows)
             tasks.append(stored_task(rows, ref, _base_url(context)))
-            index += len(rows)
         return ListTasksResponse(tasks=tasks, page_size=len(tasks), total_size=len(tasks))
 
     async def on_create_task_push_notification_config(
@@ -278,11 +280,15 @@ class RunTasks(RequestHandler):
         if entry is None:
             raise InvalidParamsError(f"Unknown skill {kind!r}")
         file_id = metadata.get("fileId")
+        parent_id = _turn_field(metadata, "parentId")
+        if parent_id is None and earlier:
+            # A task's answer follows the row waiting for it, wherever the active path is.
+            parent_id = earlier[-1].id
         request = TurnRequest(
             question,
             conversation,
             str(file_id) if file_id else None,
-            parent_id=_turn_field(metadata, "parentId"),
+            parent_id=parent_id,
             regenerate=_turn_field(metadata, "regenerate"),
         )
         try:
