@@ -31,12 +31,15 @@ class Usage:
     completion_tokens: int = 0
     estimated: bool = False
     """True when counted locally with tiktoken because the provider reported nothing."""
+    model: str = ""
+    """The catalog id of the model that spent it; empty: not said (or several)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.estimated or other.estimated,
+            self.model if self.model == other.model else "",
         )
 
 

@@ -540,7 +540,7 @@ async def test_migration_keeps_each_conversation_one_path_and_undoes(database_ur
                     ),
                     {"c": conversation, "q": question, "t": now.replace(tzinfo=None)},
                 )
-            await conn.run_sync(migrate, "upgrade", "0008_turn_tree")
+            await conn.run_sync(migrate, "upgrade", "head")
         store = SqlSessionStore(db)
         tree = await store.get_tree("alice", "a")
         assert [t.question for t in tree.path()] == ["a1", "a2", "a3"]
