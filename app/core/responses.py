@@ -39,8 +39,15 @@ class Usage:
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.estimated or other.estimated,
-            self.model if self.model == other.model else "",
+            _same_model(self, other),
         )
+
+
+def _same_model(one: Usage, other: Usage) -> str:
+    """The model of a sum: the one both name (an empty sum names none), else none."""
+    if not one.model or not other.model or one.model == other.model:
+        return one.model or other.model
+    return ""
 
 
 @dataclass(slots=True)
