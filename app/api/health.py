@@ -36,10 +36,9 @@ async def ready(
     Each MCP server's state is listed under `mcp` (`up`, `down` with its last
     error, or `starting`); a server that is down does not make the answer 503.
     With `deep=1` every model of the catalog is called too: `models` gives each one's
-    state by id, `checks.model` the first that is not `ok`; a failure names its code in
-    `errors` (`model`, and `model:<id>` for each failing one), and its details
-    (URL, status, the provider's message) go to the service's log, not to this
-    unauthenticated answer.
+    `{status, error?}` by id, `checks.model` the first status that is not `ok` and
+    `errors.model` the first failure's code; the details (URL, status, the
+    provider's message) go to the service's log, not to this unauthenticated answer.
     """
     checks: dict[str, str] = {}
     errors: dict[str, str] = {}
@@ -54,18 +53,17 @@ async def ready(
         checks["tasks"] = "ok"
     except TaskError:
         checks["tasks"] = "unavailable"
-    models: dict[str, str] = {}
+    models: dict[str, dict[str, str]] = {}
     if deep:
         for model_id, error in (await services.models.check()).items():
             if error is None:
-                models[model_id] = "ok"
+                models[model_id] = {"status": "ok"}
             elif isinstance(error, ModelNotConfigured):
-                models[model_id] = "not_configured"
+                models[model_id] = {"status": "not_configured"}
             else:
-                models[model_id] = "unavailable"
+                models[model_id] = {"status": "unavailable", "error": error.code}
                 errors.setdefault("model", error.code)
-                errors[f"model:{model_id}"] = error.code
-        checks["model"] = next((s for s in models.values() if s != "ok"), "ok")
+        checks["model"] = next((m["status"] for m in models.values() if m["status"] != "ok"), "ok")
     healthy = all(v == "ok" for v in checks.values())
     body: dict[str, object] = {"status": "ready" if healthy else "unavailable", "checks": checks}
     if models:

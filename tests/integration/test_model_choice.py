@@ -468,9 +468,13 @@ async def test_a_deep_readiness_check_covers_every_model_and_names_the_failing_o
 
     assert response.status_code == 503
     body = response.json()
-    assert body["models"] == {"default": "ok", "strong": "ok", "fast": "unavailable"}
+    assert body["models"] == {
+        "default": {"status": "ok"},
+        "strong": {"status": "ok"},
+        "fast": {"status": "unavailable", "error": "LLM_AUTH_FAILED"},
+    }
     assert body["checks"]["model"] == "unavailable"
-    assert body["errors"] == {"model": "LLM_AUTH_FAILED", "model:fast": "LLM_AUTH_FAILED"}
+    assert body["errors"] == {"model": "LLM_AUTH_FAILED"}
 
 
 async def test_no_model_key_reaches_a_log_an_answer_an_error_or_the_history(
