@@ -11,6 +11,7 @@
 
 import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
 import { ConversationList } from './conversations.js';
+import { ModelPicker } from './models.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
 
@@ -37,6 +38,7 @@ const ui = {
   sidebar: $('sidebar'),
 };
 
+const models = new ModelPicker(ui.composer.querySelector('.composer-tools'));
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
 const RUNS_POLL_MS = 5000;
 const tabs = 'BroadcastChannel' in window ? new BroadcastChannel('dodo-agent.turns') : null;
@@ -183,7 +185,10 @@ async function follow(turn, conversationId, open) {
       open: () => open(controller.signal),
       conversationId,
       signal: controller.signal,
-      onEvent: (event) => turn.apply(event),
+      onEvent: (event) => {
+        turn.apply(event);
+        models.annotate(turn.el, event);
+      },
       onReconnect: () => turn.showNotice('Connection lost, reconnecting…'),
     });
   } catch (error) {
@@ -245,6 +250,7 @@ async function ask(text) {
   const conversationId = state.conversationId;
   const params = new URLSearchParams({ query: question, conversationId });
   if (state.file && file.accepts) params.set('fileId', state.file.fileId);
+  models.choose(conversationId, params);
   const turn = new TurnView(question, { onFollowUp: ask });
   addTurn(turn);
   ui.question.value = '';
@@ -304,6 +310,8 @@ async function openConversation(id) {
   state.file = detail.fileid ? { fileId: detail.fileid, fileName: 'File of this conversation' } : null;
   showFile();
   const turns = detail.messages.map((m) => TurnView.fromStored(m, { onFollowUp: ask }));
+  turns.forEach((turn, i) => models.annotateStored(turn.el, detail.messages[i]));
+  models.show(id);
   turns.forEach(addTurn);
   const last = detail.messages.at(-1);
   if (last?.status === 'running') await rejoin(turns.at(-1), last.question, id);
@@ -356,7 +364,7 @@ async function load() {
   // Read first: whatever the reader does while the agents and the list load changes it.
   const hash = location.hash;
   ui.keyButton.hidden = !apiKey();
-  await loadAgents();
+  await Promise.all([loadAgents(), models.load()]);
   showAgentTools();
   try {
     await conversations.refresh();
