@@ -18,8 +18,10 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from app.config import Settings
+from app.main import create_app
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.model_behaviours import Behaving, NativeOnly
 from tests.fakes.openai_server import FakeOpenAI
@@ -33,6 +35,7 @@ from tests.integration.service import (
     service_settings,
 )
 from tests.support.research import REPORT, over_http, step_named
+from tests.support.server import serve
 from tests.support.sse import Event, collect, text_of
 
 STRONG_KEY = "sk-ant-strong-secret-7777"
@@ -477,7 +480,7 @@ async def test_a_deep_readiness_check_covers_every_model_and_names_the_failing_o
     assert body["errors"] == {"model": "LLM_AUTH_FAILED"}
 
 
-async def test_no_model_key_reaches_a_log_an_answer_an_error_or_the_history(
+async def test_no_model_key_reaches_a_log_an_answer_an_error_a_trace_or_the_history(
     tmp_path: Path,
     default_llm: FakeOpenAI,
     strong_llm: FakeAnthropic,
@@ -488,7 +491,12 @@ async def test_no_model_key_reaches_a_log_an_answer_an_error_or_the_history(
     strong_llm.script(Reply.error(401, message=f"invalid x-api-key {STRONG_KEY}"))
     fast_llm.script(Reply.error(400, message=f"bad request from {FAST_KEY}"))
     caplog.set_level(logging.DEBUG)
-    async with three_models(tmp_path, default_llm, strong_llm, fast_llm) as client:
+    exporter = InMemorySpanExporter()
+    settings = settings_with(tmp_path, default_llm, strong_llm, fast_llm)
+    async with (
+        serve(create_app(settings, span_exporter=exporter)) as url,
+        httpx.AsyncClient(base_url=url, timeout=10) as client,
+    ):
         seen = [
             await client.get("/agent/models"),
             await client.get("/ready", params={"deep": "1"}),
@@ -505,15 +513,18 @@ async def test_no_model_key_reaches_a_log_an_answer_an_error_or_the_history(
             await client.get("/usage"),
         ]
 
-    said = "\n".join(r.text for r in seen) + "\n".join(r.getMessage() for r in caplog.records)
+    traced = [
+        f"{span.name} {dict(span.attributes or {})} {[e.attributes for e in span.events]}"
+        for span in exporter.get_finished_spans()
+    ]
+    assert any("claude-test" in line for line in traced)
+    said = "\n".join([*(r.text for r in seen), *(r.getMessage() for r in caplog.records), *traced])
     assert "invalid x-api-key" not in "\n".join(r.text for r in seen)
     for secret in SECRETS:
         assert secret not in said
 
 
 def test_a_bad_catalog_stops_the_app_before_it_serves(tmp_path: Path) -> None:
-    from app.main import create_app
-
     settings = service_settings(
         tmp_path,
         f"sqlite+aiosqlite:///{tmp_path}/app.db",
