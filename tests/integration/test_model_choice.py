@@ -29,6 +29,7 @@ from tests.fakes.scripted_server import Body, Reply, ScriptedServer
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import (
     TEST_LLM_KEY,
+    Backend,
     ask,
     history,
     running_service,
@@ -108,11 +109,15 @@ def settings_with(
     default: ScriptedServer,
     strong: ScriptedServer,
     fast: ScriptedServer,
+    backend: Backend | None = None,
     **extra: Any,
 ) -> Settings:
+    backend = backend or Backend(f"sqlite+aiosqlite:///{tmp_path}/app.db", "", "")
     return service_settings(
         tmp_path,
-        f"sqlite+aiosqlite:///{tmp_path}/app.db",
+        backend.database_url,
+        backend.redis_url,
+        redis_prefix=backend.redis_prefix or "dodo:",
         llm_base_url=default.base_url,
         models=catalog(strong, fast),
         **extra,
@@ -125,9 +130,11 @@ async def three_models(
     default: ScriptedServer,
     strong: ScriptedServer,
     fast: ScriptedServer,
+    backend: Backend | None = None,
     **extra: Any,
 ) -> AsyncIterator[httpx.AsyncClient]:
-    async with running_service(settings_with(tmp_path, default, strong, fast, **extra)) as client:
+    settings = settings_with(tmp_path, default, strong, fast, backend, **extra)
+    async with running_service(settings) as client:
         yield client
 
 
@@ -184,9 +191,13 @@ async def test_the_catalog_lists_every_model_without_a_key_or_an_endpoint(
 
 
 async def test_each_turn_is_answered_by_the_model_it_names_and_says_so_with_its_cost(
-    tmp_path: Path, default_llm: FakeOpenAI, strong_llm: FakeAnthropic, fast_llm: FakeOpenAI
+    backend: Backend,
+    tmp_path: Path,
+    default_llm: FakeOpenAI,
+    strong_llm: FakeAnthropic,
+    fast_llm: FakeOpenAI,
 ) -> None:
-    async with three_models(tmp_path, default_llm, strong_llm, fast_llm) as client:
+    async with three_models(tmp_path, default_llm, strong_llm, fast_llm, backend) as client:
         plain = await ask(client, "Who are you?", "c-pick")
         strong = await stream(
             client, {"query": "And now?", "conversationId": "c-pick", "model": "strong"}
@@ -429,9 +440,13 @@ async def test_deep_research_runs_its_roles_on_their_models_and_costs_each_one(
 
 
 async def test_usage_totals_a_users_turns_per_model_and_per_kind(
-    tmp_path: Path, default_llm: FakeOpenAI, strong_llm: FakeAnthropic, fast_llm: FakeOpenAI
+    backend: Backend,
+    tmp_path: Path,
+    default_llm: FakeOpenAI,
+    strong_llm: FakeAnthropic,
+    fast_llm: FakeOpenAI,
 ) -> None:
-    async with three_models(tmp_path, default_llm, strong_llm, fast_llm) as client:
+    async with three_models(tmp_path, default_llm, strong_llm, fast_llm, backend) as client:
         await ask(client, "One", "c-usage")
         await stream(client, {"query": "Two", "conversationId": "c-usage", "model": "strong"})
         await stream(client, {"query": "Three", "conversationId": "c-other", "model": "strong"})
