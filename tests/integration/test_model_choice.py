@@ -333,6 +333,12 @@ async def test_ag_ui_ai_sdk_and_a2a_pick_the_model_too(
     assert finished[-1]["result"]["usage"]["model"] == "strong"
     assert ai_sdk_answer.status_code == 200
     assert "Fast here." in ai_sdk_answer.text
+    [finish] = [
+        orjson.loads(line[6:])
+        for line in ai_sdk_answer.text.splitlines()
+        if line.startswith("data: {") and '"finish"' in line
+    ]
+    assert finish["messageMetadata"]["usage"]["model"] == "fast"
     result = a2a_answer.json()["result"]
     [answer] = [a for a in result["artifacts"] if a["artifactId"] == "answer"]
     assert answer["parts"] == [{"kind": "text", "text": "Strong here."}]
