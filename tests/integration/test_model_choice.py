@@ -539,6 +539,8 @@ async def test_no_model_key_reaches_a_log_an_answer_an_error_a_trace_or_the_hist
         for span in exporter.get_finished_spans()
     ]
     assert any("claude-test" in line for line in traced)
+    runs = [dict(s.attributes or {}) for s in exporter.get_finished_spans()]
+    assert {r.get("dodo.run.model") for r in runs} >= {"strong", "fast"}
     said = "\n".join([*(r.text for r in seen), *(r.getMessage() for r in caplog.records), *traced])
     assert "invalid x-api-key" not in "\n".join(r.text for r in seen)
     for secret in SECRETS:
