@@ -15,11 +15,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import inspect
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, dataclass_transform
 
+from dotenv import dotenv_values
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -76,6 +78,16 @@ class Settings(BaseSettings):
     """Tokens the model may reason with (Anthropic, Gemini, DashScope); 0: none; empty: default."""
     llm_structured_output: Literal["native", "prompt"] = "native"
     """How JSON steps ask for JSON: the provider's structured output, or only the prompt."""
+
+    models: SecretStr = SecretStr("")
+    """Named models beside the `LLM_*` one: a JSON list, or `@path` to a .json/.yaml file
+    (README: Models). Secret: an entry may hold its key inline."""
+    agent_models: str = ""
+    """Each agent kind's default model id: `deep:strong,pptx:fast`; unnamed kinds: `default`."""
+    deep_task_model: str = ""
+    """The model id of deep research's task runs; empty: the turn's model."""
+    deep_report_model: str = ""
+    """The model id that writes deep research's report; empty: the turn's model."""
 
     tavily_api_key: SecretStr = SecretStr("")
     tavily_base_url: str = "https://api.tavily.com"
@@ -280,6 +292,19 @@ class Settings(BaseSettings):
             if digest and user.strip():
                 pairs[digest] = user.strip()
         return pairs
+
+    def environment(self) -> dict[str, str]:
+        """The variables a model's `apiKeyEnv` may name: the `.env` file's, then the process's.
+
+        The one other place the environment is read, so a key named by a catalog
+        entry is found wherever the settings themselves could have been.
+        """
+        env_file = self.model_config.get("env_file")
+        found: dict[str, str] = {}
+        if isinstance(env_file, str) and Path(env_file).is_file():
+            found.update({k: v for k, v in dotenv_values(env_file).items() if v is not None})
+        found.update(os.environ)
+        return found
 
     def cors_origin_list(self) -> list[str]:
         """The origins a browser may call from; with API keys, `*` allows no other origin.

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from app.agents.registry import AGENTS, AgentEntry, build_agents
 from app.agents.turn import AgentCore, AgentSettings
-from app.api import agent, export, files, health, metrics, runs, search, sessions
+from app.api import agent, export, files, health, metrics, runs, search, sessions, usage
 from app.api.a2a.routes import install_a2a
 from app.api.body_limit import BodyCap, BodyLimit, request_max_bytes
 from app.api.deps import ApiSettings, Services
@@ -38,9 +38,10 @@ from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
 from app.limits import build_user_limits
 from app.llm.base import ChatModel
+from app.llm.catalog import read_catalog
 from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
-from app.llm.registry import build_chat_model
+from app.llm.models import open_catalog
 from app.llm.tokens import TokenCounter, install_encodings
 from app.service.streams import StreamService, StreamSettings
 from app.service.turns import TurnService
@@ -50,6 +51,7 @@ from app.store.file_store import SqlFileStore
 from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
 from app.store.titles import SqlTitles
+from app.store.usage import SqlUsage
 from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
 from app.tasks.runs import RunRegistry
 from app.tasks.sweeper import Sweeper
@@ -93,7 +95,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         instance_id = uuid.uuid4().hex[:12]
         store = SqlSessionStore(db, instance_id)
         await _mark_orphans(store, settings)
-        model_client = await stack.enter_async_context(build_http_client(settings))
+        catalog = await stack.enter_async_context(
+            open_catalog(app.state.catalog, settings, app.state.model)
+        )
         tools_client = await stack.enter_async_context(build_http_client(settings))
         mcp_servers = parse_servers(settings.mcp_servers.get_secret_value())
         mcp = await stack.enter_async_context(
@@ -105,8 +109,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             build_embedder(settings, tools_client),
             LibrarySettings.from_settings(settings),
         )
-        model = app.state.model or build_chat_model(settings, model_client)
-        telemetry.watch_model(model)
+        model = catalog.default
+        # `default` last: the one hook the telemetry keeps telling is its own (a test's).
+        for each in reversed(catalog.models().values()):
+            telemetry.watch_model(each)
         unstored = build_unstored(settings)
         stack.push_async_callback(unstored.close)
         storing = UnstoredSweeper(unstored, store, settings.unstored_sweep_seconds)
@@ -125,6 +131,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             search=configured_search(tools_client, settings, toolbox),
             observer=telemetry,
             unstored=unstored,
+            models=catalog,
         )
         agents = build_agents(core, settings, app.state.agents)
         for built in agents.values():
@@ -169,6 +176,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             store=store,
             titles=SqlTitles(db),
             search=SqlTurnSearch(db),
+            usage=SqlUsage(db),
             tasks=tasks,
             runs=run_registry,
             turns=turns,
@@ -180,10 +188,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
                 limits,
                 webhooks,
                 store,
+                catalog,
             ),
             users_by_key=settings.user_by_key(),
             files=library,
             model=core.model,
+            models=catalog,
             limits=limits,
             mcp=mcp,
             webhooks=webhooks,
@@ -238,6 +248,8 @@ def create_app(
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
+    # Checked now, so a bad catalog stops the service before it serves (a ValueError).
+    app.state.catalog = read_catalog(settings)
     app.state.agents = agents
     app.state.model = model
     app.state.span_exporter = span_exporter
@@ -278,6 +290,7 @@ def create_app(
     app.include_router(export.router)
     app.include_router(files.router)
     app.include_router(metrics.router)
+    app.include_router(usage.router)
     app.include_router(ag_ui.router)
     app.include_router(ai_sdk.router)
     document_errors(app)

@@ -44,6 +44,7 @@ from app.core.events import (
     CompleteEvent,
     ErrorEvent,
     Event,
+    ModelSpend,
     RecommendEvent,
     ReferenceEvent,
     RunStatus,
@@ -55,6 +56,7 @@ from app.core.run import Conclusion, ConversationKey, Notice, StopSignal
 from app.llm.errors import ModelError, user_message
 from app.store.base import GoneTurn, StoreError, StoreUnavailable
 from app.store.models import StoredTurn, TurnOutcome
+from app.store.records import ModelUsage
 from app.tasks.base import TaskError
 
 log = logging.getLogger(__name__)
@@ -87,6 +89,7 @@ class BaseAgent(ABC):
                 agent_type=self.agent_type,
                 question=turn.question,
                 fileid=turn.file_id,
+                model=turn.model_id,
             ),
             self.core.limits.memory_max_turns,
             turn.parent_id,
@@ -163,6 +166,7 @@ class BaseAgent(ABC):
         so the stream can say it is saving. Any other store error is not retried:
         the same statement would fail the same way.
         """
+        spent = self.spent(turn, state)
         outcome = TurnOutcome(
             answer="".join(state.answer),
             thinking="".join(state.thinking),
@@ -177,6 +181,8 @@ class BaseAgent(ABC):
             total_response_time=state.elapsed_ms(),
             prompt_tokens=state.usage.prompt_tokens,
             completion_tokens=state.usage.completion_tokens,
+            cost_usd=_total_cost(spent),
+            usage_by_model=spent,
         )
         began = time.monotonic()
         deadline = began + self.core.limits.store_retry_seconds
@@ -223,6 +229,21 @@ class BaseAgent(ABC):
                 with contextlib.suppress(TaskError):  # a sweep finds it stored, and drops it
                     await self.core.unstored.drop(turn.row_id)
             return True
+
+    def spent(self, turn: Turn, state: TurnState) -> list[ModelUsage]:
+        """The turn's usage per model, priced; the turn's own model first."""
+        models = self.core.models
+        spent = [
+            ModelUsage(
+                model=model_id,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cost_usd=models.cost_usd(model_id, usage) if models is not None else None,
+                estimated=usage.estimated,
+            )
+            for model_id, usage in state.usage_by_model(turn.model_id).items()
+        ]
+        return sorted(spent, key=lambda u: u.model != turn.model_id)
 
     async def _keep_aside(self, turn: Turn, outcome: TurnOutcome) -> None:
         """Keep the outcome where another instance finds it, should this one never store it."""
@@ -275,7 +296,10 @@ class AgentTurn:
                 yield ReferenceEvent.of(state.references.values())
             if limits.recommendations and state.outcome == "completed":
                 state.recommend = await suggest_follow_ups(
-                    core.model, turn.question, "".join(state.answer), state.add_usage
+                    core.model_for(turn.model_id),
+                    turn.question,
+                    "".join(state.answer),
+                    state.add_usage,
                 )
                 if state.recommend:
                     yield RecommendEvent.of(state.recommend)
@@ -309,13 +333,32 @@ class AgentTurn:
                     f"the database did not take the answer within {limit:g}s",
                 )
             )
+        spent = self.agent.spent(self.turn, state)
         complete = CompleteEvent(
             status=status,
             first_response_time=state.first_response_ms,
             total_response_time=state.elapsed_ms(),
             tools=state.tool_names(),
             usage=RunUsage(
-                state.usage.prompt_tokens, state.usage.completion_tokens, state.usage.estimated
+                state.usage.prompt_tokens,
+                state.usage.completion_tokens,
+                state.usage.estimated,
+                model=self.turn.model_id,
+                cost_usd=_total_cost(spent),
+                by_model=(
+                    {
+                        u.model: ModelSpend(u.prompt_tokens, u.completion_tokens, u.cost_usd)
+                        for u in spent
+                    }
+                    if len(spent) > 1
+                    else None
+                ),
             ),
         )
         return Conclusion(complete, events)
+
+
+def _total_cost(spent: list[ModelUsage]) -> float | None:
+    """The turn's cost: the priced models' sum; None when no model that served it has prices."""
+    costs = [u.cost_usd for u in spent if u.cost_usd is not None]
+    return round(sum(costs), 8) if costs else None

@@ -18,7 +18,7 @@ too: `take_usage()` hands them to the agent for the turn's usage.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 
 from app.agents.turn import Turn
 from app.core.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
@@ -49,8 +49,11 @@ class Compactor:
         keep: int,
         budget: int,
         kept_tools: Collection[str] = (),
+        model_of: Callable[[Turn], ChatModel] | None = None,
     ) -> None:
         self._model = model
+        self._model_of = model_of
+        """The turn's own model, when it may name one; else `model` summarises."""
         self._tokens = tokens
         self._keep = keep
         self._budget = budget
@@ -91,8 +94,9 @@ class Compactor:
         def count(usage: Usage) -> None:
             self._usage[turn.task_id] = self.take_usage(turn) + usage
 
+        model = self._model_of(turn) if self._model_of is not None else self._model
         try:
-            async for item in self._model.stream(request, on_usage=count):
+            async for item in model.stream(request, on_usage=count):
                 if not isinstance(item, Retrying):
                     pieces += [b.text for b in item.content if isinstance(b, TextBlock)]
         except ModelError as exc:

@@ -97,7 +97,8 @@ class ReActAgent(BaseAgent):
                 return
             merged = Accumulator()
             schemas = [] if final else [t.schema for t in tools.values()]
-            stream = self.core.model.stream(messages, schemas, turn.options, state.add_usage)
+            model = self.core.model_for(turn.model_id)
+            stream = model.stream(messages, schemas, turn.options, state.add_usage)
             async for item in stream:
                 if isinstance(item, Retrying):
                     yield retry_notice(item)

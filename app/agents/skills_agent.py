@@ -252,6 +252,7 @@ def build(core: AgentCore, settings: Settings) -> SkillsAgent:
         settings.skills_keep_tool_results,
         settings.skills_context_tokens,
         kept_tools=(LOAD_SKILL,),
+        model_of=lambda turn: core.model_for(turn.model_id),
     )
     own_core = dataclasses.replace(
         core, limits=dataclasses.replace(core.limits, max_rounds=settings.skills_max_rounds)

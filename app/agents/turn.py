@@ -31,6 +31,9 @@ from app.core.run import ConversationKey, NeverStopped, StopSignal
 from app.core.tools import GenerateOptions
 from app.documents.library import DocumentLibrary
 from app.llm.base import ChatModel
+from app.llm.catalog import Role
+from app.llm.model_entry import DEFAULT_MODEL_ID
+from app.llm.models import ModelCatalog
 from app.llm.tokens import TokenCounter
 from app.store.base import SessionStore
 from app.store.db import Database
@@ -86,6 +89,18 @@ class AgentCore:
     """The service's telemetry (tool calls, store retries, the trace id in `start`)."""
     unstored: UnstoredTurns = field(default_factory=NoUnstoredTurns)
     """Where a turn's outcome waits while its final store fails, for any instance to store."""
+    models: ModelCatalog | None = None
+    """Every configured model by id (`MODELS`); None: `model` alone, as `default`."""
+
+    def role_model(self, role: Role, model_id: str) -> str:
+        """The id deep research's `role` takes in a turn of `model_id` (`DEEP_*_MODEL`)."""
+        return model_id if self.models is None else self.models.role(role, model_id)
+
+    def model_for(self, model_id: str) -> ChatModel:
+        """The model a turn (or a role of it) named: `model` is the catalog's `default`."""
+        if self.models is None or model_id == DEFAULT_MODEL_ID:
+            return self.model
+        return self.models.get(model_id)
 
 
 @dataclass(slots=True)
@@ -104,6 +119,8 @@ class Turn:
     earlier: list[StoredTurn] = field(default_factory=list)
     """The conversation's latest turns before this one, read as its question was stored."""
     options: GenerateOptions = field(default_factory=lambda: GenerateOptions())
+    model_id: str = DEFAULT_MODEL_ID
+    """The catalog id of the model that answers (the request's `model`, or the kind's)."""
 
     @property
     def user_id(self) -> str:
@@ -131,6 +148,8 @@ class TurnState:
     plan: list[PlanRound] = field(default_factory=list)
     """A planning agent's rounds, from its `plan`, `step` and `critique` events."""
     usage: Usage = field(default_factory=Usage)
+    by_model: dict[str, Usage] = field(default_factory=dict)
+    """`usage` per catalog id; "" for calls of a model that did not say (the turn's own)."""
     outcome: AgentOutcome = "completed"
     first_response_ms: int | None = None
     changes: int = 0
@@ -143,6 +162,20 @@ class TurnState:
     def add_usage(self, usage: Usage) -> None:
         """Every model call of the turn adds here, the follow-ups' and a stopped one's too."""
         self.usage = self.usage + usage
+        self.by_model[usage.model] = self.by_model.get(usage.model, Usage()) + usage
+
+    def add_usage_of(self, other: TurnState) -> None:
+        """A sub-run's usage (a research task's), model by model."""
+        for usage in other.by_model.values():
+            self.add_usage(usage)
+
+    def usage_by_model(self, turn_model: str) -> dict[str, Usage]:
+        """`by_model` with untold calls counted as the turn's own model's."""
+        merged: dict[str, Usage] = {}
+        for model_id, usage in self.by_model.items():
+            key = model_id or turn_model
+            merged[key] = merged.get(key, Usage()) + usage
+        return merged
 
     def add_references(self, refs: list[Reference]) -> None:
         for ref in refs:

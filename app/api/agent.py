@@ -21,6 +21,7 @@ from app.api.envelope import ApiError, Envelope, ok
 from app.api.sse import EventStreamResponse
 from app.config import DisconnectPolicy
 from app.core.wire import WireModel
+from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.service.streams import TurnRequest, valid_conversation_id
 from app.service.turns import Strategy
 
@@ -74,6 +75,12 @@ class StreamParams(BaseModel):
         description="A turn id: answer that turn's question again, as its new sibling"
         " (`query` may be left out).",
     )
+    model: str | None = Field(
+        default=None,
+        max_length=64,
+        description="The id of the model to answer with (`GET /agent/models`); default: the"
+        " agent kind's (`AGENT_MODELS`), else `default`. Unknown: 400 `MODEL_UNKNOWN`.",
+    )
 
     def request(self) -> TurnRequest:
         return TurnRequest(
@@ -85,6 +92,7 @@ class StreamParams(BaseModel):
             webhook=self.webhook,
             parent_id=self.parent_id,
             regenerate=self.regenerate,
+            model=self.model,
         )
 
 
@@ -104,6 +112,18 @@ class AgentKind(WireModel):
     )
     needs_file: bool = Field(description="A stream must name a `fileId`.")
     accepts_file: bool = Field(description="A stream may name a `fileId`.")
+
+
+class ModelInfo(WireModel):
+    id: str = Field(description="What a stream's `model` names.")
+    label: str = Field(description="What to call it in a picker.")
+    provider: str
+    vision: bool = Field(description="It reads images.")
+    context_window: int | None = Field(description="Tokens it takes in at once, where known.")
+    default: bool = Field(description="The model of a turn that names none (`default`).")
+    default_for: list[str] = Field(
+        description="The agent kinds whose turns take it when they name none (`AGENT_MODELS`)."
+    )
 
 
 class StopResult(BaseModel):
@@ -143,7 +163,10 @@ def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
     responses: dict[int | str, dict[str, object]] = {
         200: {"content": {"text/event-stream": {}}, "description": "The event stream"},
         404: {"description": "Unknown fileId, or a parentId/regenerate not a turn of the caller's"},
-        400: {"description": "Bad input, or a `webhook` URL that may not be called"},
+        400: {
+            "description": "Bad input, a `webhook` URL that may not be called, or an unknown"
+            " `model` (`data.error`: `MODEL_UNKNOWN`)"
+        },
         409: {"description": "A task is already running (`multitaskStrategy: reject`)"},
         429: {
             "description": "Over a per-user limit (streams at once, or a minute); see Retry-After"
@@ -196,6 +219,32 @@ async def list_agent_kinds(user: UserDep, services: ServicesDep) -> Envelope[lis
                 accepts_file=entry.accepts_file,
             )
             for entry in services.agents.values()
+        ]
+    )
+
+
+@router.get("/models", summary="The models a turn may pick")
+async def list_models(user: UserDep, services: ServicesDep) -> Envelope[list[ModelInfo]]:
+    """Every model of the catalog (`MODELS`), `default` first: never a key or an endpoint.
+
+    The chat page fills its model picker from this.
+    """
+    catalog = services.models
+    kinds_of: dict[str, list[str]] = {}
+    for kind, model_id in catalog.spec.agent_models.items():
+        kinds_of.setdefault(model_id, []).append(kind)
+    return ok(
+        [
+            ModelInfo(
+                id=entry.id,
+                label=entry.shown_label,
+                provider=entry.provider,
+                vision=entry.vision,
+                context_window=entry.context_window,
+                default=entry.id == DEFAULT_MODEL_ID,
+                default_for=kinds_of.get(entry.id, []),
+            )
+            for entry in catalog.entries()
         ]
     )
 

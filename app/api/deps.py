@@ -13,9 +13,11 @@ from app.config import SettingsPart
 from app.documents.library import DocumentLibrary
 from app.limits import UserLimits
 from app.llm.base import ChatModel
+from app.llm.models import ModelCatalog
 from app.service.streams import StreamService
 from app.service.turns import TurnService
 from app.store.base import ConversationTitles, SessionStore, TurnSearch
+from app.store.usage import SqlUsage
 from app.tasks.base import Tasks
 from app.tasks.runs import RunRegistry
 from app.tasks.webhooks import Webhooks
@@ -41,6 +43,7 @@ class Services:
     store: SessionStore
     titles: ConversationTitles
     search: TurnSearch
+    usage: SqlUsage
     tasks: Tasks
     runs: RunRegistry
     turns: TurnService
@@ -49,6 +52,9 @@ class Services:
     """The SHA-256 (hex) of each API key -> its user; empty: no authentication."""
     files: DocumentLibrary
     model: ChatModel
+    """The `default` model (`LLM_*`)."""
+    models: ModelCatalog
+    """Every configured model by id (`MODELS`)."""
     limits: UserLimits
     webhooks: Webhooks
     mcp: McpHub | None = None

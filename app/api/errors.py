@@ -102,9 +102,12 @@ _REFUSED_STATUS: dict[type[TurnRefused], int] = {
 
 async def _turn_refused(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, TurnRefused)
-    status = _REFUSED_STATUS[type(exc)]
+    status = next(s for kind, s in _REFUSED_STATUS.items() if isinstance(exc, kind))
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, OverLimit) else None
-    return JSONResponse(error_body(status, str(exc)), status_code=status, headers=headers)
+    body = error_body(status, str(exc))
+    if exc.code is not None:
+        body["data"] = {"error": exc.code}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 async def _client_gone(request: Request, exc: Exception) -> JSONResponse:

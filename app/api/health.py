@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from app.api.deps import ServicesDep
-from app.llm.errors import ModelError, ModelNotConfigured
+from app.llm.errors import ModelNotConfigured
 from app.store.base import StoreError
 from app.tasks.base import TaskError
 
@@ -35,9 +35,10 @@ async def ready(
 
     Each MCP server's state is listed under `mcp` (`up`, `down` with its last
     error, or `starting`); a server that is down does not make the answer 503.
-    With `deep=1` the model is called too; a failure names its code in `errors`,
-    and its details (URL, status, the provider's message) go to the service's log,
-    not to this unauthenticated answer.
+    With `deep=1` every model of the catalog is called too: `models` gives each one's
+    `{status, error?}` by id, `checks.model` the first status that is not `ok` and
+    `errors.model` the first failure's code; the details (URL, status, the
+    provider's message) go to the service's log, not to this unauthenticated answer.
     """
     checks: dict[str, str] = {}
     errors: dict[str, str] = {}
@@ -52,17 +53,21 @@ async def ready(
         checks["tasks"] = "ok"
     except TaskError:
         checks["tasks"] = "unavailable"
+    models: dict[str, dict[str, str]] = {}
     if deep:
-        try:
-            await services.model.check()
-            checks["model"] = "ok"
-        except ModelNotConfigured:
-            checks["model"] = "not_configured"
-        except ModelError as exc:
-            checks["model"] = "unavailable"
-            errors["model"] = exc.code
+        for model_id, error in (await services.models.check()).items():
+            if error is None:
+                models[model_id] = {"status": "ok"}
+            elif isinstance(error, ModelNotConfigured):
+                models[model_id] = {"status": "not_configured"}
+            else:
+                models[model_id] = {"status": "unavailable", "error": error.code}
+                errors.setdefault("model", error.code)
+        checks["model"] = next((m["status"] for m in models.values() if m["status"] != "ok"), "ok")
     healthy = all(v == "ok" for v in checks.values())
     body: dict[str, object] = {"status": "ready" if healthy else "unavailable", "checks": checks}
+    if models:
+        body["models"] = models
     if errors:
         body["errors"] = errors
     if services.mcp is not None and services.mcp.connections:

@@ -313,13 +313,30 @@ class ErrorEvent(_Wire):
 
 
 @dataclass(frozen=True, slots=True)
+class ModelSpend(_Wire):
+    """What one model of a turn spent (`usage.byModel`)."""
+
+    __pydantic_config__ = _wire_config(optional=("costUsd",))
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: OmittedWhenNone[float] = None
+
+
+@dataclass(frozen=True, slots=True)
 class RunUsage(_Wire):
-    __pydantic_config__ = WIRE
+    __pydantic_config__ = _wire_config(optional=("model", "costUsd", "byModel"))
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     estimated: bool = False
     """Some of it was counted locally: a call cut short, or a provider that reported none."""
+    model: OmittedWhenNone[str] = None
+    """The catalog id of the model that answered (`MODELS`)."""
+    cost_usd: OmittedWhenNone[float] = None
+    """What the turn cost, every model call summed, where the models' prices are set."""
+    by_model: OmittedWhenNone[dict[str, ModelSpend]] = None
+    """Per model, when several served the turn (deep research's roles, say)."""
 
 
 @dataclass(slots=True)

@@ -31,13 +31,23 @@ class Usage:
     completion_tokens: int = 0
     estimated: bool = False
     """True when counted locally with tiktoken because the provider reported nothing."""
+    model: str = ""
+    """The catalog id of the model that spent it; empty: not said (or several)."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.estimated or other.estimated,
+            _same_model(self, other),
         )
+
+
+def _same_model(one: Usage, other: Usage) -> str:
+    """The model of a sum: the one both name (an empty sum names none), else none."""
+    if not one.model or not other.model or one.model == other.model:
+        return one.model or other.model
+    return ""
 
 
 @dataclass(slots=True)

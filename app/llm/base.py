@@ -26,6 +26,7 @@ formatter beside it) and one line in `app/llm/registry.py`::
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 import time
@@ -91,6 +92,8 @@ class ModelConfig:
     and the memory of one that comes as a single huge event."""
     structured_output: StructuredOutput = "json_schema"
     """What the server offers for JSON steps (`LLM_STRUCTURED_OUTPUT=prompt`: "prompt")."""
+    name: str = ""
+    """Its id in the catalog (`MODELS`): each call's usage is told under it."""
 
     @property
     def configured(self) -> bool:
@@ -255,12 +258,12 @@ class ChatModel(ABC):
                 watch.end(time.perf_counter() - started, usage, exc)
                 if usage is None:
                     self._count_cut(on_usage, messages, tools, produced)
-                elif on_usage is not None:
-                    on_usage(usage)
+                else:
+                    self._tell(on_usage, usage)
                 raise
             watch.end(time.perf_counter() - started, usage, None)
-            if usage is not None and on_usage is not None:
-                on_usage(usage)
+            if usage is not None:
+                self._tell(on_usage, usage)
             return
 
     async def check(self) -> None:
@@ -306,8 +309,17 @@ class ChatModel(ABC):
         produced: Accumulator,
     ) -> None:
         """Count a call cut short: the provider's figures come only at the end of an answer."""
-        if on_usage is not None and self.tokens is not None:
-            on_usage(self.tokens.estimate_usage(messages, tools, produced.result().content))
+        if self.tokens is not None:
+            self._tell(
+                on_usage, self.tokens.estimate_usage(messages, tools, produced.result().content)
+            )
+
+    def _tell(self, on_usage: UsageSink | None, usage: Usage) -> None:
+        """Tell the caller a call's usage, under this model's catalog id."""
+        if on_usage is not None:
+            on_usage(
+                dataclasses.replace(usage, model=self.config.name) if self.config.name else usage
+            )
 
     @abstractmethod
     def _stream(

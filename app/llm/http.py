@@ -1,6 +1,6 @@
 """The pooled HTTP client a provider adapter talks through, sized from the settings.
 
-One client per provider, built in the lifespan and closed with it. httpx's
+One client per model of the catalog, built in the lifespan and closed with it. httpx's
 defaults (100 connections, a 5 s wait for a free one) make the 101st
 concurrent stream fail, so the pool holds as many connections as the service
 is meant to hold streams, all kept alive between calls.
@@ -20,8 +20,9 @@ from app.llm.network import AsyncioNetwork
 from app.llm.pool import StackPool
 
 
-def build_http_client(settings: Settings) -> httpx.AsyncClient:
-    size = settings.llm_max_connections
+def build_http_client(settings: Settings, max_connections: int | None = None) -> httpx.AsyncClient:
+    """The pool for one model (`max_connections`: its own size, else `LLM_MAX_CONNECTIONS`)."""
+    size = max_connections or settings.llm_max_connections
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
     transport = transport_over(
         lambda _: AsyncioNetwork(),

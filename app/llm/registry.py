@@ -1,4 +1,4 @@
-"""Which `ChatModel` class serves `LLM_PROVIDER`, and its `ModelConfig` from the settings.
+"""Which `ChatModel` class serves a provider, and a model's `ModelConfig` from the settings.
 
 Adding a provider is one module and one line in `PROVIDERS`. The
 OpenAI-compatible servers the seeds name (DeepSeek, GLM, Qwen's compatible
@@ -24,8 +24,9 @@ from app.llm.anthropic import AnthropicChatModel
 from app.llm.base import ChatModel, ModelConfig, ModelObserver, RetryPolicy, StructuredOutput
 from app.llm.dashscope import DashScopeChatModel
 from app.llm.gemini import GeminiChatModel
+from app.llm.model_entry import ModelEntry, llm_entry
 from app.llm.openai import OpenAIChatModel
-from app.llm.tokens import TokenCounter
+from app.llm.tokens import TokenCounter, encoding_for
 
 LOCAL_TIMEOUT_SECONDS = 300.0
 """A local server may first load the model into memory: minutes, not seconds."""
@@ -93,18 +94,28 @@ def build_chat_model(
     client: httpx.AsyncClient,
     observer: ModelObserver | None = None,
     tokens: TokenCounter | None = None,
+    entry: ModelEntry | None = None,
 ) -> ChatModel:
-    """The configured model; raises `ValueError` for a configuration that cannot work."""
-    spec = PROVIDERS[settings.llm_provider]
-    config = model_config(settings, spec)
+    """`entry`'s model (default: the `LLM_*` one); `ValueError` for one that cannot work.
+
+    The `LLM_*` settings fill in what the entry leaves out (retries, timeouts, sampling).
+    """
+    entry = entry or llm_entry(settings)
+    spec = PROVIDERS[entry.provider]
+    config = model_config(settings, spec, entry)
     if config.configured and not config.model:
-        raise ValueError(f"LLM_PROVIDER={settings.llm_provider} needs LLM_MODEL to name the model")
-    return spec.model_class(config, client, observer, tokens or TokenCounter())
+        raise ValueError(f"LLM_PROVIDER={entry.provider} needs LLM_MODEL to name the model")
+    return spec.model_class(
+        config, client, observer, tokens or TokenCounter(encoding_for(config.model))
+    )
 
 
-def model_config(settings: Settings, spec: ProviderSpec) -> ModelConfig:
-    base_url = settings.llm_base_url.rstrip("/")
-    if not base_url and (spec.local or settings.llm_api_key.get_secret_value()):
+def model_config(
+    settings: Settings, spec: ProviderSpec, entry: ModelEntry | None = None
+) -> ModelConfig:
+    entry = entry or llm_entry(settings)
+    base_url = entry.base_url.rstrip("/")
+    if not base_url and (spec.local or entry.api_key.get_secret_value()):
         base_url = spec.default_base_url
     defaults = GenerateOptions()
     if settings.llm_temperature is not None:
@@ -116,19 +127,22 @@ def model_config(settings: Settings, spec: ProviderSpec) -> ModelConfig:
     if settings.llm_thinking_budget is not None:
         defaults["thinking_budget"] = settings.llm_thinking_budget
     given = "llm_timeout_seconds" in settings.model_fields_set
+    timeout = settings.llm_timeout_seconds if given else spec.timeout
+    structured = entry.structured_output or settings.llm_structured_output
     return ModelConfig(
-        provider=settings.llm_provider,
+        provider=entry.provider,
         base_url=base_url,
-        api_key=settings.llm_api_key,
-        model=settings.llm_model or spec.default_model,
+        api_key=entry.api_key,
+        model=entry.model or spec.default_model,
         retry=RetryPolicy(
-            max_retries=settings.llm_max_retries,
+            max_retries=(
+                settings.llm_max_retries if entry.max_retries is None else entry.max_retries
+            ),
             max_delay=settings.llm_retry_max_delay_seconds,
         ),
         defaults=defaults,
-        timeout=settings.llm_timeout_seconds if given else spec.timeout,
+        timeout=entry.timeout_seconds or timeout,
         max_response_bytes=settings.llm_max_response_bytes,
-        structured_output=(
-            "prompt" if settings.llm_structured_output == "prompt" else spec.structured_output
-        ),
+        structured_output="prompt" if structured == "prompt" else spec.structured_output,
+        name=entry.id,
     )

@@ -78,6 +78,15 @@ def install_encodings(cache_dir: Path) -> Path:
     return target
 
 
+_O200K_MODELS = ("gpt-4o", "gpt-4.1", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+"""OpenAI's model families counted with `o200k_base`; every other model with `cl100k_base`."""
+
+
+def encoding_for(model: str) -> str:
+    """The encoding that counts `model`'s tokens best (closely for OpenAI's, roughly otherwise)."""
+    return "o200k_base" if model.lower().startswith(_O200K_MODELS) else "cl100k_base"
+
+
 class TokenCounter:
     """Counts with `cl100k_base`, loaded on first use (a blocking ~0.2 s, once per process)."""
 

@@ -2,6 +2,7 @@
 
 TurnRefused          base: the message says what to change
 ├── BadRequest       the request itself is wrong (HTTP 400)
+│   └── ModelUnknown  it names a model the catalog does not list (400 `MODEL_UNKNOWN`)
 ├── TooLong          the question is over the limit (413)
 ├── NotFound         a conversation, run or file that is not the caller's (404)
 ├── Busy             a turn already runs on the conversation (409)
@@ -15,11 +16,16 @@ from __future__ import annotations
 
 
 class TurnRefused(Exception):
-    pass
+    code: str | None = None
+    """A machine-readable reason beside the status, where a client may act on it."""
 
 
 class BadRequest(TurnRefused):
     pass
+
+
+class ModelUnknown(BadRequest):
+    code = "MODEL_UNKNOWN"
 
 
 class TooLong(TurnRefused):

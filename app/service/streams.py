@@ -18,9 +18,11 @@ from app.agents.registry import AgentEntry
 from app.config import DisconnectPolicy, SettingsPart
 from app.documents.library import DocumentLibrary
 from app.limits import LimitExceeded, UserLimits
+from app.llm.models import ModelCatalog, UnknownModel
 from app.service.errors import (
     BadRequest,
     Gone,
+    ModelUnknown,
     NotAvailable,
     NotFound,
     OverLimit,
@@ -59,6 +61,8 @@ class TurnRequest:
     regenerate: int | str | None = None
     """A turn whose question (and file) to answer again, as its new sibling; `query` is not
     needed, and not used."""
+    model: str | None = None
+    """The catalog id of the model to answer with; None: the kind's (`AGENT_MODELS`)."""
 
 
 class StreamSettings(SettingsPart):
@@ -78,8 +82,10 @@ class StreamService:
         limits: UserLimits,
         webhooks: Webhooks,
         store: SessionStore,
+        models: ModelCatalog,
     ) -> None:
         self._settings = settings
+        self._models = models
         self._store = store
         self._turns = turns
         self._runs = runs
@@ -101,6 +107,10 @@ class StreamService:
         if len(request.query or "") > limit:
             raise TooLong(f"query is longer than {limit} characters")
         await self._check_file(entry, request.file_id, user)
+        try:
+            model_id = self._models.choose(entry.kind, request.model)
+        except UnknownModel as exc:
+            raise ModelUnknown(str(exc)) from exc
         if entry.kind not in self._turns.kinds():
             raise NotAvailable(f"The {entry.kind} agent is not available in this version")
         try:
@@ -122,6 +132,7 @@ class StreamService:
                 strategy=request.strategy or "reject",
                 parent_id=parent_id,
                 regenerates=regenerates,
+                model_id=model_id,
             )
         except BaseException:
             await slot.release()

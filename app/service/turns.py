@@ -35,6 +35,7 @@ from app.agents.turn import Turn
 from app.core.events import CompleteEvent, ErrorEvent, QueuedEvent
 from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions
+from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.service.errors import Busy, NotAvailable, Unavailable
 from app.store.base import GoneTurn, SessionStore, StoreError
 from app.tasks.base import (
@@ -140,6 +141,7 @@ class TurnService:
         strategy: Strategy = "reject",
         parent_id: int | None = None,
         regenerates: int | None = None,
+        model_id: str = DEFAULT_MODEL_ID,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
 
@@ -161,6 +163,7 @@ class TurnService:
             parent_id=parent_id,
             regenerates=regenerates,
             options=options or GenerateOptions(),
+            model_id=model_id,
         )
         # Listed in the same step as the claim: one round trip less before the first event.
         ticket = _ticket(claim, question, "running")

@@ -29,6 +29,7 @@ from sqlalchemy import (
     Column,
     DateTime,
     Dialect,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -46,6 +47,7 @@ from app.core.wire import WIRE_CONFIG
 from app.store.records import (
     FileSource,
     FileStatus,
+    ModelUsage,
     PlanRound,
     ToolCall,
     TurnFile,
@@ -80,6 +82,20 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+class Dollars(TypeDecorator[float]):
+    """A double-precision float, read as the driver hands it (a Python float on both backends).
+
+    SQLAlchemy's asyncpg float type asks the driver's column type to pick its
+    reader, which the prepared statements (fast_path.py) do not have.
+    """
+
+    impl = Float(precision=53)
+    cache_ok = True
+
+    def result_processor(self, dialect: Dialect, coltype: object) -> None:
+        return None
 
 
 PUBLIC_CONFIG = cast(SQLModelConfig, WIRE_CONFIG)
@@ -154,6 +170,10 @@ class TurnOutcome(SQLModel):
     """Input tokens the turn spent across all its model calls."""
     completion_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     """Output tokens the turn spent across all its model calls."""
+    cost_usd: float | None = Field(default=None, sa_type=Dollars)
+    """What those tokens cost at each model's prices; None when no model of it has prices."""
+    usage_by_model: list[ModelUsage] = _json_list(ModelUsage)
+    """The same per model `{model, promptTokens, completionTokens, costUsd, estimated}`."""
 
 
 class TurnBase(TurnOutcome):
@@ -168,6 +188,8 @@ class TurnBase(TurnOutcome):
     parent_id: int | None = Field(default=None, sa_type=_row_id())
     """The turn this one follows (its question came after that answer); None for a first
     question. A conversation is the tree these make; an edit or a regeneration is a sibling."""
+    model: str | None = Field(default=None, max_length=64)
+    """The catalog id of the model that answered (`MODELS`); None for turns stored before."""
 
 
 class StoredTurn(TurnBase):

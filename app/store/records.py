@@ -63,3 +63,16 @@ class PlanRound(WireModel):
 
 FileStatus = Literal["processing", "ready", "failed"]
 FileSource = Literal["upload", "generated"]
+
+
+class ModelUsage(WireModel):
+    """What one model of a turn spent: tokens summed over its calls, and their price."""
+
+    model: str
+    """The model's catalog id (`MODELS`; `default` for the `LLM_*` one)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    """At the model's prices; None when it has none."""
+    estimated: bool = False
+    """Some of it was counted with tiktoken: a call cut short, or a provider that reported none."""

@@ -192,6 +192,10 @@ class _ObservedRun:
             )
         if self._span is not None:
             self._span.set_attribute("dodo.run.status", complete.status)
+            if complete.usage.model is not None:
+                self._span.set_attribute("dodo.run.model", complete.usage.model)
+            if complete.usage.cost_usd is not None:
+                self._span.set_attribute("dodo.run.cost_usd", complete.usage.cost_usd)
             self._span.set_attributes(
                 _usage_attributes(
                     Usage(complete.usage.prompt_tokens, complete.usage.completion_tokens)

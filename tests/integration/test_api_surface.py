@@ -30,6 +30,8 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/agent/stop": {"get", "post"},
         "/agent/resume": {"get"},
         "/agent/kinds": {"get"},
+        "/agent/models": {"get"},
+        "/usage": {"get"},
         "/agent/runs": {"get"},
         "/session/list": {"get"},
         "/session/search": {"get"},

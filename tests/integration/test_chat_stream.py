@@ -132,7 +132,12 @@ async def test_usage_totals_every_model_call_of_the_turn_follow_ups_included(
         stored = await history(client, "c-usage")
 
     assert "recommend" in types(evts)
-    assert evts[-1]["usage"] == {"promptTokens": 350, "completionTokens": 35, "estimated": False}
+    assert evts[-1]["usage"] == {
+        "promptTokens": 350,
+        "completionTokens": 35,
+        "estimated": False,
+        "model": "default",
+    }
     assert (stored[0]["promptTokens"], stored[0]["completionTokens"]) == (350, 35)
 
 

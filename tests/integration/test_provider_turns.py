@@ -79,7 +79,12 @@ async def test_a_web_search_turn_on_every_provider(
     assert "Read the result." in text_of(evts, "thinking")
     complete = evts[-1]
     assert complete["status"] == "completed"
-    assert complete["usage"] == {"promptTokens": 130, "completionTokens": 14, "estimated": False}
+    assert complete["usage"] == {
+        "promptTokens": 130,
+        "completionTokens": 14,
+        "estimated": False,
+        "model": "default",
+    }
     (turn,) = stored
     assert (turn["answer"], turn["status"]) == ("Python 3.13 is out [1].", "completed")
     assert (turn["promptTokens"], turn["completionTokens"]) == (130, 14)

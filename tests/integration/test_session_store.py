@@ -31,7 +31,8 @@ from app.store.db import Database
 from app.store.engine import MIGRATIONS_DIR
 from app.store.file_store import SqlFileStore
 from app.store.models import AiSession, StoredTurn, TurnOutcome
-from app.store.records import ToolCall, TurnFile, TurnStatus
+from app.store.records import ModelUsage, ToolCall, TurnFile, TurnStatus
+from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
 from tests.integration.test_file_store_contract import new_file
 
@@ -541,7 +542,7 @@ async def test_migration_keeps_each_conversation_one_path_and_undoes(database_ur
                     ),
                     {"c": conversation, "q": question, "t": now.replace(tzinfo=None)},
                 )
-            await conn.run_sync(migrate, "upgrade", "0008_turn_tree")
+            await conn.run_sync(migrate, "upgrade", "head")
         store = SqlSessionStore(db)
         tree = await store.get_tree("alice", "a")
         assert [t.question for t in tree.path()] == ["a1", "a2", "a3"]
@@ -555,6 +556,47 @@ async def test_migration_keeps_each_conversation_one_path_and_undoes(database_ur
             tables = await conn.run_sync(lambda sync: inspect(sync).get_table_names())
         assert "parent_id" not in columns
         assert "ai_active_path" not in tables
+
+
+async def test_migration_0009_leaves_old_turns_modelless_and_their_search_working(
+    database_url: str,
+) -> None:
+    async with Database.open(database_url, pool_size=1, migrate=False) as db:
+        async with db.engine.begin() as conn:
+            await conn.run_sync(migrate, "upgrade", "0008_turn_tree")
+            await conn.execute(
+                text(
+                    "INSERT INTO ai_session (session_id, user_id, agent_type, question, answer,"
+                    " status, prompt_tokens, completion_tokens, create_time, update_time)"
+                    " VALUES ('a', 'alice', 'chat', 'lighthouses?', 'Old lighthouse answer',"
+                    " 'completed', 10, 2, :t, :t)"
+                ),
+                {"t": datetime.now(UTC).replace(tzinfo=None)},
+            )
+            await conn.run_sync(migrate, "upgrade", "head")
+        store = SqlSessionStore(db)
+        new = StoredTurn(
+            **{**new_turn("a", question="more lighthouses").model_dump(), "model": "fast"}
+        )
+        turn_id = await store.add_question(new)
+        spent = ModelUsage(model="fast", prompt_tokens=5, completion_tokens=1, cost_usd=0.25)
+        await store.finish_turn(
+            turn_id,
+            TurnOutcome(
+                answer="New lighthouse answer",
+                status="completed",
+                cost_usd=0.25,
+                usage_by_model=[spent],
+            ),
+        )
+        old, newer = (await store.get_tree("alice", "a")).turns
+        hits, total = await SqlTurnSearch(db).search("alice", "lighthouse answer", 1, 10)
+
+    assert (old.model, old.cost_usd, old.usage_by_model) == (None, None, [])
+    assert (newer.model, newer.cost_usd, newer.usage_by_model) == ("fast", 0.25, [spent])
+    # The search triggers of 0007 still index what is written after 0009.
+    assert total == 2
+    assert {hit.turn_id for hit in hits} == {old.id, newer.id}
 
 
 def migrate(connection: Connection, direction: str, revision: str) -> None:

@@ -145,8 +145,12 @@ class DeepResearchAgent(BaseAgent):
                     "Web search is not configured (no TAVILY_API_KEY): researching from the"
                     " model alone.\n"
                 )
+        core = self.core
         context = DeepContext(
-            ModelSteps(self.core.model, turn, state), self._researcher, self._limits.max_rounds
+            ModelSteps(core.model_for(turn.model_id), turn, state),
+            self._researcher,
+            self._limits.max_rounds,
+            report_model=core.model_for(core.role_model("report", turn.model_id)),
         )
         async for mode, chunk in graph.astream(
             start,

@@ -53,6 +53,7 @@ from app.core.events import (
     ToolStartEvent,
 )
 from app.core.messages import Msg
+from app.llm.base import ChatModel
 from app.llm.errors import ModelError, user_message
 from app.tools.base import Tool
 from app.tools.untrusted import untrusted
@@ -79,6 +80,8 @@ class TaskResearcher(ReActAgent):
     ) -> tuple[str, list[Source], TurnState]:
         """The task's summary and sources; its tool calls go out tagged with its id."""
         own = TurnState()
+        # Each task runs on the task role's model (`DEEP_TASK_MODEL`), the turn's by default.
+        turn = dataclasses.replace(turn, model_id=self.core.role_model("task", turn.model_id))
         messages = [
             Msg.text("system", prompts.TASK.format(today=_today())),
             Msg.text("user", _task_prompt(task, inputs, brief)),
@@ -103,6 +106,8 @@ class DeepContext:
     steps: ModelSteps
     researcher: TaskResearcher
     max_rounds: int
+    report_model: ChatModel | None = None
+    """Who writes the report (`DEEP_REPORT_MODEL`); None: the turn's model."""
 
     @property
     def memory(self) -> list[Msg]:
@@ -213,7 +218,7 @@ async def research(state: TaskInput, *, runtime: Rt) -> dict[str, Any]:
     except ModelError as exc:
         emit(StepEvent(task["id"], "failed", user_message(exc.code)))
         raise
-    ctx.steps.state.usage = ctx.steps.state.usage + own.usage
+    ctx.steps.state.add_usage_of(own)
     emit(StepEvent(task["id"], "completed", summary, [_source(s) for s in sources]))
     emit(ThinkingEvent(f"Task {task['id']} done\n"))
     done = TaskRecord(**{**task, "status": "completed", "summary": summary, "sources": sources})
@@ -261,7 +266,7 @@ async def report(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
         ),
     ]
     emit(ThinkingEvent("Writing the report…\n"))
-    text = await ctx.steps.text(messages, emit, stream=True)
+    text = await ctx.steps.text(messages, emit, stream=True, model=ctx.report_model)
     ctx.steps.state.references = {s["url"]: _reference(s) for s in sources}
     return {"report": text}
 

@@ -35,14 +35,22 @@ class ModelSteps:
     turn: Turn
     state: TurnState
 
-    async def text(self, messages: list[Msg], emit: Emit, *, stream: bool = False) -> str:
+    async def text(
+        self,
+        messages: list[Msg],
+        emit: Emit,
+        *,
+        stream: bool = False,
+        model: ChatModel | None = None,
+    ) -> str:
         """The model's answer; with `stream`, each piece goes out as `text` as it comes.
 
         Only a streamed answer shows the model's reasoning (as `thinking`): the
         JSON steps' reasoning would bury the short progress lines.
         """
         pieces: list[str] = []
-        async for item in self.model.stream(messages, (), self.turn.options):
+        chosen = model or self.model
+        async for item in chosen.stream(messages, (), self.turn.options, self.state.add_usage):
             if isinstance(item, Retrying):
                 emit(retry_notice(item))
                 continue
@@ -53,8 +61,6 @@ class ModelSteps:
                         emit(TextEvent(block.text))
                 elif stream and isinstance(block, ThinkingBlock) and block.thinking:
                     emit(ThinkingEvent(block.thinking))
-            if item.usage is not None:
-                self.state.usage = self.state.usage + item.usage
         return "".join(pieces)
 
     async def structured(self, messages: list[Msg], schema: type[S], emit: Emit) -> S:

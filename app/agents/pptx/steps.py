@@ -358,7 +358,7 @@ class DeckSteps:
     ) -> Answer:
         """One structured step of the build, its usage added to the turn's."""
         return await structured(
-            self.core.model,
+            self.core.model_for(turn.model_id),
             messages,
             kind,
             options=turn.options,

@@ -15,8 +15,9 @@ Which agent answers: the message's (or the request's) metadata `skill`
 names a kind; a message continuing a task goes to that task's agent;
 otherwise web search (`chat`). The metadata's `parentId` and `regenerate`
 place the turn in the conversation's tree as a stream's do (API.md
-"Conversations you can correct"). Left out: push notifications, and listing
-tasks across conversations (a context's tasks are its turns).
+"Conversations you can correct"); its `model` picks the model (API.md
+"Models"). Left out: push notifications, and listing tasks across
+conversations (a context's tasks are its turns).
 """
 
 from __future__ import annotations
@@ -290,6 +291,7 @@ class RunTasks(RequestHandler):
             str(file_id) if file_id else None,
             parent_id=parent_id,
             regenerate=_turn_field(metadata, "regenerate"),
+            model=str(metadata["model"]) if metadata.get("model") else None,
         )
         try:
             run, stop_when_gone = await services.streams.open(entry, request, user)
@@ -364,7 +366,7 @@ def _a2a_error(exc: TurnRefused) -> A2AError:
     """Our refusal to start a turn as the A2A error a client can act on."""
     message = str(exc)
     if isinstance(exc, BadRequest | NotFound | TooLong):
-        return InvalidParamsError(message)
+        return InvalidParamsError(message, {"error": exc.code} if exc.code else None)
     if isinstance(exc, Busy):
         return InvalidRequestError(message, {"status": 409})
     if isinstance(exc, OverLimit):

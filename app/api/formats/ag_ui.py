@@ -2,7 +2,7 @@
 
 The request is the protocol's `RunAgentInput`: `threadId` is our
 conversation, the last user message is the question, `forwardedProps` carries
-our own fields (`fileId`, `onDisconnect`), and a `resume` entry answering the
+our own fields (`fileId`, `onDisconnect`, `model`, ...), and a `resume` entry answering the
 interrupt a paused turn ended with is the user's answer to it (deep research's
 plan, the PPT builder's questions). The answer is the run's log re-encoded with
 the `ag-ui-protocol` package's event models and `EventEncoder`.
@@ -64,6 +64,7 @@ FORWARDED_FIELDS = (
     "webhook",
     "parentId",
     "regenerate",
+    "model",
 )
 """Our own stream fields a client may pass in `forwardedProps`."""
 PAUSED_REASON = "input_required"
@@ -335,7 +336,7 @@ async def run_ag_ui(
 
     `threadId` is the conversation, the last user message the question, a
     `resume` entry's `payload` (a string, or `{answer}`) the answer to a paused
-    turn; `forwardedProps` may carry `fileId` and `onDisconnect`. With
+    turn; `forwardedProps` may carry `fileId`, `onDisconnect` and `model`. With
     `Last-Event-ID` the request rejoins the thread's running (or just ended)
     run after that event instead of starting one.
     """

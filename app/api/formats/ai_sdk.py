@@ -74,6 +74,9 @@ class ChatRequest(BaseModel):
     multitask_strategy: str | None = Field(default=None, alias="multitaskStrategy")
     webhook: str | None = None
     parent_id: int | str | None = Field(default=None, alias="parentId")
+    model: str | None = Field(
+        default=None, description="The model id to answer with (`GET /agent/models`)."
+    )
 
 
 class AiSdkTranslator:
@@ -232,6 +235,7 @@ def _stream_params(request: ChatRequest, regenerate: int | str | None = None) ->
         "webhook": request.webhook,
         "parentId": request.parent_id,
         "regenerate": regenerate,
+        "model": request.model,
     }
     try:
         return StreamParams.model_validate(
@@ -281,7 +285,7 @@ async def run_ai_sdk(
     """Start a turn of agent `kind` from `useChat`'s request, answered as a UI message stream.
 
     `id` is the conversation and the last user message's text the question;
-    `fileId`, `onDisconnect` and `parentId` may be added with the transport's `body`.
+    `fileId`, `onDisconnect`, `parentId` and `model` may be added with the transport's `body`.
     `regenerate()` answers the regenerated turn's question again, as its sibling.
     """
     entry = agent_entry(services, kind)

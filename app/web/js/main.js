@@ -18,6 +18,7 @@ import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
 import { BranchControls } from './branches.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
+import { ModelPicker } from './models.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
 
@@ -44,6 +45,7 @@ const ui = {
   sidebar: $('sidebar'),
 };
 
+const models = new ModelPicker(ui.composer.querySelector('.composer-tools'));
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
 const RUNS_POLL_MS = 5000;
 const tabs = 'BroadcastChannel' in window ? new BroadcastChannel('dodo-agent.turns') : null;
@@ -229,6 +231,7 @@ async function follow(turn, conversationId, open, onStart) {
       onEvent: (event) => {
         if (event.type === 'start') onStart?.(event);
         turn.apply(event);
+        models.annotate(turn.el, event);
       },
       onReconnect: () => turn.showNotice('Connection lost, reconnecting…'),
     });
@@ -300,6 +303,7 @@ async function ask(text, branch = {}) {
   else params.set('regenerate', String(branch.regenerate));
   if (branch.parentId !== undefined) params.set('parentId', String(branch.parentId));
   if (state.file && file.accepts) params.set('fileId', state.file.fileId);
+  models.choose(conversationId, params);
   const replaced = branch.replaces?.branch.meta;
   const parentId = replaced ? replaced.parentId : (state.turns.at(-1)?.branch.meta.id ?? null);
   const versions = replaced ? replaced.siblings : [];
@@ -422,8 +426,11 @@ function showHistory(id, detail) {
   state.file = detail.fileid ? { fileId: detail.fileid, fileName: 'File of this conversation' } : null;
   showFile();
   for (const message of detail.messages) {
-    addTurn(withBranch(TurnView.fromStored(message, { onFollowUp: ask }), message));
+    const turn = withBranch(TurnView.fromStored(message, { onFollowUp: ask }), message);
+    models.annotateStored(turn.el, message);
+    addTurn(turn);
   }
+  models.show(id);
 }
 
 /** After drawing a history: follow its last turn if it is still answering. */
@@ -481,7 +488,7 @@ async function load() {
   // Read first: whatever the reader does while the agents and the list load changes it.
   const hash = location.hash;
   ui.keyButton.hidden = !apiKey();
-  await loadAgents();
+  await Promise.all([loadAgents(), models.load()]);
   showAgentTools();
   try {
     await conversations.refresh();

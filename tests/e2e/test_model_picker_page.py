@@ -1,0 +1,85 @@
+"""The chat page's model picker: it offers the catalog, remembers each conversation's choice,
+and shows under each answer the model that wrote it and what it cost."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import orjson
+from playwright.async_api import Page, expect
+
+from app.config import Settings
+from app.main import create_app
+from tests.e2e.conftest import LOOP, Upstreams, artifact
+from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import Body, Reply
+from tests.support.server import serve
+
+pytestmark = LOOP
+
+
+def answering(words: str) -> Callable[[Body], Reply]:
+    def respond(body: Body) -> Reply:
+        return Reply.text(words, usage=(1000, 100))
+
+    return respond
+
+
+async def test_the_picked_model_answers_is_shown_with_its_cost_and_kept_per_conversation(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    upstreams.llm.responder = answering("Default here.")
+    async with FakeOpenAI(answering("Strong here.")) as strong:
+        models = [
+            {
+                "id": "strong",
+                "label": "Strong",
+                "provider": "openai",
+                "baseUrl": strong.base_url,
+                "apiKey": "sk-strong-secret",
+                "model": "strong-model",
+                "vision": True,
+                "inputPricePerMTok": 3.0,
+                "outputPricePerMTok": 15.0,
+            }
+        ]
+        settings = app_settings(models=orjson.dumps(models).decode(), recommendations_enabled=False)
+        async with serve(create_app(settings)) as url:
+            await page.goto(url)
+            picker = page.locator("#model")
+            await expect(picker.locator("option")).to_have_text(
+                ["Agent default", "fake-model", "Strong (images)"]
+            )
+
+            await picker.select_option("strong")
+            await page.locator("#question").fill("Who answers?")
+            await page.locator("#question").press("Enter")
+            first = page.locator(".turn").last
+            await expect(first).to_have_attribute("data-status", "completed")
+            await expect(first.locator(".answer")).to_have_text("Strong here.")
+            # 1000 tokens in at $3 and 100 out at $15 per million.
+            await expect(first.locator(".turn-model")).to_have_text("Strong · $0.0045")
+            strong_chat = page.url
+
+            await page.locator("#new-chat").click()
+            await picker.select_option("")
+            await page.locator("#question").fill("And now?")
+            await page.locator("#question").press("Enter")
+            other = page.locator(".turn").last
+            await expect(other.locator(".answer")).to_have_text("Default here.")
+            await expect(other.locator(".turn-model")).to_have_text("fake-model")
+
+            # Back in the first conversation (a reload reads it from the history): its
+            # model is picked again, and its answer still says who wrote it and the cost.
+            await page.goto(strong_chat)
+            await page.reload()
+            await expect(page.locator(".turn .answer")).to_have_text(["Strong here."])
+            await expect(picker).to_have_value("strong")
+            await expect(page.locator(".turn .turn-model")).to_have_text(["Strong · $0.0045"])
+            await page.locator("#question").fill("Still you?")
+            await page.locator("#question").press("Enter")
+            await expect(page.locator(".turn").last.locator(".answer")).to_have_text("Strong here.")
+            await page.screenshot(path=artifact("model-picker.png"))
+
+    assert [body["model"] for body in strong.requests] == ["strong-model", "strong-model"]
+    assert [body["model"] for body in upstreams.llm.requests] == ["fake-model"]
