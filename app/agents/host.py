@@ -20,12 +20,18 @@ from app.config import Settings
 from app.tools.a2a_client import RemoteAgents
 from app.tools.base import Tool
 from app.tools.remote_agents import remote_tools
+from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
 
-SYSTEM_PROMPT = """You are a coordinator. Today is {today}.
+SYSTEM_PROMPT = (
+    """You are a coordinator. Today is {today}.
 You answer by delegating to the remote agents you have as tools: pick the one (and the skill)
 that fits, write it a complete, self-contained request, and ask several in parallel when the
 question has independent parts. Then answer the user from what they returned, citing it;
-do not invent what no agent said. Answer in the language of the question, in Markdown."""
+do not invent what no agent said. To check a page an agent cited, or one the user gave, read
+it with fetch_page. Answer in the language of the question, in Markdown.
+"""
+    + UNTRUSTED_CONTENT_RULE
+)
 
 NO_AGENTS_NOTICE = (
     "No remote agent is reachable (A2A_AGENTS is empty, or their cards could not be read):"
@@ -50,7 +56,10 @@ class HostAgent(ReActAgent):
         return SYSTEM_PROMPT.format(today=datetime.now(UTC).date().isoformat())
 
     def tools(self, turn: Turn) -> Sequence[Tool]:
-        return remote_tools(self._remotes)
+        tools: list[Tool] = list(remote_tools(self._remotes))
+        if self.core.fetch_page is not None:
+            tools.append(self.core.fetch_page)
+        return tools
 
     def notices(self, turn: Turn) -> list[str]:
         return [] if self._remotes.available() else [NO_AGENTS_NOTICE]

@@ -13,6 +13,7 @@ does depends on where that thread stands:
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import string
 from collections.abc import AsyncIterator, Callable
@@ -29,6 +30,7 @@ from app.agents.deep import checkpoints
 from app.agents.deep.checkpoints import open_checkpointer, thread_id
 from app.agents.deep.graph import DeepContext, DeepGraph, TaskResearcher, build_graph, shown_again
 from app.agents.deep.prompts import CONTINUE_WORDS
+from app.agents.deep.reading import TurnReading
 from app.agents.deep.state import DeepState
 from app.agents.deep.structured import ModelSteps
 from app.agents.turn import AgentCore, Turn, TurnState
@@ -36,6 +38,7 @@ from app.config import Settings, SettingsPart
 from app.core.events import Event, ThinkingEvent
 from app.core.run import ConversationKey
 from app.tools.base import Tool
+from app.tools.fetch_page import FetchPage
 
 OpenCheckpointer = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[str]]]
 """Opens the checkpoint store for the app's life: our database's, or another for a benchmark."""
@@ -45,6 +48,8 @@ class DeepSettings(SettingsPart, prefix="deep_"):
     max_parallel: int
     max_rounds: int
     task_max_rounds: int
+    fetch_per_task: int
+    fetch_parallel: int
 
 
 class DeepResearchAgent(BaseAgent):
@@ -56,6 +61,7 @@ class DeepResearchAgent(BaseAgent):
         checkpoints: OpenCheckpointer,
         search: Tool | None,
         limits: DeepSettings,
+        fetch_page: FetchPage | None = None,
     ) -> None:
         super().__init__(core)
         self._checkpoints = checkpoints
@@ -63,8 +69,9 @@ class DeepResearchAgent(BaseAgent):
         task_core = dataclasses.replace(
             core, limits=dataclasses.replace(core.limits, max_rounds=limits.task_max_rounds)
         )
-        self._researcher = TaskResearcher(task_core, search)
+        self._researcher = TaskResearcher(task_core, search, fetch_page)
         self._search = search
+        self._fetch_page = fetch_page
         self._saver: BaseCheckpointSaver[str] | None = None
         self._graph: DeepGraph | None = None
 
@@ -114,7 +121,10 @@ class DeepResearchAgent(BaseAgent):
                     " model alone.\n"
                 )
         context = DeepContext(
-            ModelSteps(self.core.model, turn, state), self._researcher, self._limits.max_rounds
+            ModelSteps(self.core.model, turn, state),
+            self._researcher,
+            self._limits.max_rounds,
+            self._reading(),
         )
         async for mode, chunk in graph.astream(
             start,
@@ -129,6 +139,17 @@ class DeepResearchAgent(BaseAgent):
             elif "__interrupt__" in chunk:
                 state.pause()
 
+    def _reading(self) -> TurnReading | None:
+        """This turn's reading of its search results; None when it reads none."""
+        limits = self._limits
+        if self._fetch_page is None or self._search is None or limits.fetch_per_task <= 0:
+            return None
+        return TurnReading(
+            self._fetch_page.reader,
+            limits.fetch_per_task,
+            asyncio.Semaphore(limits.fetch_parallel),
+        )
+
 
 def _asks_to_continue(message: str) -> bool:
     return message.strip().strip(string.punctuation + "。！!？?").strip().lower() in CONTINUE_WORDS
@@ -141,4 +162,5 @@ def build(core: AgentCore, settings: Settings) -> DeepResearchAgent:
         partial(open_checkpointer, settings.database_url),
         core.search,
         DeepSettings.from_settings(settings),
+        core.fetch_page,
     )
