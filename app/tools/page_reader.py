@@ -121,9 +121,9 @@ class PageReader:
         """The page's title and main text; raises `PageError`."""
         url = checked_url(url)
         key = cache_key("page", url)
-        kept = await self._cache.get(key)
+        kept = _page(await self._cache.get(key))
         if kept is not None:
-            return Page(**orjson.loads(kept))
+            return kept
         if self._settings.respect_robots and not await self._robots_allow(url):
             raise PageError(f"The site's robots.txt does not let {self._agent} read this page.")
         async with self._slot(urlsplit(url).netloc.lower()):
@@ -200,6 +200,16 @@ class PageReader:
                 del self._hosts[host]
             else:
                 self._hosts[host] = (semaphore, users - 1)
+
+
+def _page(kept: bytes | None) -> Page | None:
+    """A cached page; None for a miss, or for what another version of us kept."""
+    if kept is None:
+        return None
+    try:
+        return Page(**orjson.loads(kept))
+    except (orjson.JSONDecodeError, TypeError):
+        return None
 
 
 def checked_url(url: str) -> str:
