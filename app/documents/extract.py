@@ -204,6 +204,8 @@ def _no_ocr(ocr: OcrSettings | None) -> str | None:
         return "text recognition (OCR) is turned off"
     if not ocr.engine:
         return "text recognition (OCR) is not available: Tesseract is not installed"
+    if not ocr.langs:
+        return "text recognition (OCR) has none of its languages (OCR_LANGS) installed"
     return None
 
 
@@ -277,7 +279,7 @@ def _pdf_pages(
             # come, so a document costs one page's content at a time, not all of them.
             for stream in streams:
                 stream.decoded_self = None
-            if not text and ocr is not None and ocr.engine and _draws_pictures(page):
+            if not text and _no_ocr(ocr) is None and ocr is not None and _draws_pictures(page):
                 scanned.append(number)
                 if len(scanned) > ocr.max_pages:
                     raise UnreadableFile(

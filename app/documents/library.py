@@ -52,7 +52,7 @@ from app.documents.extract import (
     type_for_name,
 )
 from app.documents.isolated import ParseLimits, extract_isolated
-from app.documents.ocr import OcrSettings, tesseract_path
+from app.documents.ocr import OcrSettings, tesseract_path, usable_languages
 from app.documents.retrieval import Bm25Index, Embedder, chunk, normalize, rank
 from app.llm.embeddings import EmbeddingError
 from app.store.base import FileChunk, FileOutcome, FileStore, StoreError
@@ -114,7 +114,9 @@ class LibrarySettings(
     @property
     def parsing(self) -> ParseLimits:
         """What the child process that reads one document is given: its budget and limits."""
-        ocr = OcrSettings(tesseract_path(), self.ocr_langs, self.ocr_max_pages)
+        engine = tesseract_path()
+        langs = usable_languages(engine, self.ocr_langs) if engine else ""
+        ocr = OcrSettings(engine, langs, self.ocr_max_pages)
         return ParseLimits(
             Budget(self.max_inflated_bytes, self.max_pages, self.max_chars),
             self.parse_memory_mb * 1024 * 1024,

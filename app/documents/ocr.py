@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import io
+import logging
 import re
 import shutil
 import signal
@@ -24,6 +25,8 @@ from functools import cache
 from pathlib import Path
 
 from PIL import Image
+
+log = logging.getLogger(__name__)
 
 DPI = 300
 MAX_PIXELS = 40_000_000
@@ -44,7 +47,7 @@ class OcrSettings:
     engine: str
     """The path of the `tesseract` program; empty when it is not installed."""
     langs: str
-    """Tesseract's `-l`: `eng+chi_sim`."""
+    """Tesseract's `-l`: `eng+chi_sim`, the installed ones of `OCR_LANGS`; "" for none."""
     max_pages: int
     """Pages of one document read by OCR at most."""
 
@@ -53,6 +56,30 @@ class OcrSettings:
 def tesseract_path() -> str:
     """Where `tesseract` is, or "" when it is not installed (looked up once)."""
     return shutil.which("tesseract") or ""
+
+
+@cache
+def usable_languages(engine: str, langs: str) -> str:
+    """Of `langs` (`eng+chi_sim`), those installed, `+`-joined; "" for none.
+
+    Tesseract given a language it lacks beside one it has reads with the one
+    it has and says nothing: so the missing ones are named here, once, in the log.
+    """
+    try:
+        listed = subprocess.run(
+            [engine, "--list-langs"], capture_output=True, check=False, timeout=30
+        ).stdout.decode("utf-8", "replace")
+    except (OSError, subprocess.TimeoutExpired):
+        listed = ""
+    installed = set(listed.split()[1:])  # after "List of available languages in ...:"
+    wanted = langs.split("+")
+    missing = [lang for lang in wanted if lang not in installed]
+    if missing:
+        log.warning(
+            "OCR_LANGS names languages Tesseract does not have: %s (install tesseract-ocr-<lang>)",
+            ", ".join(missing),
+        )
+    return "+".join(lang for lang in wanted if lang in installed)
 
 
 def recognise_file(settings: OcrSettings, path: Path) -> str:

@@ -130,3 +130,20 @@ async def test_a_picture_too_large_to_read_is_refused_before_ocr(tmp_path: Path)
 
     with pytest.raises(UnreadableFile, match="8000x6000 pixels"):
         await extract_isolated(huge, PNG, tight)
+
+
+async def test_languages_not_installed_are_named_and_the_installed_ones_read(
+    tmp_path: Path, sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    picture = text_picture(["The warranty lasts seven years."])
+    async with running_service(service_settings(tmp_path, sqlite_url, ocr_langs="eng+tlh")) as c:
+        some = await upload(c, "page.png", picture)
+        text = await content(c, some["fileId"])
+    async with running_service(service_settings(tmp_path, sqlite_url, ocr_langs="tlh")) as c:
+        none = await upload(c, "other.png", picture)
+
+    assert (some["status"], some["ocr"]) == ("ready", True)
+    assert "seven years" in text
+    assert "Tesseract does not have: tlh" in caplog.text
+    assert (none["status"], none["ocr"]) == ("failed", False)
+    assert none["error"].endswith("has none of its languages (OCR_LANGS) installed.")

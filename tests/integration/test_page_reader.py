@@ -225,3 +225,14 @@ async def test_one_host_gets_at_most_its_share_of_fetches_at_once(
 
     assert [p.title for p in pages] == [f"Slow {n}" for n in range(5)]
     assert site.most_waiting == 2
+
+
+async def test_a_redis_that_does_not_answer_is_a_cache_miss_not_a_failure(
+    tmp_path: Path, site: FakeSite
+) -> None:
+    url = site.add("/warranty", html_page("Warranty", WARRANTY))
+    async with opened(tmp_path, redis_url="redis://127.0.0.1:1/0") as reader:
+        pages = [await reader.read(url), await reader.read(url)]
+
+    assert [p.title for p in pages] == ["Warranty", "Warranty"]
+    assert len(site.seen("/warranty")) == 2
