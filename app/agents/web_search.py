@@ -20,9 +20,7 @@ Today is {today}.
 - Search the web when the question needs facts you are not sure of or recent information;
   search several aspects in parallel when that helps.
 - Cite sources inline as [n] using the numbers in the search results.
-- Before relying on a result, read the most relevant pages with fetch_page (a few, in
-  parallel): a snippet is not the page.
-- Answer in the language of the question, in Markdown, concisely.
+{reading}- Answer in the language of the question, in Markdown, concisely.
 """
     + UNTRUSTED_CONTENT_RULE
 )
@@ -30,6 +28,10 @@ Today is {today}.
 NO_SEARCH_PROMPT = """You are a helpful assistant. Today is {today}.
 Web search is not available, so answer from your own knowledge and say when you are unsure.
 Answer in the language of the question, in Markdown, concisely."""
+READ_RESULTS = (
+    "- Before relying on a result, read the most relevant pages with fetch_page (a few, in\n"
+    "  parallel): a snippet is not the page.\n"
+)
 READ_PROMPT = (
     "\nWhen the user gives a URL, read it with fetch_page before answering about it.\n"
     + UNTRUSTED_CONTENT_RULE
@@ -45,10 +47,13 @@ class WebSearchAgent(ReActAgent):
         self._reader = reader
 
     def system_prompt(self, turn: Turn) -> str:
-        template = SYSTEM_PROMPT if self._search else NO_SEARCH_PROMPT
-        if self._reader is not None and not self._search:
-            template += READ_PROMPT
-        return template.format(today=datetime.now(UTC).date().isoformat())
+        today = datetime.now(UTC).date().isoformat()
+        if self._search:
+            reading = READ_RESULTS if self._reader is not None else ""
+            return SYSTEM_PROMPT.format(today=today, reading=reading)
+        if self._reader is not None:
+            return (NO_SEARCH_PROMPT + READ_PROMPT).format(today=today)
+        return NO_SEARCH_PROMPT.format(today=today)
 
     def tools(self, turn: Turn) -> Sequence[Tool]:
         return [tool for tool in (self._search, self._reader) if tool is not None]
