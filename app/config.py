@@ -118,6 +118,22 @@ class Settings(BaseSettings):
     outbound_timeout_seconds: float = Field(default=20.0, gt=0)
     """Longest a fetch of a chosen URL may take, redirects included."""
 
+    fetch_enabled: bool = True
+    """Offer `fetch_page` (read a web page) to the web-search, deep, skills and host agents."""
+    fetch_max_chars: int = Field(default=20000, ge=500)
+    """Most of a read page's text the model is given; the rest is cut."""
+    fetch_respect_robots: bool = True
+    """Read only pages a site's robots.txt lets our User-Agent read."""
+    fetch_user_agent: str = "dodo-agent/0.1 (an AI assistant reading a page it cites)"
+    """Sent with every page and robots.txt fetch; its first word is our name in robots.txt."""
+    fetch_cache_seconds: float = Field(default=600.0, ge=0)
+    """How long a read page (and a site's robots.txt) is kept, shared through Redis when
+    `REDIS_URL` is set; 0: not kept."""
+    fetch_per_host: int = Field(default=2, ge=1)
+    """Pages of one host read at the same time by one instance; more wait their turn."""
+    fetch_max_parallel: int = Field(default=16, ge=1)
+    """Pages read at the same time by one instance, all hosts together."""
+
     webhook_url: str = ""
     """Called when any turn ends, unless its request names its own `webhook`; empty: none."""
     webhook_secret: SecretStr = SecretStr("")
@@ -195,6 +211,10 @@ class Settings(BaseSettings):
     """Deep research: plan -> tasks -> critique rounds before the report is written anyway."""
     deep_task_max_rounds: int = Field(default=5, ge=1)
     """Deep research: search-and-reason rounds of one task before it must answer."""
+    deep_fetch_per_task: int = Field(default=3, ge=0)
+    """Deep research: search results one task reads whole (their best passage is cited); 0: none."""
+    deep_fetch_parallel: int = Field(default=4, ge=1)
+    """Deep research: pages one turn reads at the same time, all its tasks together."""
 
     embedding_base_url: str = ""
     """An OpenAI-compatible `/embeddings` endpoint; empty: documents are searched by BM25 alone."""
@@ -219,6 +239,12 @@ class Settings(BaseSettings):
     """Wall time a document may take to read, in its child process."""
     file_parse_workers: int = Field(default=2, ge=1)
     """Documents read at once; more uploads wait their turn."""
+    ocr_enabled: bool = True
+    """Read scanned PDF pages and PNG/JPEG uploads by text recognition (Tesseract)."""
+    ocr_langs: str = Field(default="eng+chi_sim", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")
+    """Tesseract's languages, `+`-joined (each needs its `tesseract-ocr-<lang>` package)."""
+    ocr_max_pages: int = Field(default=50, ge=1)
+    """Scanned pages of one document read by OCR; a document with more is `failed`."""
 
     skills_dir: Path | None = None
     """A folder of the user's own skills (folders with a SKILL.md), beside the built-in ones."""

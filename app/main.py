@@ -59,8 +59,10 @@ from app.tasks.unstored import UnstoredSweeper
 from app.tasks.webhooks import Webhooks
 from app.telemetry import TelemetryMiddleware, build_telemetry
 from app.telemetry.stores import trace_database, trace_tasks
+from app.tools.fetch_page import FetchPage
 from app.tools.mcp import McpHub, McpLimits, parse_servers
 from app.tools.mcp.toolbox import McpToolbox
+from app.tools.page_reader import PageReader
 from app.tools.search import configured_search
 
 log = logging.getLogger("app")
@@ -119,6 +121,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         storing.start()
         stack.push_async_callback(storing.close)
         toolbox = McpToolbox(mcp, settings.mcp_result_max_chars, settings.tavily_max_results)
+        fetch_page = None
+        if settings.fetch_enabled:
+            reader = await stack.enter_async_context(PageReader.open(settings))
+            fetch_page = FetchPage(reader, settings.fetch_max_chars)
         core = AgentCore(
             model=model,
             store=store,
@@ -129,6 +135,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             database=db,
             mcp=toolbox,
             search=configured_search(tools_client, settings, toolbox),
+            fetch_page=fetch_page,
             observer=telemetry,
             unstored=unstored,
             models=catalog,

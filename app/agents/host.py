@@ -20,12 +20,19 @@ from app.config import Settings
 from app.tools.a2a_client import RemoteAgents
 from app.tools.base import Tool
 from app.tools.remote_agents import remote_tools
+from app.tools.untrusted import UNTRUSTED_CONTENT_RULE
 
-SYSTEM_PROMPT = """You are a coordinator. Today is {today}.
+SYSTEM_PROMPT = (
+    """You are a coordinator. Today is {today}.
 You answer by delegating to the remote agents you have as tools: pick the one (and the skill)
 that fits, write it a complete, self-contained request, and ask several in parallel when the
 question has independent parts. Then answer the user from what they returned, citing it;
-do not invent what no agent said. Answer in the language of the question, in Markdown."""
+do not invent what no agent said.{reading} Answer in the language of the question, in Markdown.
+"""
+    + UNTRUSTED_CONTENT_RULE
+)
+
+READ_PAGES = " To check a page an agent cited, or one the user gave, read it with fetch_page."
 
 NO_AGENTS_NOTICE = (
     "No remote agent is reachable (A2A_AGENTS is empty, or their cards could not be read):"
@@ -47,10 +54,14 @@ class HostAgent(ReActAgent):
             yield
 
     def system_prompt(self, turn: Turn) -> str:
-        return SYSTEM_PROMPT.format(today=datetime.now(UTC).date().isoformat())
+        reading = READ_PAGES if self.core.fetch_page is not None else ""
+        return SYSTEM_PROMPT.format(today=datetime.now(UTC).date().isoformat(), reading=reading)
 
     def tools(self, turn: Turn) -> Sequence[Tool]:
-        return remote_tools(self._remotes)
+        tools: list[Tool] = list(remote_tools(self._remotes))
+        if self.core.fetch_page is not None:
+            tools.append(self.core.fetch_page)
+        return tools
 
     def notices(self, turn: Turn) -> list[str]:
         return [] if self._remotes.available() else [NO_AGENTS_NOTICE]

@@ -5,7 +5,7 @@ kept across its turns and deleted with it. An attached upload (`fileId`) is
 copied in before the model starts. The model sees the skills' names and
 descriptions in its system prompt and loads a skill's instructions with
 `load_skill`; it works with the file tools and `bash` (tools/shell.py: a
-sandbox it cannot get out of), and web search when configured.
+sandbox it cannot get out of), and web search and `fetch_page` when configured.
 
 When the loop ends, every file made or changed in the workspace since the
 last hand-over (this turn's work, or a stopped turn's) is handed to the
@@ -96,6 +96,7 @@ class SkillsAgent(ReActAgent):
         max_file_bytes: int,
         search: Tool | None = None,
         compactor: Compactor | None = None,
+        reader: Tool | None = None,
     ) -> None:
         super().__init__(core)
         self._files = files
@@ -104,6 +105,7 @@ class SkillsAgent(ReActAgent):
         self._data_dir = data_dir
         self._max_file_bytes = max_file_bytes
         self._search = search
+        self._reader = reader
         self._load_skill = LoadSkill(skills, SANDBOX_SKILLS if shell.mode == "sandboxed" else None)
         self._compactor = compactor
         if compactor is not None:
@@ -122,8 +124,7 @@ class SkillsAgent(ReActAgent):
         tools: list[Tool] = [*file_tools(workspace), BashTool(self.shell, workspace)]
         if self._skills:
             tools.append(self._load_skill)
-        if self._search is not None:
-            tools.append(self._search)
+        tools.extend(tool for tool in (self._search, self._reader) if tool is not None)
         return tools
 
     def notices(self, turn: Turn) -> list[str]:
@@ -266,4 +267,5 @@ def build(core: AgentCore, settings: Settings) -> SkillsAgent:
         settings.skills_max_file_bytes,
         core.search,
         compactor,
+        core.fetch_page,
     )

@@ -41,6 +41,7 @@ from app.store.models import StoredTurn
 from app.store.records import PlanRound, ToolCall, TurnFile
 from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 from app.tools.base import Tool
+from app.tools.fetch_page import FetchPage
 from app.tools.mcp.toolbox import McpToolbox
 
 _SHOWN = (TextEvent, ThinkingEvent)
@@ -85,6 +86,9 @@ class AgentCore:
     """MCP servers' tools, offered to the agent kinds each server is configured for."""
     search: Tool | None = None
     """The web search every searching agent offers (`WEB_SEARCH_PROVIDER`); None: none set."""
+    fetch_page: FetchPage | None = None
+    """The page reader the web-search, deep, skills and host agents offer; None: `FETCH_ENABLED`
+    is off."""
     observer: AgentObserver = NO_OBSERVER
     """The service's telemetry (tool calls, store retries, the trace id in `start`)."""
     unstored: UnstoredTurns = field(default_factory=NoUnstoredTurns)

@@ -25,8 +25,8 @@ layer has such URLs (a tool's page fetch, an agent's pictures, interop's
 MCP and A2A servers, a webhook) and it imports nothing of ours: callers
 pass `OutboundPolicy.parse(settings.outbound_allowlist)`.
 
-Left out: what to do with the bytes (that is the agent's tool), robots.txt,
-and caching.
+Left out: what to do with the bytes (that is the agent's tool, tools/page_reader.py,
+which also keeps robots.txt and the cache).
 """
 
 from __future__ import annotations
@@ -60,7 +60,10 @@ class Unresolvable(OutboundError):
 
 
 class FetchFailed(OutboundError):
-    pass
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        """The HTTP status the server answered, when it answered an error."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,18 +190,39 @@ def transport_over(
 
 
 def guarded_client(
-    policy: OutboundPolicy, *, timeout: float, max_redirects: int = 5
+    policy: OutboundPolicy,
+    *,
+    timeout: float,
+    max_redirects: int = 5,
+    user_agent: str | None = None,
+    max_connections: int = 100,
 ) -> httpx.AsyncClient:
-    """A client for chosen URLs: every connection checked, redirects followed (and checked)."""
+    """A client for chosen URLs: every connection checked, redirects followed (and checked).
+
+    It keeps no cookies: one page's (or one redirect's) `Set-Cookie` is never sent
+    on to the next request, so no state or credential travels between fetches.
+    """
     # No proxy (`trust_env=False`): a proxy would dial for us, out of the guard's sight.
-    transport = transport_over(lambda network: GuardedNetwork(policy, network), trust_env=False)
+    transport = transport_over(
+        lambda network: GuardedNetwork(policy, network),
+        trust_env=False,
+        limits=httpx.Limits(max_connections=max_connections),
+    )
     return httpx.AsyncClient(
         transport=transport,
         trust_env=False,
         follow_redirects=True,
         max_redirects=max_redirects,
         timeout=timeout,
+        headers={"User-Agent": user_agent} if user_agent else None,
+        event_hooks={"request": [_without_cookies]},
     )
+
+
+async def _without_cookies(request: httpx.Request) -> None:
+    """Called before every request, each redirect's too: httpx carries a redirect's
+    `Set-Cookie` over to the next request whatever the client's jar refuses."""
+    request.headers.pop("cookie", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,23 +236,40 @@ class Fetched:
     """The body was longer than `max_bytes`, and was cut there."""
 
 
-async def fetch(client: httpx.AsyncClient, url: str, *, max_bytes: int, seconds: float) -> Fetched:
-    """GET `url` through a `guarded_client`, within `max_bytes` and `seconds` in all."""
+async def fetch(
+    client: httpx.AsyncClient,
+    url: str,
+    *,
+    max_bytes: int,
+    seconds: float,
+    refuse: Callable[[str], str | None] | None = None,
+) -> Fetched:
+    """GET `url` through a `guarded_client`, within `max_bytes` and `seconds` in all.
+
+    `refuse(content_type)` may name a reason not to read a body of that type: the
+    fetch then fails with it before a byte of the body is read.
+    """
     if urlsplit(url).scheme not in ("http", "https"):
         raise FetchFailed("Only http and https URLs can be fetched")
     try:
         async with asyncio.timeout(seconds), client.stream("GET", url) as response:
+            content_type = response.headers.get("content-type", "")
+            reason = refuse(content_type) if refuse and response.status_code < 400 else None
+            if reason:
+                raise FetchFailed(reason)
             body = bytearray()
             async for chunk in response.aiter_bytes():
                 body += chunk
                 if len(body) > max_bytes:
                     break
             if response.status_code >= 400:
-                raise FetchFailed(f"The server answered HTTP {response.status_code}")
+                raise FetchFailed(
+                    f"The server answered HTTP {response.status_code}", response.status_code
+                )
             return Fetched(
                 url=str(response.url),
                 status=response.status_code,
-                content_type=response.headers.get("content-type", ""),
+                content_type=content_type,
                 body=bytes(body[:max_bytes]),
                 truncated=len(body) > max_bytes,
             )

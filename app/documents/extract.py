@@ -12,13 +12,18 @@ Everything here blocks (parsers read whole files): `extract` runs in a
 child process with limits (documents/isolated.py), and reads within a
 `Budget` (bytes inflated, pages, characters) so a decompression bomb stops
 at the budget rather than at the memory limit. A file that is what it
-claims but yields no text (a scanned pdf, a damaged file, an image, a
-bomb) raises `UnreadableFile` with a sentence a user understands; the
-upload is then kept with status `failed`.
+claims but yields no text (a damaged file, a bomb, a scan when OCR is off
+or not installed) raises `UnreadableFile` with a sentence a user
+understands; the upload is then kept with status `failed`.
 
-Left out: text recognition (OCR) and image description (no vision model),
-legacy .doc and .xls, slides, formulas (a workbook's cached values are read),
-and pdf/docx headers and footers.
+With OCR (documents/ocr.py, Tesseract), a PNG or JPEG is read as one page,
+and each PDF page without a text layer is rendered and read, so a PDF with
+some typed and some scanned pages gets both, each under its own number;
+`Document.ocr` says whether any text came that way.
+
+Left out: image description (no vision model), legacy .doc and .xls,
+slides, formulas (a workbook's cached values are read), and pdf/docx
+headers and footers.
 """
 
 from __future__ import annotations
@@ -33,11 +38,14 @@ import charset_normalizer
 import docx
 import openpyxl
 import pypdf
+import pypdfium2
 from docx.text.paragraph import Paragraph
 from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import LimitReachedError
 from pypdf.filters import decode_stream_data
 from pypdf.generic import ArrayObject, StreamObject
+
+from app.documents.ocr import DPI, OcrFailed, OcrSettings, recognise_file, recognise_image
 
 SNIFF_BYTES = 64 * 1024
 DETECT_BYTES = 256 * 1024
@@ -137,6 +145,8 @@ class Section:
 class Document:
     unit: Unit
     sections: list[Section]
+    ocr: bool = False
+    """Some of the text was read by OCR (a scanned page, a picture)."""
 
     @property
     def text(self) -> str:
@@ -170,22 +180,51 @@ def content_matches(path: Path, expected: FileType) -> bool:
     return _encoding_of(head, complete=len(head) < SNIFF_BYTES) is not None
 
 
-def extract(path: Path, file_type: FileType, budget: Budget) -> Document:
-    """The file's text in located sections; raises `UnreadableFile`."""
+def extract(
+    path: Path, file_type: FileType, budget: Budget, ocr: OcrSettings | None = None
+) -> Document:
+    """The file's text in located sections; raises `UnreadableFile`.
+
+    `ocr` None: no text recognition (turned off), so scans and pictures have no text.
+    """
     if file_type.kind == "pdf":
-        return _pdf(path, budget)
+        return _pdf(path, budget, ocr)
     if file_type.kind == "docx":
         return _docx(path, budget)
     if file_type.kind == "xlsx":
         return _xlsx(path, budget)
     if file_type.kind == "text":
         return _text(path, file_type, budget)
-    raise UnreadableFile(
-        f"This is {file_type.label}: reading images needs a vision model, and none is configured."
-    )
+    return _image(path, file_type, budget, ocr)
 
 
-def _pdf(path: Path, budget: Budget) -> Document:
+def _no_ocr(ocr: OcrSettings | None) -> str | None:
+    """Why text recognition cannot run, or None when it can."""
+    if ocr is None:
+        return "text recognition (OCR) is turned off"
+    if not ocr.engine:
+        return "text recognition (OCR) is not available: Tesseract is not installed"
+    if not ocr.langs:
+        return "text recognition (OCR) has none of its languages (OCR_LANGS) installed"
+    return None
+
+
+def _image(path: Path, file_type: FileType, budget: Budget, ocr: OcrSettings | None) -> Document:
+    """A picture of text, read by OCR as one page."""
+    missing = _no_ocr(ocr)
+    if missing or ocr is None:
+        raise UnreadableFile(f"This is {file_type.label}, and {missing}.")
+    try:
+        text = _clean(recognise_file(ocr, path))
+    except OcrFailed as exc:
+        raise UnreadableFile(str(exc)) from exc
+    budget.check_chars(len(text), file_type)
+    if not text:
+        raise UnreadableFile(f"No text could be recognised in this picture ({file_type.label}).")
+    return Document("page", [Section(1, 1, text)], ocr=True)
+
+
+def _pdf(path: Path, budget: Budget, ocr: OcrSettings | None = None) -> Document:
     try:
         # pypdf's own caps on what one stream may inflate to (75 MB each by default).
         with pypdf.apply_configuration(
@@ -195,7 +234,7 @@ def _pdf(path: Path, budget: Budget) -> Document:
             run_length_maximum_output_length=budget.inflated_bytes,
             array_based_stream_maximum_output_length=budget.inflated_bytes,
         ):
-            sections = _pdf_pages(PdfReader(path), budget)
+            sections, scanned = _pdf_pages(path, PdfReader(path), budget, ocr)
     except (UnreadableFile, MemoryError):
         raise
     except LimitReachedError as exc:
@@ -204,14 +243,23 @@ def _pdf(path: Path, budget: Budget) -> Document:
         # A damaged pdf can make the parser raise nearly anything; all of it means the same.
         raise UnreadableFile("The PDF could not be read: the file may be damaged.") from exc
     if not sections:
+        missing = _no_ocr(ocr)
+        if missing:
+            raise UnreadableFile(
+                f"No text could be found in this PDF: it may be a scanned image, and {missing}."
+            )
         raise UnreadableFile(
-            "No text could be found in this PDF: it may be a scanned image, "
-            "and text recognition (OCR) is not available."
+            "No text could be found in this PDF: it may be a scanned image with no legible "
+            "text, in which text recognition (OCR) found none."
         )
-    return Document("page", sections)
+    return Document("page", sections, ocr=bool(scanned))
 
 
-def _pdf_pages(reader: PdfReader, budget: Budget) -> list[Section]:
+def _pdf_pages(
+    path: Path, reader: PdfReader, budget: Budget, ocr: OcrSettings | None
+) -> tuple[list[Section], list[int]]:
+    """Each page's text, read by OCR when it has no text layer (and OCR can run); the
+    sections, and the numbers of the pages OCR read."""
     if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
         raise UnreadableFile("The PDF is protected by a password.")
     if len(reader.pages) > budget.pages:
@@ -219,20 +267,72 @@ def _pdf_pages(reader: PdfReader, budget: Budget) -> list[Section]:
             f"The PDF has {len(reader.pages):,} pages; at most {budget.pages:,} can be read."
         )
     sections: list[Section] = []
+    scanned: list[int] = []
+    rendered: pypdfium2.PdfDocument | None = None
     chars = 0
-    for number, page in enumerate(reader.pages, 1):
-        streams = _content_streams(page)
-        _check_page_content(streams, budget)
-        text = _clean(page.extract_text() or "")
-        # pypdf keeps each stream it decoded: let this page's go before the next page's
-        # come, so a document costs one page's content at a time, not all of them.
-        for stream in streams:
-            stream.decoded_self = None
-        chars += len(text)
-        budget.check_chars(chars, PDF)
-        if text:
-            sections.append(Section(number, number, text))
-    return sections
+    try:
+        for number, page in enumerate(reader.pages, 1):
+            streams = _content_streams(page)
+            _check_page_content(streams, budget)
+            text = _clean(page.extract_text() or "")
+            # pypdf keeps each stream it decoded: let this page's go before the next page's
+            # come, so a document costs one page's content at a time, not all of them.
+            for stream in streams:
+                stream.decoded_self = None
+            if not text and _no_ocr(ocr) is None and ocr is not None and _draws_pictures(page):
+                scanned.append(number)
+                if len(scanned) > ocr.max_pages:
+                    raise UnreadableFile(
+                        f"The PDF has more than {ocr.max_pages:,} scanned pages; at most "
+                        f"{ocr.max_pages:,} can be read by text recognition."
+                    )
+                rendered = rendered or pypdfium2.PdfDocument(str(path))
+                text = _clean(_recognise_page(rendered, number, ocr))
+            chars += len(text)
+            budget.check_chars(chars, PDF)
+            if text:
+                sections.append(Section(number, number, text))
+    finally:
+        if rendered is not None:
+            rendered.close()
+    return sections, scanned
+
+
+def _draws_pictures(page: PageObject, depth: int = 2) -> bool:
+    """Whether the page places a picture (directly, or in a form it draws): a page of only
+    lines and shapes is no scan, and is not rendered for OCR (a hostile one costs much)."""
+    resources = page.get("/Resources")
+    return _has_pictures(resources.get_object() if resources is not None else None, depth)
+
+
+def _has_pictures(resources: object, depth: int) -> bool:
+    if not isinstance(resources, dict) or "/XObject" not in resources:
+        return False
+    for item in resources["/XObject"].get_object().values():
+        drawn = item.get_object()
+        if not isinstance(drawn, dict):
+            continue
+        if drawn.get("/Subtype") == "/Image":
+            return True
+        if drawn.get("/Subtype") == "/Form" and depth > 0:
+            inner = drawn.get("/Resources")
+            if _has_pictures(inner.get_object() if inner is not None else None, depth - 1):
+                return True
+    return False
+
+
+def _recognise_page(document: pypdfium2.PdfDocument, number: int, ocr: OcrSettings) -> str:
+    """Page `number` (from 1) drawn at the OCR resolution and read; its bitmap let go at once."""
+    page = document[number - 1]
+    try:
+        # pdfium draws at 72 points an inch.
+        image = page.render(scale=DPI / 72).to_pil()
+        try:
+            return recognise_image(ocr, image)
+        except OcrFailed as exc:
+            raise UnreadableFile(f"Page {number}: {exc}") from exc
+    finally:
+        page.close()
 
 
 def _content_streams(page: PageObject) -> list[StreamObject]:

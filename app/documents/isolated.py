@@ -37,6 +37,7 @@ from app.documents.extract import (
     UnreadableFile,
     extract,
 )
+from app.documents.ocr import OcrSettings
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,12 @@ class ParseLimits:
 
     budget: Budget
     memory_bytes: int
-    """The child's address space: imports take about 150 MB of it, a parse the rest."""
+    """The child's address space: imports take about 150 MB of it, a parse the rest.
+    Tesseract, when it reads a scan, runs under the same cap."""
     seconds: float
-    """Wall time for one document, start-up included."""
+    """Wall time for one document, start-up and OCR included."""
+    ocr: OcrSettings | None = None
+    """How scans and pictures are read; None: they are not (OCR is off)."""
 
 
 async def extract_isolated(path: Path, file_type: FileType, limits: ParseLimits) -> Document:
@@ -62,6 +66,7 @@ async def extract_isolated(path: Path, file_type: FileType, limits: ParseLimits)
         "mime_type": file_type.mime_type,
         "budget": asdict(limits.budget),
         "memory_bytes": limits.memory_bytes,
+        "ocr": asdict(limits.ocr) if limits.ocr is not None else None,
     }
     child = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -108,7 +113,9 @@ def _answer(
             f"Reading {file_type.label} needed more than {megabytes} MB of memory, "
             "the limit: it may be damaged or built to overload the reader."
         )
-    return Document(answer["unit"], [Section(*s) for s in answer["sections"]])
+    return Document(
+        answer["unit"], [Section(*s) for s in answer["sections"]], bool(answer.get("ocr"))
+    )
 
 
 def _child() -> None:
@@ -118,12 +125,17 @@ def _child() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     answer: dict[str, object]
     try:
+        ocr = OcrSettings(**request["ocr"]) if request.get("ocr") else None
         document = extract(
-            Path(request["path"]), _BY_MIME[request["mime_type"]], Budget(**request["budget"])
+            Path(request["path"]),
+            _BY_MIME[request["mime_type"]],
+            Budget(**request["budget"]),
+            ocr,
         )
         answer = {
             "unit": document.unit,
             "sections": [(s.first, s.last, s.text) for s in document.sections],
+            "ocr": document.ocr,
         }
     except UnreadableFile as exc:
         answer = {"error": str(exc)}

@@ -52,6 +52,7 @@ from app.documents.extract import (
     type_for_name,
 )
 from app.documents.isolated import ParseLimits, extract_isolated
+from app.documents.ocr import OcrSettings, tesseract_path, usable_languages
 from app.documents.retrieval import Bm25Index, Embedder, chunk, normalize, rank
 from app.llm.embeddings import EmbeddingError
 from app.store.base import FileChunk, FileOutcome, FileStore, StoreError
@@ -90,6 +91,9 @@ class LibrarySettings(
         "max_bytes": "upload_max_bytes",
         "overlap_chars": "file_chunk_overlap_chars",
         "top_k": "file_search_top_k",
+        "ocr_enabled": "ocr_enabled",
+        "ocr_langs": "ocr_langs",
+        "ocr_max_pages": "ocr_max_pages",
     },
 ):
     max_bytes: int
@@ -103,14 +107,21 @@ class LibrarySettings(
     max_chars: int
     parse_memory_mb: int
     parse_seconds: float
+    ocr_enabled: bool
+    ocr_langs: str
+    ocr_max_pages: int
 
     @property
     def parsing(self) -> ParseLimits:
         """What the child process that reads one document is given: its budget and limits."""
+        engine = tesseract_path()
+        langs = usable_languages(engine, self.ocr_langs) if engine else ""
+        ocr = OcrSettings(engine, langs, self.ocr_max_pages)
         return ParseLimits(
             Budget(self.max_inflated_bytes, self.max_pages, self.max_chars),
             self.parse_memory_mb * 1024 * 1024,
             self.parse_seconds,
+            ocr if self.ocr_enabled else None,
         )
 
 

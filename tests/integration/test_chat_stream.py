@@ -330,7 +330,8 @@ async def test_without_a_search_key_the_agent_answers_from_the_model(
 
     assert types(evts) == ["start", "thinking", "text", "complete"]
     assert "not configured" in text_of(evts, "thinking")
-    assert "tools" not in fake_llm.requests[0]
+    # No search; a page the user names can still be read.
+    assert [t["function"]["name"] for t in fake_llm.requests[0]["tools"]] == ["fetch_page"]
 
 
 @pytest.mark.parametrize(

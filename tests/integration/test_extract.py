@@ -22,6 +22,7 @@ from app.documents.extract import (
     type_for_name,
 )
 from app.documents.library import LibrarySettings
+from app.documents.ocr import OcrSettings
 from tests.support.documents import (
     docx_bytes,
     image_bytes,
@@ -64,8 +65,11 @@ def test_a_scanned_pdf_says_it_has_no_text(tmp_path: Path) -> None:
     path = write(tmp_path, scanned_pdf_bytes())
 
     assert content_matches(path, PDF)
-    with pytest.raises(UnreadableFile, match=r"scanned image.*\(OCR\) is not available"):
+    with pytest.raises(UnreadableFile, match=r"scanned image, and text recognition \(OCR\) is"):
         extract(path, PDF, BUDGET)
+    without_engine = OcrSettings(engine="", langs="eng", max_pages=5)
+    with pytest.raises(UnreadableFile, match="not available: Tesseract is not installed"):
+        extract(path, PDF, BUDGET, without_engine)
 
 
 def test_a_damaged_pdf_says_so(tmp_path: Path) -> None:
@@ -190,11 +194,11 @@ def test_content_that_is_not_what_the_name_says_is_refused(
     assert not content_matches(write(tmp_path, data), claimed)
 
 
-def test_images_are_recognised_but_need_a_vision_model(tmp_path: Path) -> None:
+def test_images_are_recognised_but_have_no_text_without_ocr(tmp_path: Path) -> None:
     png = write(tmp_path, image_bytes("PNG"), "a.png")
     jpeg = write(tmp_path, image_bytes("JPEG"), "a.jpg")
 
     assert content_matches(png, PNG)
     assert content_matches(jpeg, JPEG)
-    with pytest.raises(UnreadableFile, match="needs a vision model, and none is configured"):
+    with pytest.raises(UnreadableFile, match=r"a PNG image, and text recognition \(OCR\) is"):
         extract(png, PNG, BUDGET)

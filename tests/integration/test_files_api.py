@@ -90,6 +90,7 @@ async def test_upload_then_every_endpoint(tmp_path: Path, database_url: str) -> 
         "error": None,
         "source": "upload",
         "createTime": record["createTime"],
+        "ocr": False,
     }
     assert record["createTime"].endswith("Z")
     assert content.json()["data"] == "The pump manual.\n\nThe warranty lasts seven years."
@@ -155,7 +156,7 @@ async def test_each_document_type_is_read(
 async def test_files_without_text_are_kept_as_failed_with_the_reason(
     tmp_path: Path, sqlite_url: str
 ) -> None:
-    async with service(settings_for(tmp_path, sqlite_url)) as client:
+    async with service(settings_for(tmp_path, sqlite_url, ocr_enabled=False)) as client:
         scanned = (await upload(client, "scan.pdf", scanned_pdf_bytes())).json()["data"]
         photo = (await upload(client, "photo.jpg", image_bytes("JPEG"))).json()["data"]
         damaged = (await upload(client, "broken.docx", docx_bytes(["x"])[:300])).json()["data"]
@@ -168,11 +169,11 @@ async def test_files_without_text_are_kept_as_failed_with_the_reason(
 
     assert [i["status"] for i in infos] == ["failed", "failed", "failed"]
     assert "scanned image" in infos[0]["error"]
-    assert "needs a vision model, and none is configured" in infos[1]["error"]
+    assert "text recognition (OCR) is turned off" in infos[1]["error"]
     assert "could not be read" in infos[2]["error"]
     assert photo["mimeType"] == "image/jpeg"
     assert content.status_code == 422
-    assert "text recognition (OCR) is not available" in content.json()["message"]
+    assert "text recognition (OCR) is turned off" in content.json()["message"]
     assert download.content == image_bytes("JPEG")
 
 

@@ -140,6 +140,7 @@ async def test_a_chat_turn_calls_a_stdio_server_tool_and_answers_from_its_result
     def call_the_tools(request: ModelRequest) -> Reply:
         offered = {tool.name: tool for tool in request.tools}
         assert sorted(offered) == [
+            "fetch_page",
             "parts__flood",
             "parts__lookup",
             "parts__slow",
@@ -244,7 +245,7 @@ async def test_web_search_comes_from_an_mcp_server_with_its_references(
     backend: Backend, tmp_path: Path
 ) -> None:
     def search(request: ModelRequest) -> Reply:
-        assert request.tool_names == ["web_search"]
+        assert request.tool_names == ["web_search", "fetch_page"]
         return Reply.tool_calls(("web_search", {"query": "pump warranty"}))
 
     def cite(request: ModelRequest) -> Reply:
@@ -279,7 +280,7 @@ async def test_web_search_from_a_server_that_is_down_is_a_tool_error_and_the_tur
     backend: Backend, tmp_path: Path
 ) -> None:
     def search(request: ModelRequest) -> Reply:
-        assert request.tool_names == ["web_search"]
+        assert request.tool_names == ["web_search", "fetch_page"]
         return Reply.tool_calls(("web_search", {"query": "pump warranty"}))
 
     model = ScriptedModel(search, Reply.text("Search is down; from memory: seven years."))

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import docx
 from fpdf import FPDF
 from openpyxl import Workbook
-from PIL import Image
+from PIL import Image, ImageDraw, ImageFont
 
 
 def pdf_bytes(pages: Sequence[str]) -> bytes:
@@ -35,6 +35,33 @@ def scanned_pdf_bytes(pages: int = 2) -> bytes:
     for _ in range(pages):
         pdf.add_page()
         pdf.image(Image.new("RGB", (300, 400), "white"), x=10, y=10, w=150)
+    return bytes(pdf.output())
+
+
+def text_picture(lines: Sequence[str], kind: str = "PNG") -> bytes:
+    """A picture of typed lines, as a scanner or a phone makes of a page: black on white."""
+    font = ImageFont.load_default(size=40)
+    image = Image.new("RGB", (1600, 120 + 80 * len(lines)), "white")
+    draw = ImageDraw.Draw(image)
+    for n, line in enumerate(lines):
+        draw.text((60, 60 + 80 * n), line, fill="black", font=font)
+    out = io.BytesIO()
+    image.save(out, kind)
+    return out.getvalue()
+
+
+def mixed_pdf_bytes(pages: Sequence[tuple[str, bool]]) -> bytes:
+    """A pdf of pages, each `(text, scanned)`: typed (a text layer) or scanned (a picture
+    of the text and nothing else), as a document with pages scanned in between."""
+    pdf = FPDF()
+    pdf.set_font("Helvetica", size=11)
+    for text, scanned in pages:
+        pdf.add_page()
+        if scanned:
+            picture = Image.open(io.BytesIO(text_picture([text])))
+            pdf.image(picture, x=10, y=10, w=190)
+        else:
+            pdf.multi_cell(0, 6, text)
     return bytes(pdf.output())
 
 

@@ -19,6 +19,7 @@ report, so only the report is written again (no plan, no task, no search).
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import string
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -42,6 +43,7 @@ from app.agents.deep.checkpoints import (
 )
 from app.agents.deep.graph import DeepContext, DeepGraph, TaskResearcher, build_graph, shown_again
 from app.agents.deep.prompts import CONTINUE_WORDS
+from app.agents.deep.reading import TurnReading
 from app.agents.deep.state import DeepState
 from app.agents.deep.structured import ModelSteps
 from app.agents.turn import AgentCore, Turn, TurnState
@@ -51,6 +53,7 @@ from app.core.run import ConversationKey
 from app.store.base import GoneTurn
 from app.store.models import StoredTurn
 from app.tools.base import Tool
+from app.tools.fetch_page import FetchPage
 
 OpenCheckpointer = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[str]]]
 """Opens the checkpoint store for the app's life: our database's, or another for a benchmark."""
@@ -60,6 +63,8 @@ class DeepSettings(SettingsPart, prefix="deep_"):
     max_parallel: int
     max_rounds: int
     task_max_rounds: int
+    fetch_per_task: int
+    fetch_parallel: int
 
 
 class DeepResearchAgent(BaseAgent):
@@ -71,6 +76,7 @@ class DeepResearchAgent(BaseAgent):
         checkpoints: OpenCheckpointer,
         search: Tool | None,
         limits: DeepSettings,
+        fetch_page: FetchPage | None = None,
     ) -> None:
         super().__init__(core)
         self._checkpoints = checkpoints
@@ -78,8 +84,9 @@ class DeepResearchAgent(BaseAgent):
         task_core = dataclasses.replace(
             core, limits=dataclasses.replace(core.limits, max_rounds=limits.task_max_rounds)
         )
-        self._researcher = TaskResearcher(task_core, search)
+        self._researcher = TaskResearcher(task_core, search, fetch_page)
         self._search = search
+        self._fetch_page = fetch_page
         self._saver: BaseCheckpointSaver[str] | None = None
         self._graph: DeepGraph | None = None
 
@@ -151,6 +158,7 @@ class DeepResearchAgent(BaseAgent):
             self._researcher,
             self._limits.max_rounds,
             report_model=core.model_for(core.role_model("report", turn.model_id)),
+            reading=self._reading(),
         )
         async for mode, chunk in graph.astream(
             start,
@@ -205,6 +213,17 @@ class DeepResearchAgent(BaseAgent):
             return None
         return await store.get_turn(user, conversation, own.parent_id)
 
+    def _reading(self) -> TurnReading | None:
+        """This turn's reading of its search results; None when it reads none."""
+        limits = self._limits
+        if self._fetch_page is None or self._search is None or limits.fetch_per_task <= 0:
+            return None
+        return TurnReading(
+            self._fetch_page.reader,
+            limits.fetch_per_task,
+            asyncio.Semaphore(limits.fetch_parallel),
+        )
+
 
 def _asks_to_continue(message: str) -> bool:
     return message.strip().strip(string.punctuation + "。！!？?").strip().lower() in CONTINUE_WORDS
@@ -217,4 +236,5 @@ def build(core: AgentCore, settings: Settings) -> DeepResearchAgent:
         partial(open_checkpointer, settings.database_url),
         core.search,
         DeepSettings.from_settings(settings),
+        core.fetch_page,
     )

@@ -27,6 +27,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
 from app.agents.deep import prompts
+from app.agents.deep.reading import PASSAGE_CHARS, TurnReading
 from app.agents.deep.state import (
     ClarifyDecision,
     Critique,
@@ -59,24 +60,32 @@ from app.tools.base import Tool
 from app.tools.untrusted import untrusted
 
 MAX_TASKS = 6
-SOURCE_EXCERPT_CHARS = 500
+SOURCE_EXCERPT_CHARS = PASSAGE_CHARS
 """Of each source's text, what the state keeps and the report's writer reads."""
 
 
 class TaskResearcher(ReActAgent):
-    """One task's ReAct run with web search: the existing loop, with its own round limit."""
+    """One task's ReAct run with web search and `fetch_page`: the existing loop, with its own
+    round limit; its searches read their best results when the turn reads (reading.py)."""
 
     agent_type = "deep"
 
-    def __init__(self, core: AgentCore, search: Tool | None) -> None:
+    def __init__(self, core: AgentCore, search: Tool | None, reader: Tool | None = None) -> None:
         super().__init__(core)
         self._search = search
+        self._reader = reader
 
     def tools(self, turn: Turn) -> Sequence[Tool]:
-        return (self._search,) if self._search else ()
+        return [tool for tool in (self._search, self._reader) if tool is not None]
 
     async def research(
-        self, turn: Turn, task: TaskRecord, inputs: list[TaskRecord], brief: str, emit: Emit
+        self,
+        turn: Turn,
+        task: TaskRecord,
+        inputs: list[TaskRecord],
+        brief: str,
+        emit: Emit,
+        reading: TurnReading | None = None,
     ) -> tuple[str, list[Source], TurnState]:
         """The task's summary and sources; its tool calls go out tagged with its id."""
         own = TurnState()
@@ -87,6 +96,9 @@ class TaskResearcher(ReActAgent):
             Msg.text("user", _task_prompt(task, inputs, brief)),
         ]
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
+        if reading is not None and self._search is not None:
+            searching = reading.for_task(self._search, f"{task['title']} {task['goal']}")
+            tools[self._search.schema.name] = searching
         async for event in self.loop(turn, own, tools, messages):
             if isinstance(event, ToolStartEvent | ToolEndEvent):
                 emit(dataclasses.replace(event, task_id=task["id"]))
@@ -108,6 +120,8 @@ class DeepContext:
     max_rounds: int
     report_model: ChatModel | None = None
     """Who writes the report (`DEEP_REPORT_MODEL`); None: the turn's model."""
+    reading: TurnReading | None = None
+    """How the turn's tasks read their search results; None: snippets only."""
 
     @property
     def memory(self) -> list[Msg]:
@@ -213,7 +227,7 @@ async def research(state: TaskInput, *, runtime: Rt) -> dict[str, Any]:
     emit(StepEvent(task["id"], "running"))
     try:
         summary, sources, own = await ctx.researcher.research(
-            ctx.steps.turn, task, state["inputs"], state["brief"], emit
+            ctx.steps.turn, task, state["inputs"], state["brief"], emit, ctx.reading
         )
     except ModelError as exc:
         emit(StepEvent(task["id"], "failed", user_message(exc.code)))

@@ -36,7 +36,9 @@ research still missing, as the critique says:
 TASK = (
     """You are a researcher working on one task of a larger research. Today is {today}.
 Search the web for what the task needs, then answer with a concise, factual summary
-(at most 300 words) of what you found, citing the sources' URLs.
+(at most 300 words) of what you found, citing the sources' URLs. Search results may come
+with passages of the pages read; read another page with fetch_page when a result matters
+and its passage does not say enough.
 """
     + UNTRUSTED_CONTENT_RULE
 )
