@@ -20,7 +20,8 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from app.agents.registry import AGENTS, AgentEntry, build_agents
+from app.agents.on_demand import OnDemandAgents
+from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turn import AgentCore, AgentSettings
 from app.api import agent, export, files, health, metrics, runs, search, sessions, usage
 from app.api.a2a.routes import install_a2a
@@ -140,10 +141,11 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             unstored=unstored,
             models=catalog,
         )
-        agents = build_agents(core, settings, app.state.agents)
-        for built in agents.values():
-            # Before the runs' shutdown is registered, so they close after every run ended.
-            await stack.enter_async_context(built.resources())
+        # Entered before the runs' shutdown is registered, so what the agents hold
+        # closes after every run ended, though each is built at its first turn.
+        agents = OnDemandAgents(
+            app.state.agents, core, settings, await stack.enter_async_context(AsyncExitStack())
+        )
         built_tasks = build_tasks(settings, instance_id)
         tasks = built_tasks
         if tracer is not None and settings.redis_url:

@@ -42,12 +42,12 @@ from app.tasks import (
     Claim,
     Claims,
     LocalRunLogs,
-    RedisRunLogs,
     RunLog,
     SharedRunLogs,
     in_process_tasks,
-    redis_tasks,
 )
+from app.tasks.redis import redis_tasks
+from app.tasks.redis_log import RedisRunLogs
 from bench.procs import fast_event_loop
 
 ANSWER_TOKENS = 20

@@ -5,24 +5,28 @@ wire format's route) and the stored `agent_type`. An entry says what its
 agent needs (a file, or accepts one; whether it suggests follow-ups), how
 another agent reads it (the A2A card's skill), and how it is built: a
 factory that takes the shared core and the settings, and builds the agent's
-own dependencies itself. A kind the contract names but this build has no
-factory for answers 501. `create_app` builds the routes, `/agent/kinds`, the
-card and the 400 for a missing file from the entries it is given, and an
-agent drops what it keeps of a deleted conversation itself (`forget`), so
-adding an agent is one module plus one entry.
+own dependencies itself, named by its place so that its module (and what
+only it needs) loads at the kind's first turn (`on_demand`). A kind the
+contract names but this build has no factory for answers 501. `create_app`
+builds the routes, `/agent/kinds`, the card and the 400 for a missing file
+from the entries it is given, and an agent drops what it keeps of a deleted
+conversation itself (`forget`), so adding an agent is one module plus one
+entry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
-from app.agents import deep, file_qa, host, pptx, skills_agent, web_search
-from app.agents.base import BaseAgent
-from app.agents.turn import AgentCore
-from app.config import Settings
+if TYPE_CHECKING:
+    from app.agents.base import BaseAgent
+    from app.agents.turn import AgentCore
+    from app.config import Settings
 
-AgentFactory = Callable[[AgentCore, Settings], BaseAgent]
+AgentFactory = Callable[["AgentCore", "Settings"], "BaseAgent"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,8 +35,10 @@ class AgentEntry:
     name: str
     """What a person calls it (the page's agent list, the docs)."""
     summary: str
-    factory: AgentFactory | None = None
-    """None: named by the contract, not built in this version (501)."""
+    factory: AgentFactory | str | None = None
+    """The agent's builder, or where it is (`module:name`, imported at the kind's first
+    turn: app/agents/on_demand.py); None: named by the contract, not built in this
+    version (501)."""
     description: str = ""
     """What it does, as another agent reads it (the A2A card's skill); empty: `summary`."""
     examples: tuple[str, ...] = ()
@@ -46,13 +52,22 @@ class AgentEntry:
     def built(self) -> bool:
         return self.factory is not None
 
+    def load(self) -> AgentFactory:
+        """The builder, its module imported now if the entry names it by place."""
+        if self.factory is None:
+            raise LookupError(f"the {self.kind} agent is not built in this version")
+        if not isinstance(self.factory, str):
+            return self.factory
+        module, _, name = self.factory.partition(":")
+        return cast(AgentFactory, getattr(importlib.import_module(module), name))
+
 
 AGENTS: tuple[AgentEntry, ...] = (
     AgentEntry(
         "chat",
         "Web search",
         "Web-search agent stream",
-        web_search.build,
+        "app.agents.web_search:build",
         description="Answers questions with current facts from a web search, citing its sources.",
         examples=("What changed in the EU AI Act this year?",),
     ),
@@ -60,7 +75,7 @@ AGENTS: tuple[AgentEntry, ...] = (
         "file",
         "Ask a file",
         "File question-answering agent stream",
-        file_qa.build,
+        "app.agents.file_qa:build",
         description="Answers questions about an uploaded document (metadata `fileId`).",
         examples=("Summarise chapter 2 of the report.",),
         needs_file=True,
@@ -70,7 +85,7 @@ AGENTS: tuple[AgentEntry, ...] = (
         "pptx",
         "PowerPoint",
         "PowerPoint builder agent stream",
-        pptx.build,
+        "app.agents.pptx:build",
         description=(
             "Builds a PowerPoint deck on a topic; the deck comes back as a file artifact."
         ),
@@ -80,7 +95,7 @@ AGENTS: tuple[AgentEntry, ...] = (
         "deep",
         "Deep research",
         "Deep research agent stream",
-        deep.build,
+        "app.agents.deep:build",
         description=(
             "Deep research: plans, searches in parallel, checks itself and writes a cited"
             " report; may ask a clarifying question first (input-required)."
@@ -91,7 +106,7 @@ AGENTS: tuple[AgentEntry, ...] = (
         "skills",
         "Skills",
         "Skills agent stream",
-        skills_agent.build,
+        "app.agents.skills_agent:build",
         description="Works with skills (documents, data, scripts) in a sandboxed workspace.",
         examples=("Turn this CSV into a summary table.",),
         accepts_file=True,
@@ -100,25 +115,8 @@ AGENTS: tuple[AgentEntry, ...] = (
         "host",
         "Remote agents",
         "Host agent stream: delegates to remote A2A agents",
-        host.build,
+        "app.agents.host:build",
         description="Delegates to the remote A2A agents this service knows.",
         examples=("Ask the research agent for the latest figures.",),
     ),
 )
-
-
-def build_agents(
-    core: AgentCore, settings: Settings, entries: Iterable[AgentEntry] = AGENTS
-) -> dict[str, BaseAgent]:
-    """The agents of this build, by kind; kinds without a factory are left out (501).
-
-    The entry owns the kind: an agent class may serve under another one (a test's
-    agent, a second configuration of the same agent).
-    """
-    agents: dict[str, BaseAgent] = {}
-    for entry in entries:
-        if entry.factory is not None:
-            agent = entry.factory(core, settings)
-            agent.agent_type = entry.kind
-            agents[entry.kind] = agent
-    return agents

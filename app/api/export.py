@@ -15,10 +15,10 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from app.api.a2a.mapping import absolute
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.sessions import ConversationDetail, ConversationId, conversation_detail
+from app.core.urls import absolute
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 

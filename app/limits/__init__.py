@@ -10,7 +10,6 @@ from __future__ import annotations
 from app.config import Settings
 from app.limits.base import LimitExceeded, Rates, StreamSlot, UserLimits
 from app.limits.in_process import InProcessUserLimits
-from app.limits.redis import RedisUserLimits
 
 __all__ = ["LimitExceeded", "Rates", "StreamSlot", "UserLimits", "build_user_limits"]
 
@@ -19,4 +18,6 @@ def build_user_limits(settings: Settings) -> UserLimits:
     rates = Rates.from_settings(settings)
     if not settings.redis_url:
         return InProcessUserLimits(rates)
+    from app.limits.redis import RedisUserLimits  # only then: one instance never loads the client
+
     return RedisUserLimits(settings.redis_url, settings.redis_prefix, rates)

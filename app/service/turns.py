@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from app.agents.base import BaseAgent
+from app.agents.on_demand import OnDemandAgents
 from app.agents.turn import Turn
 from app.core.events import CompleteEvent, ErrorEvent, QueuedEvent
 from app.core.run import ConversationKey
@@ -79,7 +80,7 @@ class RunObserver(Protocol):
 class TurnService:
     def __init__(
         self,
-        agents: dict[str, BaseAgent],
+        agents: OnDemandAgents,
         claims: Claims,
         queue: ConversationQueue,
         board: RunsBoard,
@@ -107,17 +108,17 @@ class TurnService:
 
     def kinds(self) -> frozenset[str]:
         """The agents this service runs; a stream for any other kind answers 501."""
-        return frozenset(self._agents)
+        return self._agents.kinds()
 
     async def ping(self) -> None:
         """Raise `StoreError` unless each agent's own store answers (deep research's saver)."""
-        for agent in self._agents.values():
+        for agent in self._agents.built():
             await agent.ping()
 
     async def forget(self, user_id: str, conversation_id: str, gone: Sequence[GoneTurn]) -> None:
         """A conversation was deleted, with these turns: each agent drops what it kept of it."""
         key = ConversationKey(user_id, conversation_id)
-        for agent in self._agents.values():
+        for agent in await self._agents.all():
             await agent.forget_turns(key, gone)
             await agent.forget(key)
 
@@ -126,7 +127,7 @@ class TurnService:
     ) -> None:
         """Turns were deleted (a branch): each agent drops what it kept of them."""
         key = ConversationKey(user_id, conversation_id)
-        for agent in self._agents.values():
+        for agent in await self._agents.all():
             await agent.forget_turns(key, gone)
 
     async def start(
@@ -151,7 +152,10 @@ class TurnService:
         With `enqueue` on a busy conversation the run comes back at once, holding
         only its `queued` event, and is launched later in the same log.
         """
-        agent = self._agents.get(kind)
+        try:
+            agent = await self._agents.get(kind)
+        except Exception as exc:  # whatever its first build met (its store down, say): logged there
+            raise Unavailable(f"The {kind} agent could not start") from exc
         if agent is None:
             raise NotAvailable(f"The {kind} agent is not available in this version")
         claim = Claim(user_id, conversation_id, uuid.uuid4().hex, kind)

@@ -22,7 +22,7 @@ from sqlmodel.ext.asyncio.session import AsyncSession
 
 from app.store.base import StoreError, StoreUnavailable
 from app.store.db_errors import DRIVER_ERRORS, translate
-from app.store.engine import MIGRATION_LOCK_KEY, create_engine, upgrade_to_head
+from app.store.engine import MIGRATION_LOCK_KEY, at_head, create_engine, upgrade_to_head
 from app.store.fast_path import Driver, Prepared, Row, Statement, open_driver, verb
 
 StatementSpan = Callable[[str, str], AbstractContextManager[object]]
@@ -179,4 +179,5 @@ class Database:
                 await conn.execute(
                     text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
                 )
-            await conn.run_sync(upgrade_to_head)
+            if not await conn.run_sync(at_head):
+                await conn.run_sync(upgrade_to_head)

@@ -2,9 +2,10 @@
 
 `base` holds the roles' interfaces (claims, the conversation queue, the list
 of runs) and errors; `in_process` and `redis` build the two backends' roles;
-`build_tasks` picks one from the settings. `log` is a run's event log and the
-reader interface; `redis_log` copies logs where other instances can read
-them, and `build_shared_logs` wires it when Redis is configured.
+`build_tasks` picks one from the settings (importing the Redis modules only
+then). `log` is a run's event log and the reader interface; `redis_log`
+copies logs where other instances can read them, and `build_shared_logs`
+wires it when Redis is configured.
 `redis_liveness` tells live instances from dead ones in Redis, and `sweeper`
 marks a dead instance's turns `interrupted` and frees their conversations.
 """
@@ -24,8 +25,6 @@ from app.tasks.base import (
 from app.tasks.factory import build_shared_logs, build_tasks
 from app.tasks.in_process import in_process_tasks
 from app.tasks.log import EventLogReader, LocalRunLogs, RunLog, SharedRunLogs
-from app.tasks.redis import redis_tasks
-from app.tasks.redis_log import RedisRunLogs
 
 __all__ = [
     "Claim",
@@ -34,7 +33,6 @@ __all__ = [
     "EventLogReader",
     "EventsGone",
     "LocalRunLogs",
-    "RedisRunLogs",
     "RunLog",
     "RunsBoard",
     "SharedRunLogs",
@@ -46,5 +44,4 @@ __all__ = [
     "build_shared_logs",
     "build_tasks",
     "in_process_tasks",
-    "redis_tasks",
 ]

@@ -1,14 +1,21 @@
-"""Choose the task backend from the settings, so `main.py` wires the same roles either way."""
+"""Choose the task backend from the settings, so `main.py` wires the same roles either way.
+
+The Redis roles are imported only when `REDIS_URL` is set: a single instance
+never loads the client.
+"""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from app.config import Settings
 from app.tasks.base import Claims, Tasks
 from app.tasks.in_process import in_process_tasks
 from app.tasks.log import LocalRunLogs, SharedRunLogs
-from app.tasks.redis import redis_tasks
-from app.tasks.redis_log import RedisRunLogs, StoredStatus
-from app.tasks.unstored import NoUnstoredTurns, RedisUnstoredTurns, UnstoredTurns
+from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
+
+if TYPE_CHECKING:
+    from app.tasks.redis_log import StoredStatus
 
 
 def build_tasks(settings: Settings, instance_id: str) -> Tasks:
@@ -19,6 +26,8 @@ def build_tasks(settings: Settings, instance_id: str) -> Tasks:
     """
     if not settings.redis_url:
         return in_process_tasks()
+    from app.tasks.redis import redis_tasks
+
     return redis_tasks(
         settings.redis_url,
         settings.redis_prefix,
@@ -38,6 +47,8 @@ def build_shared_logs(
     """
     if not settings.redis_url:
         return LocalRunLogs()
+    from app.tasks.redis_log import RedisRunLogs
+
     return RedisRunLogs(
         settings.redis_url,
         settings.redis_prefix,
@@ -55,4 +66,6 @@ def build_unstored(settings: Settings) -> UnstoredTurns:
     """In Redis, where another instance finds them; one instance alone keeps nothing aside."""
     if not settings.redis_url:
         return NoUnstoredTurns()
+    from app.tasks.redis_unstored import RedisUnstoredTurns
+
     return RedisUnstoredTurns(settings.redis_url, settings.redis_prefix)

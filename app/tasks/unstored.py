@@ -7,7 +7,8 @@ kept here; once stored it is dropped. An outcome whose turn never got stored
 `UnstoredSweeper` once the database is back, as long as the row is still
 unfinished (`running`, or `interrupted` by the orphan sweep). With Redis the
 outcomes are one hash, `{prefix}unstored`, each field a turn's row id and its
-outcome's JSON, kept `UNSTORED_RETENTION_SECONDS` after the last one came.
+outcome's JSON, kept `UNSTORED_RETENTION_SECONDS` after the last one came
+(`redis_unstored`).
 Without Redis there is one instance and no other to hand them to:
 `NoUnstoredTurns` keeps nothing.
 """
@@ -19,13 +20,9 @@ import contextlib
 import logging
 from typing import Protocol
 
-from redis.asyncio.client import Pipeline
-
 from app.store.base import SessionStore, StoreError, StoreUnavailable
 from app.store.models import TurnOutcome
 from app.tasks.base import TaskError
-from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import milliseconds, redacted, translate_errors
 
 log = logging.getLogger(__name__)
 
@@ -63,40 +60,6 @@ class NoUnstoredTurns:
 
     async def close(self) -> None:
         return None
-
-
-class RedisUnstoredTurns:
-    def __init__(self, url: str, prefix: str, timeout: float = 2.0) -> None:
-        self._batch = SharedPipeline(url, timeout=timeout)
-        self._where = redacted(url)
-        self._key = f"{prefix}unstored"
-
-    async def keep(self, turn_id: int, outcome: TurnOutcome) -> None:
-        def fill(pipe: Pipeline) -> None:
-            pipe.hset(self._key, str(turn_id), outcome.model_dump_json())
-            pipe.pexpire(self._key, milliseconds(UNSTORED_RETENTION_SECONDS))
-
-        with translate_errors(self._where):
-            await self._batch.execute(fill)
-
-    async def drop(self, turn_id: int) -> None:
-        with translate_errors(self._where):
-            await self._batch.command(lambda pipe: pipe.hdel(self._key, str(turn_id)))
-
-    async def kept(self) -> dict[int, TurnOutcome]:
-        with translate_errors(self._where):
-            fields = await self._batch.command(lambda pipe: pipe.hgetall(self._key))
-        kept: dict[int, TurnOutcome] = {}
-        for name, value in fields.items():
-            try:
-                kept[int(name)] = TurnOutcome.model_validate_json(value)
-            except ValueError:  # a bad row id, or JSON that is no outcome (ValidationError)
-                # Not ours to read (a newer version's?): left for the retention to end.
-                log.warning("skipped kept outcome %r: it cannot be read", name)
-        return kept
-
-    async def close(self) -> None:
-        await self._batch.close()
 
 
 class UnstoredSweeper:

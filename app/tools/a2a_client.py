@@ -43,6 +43,7 @@ from google.protobuf.struct_pb2 import Struct
 from app.config import Settings
 from app.core.events import Reference
 from app.core.urls import public_url
+from app.tools.a2a_parts import text_of
 
 log = logging.getLogger(__name__)
 
@@ -275,8 +276,3 @@ def _tool_name(card_name: str, taken: dict[str, RemoteAgent]) -> str:
         number += 1
         name = f"{base}_{number}"
     return name
-
-
-def text_of(parts: Iterable[Part]) -> str:
-    """The text parts of an A2A message, joined (data and file parts left out)."""
-    return "".join(part.text for part in parts if part.HasField("text"))

@@ -24,7 +24,9 @@ import pytest
 
 from app.core.events import CompleteEvent, Event, RunStatus, TextEvent
 from app.core.run import Conclusion, Notice, StopSignal
-from app.tasks import Claim, Claims, EventLogReader, EventsGone, RedisRunLogs, RunLog, redis_tasks
+from app.tasks import Claim, Claims, EventLogReader, EventsGone, RunLog
+from app.tasks.redis import redis_tasks
+from app.tasks.redis_log import RedisRunLogs
 from app.tasks.runs import RunRegistry
 from tests.support.polling import eventually
 from tests.support.processes import RedisServer

@@ -32,9 +32,9 @@ from app.tasks import (
     Tasks,
     build_tasks,
     in_process_tasks,
-    redis_tasks,
 )
 from app.tasks.base import DeadInstances
+from app.tasks.redis import redis_tasks
 from tests.support.clock import TestClock
 from tests.support.logs import attached
 from tests.support.polling import eventually

@@ -43,6 +43,7 @@ from a2a.types.a2a_pb2 import (
 
 from app.core import events as ev
 from app.core.frames import joined_deltas
+from app.core.urls import absolute
 from app.store.models import StoredTurn
 
 TASK_ID = re.compile(r"(?P<conversation>[A-Za-z0-9_-]{1,128})\.(?P<row>[0-9]{1,18})")
@@ -112,13 +113,6 @@ def agent_message(text: str, ref: TaskRef, data: dict[str, Any] | None = None) -
     if data is not None:
         message.parts.append(new_data_part(data))
     return message
-
-
-def absolute(url: str, base_url: str) -> str:
-    """Our download URLs are relative to the service; a remote agent's client needs them whole."""
-    if url.startswith("/"):
-        return base_url.rstrip("/") + url
-    return url
 
 
 def stored_task(rows: Sequence[StoredTurn], ref: TaskRef, base_url: str) -> Task:

@@ -91,7 +91,7 @@ from app.store.base import StoreError
 from app.store.models import StoredTurn
 from app.tasks.base import EventsGone, TaskBackendUnavailable
 from app.tasks.log import EventLogReader
-from app.tools.a2a_client import text_of
+from app.tools.a2a_parts import text_of
 
 log = logging.getLogger(__name__)
 

@@ -23,6 +23,8 @@ from urllib.parse import parse_qsl, urlsplit
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from app.config import SettingsPart
+
 SERVER_NAME = re.compile(r"[A-Za-z][A-Za-z0-9-]{0,29}")
 """A server's name prefixes its tools' names (`name__tool`), so it keeps to what every
 provider allows in a tool name, and has no `_` so the `__` between the two stays unique."""
@@ -123,3 +125,11 @@ def _entries(data: Any) -> list[Any]:
             for name, entry in data["mcpServers"].items()
         ]
     raise ValueError('MCP_SERVERS must be a JSON list of servers or {"mcpServers": {...}}')
+
+
+class McpLimits(SettingsPart, prefix="mcp_"):
+    call_timeout_seconds: float
+    connect_timeout_seconds: float
+    health_seconds: float
+    reconnect_min_seconds: float
+    reconnect_max_seconds: float

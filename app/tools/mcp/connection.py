@@ -12,13 +12,8 @@ tool lists, and the supervisor reconnects after a wait that doubles from
 
 The `Client` lives inside the supervising task (anyio's task groups must be
 left by the task that entered them); turns call through it from their own
-tasks. Errors:
-
-    McpError
-     ├── McpUnavailable   the server is down, or went down during the call
-     └── McpCallFailed    the server is up but this call failed (timeout, protocol)
-
-Their texts, like `last_error`, are scrubbed of the server's secrets.
+tasks. Errors are `app/tools/mcp/errors.py`'s; their texts, like `last_error`,
+are scrubbed of the server's secrets.
 """
 
 from __future__ import annotations
@@ -44,9 +39,9 @@ from mcp_types import (
 )
 from pydantic import ValidationError
 
-from app.config import SettingsPart
 from app.core.urls import public_url
-from app.tools.mcp.config import McpServerConfig
+from app.tools.mcp.config import McpLimits, McpServerConfig
+from app.tools.mcp.errors import McpCallFailed, McpUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -55,26 +50,6 @@ _ERROR_CHARS = 300
 _MAX_TOOL_PAGES = 20
 _MAX_SSE_EVENT_BYTES = 8 * 1024 * 1024
 CLIENT_INFO = Implementation(name="dodo-agent", version="0.1.0")
-
-
-class McpError(Exception):
-    """A tool call that did not get a result; the text is safe to show."""
-
-
-class McpUnavailable(McpError):
-    pass
-
-
-class McpCallFailed(McpError):
-    pass
-
-
-class McpLimits(SettingsPart, prefix="mcp_"):
-    call_timeout_seconds: float
-    connect_timeout_seconds: float
-    health_seconds: float
-    reconnect_min_seconds: float
-    reconnect_max_seconds: float
 
 
 class _Lost(Exception):

@@ -14,15 +14,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from app.tools.mcp.config import McpServerConfig
-from app.tools.mcp.connection import McpConnection, McpLimits
+from app.tools.mcp.config import McpLimits, McpServerConfig
+
+if TYPE_CHECKING:
+    from app.tools.mcp.connection import McpConnection
 
 
 class McpHub:
     def __init__(self, servers: Sequence[McpServerConfig], limits: McpLimits) -> None:
-        self.connections = {server.name: McpConnection(server, limits) for server in servers}
+        self.connections: dict[str, McpConnection] = {}
+        if servers:
+            # Here, not at import: a deployment without MCP servers never loads the client.
+            from app.tools.mcp.connection import McpConnection
+
+            self.connections = {server.name: McpConnection(server, limits) for server in servers}
 
     @classmethod
     @contextlib.asynccontextmanager

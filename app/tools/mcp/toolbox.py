@@ -21,24 +21,22 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from mcp_types import (
-    CallToolResult,
-    EmbeddedResource,
-    ResourceLink,
-    TextContent,
-    TextResourceContents,
-)
-from mcp_types import Tool as RemoteTool
 
 from app.core.events import Reference
 from app.core.tools import ToolSchema
 from app.tools.base import Tool, ToolContext, ToolOutput
-from app.tools.mcp import McpConnection, McpError, McpHub
+from app.tools.mcp import McpError, McpHub
 from app.tools.untrusted import untrusted
 from app.tools.web_search import WebSearch, found
+
+if TYPE_CHECKING:
+    from mcp_types import CallToolResult
+    from mcp_types import Tool as RemoteTool
+
+    from app.tools.mcp.connection import McpConnection
 
 MAX_NAME = 64
 SEPARATOR = "__"
@@ -157,6 +155,9 @@ class McpToolbox:
 
 
 def render(result: CallToolResult) -> str:
+    # A result exists only once a connection has loaded the client: no cost here.
+    from mcp_types import EmbeddedResource, ResourceLink, TextContent, TextResourceContents
+
     parts: list[str] = []
     for block in result.content:
         if isinstance(block, TextContent):
@@ -186,6 +187,8 @@ def bounded(text: str, max_chars: int) -> str:
 
 def references(result: CallToolResult) -> list[Reference]:
     """The sources a result carries: structured `results`, Tavily-style text, web links."""
+    from mcp_types import ResourceLink, TextContent
+
     found_refs: list[Reference] = []
     if isinstance(result.structured_content, dict):
         found_refs += Reference.listed(result.structured_content.get("results"))

@@ -1,0 +1,48 @@
+"""Kept outcomes in Redis: one hash, `{prefix}unstored`, that every instance sweeps."""
+
+from __future__ import annotations
+
+import logging
+
+from redis.asyncio.client import Pipeline
+
+from app.store.models import TurnOutcome
+from app.tasks.redis_batch import SharedPipeline
+from app.tasks.redis_client import milliseconds, redacted, translate_errors
+from app.tasks.unstored import UNSTORED_RETENTION_SECONDS
+
+log = logging.getLogger(__name__)
+
+
+class RedisUnstoredTurns:
+    def __init__(self, url: str, prefix: str, timeout: float = 2.0) -> None:
+        self._batch = SharedPipeline(url, timeout=timeout)
+        self._where = redacted(url)
+        self._key = f"{prefix}unstored"
+
+    async def keep(self, turn_id: int, outcome: TurnOutcome) -> None:
+        def fill(pipe: Pipeline) -> None:
+            pipe.hset(self._key, str(turn_id), outcome.model_dump_json())
+            pipe.pexpire(self._key, milliseconds(UNSTORED_RETENTION_SECONDS))
+
+        with translate_errors(self._where):
+            await self._batch.execute(fill)
+
+    async def drop(self, turn_id: int) -> None:
+        with translate_errors(self._where):
+            await self._batch.command(lambda pipe: pipe.hdel(self._key, str(turn_id)))
+
+    async def kept(self) -> dict[int, TurnOutcome]:
+        with translate_errors(self._where):
+            fields = await self._batch.command(lambda pipe: pipe.hgetall(self._key))
+        kept: dict[int, TurnOutcome] = {}
+        for name, value in fields.items():
+            try:
+                kept[int(name)] = TurnOutcome.model_validate_json(value)
+            except ValueError:  # a bad row id, or JSON that is no outcome (ValidationError)
+                # Not ours to read (a newer version's?): left for the retention to end.
+                log.warning("skipped kept outcome %r: it cannot be read", name)
+        return kept
+
+    async def close(self) -> None:
+        await self._batch.close()
