@@ -23,8 +23,11 @@ import subprocess
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from PIL import Image
+if TYPE_CHECKING:
+    from PIL import Image
+
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +87,8 @@ def usable_languages(engine: str, langs: str) -> str:
 
 def recognise_file(settings: OcrSettings, path: Path) -> str:
     """The text of a PNG or JPEG picture; raises `OcrFailed`."""
+    from PIL import Image  # here: only the isolated reader's process recognises text
+
     try:
         with Image.open(path) as image:
             width, height = image.size

@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import orjson
-import yaml
 from pydantic import SecretStr, ValidationError
 
 from app.config import Settings
@@ -79,6 +78,8 @@ def _raw_list(text: str) -> list[Any]:
         if not path.is_file():
             raise ValueError(f"MODELS names the file {path}, which does not exist")
         raw = path.read_text(encoding="utf-8")
+        import yaml  # here, not at import: only a catalog in a YAML file needs it
+
         try:
             data = (
                 yaml.safe_load(raw)

@@ -11,21 +11,14 @@ A site's robots.txt is kept here too, under its own key.
 from __future__ import annotations
 
 import hashlib
-import logging
 import time
 from collections import OrderedDict
 from typing import Protocol
 
 from app.config import Settings
-from app.tasks.base import TaskBackendUnavailable
-from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
-
-log = logging.getLogger(__name__)
 
 IN_PROCESS_ENTRIES = 512
 """Pages one process keeps at most (about 20 KB of text each); the oldest go first."""
-REDIS_TIMEOUT_SECONDS = 1.0
-"""A cache is worth less than a wait: past this, it is a miss."""
 
 
 class PageCache(Protocol):
@@ -77,40 +70,13 @@ class InProcessPageCache:
         self._kept.clear()
 
 
-class RedisPageCache:
-    def __init__(self, url: str, prefix: str, seconds: float) -> None:
-        self._redis = connect(
-            url, timeout=REDIS_TIMEOUT_SECONDS, read_timeout=REDIS_TIMEOUT_SECONDS, decode=False
-        )
-        self._where = redacted(url)
-        self._prefix = f"{prefix}fetch:"
-        self._seconds = seconds
-
-    async def get(self, key: str) -> bytes | None:
-        try:
-            with translate_errors(self._where):
-                value = await self._redis.get(self._prefix + key)
-                return value if isinstance(value, bytes) else None
-        except TaskBackendUnavailable as exc:
-            log.warning("page cache: %s; reading the page anew", exc)
-            return None
-
-    async def put(self, key: str, value: bytes) -> None:
-        try:
-            with translate_errors(self._where):
-                await self._redis.set(self._prefix + key, value, px=milliseconds(self._seconds))
-        except TaskBackendUnavailable as exc:
-            log.warning("page cache: %s; the page is not kept", exc)
-
-    async def close(self) -> None:
-        await self._redis.aclose()
-
-
 def build_page_cache(settings: Settings) -> PageCache:
     """Redis with `REDIS_URL` (shared by every instance), else this process's; none at 0 s."""
     if settings.fetch_cache_seconds <= 0:
         return NoCache()
     seconds = settings.fetch_cache_seconds
     if settings.redis_url:
+        from app.tools.redis_page_cache import RedisPageCache  # only then: no client otherwise
+
         return RedisPageCache(settings.redis_url, settings.redis_prefix, seconds)
     return InProcessPageCache(seconds)

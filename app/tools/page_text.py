@@ -23,8 +23,6 @@ from dataclasses import dataclass
 from html import unescape
 from pathlib import Path
 
-import trafilatura
-
 from app.documents.extract import PDF, UnreadableFile, decode_text
 from app.documents.isolated import ParseLimits, extract_isolated
 
@@ -101,7 +99,13 @@ def _meta_charset(body: bytes) -> str | None:
 
 
 def _html(html: str, url: str) -> PageText:
-    """Main text and title; blocking (lxml parses the whole page), so run in a thread."""
+    """Main text and title; blocking (lxml parses the whole page), so run in a thread.
+
+    trafilatura is imported here, at the first page read: it and what it brings
+    (lxml, dateparser, babel) would cost every worker at start.
+    """
+    import trafilatura
+
     text = trafilatura.extract(
         html,
         url=url,
@@ -127,6 +131,8 @@ def _title(html: str) -> str:
     title = " ".join(unescape(found.group(1)).split()) if found else ""
     if title:
         return title[:_TITLE_CHARS]
+    import trafilatura
+
     metadata = trafilatura.extract_metadata(html)
     return ((metadata.title if metadata else None) or "")[:_TITLE_CHARS]
 

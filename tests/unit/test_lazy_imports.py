@@ -29,6 +29,12 @@ LAZY = (
     "mcp_types",
     "redis",  # REDIS_URL
     "alembic",  # a database not at the newest migration
+    "docx",  # documents: parsed in the isolated reader's process only
+    "openpyxl",
+    "pypdf",
+    "PIL",
+    "trafilatura",  # fetch_page, at its first HTML page
+    "yaml",  # a MODELS file in YAML
 )
 
 _LOADED = """
