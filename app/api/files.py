@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import StreamingResponse
-from pydantic import AliasChoices, Field, computed_field
+from pydantic import AliasChoices, Field
 from starlette.datastructures import UploadFile
 
 from app.api.auth import UserDep
@@ -21,7 +21,6 @@ from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.api.text_guard import text_problem, unstorable
 from app.core.wire import WireModel, WireTime
-from app.documents.extract import JPEG, PNG
 from app.documents.library import EmptyFile, FileError, FileTooLarge, UnsupportedFile
 from app.store.blobs import BlobNotFound
 from app.store.models import PUBLIC_CONFIG, FileBase, FileUpload, StoredFile
@@ -64,17 +63,6 @@ class FileInfo(FileBase):
     model_config = PUBLIC_CONFIG
     file_id: str = Field(validation_alias=AliasChoices("id", "file_id"))
     create_time: WireTime
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def ocr(self) -> bool:
-        """Its text was read by text recognition: a picture's, which has no other text.
-
-        A scanned PDF's is too, but that is not stored yet (it needs a column)."""
-        return self.status == "ready" and self.mime_type in OCR_ONLY_TYPES
-
-
-OCR_ONLY_TYPES = frozenset({PNG.mime_type, JPEG.mime_type})
 
 
 class DeletedFile(WireModel):

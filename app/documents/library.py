@@ -272,7 +272,13 @@ class DocumentLibrary:
             chunk, document, settings.chunk_chars, settings.overlap_chars, settings.whole_text_chars
         )
         model = await self._embed(chunks) if len(chunks) > 1 else None
-        return FileOutcome("ready", content=document.text, chunks=chunks, embedding_model=model)
+        return FileOutcome(
+            "ready",
+            content=document.text,
+            chunks=chunks,
+            embedding_model=model,
+            ocr=document.ocr,
+        )
 
     async def _embed(self, chunks: list[FileChunk]) -> str | None:
         """Give the chunks vectors; the model's name, or None when there are none."""

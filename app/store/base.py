@@ -218,6 +218,7 @@ class FileOutcome:
     content: str | None = None
     chunks: list[FileChunk] = field(default_factory=list)
     embedding_model: str | None = None
+    ocr: bool = False
 
 
 class FileStore(Protocol):

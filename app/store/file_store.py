@@ -61,6 +61,7 @@ class SqlFileStore:
                 error=outcome.error,
                 content=outcome.content,
                 embedding_model=outcome.embedding_model,
+                ocr=outcome.ocr,
                 update_time=datetime.now(UTC),
             )
         )

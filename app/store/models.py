@@ -37,6 +37,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    false,
     text,
 )
 from sqlalchemy.types import TypeDecorator
@@ -281,6 +282,8 @@ class FileBase(FileUpload):
         default="upload", sa_type=String(16), sa_column_kwargs={"server_default": "upload"}
     )
     """`upload` (the user sent it) or `generated` (an agent made it)."""
+    ocr: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    """Some of its text was read by text recognition (a picture, or a PDF's scanned pages)."""
     create_time: datetime = Field(sa_type=UTCDateTime)
 
 

@@ -87,7 +87,7 @@ async def test_a_pdf_with_typed_and_scanned_pages_gets_both_with_their_page_numb
         text = await content(client, info["fileId"])
         events = await ask(client, "Does frost void the warranty?", "c-ocr", "file", info["fileId"])
 
-    assert info["status"] == "ready"
+    assert (info["status"], info["ocr"]) == ("ready", True)
     parts = text.split("\n\n")
     assert parts[0] == "Chapter one: installing the pump."
     assert "warranty lasts seven years" in parts[1]
