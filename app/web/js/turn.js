@@ -38,6 +38,18 @@ function argumentsHint(text) {
   return '';
 }
 
+/** The title and address `fetch_page` answered with (its first lines), or null. */
+function readPage(result) {
+  const title = /^Title: (.*)$/m.exec(result ?? '')?.[1]?.trim();
+  const url = safeUrl(/^URL: (.*)$/m.exec(result ?? '')?.[1]?.trim());
+  return url ? { title: title || url, url } : null;
+}
+
+function pageLink({ title, url }) {
+  const attributes = { class: 'read-page', href: url, target: '_blank', rel: 'noopener noreferrer' };
+  return h('a', attributes, title);
+}
+
 function sizeText(bytes) {
   if (!Number.isFinite(bytes)) return '';
   if (bytes < 1024) return `${bytes} B`;
@@ -210,6 +222,7 @@ export class TurnView {
   toolStarted(id, name, args) {
     const state = h('span', { class: 'tool-state' }, 'running…');
     const result = h('pre', { class: 'tool-result', hidden: true });
+    const hint = h('span', { class: 'tool-hint' }, argumentsHint(args));
     const item = h(
       'li',
       { class: 'tool running' },
@@ -221,7 +234,7 @@ export class TurnView {
           {},
           h('span', { class: 'tool-name' }, name ?? 'tool'),
           ' ',
-          h('span', { class: 'tool-hint' }, argumentsHint(args)),
+          hint,
           ' ',
           state,
         ),
@@ -229,7 +242,7 @@ export class TurnView {
         result,
       ),
     );
-    this.toolItems.set(id, { item, state, result });
+    this.toolItems.set(id, { item, state, result, hint });
     this.tools.hidden = false;
     this.tools.append(item);
   }
@@ -242,6 +255,8 @@ export class TurnView {
     entry.state.textContent = isError ? 'failed' : 'done';
     entry.result.textContent = result ?? '';
     entry.result.hidden = !result;
+    const page = name === 'fetch_page' && !isError ? readPage(result) : null;
+    if (page) entry.hint.replaceChildren(pageLink(page));
   }
 
   showReferences(items) {
