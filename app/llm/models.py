@@ -53,6 +53,9 @@ class ModelCatalog:
             raise UnknownModel(model_id, self.spec.ids())
         return model
 
+    def ids(self) -> frozenset[str]:
+        return frozenset(self._models)
+
     def models(self) -> dict[str, ChatModel]:
         return dict(self._models)
 

@@ -162,8 +162,10 @@ class StreamService:
         regenerate = _turn_id(request.regenerate, "regenerate")
         if regenerate is not None:
             again = await self._turn(user, conversation_id, regenerate)
-            # That turn's question, as it was asked: a `query` sent beside it is not a new one.
-            request = replace(request, query=again.question, file_id=again.fileid)
+            # That turn's question, as it was asked: a `query` sent beside it is not a new one;
+            # by the model that answered it, unless the request names another (or it is gone).
+            model = request.model or (again.model if again.model in self._models.ids() else None)
+            request = replace(request, query=again.question, file_id=again.fileid, model=model)
             return request, again.parent_id or 0, regenerate
         parent_id = _turn_id(request.parent_id, "parentId")
         if parent_id:

@@ -247,6 +247,27 @@ async def test_an_agent_kind_takes_its_model_from_agent_models(
     assert (text_of(named), named[-1]["usage"]["model"]) == ("Default here.", "default")
 
 
+async def test_an_answer_asked_again_keeps_its_model_unless_the_request_names_another(
+    tmp_path: Path, default_llm: FakeOpenAI, strong_llm: FakeAnthropic, fast_llm: FakeOpenAI
+) -> None:
+    async with three_models(tmp_path, default_llm, strong_llm, fast_llm) as client:
+        first = await stream(
+            client, {"query": "Hi", "conversationId": "c-again", "model": "strong"}
+        )
+        turn = str(first[0]["sessionId"])
+        again = await stream(client, {"conversationId": "c-again", "regenerate": turn})
+        other = await stream(
+            client, {"conversationId": "c-again", "regenerate": turn, "model": "fast"}
+        )
+
+    assert [text_of(e) for e in (first, again, other)] == [
+        "Strong here.",
+        "Strong here.",
+        "Fast here.",
+    ]
+    assert [e[-1]["usage"]["model"] for e in (again, other)] == ["strong", "fast"]
+
+
 async def test_an_unknown_model_is_refused_before_the_stream_on_every_format(
     tmp_path: Path, default_llm: FakeOpenAI, strong_llm: FakeAnthropic, fast_llm: FakeOpenAI
 ) -> None:
