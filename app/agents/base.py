@@ -287,7 +287,7 @@ class AgentTurn:
                 turn.user_id,
                 turn.conversation_id,
                 turn.earlier,
-                limits.memory_max_tokens,
+                core.memory_tokens(turn.model_id),
             )
             async for event in agent.execute(turn, state):
                 state.observe(event)

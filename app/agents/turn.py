@@ -100,6 +100,15 @@ class AgentCore:
         """The id deep research's `role` takes in a turn of `model_id` (`DEEP_*_MODEL`)."""
         return model_id if self.models is None else self.models.role(role, model_id)
 
+    def memory_tokens(self, model_id: str) -> int:
+        """The memory a turn of `model_id` gets: `MEMORY_MAX_TOKENS`, within half the
+        model's context window where the catalog gives one (the rest is for the prompt,
+        the tools, the question and the answer)."""
+        entry = None if self.models is None else self.models.spec.entry(model_id)
+        window = entry.context_window if entry is not None else None
+        budget = self.limits.memory_max_tokens
+        return budget if window is None else min(budget, window // 2)
+
     def model_for(self, model_id: str) -> ChatModel:
         """The model a turn (or a role of it) named: `model` is the catalog's `default`."""
         if self.models is None or model_id == DEFAULT_MODEL_ID:

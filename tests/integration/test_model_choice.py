@@ -19,6 +19,7 @@ import httpx
 import orjson
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from pydantic import SecretStr
 
 from app.config import Settings
 from app.main import create_app
@@ -266,6 +267,28 @@ async def test_an_answer_asked_again_keeps_its_model_unless_the_request_names_an
         "Fast here.",
     ]
     assert [e[-1]["usage"]["model"] for e in (again, other)] == ["strong", "fast"]
+
+
+async def test_a_model_with_a_small_context_window_is_given_less_memory(
+    tmp_path: Path, default_llm: FakeOpenAI, strong_llm: FakeAnthropic, fast_llm: FakeOpenAI
+) -> None:
+    small = orjson.loads(catalog(strong_llm, fast_llm))
+    small[1]["contextWindow"] = 400  # `fast`: memory within 200 tokens, not MEMORY_MAX_TOKENS
+    settings = settings_with(tmp_path, default_llm, strong_llm, fast_llm)
+    settings = settings.model_copy(update={"models": SecretStr(orjson.dumps(small).decode())})
+    words = "tell me about heat pumps and their warranty " * 15
+    questions = [f"Question {n}: {words}".strip() for n in "123"]
+    async with running_service(settings) as client:
+        for question in questions:
+            await ask(client, question, "c-window")
+        await stream(client, {"query": "And?", "conversationId": "c-window", "model": "fast"})
+        await ask(client, "And again?", "c-window")
+
+    def remembered(request: Body) -> list[str]:
+        return [str(m["content"]) for m in request["messages"] if m["role"] == "user"][:-1]
+
+    assert remembered(fast_llm.requests[-1]) == questions[-1:]
+    assert remembered(default_llm.requests[-1]) == [*questions, "And?"]
 
 
 async def test_an_unknown_model_is_refused_before_the_stream_on_every_format(
