@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from app.agents.approvals import ApprovalPolicy, ApprovalSettings
 from app.agents.registry import AGENTS, AgentEntry, build_agents
 from app.agents.turn import AgentCore, AgentSettings
 from app.api import agent, export, files, health, metrics, runs, search, sessions
@@ -125,6 +126,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             search=configured_search(tools_client, settings, toolbox),
             observer=telemetry,
             unstored=unstored,
+            approvals=ApprovalPolicy.from_settings(ApprovalSettings.from_settings(settings)),
         )
         agents = build_agents(core, settings, app.state.agents)
         for built in agents.values():

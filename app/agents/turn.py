@@ -13,6 +13,7 @@ from typing import Literal
 
 import httpx2 as httpx
 
+from app.agents.approvals import ApprovalAnswer, ApprovalMode, ApprovalPolicy
 from app.agents.plan_record import PLAN_EVENTS, record_plan
 from app.config import SettingsPart
 from app.core.events import (
@@ -35,7 +36,7 @@ from app.llm.tokens import TokenCounter
 from app.store.base import SessionStore
 from app.store.db import Database
 from app.store.models import StoredTurn
-from app.store.records import PlanRound, ToolCall, TurnFile
+from app.store.records import Pending, PlanRound, ToolCall, TurnFile
 from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 from app.tools.base import Tool
 from app.tools.mcp.toolbox import McpToolbox
@@ -86,6 +87,8 @@ class AgentCore:
     """The service's telemetry (tool calls, store retries, the trace id in `start`)."""
     unstored: UnstoredTurns = field(default_factory=NoUnstoredTurns)
     """Where a turn's outcome waits while its final store fails, for any instance to store."""
+    approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """Which tool calls wait for the user's yes (`TOOL_APPROVAL`)."""
 
 
 @dataclass(slots=True)
@@ -101,6 +104,11 @@ class Turn:
     earlier: list[StoredTurn] = field(default_factory=list)
     """The conversation's latest turns before this one, read as its question was stored."""
     options: GenerateOptions = field(default_factory=lambda: GenerateOptions())
+    tool_approval: ApprovalMode | None = None
+    """The request's `toolApproval`; None: the settings' policy alone."""
+    resumed: StoredTurn | None = None
+    """The paused turn this run goes on with (its row is `row_id`), decided by `answer`."""
+    answer: ApprovalAnswer | None = None
 
     @property
     def user_id(self) -> str:
@@ -129,9 +137,29 @@ class TurnState:
     """A planning agent's rounds, from its `plan`, `step` and `critique` events."""
     usage: Usage = field(default_factory=Usage)
     outcome: AgentOutcome = "completed"
+    pending: list[Pending] = field(default_factory=list)
+    """What a paused turn waits for the user's decision on (a tool call, a plan)."""
     first_response_ms: int | None = None
     changes: int = 0
     """Counts what the periodic partial save would store, so an unchanged turn is not written."""
+
+    @classmethod
+    def going_on(cls, paused: StoredTurn) -> TurnState:
+        """The state of a paused turn that goes on: what it had produced when it paused."""
+        return cls(
+            answer=[paused.answer or ""],
+            thinking=[paused.thinking or ""],
+            tool_calls=list(paused.tools),
+            references={
+                r["url"]: Reference(r["url"], r.get("title", ""), r.get("content", ""))
+                for r in paused.reference
+                if r.get("url")
+            },
+            files=list(paused.files),
+            plan=list(paused.plan),
+            usage=Usage(paused.prompt_tokens, paused.completion_tokens),
+            first_response_ms=paused.first_response_time,
+        )
 
     def pause(self) -> None:
         """End the turn `paused`: the agent waits for the user (a question, a confirmation)."""

@@ -46,6 +46,7 @@ from app.core.wire import WIRE_CONFIG
 from app.store.records import (
     FileSource,
     FileStatus,
+    Pending,
     PlanRound,
     ToolCall,
     TurnFile,
@@ -154,6 +155,11 @@ class TurnOutcome(SQLModel):
     """Input tokens the turn spent across all its model calls."""
     completion_tokens: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     """Output tokens the turn spent across all its model calls."""
+    pending: list[Pending] = _json_list(Pending)
+    """What a `paused` turn waits for the user's decision on; empty otherwise."""
+    approval_id: str | None = Field(default=None, max_length=64)
+    """The undecided approval of a `paused` turn: the key its one decision is taken by
+    (cleared in the same UPDATE, so a second decision finds nothing); null once decided."""
 
 
 class TurnBase(TurnOutcome):
@@ -208,6 +214,13 @@ class AiSession(StoredTurn, table=True):
             "instance_id",
             postgresql_where=text("status = 'running'"),
             sqlite_where=text("status = 'running'"),
+        ),
+        # Undecided approvals only: a decision finds its paused turn by it (migration 0011).
+        Index(
+            "ix_ai_session_approval_id",
+            "approval_id",
+            postgresql_where=text("approval_id IS NOT NULL"),
+            sqlite_where=text("approval_id IS NOT NULL"),
         ),
     )
 

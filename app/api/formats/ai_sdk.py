@@ -74,6 +74,12 @@ class ChatRequest(BaseModel):
     multitask_strategy: str | None = Field(default=None, alias="multitaskStrategy")
     webhook: str | None = None
     parent_id: int | str | None = Field(default=None, alias="parentId")
+    tool_approval: str | None = Field(default=None, alias="toolApproval")
+    approval: Any = Field(
+        default=None,
+        description="Our `approval` decision; else read from the last assistant message's"
+        " tool part answered by `addToolApprovalResponse` (`approval-responded`).",
+    )
 
 
 class AiSdkTranslator:
@@ -179,6 +185,27 @@ class AiSdkTranslator:
                         "messageMetadata": fields,
                     }
                 )
+            case ev.ApprovalEvent(kind="tool"):
+                # The call's part first (nothing of it ran), then the request the client answers
+                # with `addToolApprovalResponse`.
+                parts.append(
+                    {
+                        "type": "tool-input-available",
+                        "toolCallId": event.tool_call_id,
+                        "toolName": event.tool_name,
+                        "input": event.arguments,
+                        "dynamic": True,
+                    }
+                )
+                parts.append(
+                    {
+                        "type": "tool-approval-request",
+                        "approvalId": event.approval_id,
+                        "toolCallId": event.tool_call_id,
+                    }
+                )
+            case ev.ApprovalEvent():
+                parts.append({"type": "data-approval", "id": event.approval_id, "data": fields})
             case ev.TextEvent() | ev.ThinkingEvent():
                 raise AssertionError("deltas are translated by `translate`")
             case _:
@@ -224,6 +251,29 @@ async def _regenerated(request: ChatRequest, user: str, services: ServicesDep) -
     return (await services.store.get_tree(user, request.id)).leaf_id
 
 
+def _approval(request: ChatRequest) -> Any:
+    """The decision: ours as sent, or the one `addToolApprovalResponse` put on the last
+    assistant message's tool part (`state: approval-responded`, `approval: {id, approved,
+    reason}`), which `useChat` sends back with the chat."""
+    if request.approval is not None:
+        return request.approval
+    last = request.messages[-1] if request.messages else None
+    if last is None or last.role != "assistant":
+        return None
+    for part in reversed(last.parts):
+        extra = part.model_extra or {}
+        approval = extra.get("approval")
+        if extra.get("state") != "approval-responded" or not isinstance(approval, dict):
+            continue
+        approved = approval.get("approved") is True
+        return {
+            "approvalId": approval.get("id"),
+            "decision": "approve" if approved else "reject",
+            "message": approval.get("reason"),
+        }
+    return None
+
+
 def _stream_params(request: ChatRequest, regenerate: int | str | None = None) -> StreamParams:
     fields = {
         "fileId": request.file_id,
@@ -232,6 +282,8 @@ def _stream_params(request: ChatRequest, regenerate: int | str | None = None) ->
         "webhook": request.webhook,
         "parentId": request.parent_id,
         "regenerate": regenerate,
+        "toolApproval": request.tool_approval,
+        "approval": _approval(request),
     }
     try:
         return StreamParams.model_validate(
