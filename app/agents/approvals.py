@@ -25,6 +25,7 @@ from app.config import SettingsPart
 
 ApprovalMode = Literal["ask", "auto"]
 Decision = Literal["approve", "reject", "edit"]
+DECISIONS: tuple[Decision, ...] = ("approve", "reject", "edit")
 
 READ_ONLY_TOOLS = frozenset(
     {

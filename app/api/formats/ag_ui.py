@@ -47,7 +47,7 @@ from ag_ui.encoder import EventEncoder
 from fastapi import APIRouter, Body, Header
 from pydantic import ValidationError
 
-from app.agents.approvals import APPROVAL_PREFIX
+from app.agents.approvals import APPROVAL_PREFIX, DECISIONS
 from app.api.agent import EVENT_ID, StreamParams
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
@@ -323,11 +323,17 @@ def question(run: RunAgentInput) -> str:
 def approval(run: RunAgentInput) -> dict[str, Any] | None:
     """A `resume` entry answering an approval interrupt (its id an `approvalId`), as our
     decision: `cancelled` rejects; a `resolved` payload is `{decision, arguments?,
-    message?}` or `{approved: bool, reason?}`; no payload approves."""
+    message?}` or `{approved: bool, reason?}` (a string: a decision's name, or a no with
+    that reason); no payload approves."""
     for entry in run.resume or ():
         if not entry.interrupt_id.startswith(APPROVAL_PREFIX):
             continue
         payload = entry.payload if isinstance(entry.payload, dict) else {}
+        if isinstance(entry.payload, str):
+            # A word of the user's: a decision's name, or else their reason for a no.
+            word = entry.payload.strip().lower()
+            payload = {"decision": word} if word in DECISIONS else {"approved": False}
+            payload.setdefault("message", entry.payload if word not in DECISIONS else None)
         decision = payload.get("decision")
         if decision is None:
             approved = entry.status == "resolved" and payload.get("approved", True) is True
