@@ -106,6 +106,8 @@ class Turn:
     options: GenerateOptions = field(default_factory=lambda: GenerateOptions())
     tool_approval: ApprovalMode | None = None
     """The request's `toolApproval`; None: the settings' policy alone."""
+    review_plan: bool = False
+    """Deep research: each round's plan waits for the user's decision (`reviewPlan`)."""
     resumed: StoredTurn | None = None
     """The paused turn this run goes on with (its row is `row_id`), decided by `answer`."""
     answer: ApprovalAnswer | None = None

@@ -109,6 +109,12 @@ class StreamParams(BaseModel):
         description="`ask`: every acting tool of the turn waits for the user's yes; `auto`:"
         " only those TOOL_APPROVAL names.",
     )
+    review_plan: bool | None = Field(
+        default=None,
+        alias="reviewPlan",
+        description="Deep research: each round's plan waits for the user's `approval`"
+        " (approve, edit with `arguments: {tasks}`, reject with `message`).",
+    )
     approval: ApprovalParams | None = Field(
         default=None,
         description="`{approvalId, decision: approve|reject|edit, arguments?, message?}` (a JSON"
@@ -129,6 +135,7 @@ class StreamParams(BaseModel):
             parent_id=self.parent_id,
             regenerate=self.regenerate,
             tool_approval=self.tool_approval,
+            review_plan=bool(self.review_plan),
             approval=self.approval.answer() if self.approval else None,
         )
 

@@ -67,6 +67,8 @@ class TurnRequest:
     """`ask`: every acting tool waits for the user's yes; `auto`: only those `TOOL_APPROVAL`
     names; None: the settings' policy."""
     approval: ApprovalAnswer | None = None
+    review_plan: bool = False
+    """Deep research: each round's plan waits for the user's decision."""
     """A decision on the conversation's paused turn, which goes on: `query` is not needed."""
 
 
@@ -138,6 +140,7 @@ class StreamService:
                 parent_id=parent_id,
                 tool_approval=request.tool_approval,
                 answer=request.approval,
+                review_plan=request.review_plan,
             )
         except BaseException:
             await slot.release()

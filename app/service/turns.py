@@ -134,6 +134,7 @@ class TurnService:
         parent_id: int | None = None,
         tool_approval: ApprovalMode | None = None,
         answer: ApprovalAnswer | None = None,
+        review_plan: bool = False,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
 
@@ -157,6 +158,7 @@ class TurnService:
             options=options or GenerateOptions(),
             tool_approval=tool_approval,
             answer=answer,
+            review_plan=review_plan,
         )
         # Listed in the same step as the claim: one round trip less before the first event.
         ticket = _ticket(claim, question, "running")

@@ -22,8 +22,9 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import Command
+from langgraph.types import Command, Interrupt
 
+from app.agents.approvals import new_approval_id
 from app.agents.base import BaseAgent
 from app.agents.deep import checkpoints
 from app.agents.deep.checkpoints import open_checkpointer, thread_id
@@ -31,10 +32,11 @@ from app.agents.deep.graph import DeepContext, DeepGraph, TaskResearcher, build_
 from app.agents.deep.prompts import CONTINUE_WORDS
 from app.agents.deep.state import DeepState
 from app.agents.deep.structured import ModelSteps
-from app.agents.turn import AgentCore, Turn, TurnState
+from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import Settings, SettingsPart
-from app.core.events import Event, ThinkingEvent
+from app.core.events import ApprovalEvent, Event, PlannedTask, ThinkingEvent
 from app.core.run import ConversationKey
+from app.store.records import Pending, PlanTask
 from app.tools.base import Tool
 
 OpenCheckpointer = Callable[[], AbstractAsyncContextManager[BaseCheckpointSaver[str]]]
@@ -97,7 +99,11 @@ class DeepResearchAgent(BaseAgent):
         }
         snapshot = await graph.aget_state(config)
         start: Any
-        if snapshot.interrupts:
+        if snapshot.interrupts and turn.answer is not None:
+            answer = turn.answer
+            decided = {"decision": answer.decision, "arguments": answer.arguments}
+            start = Command(resume=decided | {"message": answer.message})
+        elif snapshot.interrupts:
             start = Command(resume=turn.question)
         elif snapshot.next and _asks_to_continue(turn.question):
             start = None
@@ -107,7 +113,7 @@ class DeepResearchAgent(BaseAgent):
         else:
             if snapshot.values:
                 await saver.adelete_thread(thread_id(turn.key))
-            start = {"question": turn.question}
+            start = {"question": turn.question, "review_plan": turn.review_plan}
             if self._search is None:
                 yield ThinkingEvent(
                     "Web search is not configured (no TAVILY_API_KEY): researching from the"
@@ -128,6 +134,29 @@ class DeepResearchAgent(BaseAgent):
                 yield cast(Event, chunk)
             elif "__interrupt__" in chunk:
                 state.pause()
+                interrupts: tuple[Interrupt, ...] = cast(Any, chunk)["__interrupt__"]
+                for waiting in interrupts:
+                    if isinstance(waiting.value, dict) and waiting.value.get("kind") == "plan":
+                        yield await self._ask_review(turn, state, waiting.value)
+
+    async def _ask_review(self, turn: Turn, state: TurnState, asked: dict[str, Any]) -> Event:
+        """The plan review as the turn's pending decision: stored first, then the event."""
+        tasks = list(asked.get("tasks", []))
+        pending = Pending(
+            approval_id=new_approval_id(),
+            kind="plan",
+            arguments={"tasks": tasks},
+            plan=[PlanTask(id=t["id"], title=t["title"], depends_on=t["dependsOn"]) for t in tasks],
+        )
+        state.pending = [pending]
+        if not await self.store(turn, state, "paused", None, lambda: None):
+            raise AgentFailure("STORE_FAILED", "the plan to review could not be stored")
+        return ApprovalEvent(
+            pending.approval_id,
+            "plan",
+            {"tasks": tasks},
+            plan=[PlannedTask(t.id, t.title, tuple(t.depends_on)) for t in pending.plan],
+        )
 
 
 def _asks_to_continue(message: str) -> bool:

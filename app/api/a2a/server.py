@@ -62,7 +62,7 @@ from a2a.utils.errors import (
 from google.protobuf.json_format import MessageToDict
 from pydantic import ValidationError
 
-from app.agents.approvals import ApprovalAnswer
+from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.registry import AgentEntry
 from app.api.a2a.mapping import (
     STATES,
@@ -289,6 +289,8 @@ class RunTasks(RequestHandler):
             parent_id=_turn_field(metadata, "parentId"),
             regenerate=_turn_field(metadata, "regenerate"),
             approval=answer,
+            review_plan=metadata.get("reviewPlan") is True,
+            tool_approval=_approval_mode(metadata.get("toolApproval")),
         )
         try:
             run, stop_when_gone = await services.streams.open(entry, request, user)
@@ -330,6 +332,14 @@ def _user(context: ServerCallContext) -> str:
 def _base_url(context: ServerCallContext) -> str:
     base: str = context.state[BASE_URL_KEY]
     return base
+
+
+def _approval_mode(value: object) -> ApprovalMode | None:
+    if value is None:
+        return None
+    if value not in ("ask", "auto"):
+        raise InvalidParamsError("toolApproval must be `ask` or `auto`")
+    return "ask" if value == "ask" else "auto"
 
 
 def _decision(message: Message, metadata: dict[str, Any]) -> dict[str, Any] | None:

@@ -66,6 +66,7 @@ FORWARDED_FIELDS = (
     "parentId",
     "regenerate",
     "toolApproval",
+    "reviewPlan",
     "approval",
 )
 """Our own stream fields a client may pass in `forwardedProps`."""

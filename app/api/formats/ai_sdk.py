@@ -75,6 +75,7 @@ class ChatRequest(BaseModel):
     webhook: str | None = None
     parent_id: int | str | None = Field(default=None, alias="parentId")
     tool_approval: str | None = Field(default=None, alias="toolApproval")
+    review_plan: bool | None = Field(default=None, alias="reviewPlan")
     approval: Any = Field(
         default=None,
         description="Our `approval` decision; else read from the last assistant message's"
@@ -283,6 +284,7 @@ def _stream_params(request: ChatRequest, regenerate: int | str | None = None) ->
         "parentId": request.parent_id,
         "regenerate": regenerate,
         "toolApproval": request.tool_approval,
+        "reviewPlan": request.review_plan,
         "approval": _approval(request),
     }
     try:
