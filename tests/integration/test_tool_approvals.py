@@ -226,3 +226,29 @@ async def test_two_decisions_at_once_one_wins(
     assert sorted(status for status, _ in results) == [200, 409]
     [(_, won)] = [r for r in results if r[0] == 200]
     assert len(of_type(won, "tool_end")) == 1
+
+
+async def test_a_loaded_skills_allowed_tools_narrow_what_runs_without_asking(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    folder = tmp_path / "skills" / "read-only-notes"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(
+        "---\nname: read-only-notes\ndescription: Read notes and never change them.\n"
+        "allowed-tools: Read Grep\n---\n\nRead the notes; change nothing.\n"
+    )
+    settings = settings_for(backend, tmp_path, fake_llm, skills_dir=tmp_path / "skills")
+    fake_llm.script(
+        Reply.tool_calls([WRITE]),
+        Reply.tool_calls([("load_skill", {"name": "read-only-notes"})]),
+        Reply.tool_calls([("read_file", {"path": "notes.txt"}), WRITE]),
+        Reply.text("Asked first."),
+    )
+    async with running_service(settings) as client:
+        _, turn_events = await turn(client, "c-skill", query="Update my notes")
+
+    ends = [(e["toolName"], e["isError"]) for e in of_type(turn_events, "tool_end")]
+    assert ends == [("write_file", False), ("load_skill", False), ("read_file", False)]
+    [approval] = of_type(turn_events, "approval")
+    assert approval["toolName"] == "write_file"
+    assert turn_events[-1]["status"] == "paused"
