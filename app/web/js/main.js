@@ -305,7 +305,7 @@ async function ask(text, branch = {}) {
   const versions = replaced ? replaced.siblings : [];
   if (branch.replaces) removeFrom(branch.replaces);
   else ui.question.value = '';
-  const turn = withBranch(new TurnView(question, { onFollowUp: ask }));
+  const turn = withBranch(new TurnView(question, { onFollowUp: ask, onDecide: decide }));
   addTurn(turn);
   const onStart = (event) =>
     turn.branch.set({ id: event.sessionId, parentId, siblings: [...versions, event.sessionId] });
@@ -334,6 +334,20 @@ async function ask(text, branch = {}) {
   if (turn.el.dataset.status === 'paused' || document.activeElement === document.body) {
     ui.question.focus();
   }
+}
+
+/** Send the user's decision on what `turn` waits for: the same turn goes on, here. */
+async function decide(turn, answer) {
+  if (state.reading || !state.conversationId) return;
+  const conversationId = state.conversationId;
+  const params = new URLSearchParams({ conversationId, approval: JSON.stringify(answer) });
+  turn.setStatus('running');
+  await follow(turn, conversationId, (signal) =>
+    send(`/agent/${ui.agent.value}/stream?${params}`, {
+      headers: { Accept: 'text/event-stream' },
+      signal,
+    }),
+  );
 }
 
 /** Send an edited question: a new turn beside `turn`, from the same parent. */
@@ -422,7 +436,7 @@ function showHistory(id, detail) {
   state.file = detail.fileid ? { fileId: detail.fileid, fileName: 'File of this conversation' } : null;
   showFile();
   for (const message of detail.messages) {
-    addTurn(withBranch(TurnView.fromStored(message, { onFollowUp: ask }), message));
+    addTurn(withBranch(TurnView.fromStored(message, { onFollowUp: ask, onDecide: decide }), message));
   }
 }
 
@@ -435,7 +449,7 @@ async function followLast(id, detail) {
 
 /** Follow a turn still answering from its first event, in place of its stored view. */
 async function rejoin(stored, question, id) {
-  const live = withBranch(new TurnView(question, { onFollowUp: ask }), stored.branch.meta);
+  const live = withBranch(new TurnView(question, { onFollowUp: ask, onDecide: decide }), stored.branch.meta);
   await follow(live, id, async (signal) => {
     const response = await resumeRequest(id, 0, signal);
     const index = state.turns.indexOf(stored);
