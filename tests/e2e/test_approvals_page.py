@@ -14,6 +14,7 @@ from app.main import create_app
 from tests.e2e.conftest import LOOP, Upstreams
 from tests.e2e.test_chat_page import ask
 from tests.fakes.scripted_server import Reply
+from tests.support.research import REPORT, Researcher
 from tests.support.server import serve
 
 pytestmark = LOOP
@@ -101,3 +102,30 @@ async def test_a_reloaded_page_still_asks_and_an_edit_runs_the_users_arguments(
     await expect(turn.locator(".answer")).to_contain_text("Written as you said.")
     files = list((settings.data_dir / "workspaces").rglob("notes.txt"))
     assert [f.read_text() for f in files] == ["edited on the page"]
+
+
+async def test_a_research_plan_is_reviewed_as_a_checklist_before_it_runs(
+    page: Page, app_settings: Callable[..., Settings]
+) -> None:
+    plan = {"tasks": [{"id": "a", "title": "Market size"}, {"id": "b", "title": "Running costs"}]}
+    researcher = Researcher(orjson.dumps(plan).decode())
+    app = create_app(app_settings(recommendations_enabled=False), model=researcher.model())
+    async with serve(app) as url:
+        await page.goto(url)
+        await page.locator("#agent").select_option("deep")
+        await page.locator("#review-plan").check()
+        turn = await ask(page, "How big is the heat pump market?")
+        card = turn.locator(".approval")
+        await expect(card.locator("h3")).to_have_text("Review the research plan")
+        await expect(card.locator(".approval-task")).to_have_count(2)
+        assert researcher.calls["Market size"] == 0
+
+        await card.locator(".approval-task").first.fill("Pump market")
+        await card.get_by_role("checkbox", name="Keep Running costs").uncheck()
+        await card.get_by_role("button", name="Edit").click()
+
+        await expect(turn).to_have_attribute("data-status", "completed")
+        await expect(turn.locator(".plan .task .task-title")).to_have_text(["Pump market"])
+        await expect(turn.locator(".answer")).to_have_text(REPORT)
+    assert researcher.calls["Pump market"] > 0
+    assert researcher.calls["Running costs"] == 0

@@ -75,7 +75,7 @@ export class ApprovalView {
   checklist(request) {
     this.rows = (request.arguments?.tasks ?? []).map((task) => {
       const keep = h('input', { type: 'checkbox', checked: true, 'aria-label': `Keep ${task.title}` });
-      const title = h('input', { type: 'text', class: 'task-title', 'aria-label': 'Task' });
+      const title = h('input', { type: 'text', class: 'approval-task', 'aria-label': 'Task' });
       title.value = task.title;
       return { task, keep, title, el: h('li', {}, keep, ' ', title) };
     });

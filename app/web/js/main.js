@@ -31,6 +31,8 @@ const ui = {
   stop: $('stop'),
   agent: $('agent'),
   attach: $('attach'),
+  reviewPlan: $('review-plan'),
+  reviewPlanOption: $('review-plan-option'),
   fileInput: $('file-input'),
   fileChip: $('file-chip'),
   fileName: $('file-name'),
@@ -177,6 +179,7 @@ function agentFile() {
 
 function showAgentTools() {
   ui.attach.hidden = !agentFile().accepts;
+  ui.reviewPlanOption.hidden = ui.agent.value !== 'deep';
 }
 
 /** Offer the agents the server runs; on any failure the page's own two stay. */
@@ -300,6 +303,7 @@ async function ask(text, branch = {}) {
   else params.set('regenerate', String(branch.regenerate));
   if (branch.parentId !== undefined) params.set('parentId', String(branch.parentId));
   if (state.file && file.accepts) params.set('fileId', state.file.fileId);
+  if (agent === 'deep' && ui.reviewPlan.checked) params.set('reviewPlan', 'true');
   const replaced = branch.replaces?.branch.meta;
   const parentId = replaced ? replaced.parentId : (state.turns.at(-1)?.branch.meta.id ?? null);
   const versions = replaced ? replaced.siblings : [];
