@@ -169,8 +169,9 @@ class ReActAgent(BaseAgent):
         if asking is None:
             return
         call, later = calls[asking], calls[asking + 1 :]
+        approval_id = new_approval_id()
         pending = Pending(
-            approval_id=new_approval_id(),
+            approval_id=approval_id,
             kind="tool",
             tool_call_id=call.id,
             tool_name=call.name,
@@ -183,7 +184,7 @@ class ReActAgent(BaseAgent):
         if not await self.store(turn, state, "paused", None, lambda: None):
             raise AgentFailure("STORE_FAILED", "the pending tool call could not be stored")
         yield ApprovalEvent(
-            pending.approval_id,
+            approval_id,
             "tool",
             call.input,
             tool_call_id=call.id,

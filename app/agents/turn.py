@@ -164,8 +164,13 @@ class TurnState:
         )
 
     def pause(self) -> None:
-        """End the turn `paused`: the agent waits for the user (a question, a confirmation)."""
+        """End the turn `paused`: the agent waits for the user (a question, a confirmation).
+
+        Unless the agent says what waits (a tool call, a plan), it is the question the
+        answer so far puts to the user, which the next message answers."""
         self.outcome = "paused"
+        if not self.pending:
+            self.pending = [Pending(kind="question", message="".join(self.answer))]
 
     def add_usage(self, usage: Usage) -> None:
         """Every model call of the turn adds here, the follow-ups' and a stopped one's too."""

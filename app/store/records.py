@@ -61,7 +61,7 @@ class PlanRound(WireModel):
     critique: PlanCritique | None = None
 
 
-PendingKind = Literal["tool", "plan"]
+PendingKind = Literal["tool", "plan", "question"]
 
 
 class Pending(WireModel):
@@ -69,16 +69,19 @@ class Pending(WireModel):
 
     Stored with the turn before the `approval` event goes out, so the decision can be
     taken on any instance, after a restart too; `later` keeps the calls of the same
-    model round that have not run yet, checked in turn once this one is decided.
+    model round that have not run yet, checked in turn once this one is decided. A
+    question the agent asked (`kind: question`) has no approval: the next message answers.
     """
 
-    approval_id: str
+    approval_id: str | None = None
     kind: PendingKind
     tool_call_id: str | None = None
     tool_name: str | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
     plan: list[PlanTask] = Field(default_factory=list)
     """A plan review's tasks (`kind: plan`)."""
+    message: str | None = None
+    """The question put to the user (`kind: question`)."""
     later: list[ToolCall] = Field(default_factory=list)
     """The other calls of the round, not run yet (a tool approval)."""
     tool_approval: Literal["ask", "auto"] | None = None

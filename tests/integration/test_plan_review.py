@@ -127,3 +127,33 @@ async def test_a_rejected_plan_is_planned_again_with_the_users_feedback(
     assert done[-1]["status"] == "completed"
     assert researcher.calls[MARKET] == 0
     assert researcher.calls["Installers"] > 0
+
+
+async def test_a_question_asked_back_is_what_the_paused_turn_waits_for(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    asked = "Which region?"
+    researcher = Researcher(orjson.dumps(INDEPENDENT).decode(), clarify=asked)
+    settings = deep_settings(backend, tmp_path, fake_search)
+    async with research_service(settings, researcher) as client:
+        paused = await deep(client, "c-question", query=QUESTION)
+        [stored] = await history(client, "c-question")
+        runs = (await client.get("/agent/runs")).json()["data"]
+
+    assert paused[-1]["status"] == "paused"
+    assert [e for e in paused if e["type"] == "approval"] == []
+    assert stored["pending"] == [
+        {
+            "approvalId": None,
+            "kind": "question",
+            "toolCallId": None,
+            "toolName": None,
+            "arguments": {},
+            "plan": [],
+            "message": asked,
+            "later": [],
+            "toolApproval": None,
+        }
+    ]
+    [waiting] = [r for r in runs if r["conversationId"] == "c-question"]
+    assert waiting["pending"][0]["message"] == asked

@@ -142,8 +142,9 @@ class DeepResearchAgent(BaseAgent):
     async def _ask_review(self, turn: Turn, state: TurnState, asked: dict[str, Any]) -> Event:
         """The plan review as the turn's pending decision: stored first, then the event."""
         tasks = list(asked.get("tasks", []))
+        approval_id = new_approval_id()
         pending = Pending(
-            approval_id=new_approval_id(),
+            approval_id=approval_id,
             kind="plan",
             arguments={"tasks": tasks},
             plan=[PlanTask(id=t["id"], title=t["title"], depends_on=t["dependsOn"]) for t in tasks],
@@ -152,7 +153,7 @@ class DeepResearchAgent(BaseAgent):
         if not await self.store(turn, state, "paused", None, lambda: None):
             raise AgentFailure("STORE_FAILED", "the plan to review could not be stored")
         return ApprovalEvent(
-            pending.approval_id,
+            approval_id,
             "plan",
             {"tasks": tasks},
             plan=[PlannedTask(t.id, t.title, tuple(t.depends_on)) for t in pending.plan],

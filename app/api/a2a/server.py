@@ -358,7 +358,7 @@ def _answer(decision: dict[str, Any] | None, last: StoredTurn | None) -> Approva
     """The decision on the task's pending approval (its id may be left out); None: none."""
     if decision is None:
         return None
-    pending = last.pending[0].approval_id if last is not None and last.pending else ""
+    pending = (last.pending[0].approval_id if last is not None and last.pending else "") or ""
     try:
         params = ApprovalParams.model_validate({"approvalId": pending} | decision)
     except ValidationError as exc:
