@@ -138,7 +138,9 @@ class BaseAgent(ABC):
         if turn.answer is None:
             return False
         store = self.core.store
-        paused = await store.decide(turn.user_id, turn.conversation_id, turn.answer.approval_id)
+        paused = await store.decide(
+            turn.user_id, turn.conversation_id, turn.answer.approval_id, self.agent_type
+        )
         if paused is None or paused.id is None:
             return False
         turn.resumed, turn.row_id = paused, paused.id

@@ -468,8 +468,9 @@ class SqlSessionStore:
         return [_turn(row) for row in rows]
 
     async def decide(
-        self, user_id: str, conversation_id: str, approval_id: str
+        self, user_id: str, conversation_id: str, approval_id: str, agent_type: str | None = None
     ) -> StoredTurn | None:
+        mine = [] if agent_type is None else [T.c.agent_type == agent_type]
         stmt = (
             update(T)
             .where(
@@ -477,6 +478,7 @@ class SqlSessionStore:
                 T.c.session_id == conversation_id,
                 T.c.approval_id == approval_id,
                 T.c.status == "paused",
+                *mine,
             )
             .values(
                 status="running",

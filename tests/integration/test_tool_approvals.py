@@ -252,3 +252,23 @@ async def test_a_loaded_skills_allowed_tools_narrow_what_runs_without_asking(
     [approval] = of_type(turn_events, "approval")
     assert approval["toolName"] == "write_file"
     assert turn_events[-1]["status"] == "paused"
+
+
+async def test_a_decision_sent_to_another_agent_is_refused_and_stays_to_take(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = settings_for(backend, tmp_path, fake_llm, tool_approval="write_file")
+    fake_llm.script(Reply.tool_calls([WRITE]), Reply.text("Written."))
+    async with running_service(settings) as client:
+        _, asked = await turn(client, "c-kind", query="Write my notes")
+        [approval] = of_type(asked, "approval")
+        body = {
+            "conversationId": "c-kind",
+            "approval": decision(approval["approvalId"], "approve"),
+        }
+        elsewhere = await client.post("/agent/chat/stream", json=body)
+        status, went_on = await turn(client, "c-kind", approval=body["approval"])
+
+    assert elsewhere.status_code == 409
+    assert status == 200
+    assert went_on[-1]["status"] == "completed"
