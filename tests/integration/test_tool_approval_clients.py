@@ -64,7 +64,7 @@ async def test_the_ai_sdk_chat_answers_with_add_tool_approval_response(
         assert part["state"] == "output-available"
         assert notes(settings, "c-sdk").read_text() == "hello"
     else:
-        assert part["state"] == "output-error"
+        assert part["state"] == "output-denied"
         assert not notes(settings, "c-sdk").exists()
         assert any(REASON in result for result in told(fake_llm))
 

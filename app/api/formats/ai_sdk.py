@@ -23,6 +23,7 @@ import orjson
 from fastapi import APIRouter, Body, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.agents.approvals import DECLINED
 from app.api.agent import StreamParams
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
@@ -132,7 +133,10 @@ class AiSdkTranslator:
                 )
             case ev.ToolEndEvent():
                 call = event.tool_call_id
-                if event.is_error:
+                if event.is_error and event.result.startswith(DECLINED):
+                    # The user said no (`addToolApprovalResponse`): the part ends denied.
+                    parts.append({"type": "tool-output-denied", "toolCallId": call})
+                elif event.is_error:
                     parts.append(
                         {"type": "tool-output-error", "toolCallId": call, "errorText": event.result}
                     )
