@@ -272,3 +272,39 @@ async def test_a_decision_sent_to_another_agent_is_refused_and_stays_to_take(
     assert elsewhere.status_code == 409
     assert status == 200
     assert went_on[-1]["status"] == "completed"
+
+
+async def test_two_writes_of_one_round_ask_one_after_the_other(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = settings_for(backend, tmp_path, fake_llm, tool_approval="write_file")
+    other = ("write_file", {"path": "other.txt", "content": "second"})
+    fake_llm.script(Reply.tool_calls([WRITE, other]), Reply.text("Both written."))
+    async with running_service(settings) as client:
+        _, asked = await turn(client, "c-two-writes", query="Write both")
+        [first] = of_type(asked, "approval")
+        _, between = await turn(
+            client, "c-two-writes", approval=decision(first["approvalId"], "approve")
+        )
+        [second] = of_type(between, "approval")
+        _, done = await turn(
+            client, "c-two-writes", approval=decision(second["approvalId"], "reject")
+        )
+        [stored] = await history(client, "c-two-writes")
+
+    workspace = workspace_root(settings.data_dir, "local", "c-two-writes")
+    assert first["arguments"] == WRITE[1]
+    assert [e["toolName"] for e in of_type(between, "tool_end")] == ["write_file"]
+    assert between[-1]["status"] == "paused"
+    assert second["arguments"] == other[1]
+    assert (workspace / "notes.txt").read_text() == "hello"
+    assert not (workspace / "other.txt").exists()
+    assert done[-1]["status"] == "completed"
+    assert [(t["name"], t["isError"]) for t in stored["tools"]] == [
+        ("write_file", False),
+        ("write_file", True),
+    ]
+    # The model read both results of its round, in the order it asked.
+    told = tool_results(fake_llm.requests[-1])
+    assert told[0] != told[1]
+    assert "Declined by the user" in told[1]
