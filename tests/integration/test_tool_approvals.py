@@ -308,3 +308,23 @@ async def test_two_writes_of_one_round_ask_one_after_the_other(
     told = tool_results(fake_llm.requests[-1])
     assert told[0] != told[1]
     assert "Declined by the user" in told[1]
+
+
+async def test_a_waiting_turn_holds_no_stream_slot_and_no_running_task(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = settings_for(
+        backend, tmp_path, fake_llm, tool_approval="write_file", max_streams_per_user=1
+    )
+    fake_llm.script(Reply.tool_calls([WRITE]), Reply.text("Another answer."))
+    async with running_service(settings) as client:
+        _, asked = await turn(client, "c-waits", query="Write my notes")
+        runs = (await client.get("/agent/runs")).json()["data"]
+        status, other = await turn(client, "c-meanwhile", query="Something else")
+
+    assert asked[-1]["status"] == "paused"
+    assert [(r["conversationId"], r["status"], r["taskId"]) for r in runs] == [
+        ("c-waits", "paused", None)
+    ]
+    assert status == 200
+    assert other[-1]["status"] == "completed"
