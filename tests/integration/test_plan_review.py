@@ -157,3 +157,32 @@ async def test_a_question_asked_back_is_what_the_paused_turn_waits_for(
     ]
     [waiting] = [r for r in runs if r["conversationId"] == "c-question"]
     assert waiting["pending"][0]["message"] == asked
+
+
+async def test_an_edited_plan_that_is_not_a_plan_is_asked_for_again(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher(orjson.dumps(INDEPENDENT).decode())
+    settings = deep_settings(backend, tmp_path, fake_search)
+    cycle = {
+        "tasks": [
+            {"id": "a", "title": "A", "dependsOn": ["b"]},
+            {"id": "b", "title": "B", "dependsOn": ["a"]},
+        ]
+    }
+    async with research_service(settings, researcher) as client:
+        asked = await deep(client, "c-bad-edit", query=QUESTION, reviewPlan=True)
+        first = approval_of(asked)
+        again = await deep(
+            client,
+            "c-bad-edit",
+            approval={"approvalId": first["approvalId"], "decision": "edit", "arguments": cycle},
+        )
+        second = approval_of(again)
+
+    thinking = "".join(str(e.get("content", "")) for e in again if e["type"] == "thinking")
+    assert "The edited plan is not valid" in thinking
+    assert again[-1]["status"] == "paused"
+    assert second["approvalId"] != first["approvalId"]
+    assert [t["title"] for t in second["plan"]] == [MARKET, COSTS]
+    assert researcher.calls[MARKET] == 0

@@ -25,6 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
+from pydantic import ValidationError
 
 from app.agents.deep import prompts
 from app.agents.deep.state import (
@@ -205,19 +206,27 @@ async def review(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
     emit = runtime.stream_writer
     removed: dict[str, Any] = dict.fromkeys(current)
     if answer.get("decision") == "edit":
-        edited = ResearchPlan.model_validate(answer.get("arguments") or {})
+        try:
+            edited = ResearchPlan.model_validate(answer.get("arguments") or {})
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"]
+            emit(ThinkingEvent(f"The edited plan is not valid ({reason}): review it again.\n"))
+            return {"review_error": reason}
         tasks = _records(edited, round_no)
         emit(ThinkingEvent(f"Plan edited: {len(tasks)} tasks\n"))
         emit(PlanEvent(round_no, [_planned(t) for t in tasks.values()]))
-        return {"tasks": removed | tasks}
+        return {"tasks": removed | tasks, "review_error": ""}
     if answer.get("decision") == "reject":
         feedback = str(answer.get("message") or "The user rejected the plan.")
         emit(ThinkingEvent("Planning again, as the user asked\n"))
         return {"tasks": removed, "round": round_no - 1, "plan_feedback": feedback}
-    return {}
+    return {"review_error": ""}
 
 
 def after_review(state: DeepState) -> list[Send] | str:
+    """Plan again after a rejection, ask again after an edit that is not a valid plan."""
+    if state.get("review_error"):
+        return "review"
     return "plan" if state.get("plan_feedback") else next_tasks(state)
 
 
@@ -363,7 +372,7 @@ def build_graph() -> StateGraph[DeepState, DeepContext, DeepState, DeepState]:
     graph.add_edge("ask", "brief")
     graph.add_edge("brief", "plan")
     graph.add_conditional_edges("plan", after_plan, ["review", "research", "critique"])
-    graph.add_conditional_edges("review", after_review, ["plan", "research", "critique"])
+    graph.add_conditional_edges("review", after_review, ["review", "plan", "research", "critique"])
     graph.add_edge("research", "gather")
     graph.add_conditional_edges("gather", next_tasks, ["research", "critique"])
     graph.add_conditional_edges("critique", after_critique, ["plan", "report"])

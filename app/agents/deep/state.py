@@ -126,6 +126,8 @@ class DeepState(TypedDict, total=False):
     """Each round's plan waits for the user's decision before its tasks run (`reviewPlan`)."""
     plan_feedback: str
     """The user's words on a rejected plan, for the round planned again."""
+    review_error: str
+    """Why the user's edited plan was refused: the review is asked again."""
 
 
 class TaskInput(TypedDict):
