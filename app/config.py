@@ -202,6 +202,10 @@ class Settings(BaseSettings):
     memory_max_turns: int = 10
     memory_max_tokens: int = 6000
     react_max_rounds: int = 5
+    tool_approval: str = ""
+    """Tools that wait for the user's yes before they run: `bash,write_file,edit_file`,
+    `mcp:*` or `mcp:<server>`, `*`; empty: only MCP tools marked destructive
+    (app/agents/approvals.py)."""
     recommendations_enabled: bool = True
     tool_result_display_chars: int = 2000
 

@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from app.agents.approvals import ApprovalPolicy, ApprovalSettings
 from app.agents.on_demand import OnDemandAgents
 from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turn import AgentCore, AgentSettings
@@ -140,6 +141,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             observer=telemetry,
             unstored=unstored,
             models=catalog,
+            approvals=ApprovalPolicy.from_settings(ApprovalSettings.from_settings(settings)),
         )
         # Entered before the runs' shutdown is registered, so what the agents hold
         # closes after every run ended, though each is built at its first turn.

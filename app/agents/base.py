@@ -36,6 +36,9 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 
+import orjson
+
+from app.agents.approvals import ApprovalAnswer
 from app.agents.memory import load_memory
 from app.agents.recommend import suggest_follow_ups
 from app.agents.tool_history import closed
@@ -56,7 +59,7 @@ from app.core.run import Conclusion, ConversationKey, Notice, StopSignal
 from app.llm.errors import ModelError, user_message
 from app.store.base import GoneTurn, StoreError, StoreUnavailable
 from app.store.models import StoredTurn, TurnOutcome
-from app.store.records import ModelUsage
+from app.store.records import ModelUsage, ToolCall
 from app.tasks.base import TaskError
 
 log = logging.getLogger(__name__)
@@ -94,6 +97,66 @@ class BaseAgent(ABC):
             self.core.limits.memory_max_turns,
             turn.parent_id,
         )
+        parent = turn.earlier[-1] if turn.earlier else None
+        if parent is not None and parent.approval_id and parent.status == "paused":
+            turn.earlier[-1] = await self._decline(turn, parent)
+
+    async def _decline(self, turn: Turn, paused: StoredTurn) -> StoredTurn:
+        """A message instead of a decision: the paused turn's pending call is rejected, the
+        message its reason, and that turn ends `stopped` (the new one answers the message)."""
+        store = self.core.store
+        approval_id = paused.approval_id or ""
+        decided = await store.decide(turn.user_id, turn.conversation_id, approval_id)
+        if decided is None or decided.id is None or not decided.pending:
+            return paused
+        pending = decided.pending[0]
+        answer = ApprovalAnswer(approval_id, "reject", message=turn.question)
+        declined = [
+            ToolCall(
+                id=call.tool_call_id or "",
+                name=call.tool_name or "",
+                arguments=orjson.dumps(call.arguments).decode(),
+                result=answer.declined(),
+                is_error=True,
+            )
+            for call in (pending,)
+            if call.kind == "tool"
+        ]
+        outcome = TurnOutcome.model_validate(
+            {name: getattr(decided, name) for name in TurnOutcome.model_fields}
+            | {"status": "stopped", "pending": [], "tools": [*decided.tools, *declined]}
+        )
+        await store.finish_turn(decided.id, outcome)
+        return decided.model_copy(
+            update={name: getattr(outcome, name) for name in TurnOutcome.model_fields}
+        )
+
+    async def go_on(self, turn: Turn) -> bool:
+        """Take the decision `turn.answer` on the conversation's paused turn, and read its memory.
+
+        The turn is `running` again, on this instance; False (nothing changed) when no
+        paused turn of the conversation waits on that approval. Raises `StoreError`.
+        """
+        if turn.answer is None:
+            return False
+        store = self.core.store
+        paused = await store.decide(
+            turn.user_id, turn.conversation_id, turn.answer.approval_id, self.agent_type
+        )
+        if paused is None or paused.id is None:
+            return False
+        turn.resumed, turn.row_id = paused, paused.id
+        models = self.core.models
+        own = paused.model
+        if not turn.model_named and models is not None and own and own in models.ids():
+            turn.model_id = own
+        if turn.tool_approval is None and paused.pending:
+            turn.tool_approval = paused.pending[0].tool_approval
+        turn.question, turn.file_id = paused.question, paused.fileid
+        turn.earlier = await store.recent_turns(
+            turn.user_id, turn.conversation_id, self.core.limits.memory_max_turns, paused.id
+        )
+        return True
 
     def resources(self) -> AbstractAsyncContextManager[object]:
         """What the agent holds for the app's life (a graph's checkpoint store, say).
@@ -176,6 +239,10 @@ class BaseAgent(ABC):
             recommend=state.recommend,
             files=state.files,
             plan=state.plan,
+            pending=state.pending if status == "paused" else [],
+            approval_id=state.pending[0].approval_id
+            if status == "paused" and state.pending
+            else None,
             error=error.code if error else None,
             first_response_time=state.first_response_ms,
             total_response_time=state.elapsed_ms(),
@@ -263,7 +330,7 @@ class AgentTurn:
     def __init__(self, agent: BaseAgent, turn: Turn) -> None:
         self.agent = agent
         self.turn = turn
-        self.state = TurnState()
+        self.state = TurnState() if turn.resumed is None else TurnState.going_on(turn.resumed)
         self._error: ErrorEvent | None = None
         self._ended = asyncio.Event()
         self._saver: asyncio.Task[None] | None = None

@@ -17,9 +17,12 @@ from typing import Any, Protocol
 
 import orjson
 
+from app.agents.approvals import new_approval_id
 from app.agents.base import BaseAgent
-from app.agents.turn import AgentCore, Turn, TurnState
+from app.agents.tool_history import arguments_of, replay
+from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.core.events import (
+    ApprovalEvent,
     ErrorEvent,
     Event,
     TextEvent,
@@ -30,6 +33,7 @@ from app.core.events import (
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 from app.core.responses import Accumulator, ChatResponse, Retrying
 from app.llm.errors import user_message
+from app.store.records import Pending, ToolCall
 from app.tools.base import Announced, Tool, ToolContext, ToolOutput
 
 log = logging.getLogger(__name__)
@@ -64,6 +68,10 @@ class ReActAgent(BaseAgent):
         """Thinking notes shown before the loop starts (e.g. a tool that is unavailable)."""
         return []
 
+    def allowed(self, turn: Turn, state: TurnState) -> set[str] | None:
+        """The acting tools this turn may run without asking; None: the policy alone decides."""
+        return None
+
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         for note in self.notices(turn):
             yield ThinkingEvent(note)
@@ -88,6 +96,11 @@ class ReActAgent(BaseAgent):
         """
         if self.core.mcp is not None:
             tools = {t.schema.name: t for t in self.core.mcp.tools_for(self.agent_type)} | tools
+        if turn.resumed is not None:
+            async for event in self._go_on(turn, state, tools, messages):
+                yield event
+            if state.outcome == "paused":
+                return
         max_rounds = self.core.limits.max_rounds
         for round_no in range(max_rounds + 1):
             final = round_no == max_rounds or not tools
@@ -118,11 +131,104 @@ class ReActAgent(BaseAgent):
             if await self._hook("before_acting", turn, calls):
                 return
             results: list[ToolResultBlock] = []
-            async for event in act(self.core, turn, state, tools, calls, results):
+            async for event in self._act_asking(turn, state, tools, calls, results):
                 yield event
+            if state.outcome == "paused":
+                return
             messages.append(Msg("tool", list(results)))
             if await self._hook("after_acting", turn, results):
                 return
+
+    async def _act_asking(
+        self,
+        turn: Turn,
+        state: TurnState,
+        tools: dict[str, Tool],
+        calls: list[ToolUseBlock],
+        results: list[ToolResultBlock],
+    ) -> AsyncIterator[Event]:
+        """`act()`, up to the first call that waits for the user's yes; there the turn pauses.
+
+        The pending call (and the round's calls after it) is stored with the turn,
+        `paused`, before the `approval` event is sent: nothing of it has run, and a
+        crash after the store loses nothing.
+        """
+        allowed = self.allowed(turn, state)
+        policy = self.core.approvals
+        asking = next(
+            (
+                index
+                for index, call in enumerate(calls)
+                if policy.asks(call.name, tools.get(call.name), turn.tool_approval, allowed)
+            ),
+            None,
+        )
+        running = calls if asking is None else calls[:asking]
+        if running:
+            async for event in act(self.core, turn, state, tools, running, results):
+                yield event
+        if asking is None:
+            return
+        call, later = calls[asking], calls[asking + 1 :]
+        approval_id = new_approval_id()
+        pending = Pending(
+            approval_id=approval_id,
+            kind="tool",
+            tool_call_id=call.id,
+            tool_name=call.name,
+            arguments=call.input,
+            later=[ToolCall(id=c.id, name=c.name, arguments=_arguments(c)) for c in later],
+            tool_approval=turn.tool_approval,
+        )
+        state.pending = [pending]
+        state.pause()
+        if not await self.store(turn, state, "paused", None, lambda: None):
+            raise AgentFailure("STORE_FAILED", "the pending tool call could not be stored")
+        yield ApprovalEvent(
+            approval_id,
+            "tool",
+            call.input,
+            tool_call_id=call.id,
+            tool_name=call.name,
+        )
+
+    async def _go_on(
+        self, turn: Turn, state: TurnState, tools: dict[str, Tool], messages: list[Msg]
+    ) -> AsyncIterator[Event]:
+        """A paused turn, decided: its calls so far, then the rest of the paused round.
+
+        The decided call runs as asked (`approve`), with the user's arguments
+        (`edit`), or not at all (`reject`: the model reads that the user declined);
+        the round's later calls are checked as any call is, and may pause again.
+        """
+        paused, answer = turn.resumed, turn.answer
+        if paused is None or answer is None or not paused.pending:
+            return
+        pending = paused.pending[0]
+        messages.extend(replay(list(state.tool_calls)))
+        arguments = answer.arguments if answer.decision == "edit" else None
+        decided = ToolUseBlock(
+            pending.tool_call_id or "",
+            pending.tool_name or "",
+            arguments if arguments is not None else pending.arguments,
+        )
+        later = [
+            ToolUseBlock(c.id, c.name, arguments_of(c), raw_input=c.arguments)
+            for c in pending.later
+        ]
+        messages.append(Msg("assistant", [decided, *later]))
+        results: list[ToolResultBlock] = []
+        if answer.decision == "reject":
+            text = answer.declined()
+            yield ToolStartEvent(decided.name, decided.id, _arguments(decided))
+            yield ToolEndEvent(decided.name, decided.id, text, True)
+            results.append(ToolResultBlock(decided.id, decided.name, text, True))
+        else:
+            async for event in act(self.core, turn, state, tools, [decided], results):
+                yield event
+        async for event in self._act_asking(turn, state, tools, later, results):
+            yield event
+        messages.append(Msg("tool", list(results)))
 
     async def _hook(self, phase: str, turn: Turn, payload: Any) -> bool:
         stop = False

@@ -31,8 +31,10 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from app.agents.approvals import allowed_tools
 from app.agents.compaction import Compactor
 from app.agents.react import ReActAgent
+from app.agents.tool_history import arguments_of
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
 from app.core.events import Event, TextEvent, ThinkingEvent
@@ -126,6 +128,21 @@ class SkillsAgent(ReActAgent):
             tools.append(self._load_skill)
         tools.extend(tool for tool in (self._search, self._reader) if tool is not None)
         return tools
+
+    def allowed(self, turn: Turn, state: TurnState) -> set[str] | None:
+        """A loaded skill's `allowed-tools` narrows what runs without asking: the union of
+        the loaded skills' lists, or None while no loaded skill has one."""
+        loaded = {
+            str(arguments_of(call).get("name"))
+            for call in state.tool_calls
+            if call.name == LOAD_SKILL and call.result is not None and not call.is_error
+        }
+        lists = [
+            allowed_tools(skill.extra["allowed-tools"])
+            for name in loaded
+            if (skill := self._skills.get(name)) is not None and "allowed-tools" in skill.extra
+        ]
+        return set().union(*lists) if lists else None
 
     def notices(self, turn: Turn) -> list[str]:
         reason = self.shell.unavailable()

@@ -55,6 +55,11 @@ def text_of(calls: list[ToolCall]) -> list[str]:
     return [part for call in closed(calls) for part in (call.arguments, call.result or "")]
 
 
+def arguments_of(call: ToolCall) -> dict[str, Any]:
+    """A stored call's arguments as an object (empty when the model's JSON was not one)."""
+    return _input(call.arguments or "{}")
+
+
 def _input(arguments: str) -> dict[str, Any]:
     """The arguments as an object; a model's malformed JSON is kept only as the raw text."""
     try:

@@ -13,6 +13,7 @@ from typing import Literal
 
 import httpx2 as httpx
 
+from app.agents.approvals import ApprovalAnswer, ApprovalMode, ApprovalPolicy
 from app.agents.plan_record import PLAN_EVENTS, record_plan
 from app.config import SettingsPart
 from app.core.events import (
@@ -38,7 +39,7 @@ from app.llm.tokens import TokenCounter
 from app.store.base import SessionStore
 from app.store.db import Database
 from app.store.models import StoredTurn
-from app.store.records import PlanRound, ToolCall, TurnFile
+from app.store.records import Pending, PlanRound, ToolCall, TurnFile
 from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 from app.tools.base import Tool
 from app.tools.fetch_page import FetchPage
@@ -96,6 +97,9 @@ class AgentCore:
     models: ModelCatalog | None = None
     """Every configured model by id (`MODELS`); None: `model` alone, as `default`."""
 
+    approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
+    """Which tool calls wait for the user's yes (`TOOL_APPROVAL`)."""
+
     def role_model(self, role: Role, model_id: str) -> str:
         """The id deep research's `role` takes in a turn of `model_id` (`DEEP_*_MODEL`)."""
         return model_id if self.models is None else self.models.role(role, model_id)
@@ -134,6 +138,15 @@ class Turn:
     options: GenerateOptions = field(default_factory=lambda: GenerateOptions())
     model_id: str = DEFAULT_MODEL_ID
     """The catalog id of the model that answers (the request's `model`, or the kind's)."""
+    model_named: bool = False
+    """The request named `model_id`; else a decided turn goes on with its own model."""
+    tool_approval: ApprovalMode | None = None
+    """The request's `toolApproval`; None: the settings' policy alone."""
+    review_plan: bool = False
+    """Deep research: each round's plan waits for the user's decision (`reviewPlan`)."""
+    resumed: StoredTurn | None = None
+    """The paused turn this run goes on with (its row is `row_id`), decided by `answer`."""
+    answer: ApprovalAnswer | None = None
 
     @property
     def user_id(self) -> str:
@@ -164,13 +177,38 @@ class TurnState:
     by_model: dict[str, Usage] = field(default_factory=dict)
     """`usage` per catalog id; "" for calls of a model that did not say (the turn's own)."""
     outcome: AgentOutcome = "completed"
+    pending: list[Pending] = field(default_factory=list)
+    """What a paused turn waits for the user's decision on (a tool call, a plan)."""
     first_response_ms: int | None = None
     changes: int = 0
     """Counts what the periodic partial save would store, so an unchanged turn is not written."""
 
+    @classmethod
+    def going_on(cls, paused: StoredTurn) -> TurnState:
+        """The state of a paused turn that goes on: what it had produced when it paused."""
+        return cls(
+            answer=[paused.answer or ""],
+            thinking=[paused.thinking or ""],
+            tool_calls=list(paused.tools),
+            references={
+                r["url"]: Reference(r["url"], r.get("title", ""), r.get("content", ""))
+                for r in paused.reference
+                if r.get("url")
+            },
+            files=list(paused.files),
+            plan=list(paused.plan),
+            usage=Usage(paused.prompt_tokens, paused.completion_tokens),
+            first_response_ms=paused.first_response_time,
+        )
+
     def pause(self) -> None:
-        """End the turn `paused`: the agent waits for the user (a question, a confirmation)."""
+        """End the turn `paused`: the agent waits for the user (a question, a confirmation).
+
+        Unless the agent says what waits (a tool call, a plan), it is the question the
+        answer so far puts to the user, which the next message answers."""
         self.outcome = "paused"
+        if not self.pending:
+            self.pending = [Pending(kind="question", message="".join(self.answer))]
 
     def add_usage(self, usage: Usage) -> None:
         """Every model call of the turn adds here, the follow-ups' and a stopped one's too."""

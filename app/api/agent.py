@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
+import orjson
 from fastapi import APIRouter, Body, Header, Query
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from app.agents.approvals import ApprovalAnswer, ApprovalMode, Decision
 from app.agents.registry import AgentEntry
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
@@ -30,6 +32,33 @@ router = APIRouter(prefix="/agent", tags=["agent"])
 EVENT_ID = re.compile(r"[0-9]{1,18}")
 """An event id as we send them; ASCII digits only, and short enough to stay an int64."""
 STOP_WAIT_SECONDS = 5.0
+
+
+class ApprovalParams(WireModel):
+    """A decision on a paused turn's pending approval (the stream field `approval`)."""
+
+    approval_id: str = Field(min_length=1, max_length=64)
+    decision: Decision
+    arguments: dict[str, Any] | None = Field(
+        default=None, description="`edit`: the arguments to run the call with."
+    )
+    message: str | None = Field(
+        default=None, max_length=4000, description="`reject`: the reason, given to the model."
+    )
+
+    @model_validator(mode="after")
+    def _edit_has_arguments(self) -> ApprovalParams:
+        if self.decision == "edit" and self.arguments is None:
+            raise ValueError("an `edit` decision needs `arguments` (an object)")
+        return self
+
+    def answer(self) -> ApprovalAnswer:
+        return ApprovalAnswer(self.approval_id, self.decision, self.arguments, self.message)
+
+
+def approval_field(value: object) -> object:
+    """The `approval` field as a GET sends it (a JSON string) or a JSON body (an object)."""
+    return orjson.loads(value) if isinstance(value, str | bytes) else value
 
 
 class StreamParams(BaseModel):
@@ -81,6 +110,26 @@ class StreamParams(BaseModel):
         description="The id of the model to answer with (`GET /agent/models`); default: the"
         " agent kind's (`AGENT_MODELS`), else `default`. Unknown: 400 `MODEL_UNKNOWN`.",
     )
+    tool_approval: ApprovalMode | None = Field(
+        default=None,
+        alias="toolApproval",
+        description="`ask`: every acting tool of the turn waits for the user's yes; `auto`:"
+        " only those TOOL_APPROVAL names.",
+    )
+    review_plan: bool | None = Field(
+        default=None,
+        alias="reviewPlan",
+        description="Deep research: each round's plan waits for the user's `approval`"
+        " (approve, edit with `arguments: {tasks}`, reject with `message`).",
+    )
+    approval: ApprovalParams | None = Field(
+        default=None,
+        description="`{approvalId, decision: approve|reject|edit, arguments?, message?}` (a JSON"
+        " string in a GET): decides the conversation's paused turn, which goes on in this"
+        " stream; 409 when nothing waits on that approvalId.",
+    )
+
+    _approval_json = field_validator("approval", mode="before")(approval_field)
 
     def request(self) -> TurnRequest:
         return TurnRequest(
@@ -93,6 +142,9 @@ class StreamParams(BaseModel):
             parent_id=self.parent_id,
             regenerate=self.regenerate,
             model=self.model,
+            tool_approval=self.tool_approval,
+            review_plan=bool(self.review_plan),
+            approval=self.approval.answer() if self.approval else None,
         )
 
 
@@ -138,7 +190,8 @@ def _merged(query: Params, body: Params | None) -> Params:
     """A POST's fields: the JSON body's, and the query string's where the body has none."""
     if body is None:
         return query
-    return query.model_copy(update=body.model_dump(exclude_unset=True))
+    # The fields' values as validated (a nested model stays one), not their dump.
+    return query.model_copy(update={name: getattr(body, name) for name in body.model_fields_set})
 
 
 async def _stream(
@@ -167,7 +220,10 @@ def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
             "description": "Bad input, a `webhook` URL that may not be called, or an unknown"
             " `model` (`data.error`: `MODEL_UNKNOWN`)"
         },
-        409: {"description": "A task is already running (`multitaskStrategy: reject`)"},
+        409: {
+            "description": "A task is already running (`multitaskStrategy: reject`), or no"
+            " paused turn waits on the `approval`'s approvalId (unknown, or decided)"
+        },
         429: {
             "description": "Over a per-user limit (streams at once, or a minute); see Retry-After"
         },

@@ -19,6 +19,7 @@ from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
 from app.store.base import StoreError
+from app.store.records import Pending
 from app.tasks.base import TaskBackendUnavailable
 
 router = APIRouter(prefix="/agent", tags=["agent"])
@@ -37,6 +38,10 @@ class RunInfo(WireModel):
     session_id: int | None = Field(description="The stored turn's row, for a paused one.")
     last_event_id: int | None = Field(
         description="The newest event of a running turn; `/agent/resume` from 0 replays it all."
+    )
+    pending: list[Pending] = Field(
+        default_factory=list,
+        description="What a paused turn waits for the user's decision on (a tool call, a plan).",
     )
 
 
@@ -85,6 +90,7 @@ async def list_runs(user: UserDep, services: ServicesDep) -> Envelope[list[RunIn
             task_id=None,
             session_id=turn.id,
             last_event_id=None,
+            pending=turn.pending,
         )
         for turn in paused
         if turn.session_id not in busy

@@ -410,6 +410,25 @@ class CritiqueEvent(_Wire):
     feedback: str
 
 
+@dataclass(slots=True)
+class ApprovalEvent(_Wire):
+    """The agent waits for the user's yes: a tool call to run (nothing of it has run), or a
+    research plan to review. The turn is already stored `paused` with it; `complete{paused}`
+    follows, and a stream with the field `approval` answers it."""
+
+    __pydantic_config__ = _wire_config(optional=("toolCallId", "toolName", "plan"))
+    type: Literal["approval"] = field(default="approval", kw_only=True)
+
+    approval_id: str
+    kind: Literal["tool", "plan"]
+    arguments: dict[str, Any] = field(default_factory=dict)
+    """The call's arguments as an object (a plan review: `{tasks}`)."""
+    tool_call_id: OmittedWhenNone[str] = None
+    tool_name: OmittedWhenNone[str] = None
+    plan: OmittedWhenNone[list[PlannedTask]] = None
+    """A plan review's tasks."""
+
+
 Event = (
     StartEvent
     | QueuedEvent
@@ -426,6 +445,7 @@ Event = (
     | PlanEvent
     | StepEvent
     | CritiqueEvent
+    | ApprovalEvent
 )
 """Every event a run may emit; the order is the schema's."""
 

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.registry import AgentEntry
 from app.config import DisconnectPolicy, SettingsPart
 from app.documents.library import DocumentLibrary
@@ -38,6 +39,9 @@ from app.tasks.runs import Run, RunRegistry
 from app.tasks.webhooks import WebhookRefused, Webhooks
 
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
+DECIDING = "(a decision on a paused turn)"
+"""What the list of runs shows as the question while a decision is taken (the turn's own
+question replaces it as the turn goes on)."""
 TURN_ID = re.compile(r"[0-9]{1,18}")
 """A turn id as a string: digits, and short enough to stay an int64."""
 
@@ -63,6 +67,13 @@ class TurnRequest:
     needed, and not used."""
     model: str | None = None
     """The catalog id of the model to answer with; None: the kind's (`AGENT_MODELS`)."""
+    tool_approval: ApprovalMode | None = None
+    """`ask`: every acting tool waits for the user's yes; `auto`: only those `TOOL_APPROVAL`
+    names; None: the settings' policy."""
+    approval: ApprovalAnswer | None = None
+    """A decision on the conversation's paused turn, which goes on: `query` is not needed."""
+    review_plan: bool = False
+    """Deep research: each round's plan waits for the user's decision."""
 
 
 class StreamSettings(SettingsPart):
@@ -99,8 +110,15 @@ class StreamService:
         """Check the request and start its turn; the run, and what to call if its client leaves."""
         conversation_id = request.conversation_id or uuid.uuid4().hex
         valid_conversation_id(conversation_id)
-        request, parent_id, regenerates = await self._place(request, conversation_id, user)
-        question = (request.query or "").strip()
+        regenerates = None
+        if request.approval is not None:
+            if not request.conversation_id:
+                raise BadRequest("an approval needs the conversationId of its paused turn")
+            parent_id = None
+            question = DECIDING
+        else:
+            request, parent_id, regenerates = await self._place(request, conversation_id, user)
+            question = (request.query or "").strip()
         if not question:
             raise BadRequest("query is required and must not be empty")
         limit = self._settings.query_max_chars
@@ -133,6 +151,10 @@ class StreamService:
                 parent_id=parent_id,
                 regenerates=regenerates,
                 model_id=model_id,
+                model_named=request.model is not None,
+                tool_approval=request.tool_approval,
+                answer=request.approval,
+                review_plan=request.review_plan,
             )
         except BaseException:
             await slot.release()

@@ -30,6 +30,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
+from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.base import BaseAgent
 from app.agents.on_demand import OnDemandAgents
 from app.agents.turn import Turn
@@ -56,6 +57,7 @@ log = logging.getLogger(__name__)
 
 TASKS_DOWN = "Service unavailable: the task backend (Redis) is unavailable"
 DATABASE_DOWN = "Service unavailable: the database is unavailable"
+UNDECIDABLE = "No paused turn of this conversation waits on that approvalId (or it is decided)"
 Strategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 """What a new message does when its conversation is busy."""
 
@@ -143,11 +145,17 @@ class TurnService:
         parent_id: int | None = None,
         regenerates: int | None = None,
         model_id: str = DEFAULT_MODEL_ID,
+        model_named: bool = False,
+        tool_approval: ApprovalMode | None = None,
+        answer: ApprovalAnswer | None = None,
+        review_plan: bool = False,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
 
         `parent_id`: the turn the new one follows (0: none; None: the active leaf);
         `regenerates`: the turn it answers again, as that turn's new sibling.
+        `answer`: a decision on the conversation's paused turn, which goes on (same row)
+        instead of a new question: `Busy` (409) when no paused turn waits on it.
 
         With `enqueue` on a busy conversation the run comes back at once, holding
         only its `queued` event, and is launched later in the same log.
@@ -168,12 +176,16 @@ class TurnService:
             regenerates=regenerates,
             options=options or GenerateOptions(),
             model_id=model_id,
+            model_named=model_named,
+            tool_approval=tool_approval,
+            answer=answer,
+            review_plan=review_plan,
         )
         # Listed in the same step as the claim: one round trip less before the first event.
         ticket = _ticket(claim, question, "running")
         try:
             claimed = await self._claims.claim(claim, self._ttl, ticket)
-            if not claimed and strategy == "enqueue":
+            if not claimed and strategy == "enqueue" and answer is None:
                 return await self._enqueue(agent, claim, turn, on_end)
             if not claimed and strategy in ("interrupt", "rollback"):
                 claimed = await self._take_over(claim, strategy, ticket)
@@ -208,7 +220,10 @@ class TurnService:
         with self._runs.starting(claim.key):
             async with self._starting:
                 try:
-                    await agent.begin(turn)
+                    if turn.answer is None:
+                        await agent.begin(turn)
+                    elif not await agent.go_on(turn):
+                        raise Busy(UNDECIDABLE)
                 except BaseException as exc:
                     with contextlib.suppress(TaskBackendUnavailable):
                         await self._claims.release(claim)

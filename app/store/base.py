@@ -192,6 +192,18 @@ class SessionStore(Protocol):
         """The user's conversations whose active leaf waits for the user, newest first."""
         ...
 
+    async def decide(
+        self, user_id: str, conversation_id: str, approval_id: str, agent_type: str | None = None
+    ) -> StoredTurn | None:
+        """Take the decision on a paused turn's pending approval: the turn, `running` again
+        (on this instance, its approval cleared), or None when no paused turn of the
+        conversation (of `agent_type`, when given) waits on that id (unknown, another
+        user's, another agent's, or already decided).
+
+        One UPDATE: of two instances deciding at once, exactly one gets the turn.
+        """
+        ...
+
     async def ping(self) -> None:
         """Raise `StoreUnavailable` when the database cannot be reached."""
         ...

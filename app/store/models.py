@@ -49,6 +49,7 @@ from app.store.records import (
     FileSource,
     FileStatus,
     ModelUsage,
+    Pending,
     PlanRound,
     ToolCall,
     TurnFile,
@@ -175,6 +176,11 @@ class TurnOutcome(SQLModel):
     """What those tokens cost at each model's prices; None when no model of it has prices."""
     usage_by_model: list[ModelUsage] = _json_list(ModelUsage)
     """The same per model `{model, promptTokens, completionTokens, costUsd, estimated}`."""
+    pending: list[Pending] = _json_list(Pending)
+    """What a `paused` turn waits for the user's decision on; empty otherwise."""
+    approval_id: str | None = Field(default=None, max_length=64)
+    """The undecided approval of a `paused` turn: the key its one decision is taken by
+    (cleared in the same UPDATE, so a second decision finds nothing); null once decided."""
 
 
 class TurnBase(TurnOutcome):
@@ -231,6 +237,13 @@ class AiSession(StoredTurn, table=True):
             "instance_id",
             postgresql_where=text("status = 'running'"),
             sqlite_where=text("status = 'running'"),
+        ),
+        # Undecided approvals only: a decision finds its paused turn by it (migration 0011).
+        Index(
+            "ix_ai_session_approval_id",
+            "approval_id",
+            postgresql_where=text("approval_id IS NOT NULL"),
+            sqlite_where=text("approval_id IS NOT NULL"),
         ),
     )
 

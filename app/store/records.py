@@ -7,7 +7,7 @@ history, camelCase by `WireModel`'s alias alone.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -59,6 +59,33 @@ class PlanRound(WireModel):
     round: int
     tasks: list[PlanTask]
     critique: PlanCritique | None = None
+
+
+PendingKind = Literal["tool", "plan", "question"]
+
+
+class Pending(WireModel):
+    """What a `paused` turn waits for the user's decision on (API.md, "Asking before acting").
+
+    Stored with the turn before the `approval` event goes out, so the decision can be
+    taken on any instance, after a restart too; `later` keeps the calls of the same
+    model round that have not run yet, checked in turn once this one is decided. A
+    question the agent asked (`kind: question`) has no approval: the next message answers.
+    """
+
+    approval_id: str | None = None
+    kind: PendingKind
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    plan: list[PlanTask] = Field(default_factory=list)
+    """A plan review's tasks (`kind: plan`)."""
+    message: str | None = None
+    """The question put to the user (`kind: question`)."""
+    later: list[ToolCall] = Field(default_factory=list)
+    """The other calls of the round, not run yet (a tool approval)."""
+    tool_approval: Literal["ask", "auto"] | None = None
+    """The turn's `toolApproval`, kept for the rest of it (a decision may name another)."""
 
 
 FileStatus = Literal["processing", "ready", "failed"]

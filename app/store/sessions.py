@@ -488,6 +488,31 @@ class SqlSessionStore:
             rows = (await conn.execute(stmt)).mappings().all()
         return [_turn(row) for row in rows]
 
+    async def decide(
+        self, user_id: str, conversation_id: str, approval_id: str, agent_type: str | None = None
+    ) -> StoredTurn | None:
+        mine = [] if agent_type is None else [T.c.agent_type == agent_type]
+        stmt = (
+            update(T)
+            .where(
+                T.c.user_id == user_id,
+                T.c.session_id == conversation_id,
+                T.c.approval_id == approval_id,
+                T.c.status == "paused",
+                *mine,
+            )
+            .values(
+                status="running",
+                approval_id=None,
+                instance_id=self._instance_id,
+                update_time=_now(),
+            )
+            .returning(*T.c)
+        )
+        async with self._db.statement() as conn:
+            row = (await conn.execute(stmt)).mappings().one_or_none()
+        return None if row is None else _turn(row)
+
     async def ping(self) -> None:
         await self._db.ping()
 

@@ -10,7 +10,8 @@ by the app as a child process) and over streamable HTTP (`build(...)`'s
 - `whoami`: a digest of the secret the server was started with (its env), so a
   test can check the secret reached the server without it showing in the turn;
 - `flood`: a result larger than the client keeps;
-- `slow`: never answers in time.
+- `slow`: never answers in time;
+- `erase`: marked `destructiveHint` by the server, so it waits for the user's yes.
 
 Run as a process, it first checks its gate: with `FAKE_MCP_GATE` set to a path
 that does not exist, it exits at once, as a server that fails to start does;
@@ -26,6 +27,7 @@ import sys
 from pathlib import Path
 
 from mcp.server.mcpserver import MCPServer
+from mcp.types import ToolAnnotations
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -62,6 +64,13 @@ def build(secret: str = "") -> MCPServer:
     @server.tool(description="A very long answer.")
     def flood(chars: int) -> str:
         return "x" * chars
+
+    @server.tool(
+        description="Erase a part's record.",
+        annotations=ToolAnnotations(destructiveHint=True, readOnlyHint=False),
+    )
+    def erase(sku: str) -> str:
+        return f"Erased {sku}."
 
     @server.tool(description="Takes far too long.")
     async def slow() -> str:

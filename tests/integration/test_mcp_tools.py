@@ -30,6 +30,7 @@ from tests.support.polling import eventually
 from tests.support.processes import free_port
 from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
 from tests.support.server import serve
+from tests.support.sse import events
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV_SECRET = "mcp-env-secret-7f3a9c"
@@ -141,6 +142,7 @@ async def test_a_chat_turn_calls_a_stdio_server_tool_and_answers_from_its_result
         offered = {tool.name: tool for tool in request.tools}
         assert sorted(offered) == [
             "fetch_page",
+            "parts__erase",
             "parts__flood",
             "parts__lookup",
             "parts__slow",
@@ -173,7 +175,7 @@ async def test_a_chat_turn_calls_a_stdio_server_tool_and_answers_from_its_result
     assert health["mcp"]["parts"] == {
         "status": "up",
         "transport": "stdio",
-        "tools": 5,
+        "tools": 6,
         "since": health["mcp"]["parts"]["since"],
     }
     assert [e["toolName"] for e in events if e["type"] == "tool_start"] == [
@@ -341,7 +343,7 @@ async def test_a_server_that_dies_is_shown_down_its_call_errs_and_it_comes_back(
     assert down["mcp"]["docs"]["lastError"]
     assert HEADER_SECRET not in json.dumps(down)
     assert answer(without) == "I cannot look that up now."
-    assert up["mcp"]["docs"]["tools"] == 5
+    assert up["mcp"]["docs"]["tools"] == 6
     assert tool_ends(back)[0][:2] == ("docs__lookup", False)
     assert answer(back) == "7 years."
 
@@ -376,7 +378,7 @@ async def test_a_server_that_cannot_start_is_down_and_joins_when_it_can(
     assert down["mcp"]["parts"]["lastError"]
     assert ENV_SECRET not in json.dumps(down)
     assert (first[-1]["status"], answer(first)) == ("completed", "No catalogue today.")
-    assert up["mcp"]["parts"]["tools"] == 5
+    assert up["mcp"]["parts"]["tools"] == 6
     assert tool_ends(second) == [
         ("parts__lookup", False, untrusted(LOOKUP_RESULT, "parts__lookup"))
     ]
@@ -444,3 +446,28 @@ async def test_a_call_past_its_timeout_or_its_size_is_an_error_or_cut(
     ]
     assert (events[-1]["status"], answer(events)) == ("completed", "One was slow, one was long.")
     assert health["mcp"]["parts"]["status"] == "up"
+
+
+async def test_a_tool_its_server_marks_destructive_waits_for_the_users_yes(
+    backend: Backend, tmp_path: Path
+) -> None:
+    model = ScriptedModel(
+        Reply.tool_calls(("parts__lookup", {"sku": "P-1"}), ("parts__erase", {"sku": "P-1"})),
+        Reply.text("Erased."),
+    )
+    settings = app_settings(backend, tmp_path, [stdio_server("parts", tmp_path)])
+    async with running_service(settings, model=model) as client:
+        asked = await ask(client, "Erase P-1", "c-mcp-erase")
+        [approval] = [e for e in asked if e["type"] == "approval"]
+        body = {
+            "conversationId": "c-mcp-erase",
+            "approval": {"approvalId": approval["approvalId"], "decision": "approve"},
+        }
+        async with client.stream("POST", "/agent/chat/stream", json=body) as response:
+            went_on = [e async for e in events(response)]
+
+    assert [name for name, _, _ in tool_ends(asked)] == ["parts__lookup"]
+    assert approval["toolName"] == "parts__erase"
+    assert asked[-1]["status"] == "paused"
+    assert tool_ends(went_on) == [("parts__erase", False, untrusted("Erased P-1.", "parts__erase"))]
+    assert went_on[-1]["status"] == "completed"

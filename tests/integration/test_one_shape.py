@@ -106,8 +106,15 @@ async def test_every_column_of_a_turn_reaches_its_history(
         to_camel(c.name): message[to_camel(c.name)] for c in columns
     }
     # A run writes every column it owns: only what this turn has none of stays empty
-    # (it failed in nothing, asked about no upload, and is its conversation's first question).
-    assert {c.name for c in columns if row[c.name] is None} == {"error", "fileid", "parent_id"}
+    # (it failed in nothing, asked about no upload, is its conversation's first question,
+    # and waits for no decision).
+    assert {c.name for c in columns if row[c.name] is None} == {
+        "error",
+        "fileid",
+        "parent_id",
+        "pending",
+        "approval_id",
+    }
 
 
 async def test_every_column_of_a_file_reaches_its_info(

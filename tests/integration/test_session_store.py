@@ -542,6 +542,7 @@ async def test_migration_keeps_each_conversation_one_path_and_undoes(database_ur
                     ),
                     {"c": conversation, "q": question, "t": now.replace(tzinfo=None)},
                 )
+            # To the head: the store reads every column of the latest schema.
             await conn.run_sync(migrate, "upgrade", "head")
         store = SqlSessionStore(db)
         tree = await store.get_tree("alice", "a")

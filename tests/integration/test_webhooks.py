@@ -173,3 +173,29 @@ async def test_a_webhook_without_a_secret_configured_answers_400(
     assert response.status_code == 400
     assert "WEBHOOK_SECRET" in response.json()["message"]
     assert fake_llm.requests == []
+
+
+async def test_a_turn_that_starts_waiting_for_a_yes_is_posted_as_paused(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, receiver: Receiver
+) -> None:
+    fake_llm.script(Reply.tool_calls([("write_file", {"path": "a.txt", "content": "a"})]))
+    settings = settings_for(
+        backend,
+        tmp_path,
+        fake_llm,
+        webhook_secret=SECRET,
+        outbound_allowlist="127.0.0.1",
+        tool_approval="write_file",
+    )
+    async with running_service(settings) as client:
+        body = {"query": "Q", "conversationId": "c-wait", "webhook": receiver.url}
+        async with client.stream("POST", "/agent/skills/stream", json=body) as response:
+            streamed = [e async for e in events(response)]
+        call = await receiver.next_call()
+        [stored] = await history(client, "c-wait")
+
+    [approval] = [e for e in streamed if e["type"] == "approval"]
+    assert verified(call)
+    assert call.json()["status"] == "paused"
+    assert call.json()["history"] == "/session/c-wait"
+    assert stored["pending"][0]["approvalId"] == approval["approvalId"]

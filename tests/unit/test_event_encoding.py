@@ -7,6 +7,7 @@ from typing import get_args
 import orjson
 
 from app.core.events import (
+    ApprovalEvent,
     CompleteEvent,
     CritiqueEvent,
     DeckEvent,
@@ -114,6 +115,7 @@ EVERY_KIND: list[Event] = [
     PlanEvent(1, [PlannedTask("a", "Market", ("b",), "running")]),
     StepEvent("a", "completed", "Found it", [SourceLink("https://a.example", "A")]),
     CritiqueEvent(1, False, "More on costs"),
+    ApprovalEvent("apr_1", "tool", {"path": "a.txt"}, tool_call_id="call_2", tool_name="write"),
 ]
 
 

@@ -29,8 +29,9 @@ from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import Command, StateSnapshot
+from langgraph.types import Command, Interrupt, StateSnapshot
 
+from app.agents.approvals import new_approval_id
 from app.agents.base import BaseAgent
 from app.agents.deep import checkpoints
 from app.agents.deep.checkpoints import (
@@ -46,12 +47,13 @@ from app.agents.deep.prompts import CONTINUE_WORDS
 from app.agents.deep.reading import TurnReading
 from app.agents.deep.state import DeepState
 from app.agents.deep.structured import ModelSteps
-from app.agents.turn import AgentCore, Turn, TurnState
+from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import Settings, SettingsPart
-from app.core.events import Event, ThinkingEvent
+from app.core.events import ApprovalEvent, Event, PlannedTask, ThinkingEvent
 from app.core.run import ConversationKey
 from app.store.base import GoneTurn
 from app.store.models import StoredTurn
+from app.store.records import Pending, PlanTask
 from app.tools.base import Tool
 from app.tools.fetch_page import FetchPage
 
@@ -123,12 +125,17 @@ class DeepResearchAgent(BaseAgent):
             **thread_config(own),
             "max_concurrency": self._limits.max_parallel,
         }
-        if (await graph.aget_state(config)).values:
+        snapshot = await graph.aget_state(config)
+        if snapshot.values and turn.answer is None:
             # A turn id used again (SQLite reuses the newest row's id once it is deleted).
             await saver.adelete_thread(own)
         start: Any
-        finished = await self._before_report(graph, turn)
-        if finished is not None:
+        if turn.answer is not None and snapshot.interrupts:
+            # A decision on this turn's own plan review: the turn goes on in its thread.
+            answer = turn.answer
+            decided = {"decision": answer.decision, "arguments": answer.arguments}
+            start = Command(resume=decided | {"message": answer.message})
+        elif (finished := await self._before_report(graph, turn)) is not None:
             await copy_checkpoint(saver, finished.config, own, writes=False)
             start = None
             yield ThinkingEvent("Writing the report again from the finished research.\n")
@@ -146,7 +153,7 @@ class DeepResearchAgent(BaseAgent):
                 for event in shown_again(cast(DeepState, earlier.values)):
                     yield event
         else:
-            start = {"question": turn.question}
+            start = {"question": turn.question, "review_plan": turn.review_plan}
             if self._search is None:
                 yield ThinkingEvent(
                     "Web search is not configured (no TAVILY_API_KEY): researching from the"
@@ -172,6 +179,30 @@ class DeepResearchAgent(BaseAgent):
                 yield cast(Event, chunk)
             elif "__interrupt__" in chunk:
                 state.pause()
+                interrupts: tuple[Interrupt, ...] = cast(Any, chunk)["__interrupt__"]
+                for waiting in interrupts:
+                    if isinstance(waiting.value, dict) and waiting.value.get("kind") == "plan":
+                        yield await self._ask_review(turn, state, waiting.value)
+
+    async def _ask_review(self, turn: Turn, state: TurnState, asked: dict[str, Any]) -> Event:
+        """The plan review as the turn's pending decision: stored first, then the event."""
+        tasks = list(asked.get("tasks", []))
+        approval_id = new_approval_id()
+        pending = Pending(
+            approval_id=approval_id,
+            kind="plan",
+            arguments={"tasks": tasks},
+            plan=[PlanTask(id=t["id"], title=t["title"], depends_on=t["dependsOn"]) for t in tasks],
+        )
+        state.pending = [pending]
+        if not await self.store(turn, state, "paused", None, lambda: None):
+            raise AgentFailure("STORE_FAILED", "the plan to review could not be stored")
+        return ApprovalEvent(
+            approval_id,
+            "plan",
+            {"tasks": tasks},
+            plan=[PlannedTask(t.id, t.title, tuple(t.depends_on)) for t in pending.plan],
+        )
 
     async def _before_report(self, graph: DeepGraph, turn: Turn) -> StateSnapshot | None:
         """The regenerated turn's research just before its report, if it finished; else None."""

@@ -25,6 +25,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
+from pydantic import ValidationError
 
 from app.agents.deep import prompts
 from app.agents.deep.reading import PASSAGE_CHARS, TurnReading
@@ -172,7 +173,9 @@ async def plan(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
     ctx, emit = runtime.context, runtime.stream_writer
     round_no = state.get("round", 0) + 1
     previous = ""
-    if round_no > 1:
+    if state.get("plan_feedback"):
+        previous = prompts.PLAN_REJECTED.format(feedback=state["plan_feedback"])
+    elif round_no > 1:
         feedback = state["critiques"][-1]["feedback"] if state.get("critiques") else ""
         previous = prompts.PLAN_AGAIN.format(
             round=round_no, feedback=f"{feedback}\n\n{_findings(state)}"
@@ -180,8 +183,16 @@ async def plan(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
     system = prompts.PLAN.format(today=_today(), max_tasks=MAX_TASKS, previous=previous)
     messages = [Msg.text("system", system), Msg.text("user", state["brief"])]
     planned = await ctx.steps.structured(messages, ResearchPlan, emit)
+    tasks = _records(planned, round_no)
+    emit(ThinkingEvent(f"Plan: {len(tasks)} tasks\n"))
+    emit(PlanEvent(round_no, [_planned(t) for t in tasks.values()]))
+    return {"round": round_no, "tasks": tasks, "plan_feedback": ""}
+
+
+def _records(planned: ResearchPlan, round_no: int) -> dict[str, TaskRecord]:
+    """A round's tasks as the state keeps them, numbered `round.n` in plan order."""
     ids = {t.id: f"{round_no}.{n}" for n, t in enumerate(planned.tasks, start=1)}
-    tasks = {
+    return {
         ids[t.id]: TaskRecord(
             id=ids[t.id],
             round=round_no,
@@ -194,9 +205,58 @@ async def plan(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
         )
         for t in planned.tasks
     }
-    emit(ThinkingEvent(f"Plan: {len(tasks)} tasks\n"))
-    emit(PlanEvent(round_no, [_planned(t) for t in tasks.values()]))
-    return {"round": round_no, "tasks": tasks}
+
+
+def after_plan(state: DeepState) -> list[Send] | str:
+    """To the user's review of the plan when the research asked for one, else to its tasks."""
+    return "review" if state.get("review_plan") else next_tasks(state)
+
+
+async def review(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
+    """Wait for the user's decision on the round's plan (`reviewPlan`); run again from here
+    when it comes. `approve` keeps it, `edit` replaces it with the user's tasks, `reject`
+    (or a plain message) plans the round again with the user's words as feedback."""
+    round_no = state["round"]
+    current = {i: t for i, t in state["tasks"].items() if t["round"] == round_no}
+    asked = {"kind": "plan", "round": round_no, "tasks": [_reviewed(t) for t in current.values()]}
+    answer = interrupt(asked)
+    if not isinstance(answer, dict):
+        answer = {"decision": "reject", "message": str(answer)}
+    emit = runtime.stream_writer
+    removed: dict[str, Any] = dict.fromkeys(current)
+    if answer.get("decision") == "edit":
+        try:
+            edited = ResearchPlan.model_validate(answer.get("arguments") or {})
+        except ValidationError as exc:
+            reason = exc.errors()[0]["msg"]
+            emit(ThinkingEvent(f"The edited plan is not valid ({reason}): review it again.\n"))
+            return {"review_error": reason}
+        tasks = _records(edited, round_no)
+        emit(ThinkingEvent(f"Plan edited: {len(tasks)} tasks\n"))
+        emit(PlanEvent(round_no, [_planned(t) for t in tasks.values()]))
+        return {"tasks": removed | tasks, "review_error": ""}
+    if answer.get("decision") == "reject":
+        feedback = str(answer.get("message") or "The user rejected the plan.")
+        emit(ThinkingEvent("Planning again, as the user asked\n"))
+        return {"tasks": removed, "round": round_no - 1, "plan_feedback": feedback}
+    return {"review_error": ""}
+
+
+def after_review(state: DeepState) -> list[Send] | str:
+    """Plan again after a rejection, ask again after an edit that is not a valid plan."""
+    if state.get("review_error"):
+        return "review"
+    return "plan" if state.get("plan_feedback") else next_tasks(state)
+
+
+def _reviewed(task: TaskRecord) -> dict[str, Any]:
+    """A task as the user reviews (and may edit) it: `{id, title, goal, dependsOn}`."""
+    return {
+        "id": task["id"],
+        "title": task["title"],
+        "goal": task["goal"],
+        "dependsOn": list(task["depends_on"]),
+    }
 
 
 def next_tasks(state: DeepState) -> list[Send] | str:
@@ -319,6 +379,7 @@ def build_graph() -> StateGraph[DeepState, DeepContext, DeepState, DeepState]:
     graph.add_node("ask", ask)
     graph.add_node("brief", brief)
     graph.add_node("plan", plan)
+    graph.add_node("review", review)
     graph.add_node("research", research, input_schema=TaskInput)
     graph.add_node("gather", gather)
     graph.add_node("critique", critique)
@@ -329,7 +390,8 @@ def build_graph() -> StateGraph[DeepState, DeepContext, DeepState, DeepState]:
     )
     graph.add_edge("ask", "brief")
     graph.add_edge("brief", "plan")
-    graph.add_conditional_edges("plan", next_tasks, ["research", "critique"])
+    graph.add_conditional_edges("plan", after_plan, ["review", "research", "critique"])
+    graph.add_conditional_edges("review", after_review, ["review", "plan", "research", "critique"])
     graph.add_edge("research", "gather")
     graph.add_conditional_edges("gather", next_tasks, ["research", "critique"])
     graph.add_conditional_edges("critique", after_critique, ["plan", "report"])

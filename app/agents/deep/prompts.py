@@ -29,6 +29,9 @@ Answer with one JSON object and nothing else:
 {{"tasks": [{{"id": "1", "title": "short title", "goal": "what to find out",
 "dependsOn": []}}]}}"""
 
+PLAN_REJECTED = """The user rejected the previous plan for this round. Their feedback:
+{feedback}
+Plan again, following it."""
 PLAN_AGAIN = """This is round {round}. What earlier rounds found is below; plan only the
 research still missing, as the critique says:
 {feedback}"""

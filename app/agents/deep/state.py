@@ -104,8 +104,10 @@ class RoundCritique(TypedDict):
 
 
 def merge_tasks(old: dict[str, TaskRecord], new: dict[str, TaskRecord]) -> dict[str, TaskRecord]:
-    """Tasks finishing in parallel each write their own record; none overwrites another's."""
-    return {**old, **new}
+    """Tasks finishing in parallel each write their own record; none overwrites another's.
+
+    A task written as None is removed (a plan the user edited or rejected)."""
+    return {key: task for key, task in {**old, **new}.items() if task is not None}
 
 
 class DeepState(TypedDict, total=False):
@@ -120,6 +122,12 @@ class DeepState(TypedDict, total=False):
     tasks: Annotated[dict[str, TaskRecord], merge_tasks]
     critiques: Annotated[list[RoundCritique], operator.add]
     report: str
+    review_plan: bool
+    """Each round's plan waits for the user's decision before its tasks run (`reviewPlan`)."""
+    plan_feedback: str
+    """The user's words on a rejected plan, for the round planned again."""
+    review_error: str
+    """Why the user's edited plan was refused: the review is asked again."""
 
 
 class TaskInput(TypedDict):

@@ -191,6 +191,7 @@ class TaskUpdates:
     """A final state was sent: completed, canceled, failed, or input-required."""
     _answer: list[str] = field(default_factory=list)
     _error: ev.ErrorEvent | None = None
+    _approval: ev.ApprovalEvent | None = None
 
     def __post_init__(self) -> None:
         self.task = Task(
@@ -235,6 +236,9 @@ class TaskUpdates:
             case ev.ErrorEvent() if event.code != "RETRYING":
                 self._error = event
                 return None
+            case ev.ApprovalEvent():
+                self._approval = event
+                return None
         text = _progress_text(event)
         if text is None:
             return None
@@ -244,6 +248,11 @@ class TaskUpdates:
     def _final(self, status: str) -> TaskStatusUpdateEvent:
         self.ended = True
         state = STATES[status]
+        if state == TaskState.TASK_STATE_INPUT_REQUIRED and self._approval is not None:
+            # What waits for the user's yes, as a data part the client answers with a decision.
+            approval = self._approval
+            text = f"Approve {approval.tool_name or 'the research plan'}?"
+            return self._status(state, agent_message(text, self.ref, approval.wire()))
         if state == TaskState.TASK_STATE_INPUT_REQUIRED:
             # The answer of a paused turn is the question put to the user.
             return self._status(state, agent_message("".join(self._answer), self.ref))
@@ -288,6 +297,7 @@ def _progress_text(event: ev.Event) -> str | None:
             return "Critique: passed" if event.passed else "Critique: more research needed"
         case (
             ev.StartEvent()
+            | ev.ApprovalEvent()
             | ev.QueuedEvent()
             | ev.TextEvent()
             | ev.ReferenceEvent()

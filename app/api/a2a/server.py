@@ -61,7 +61,9 @@ from a2a.utils.errors import (
     UnsupportedOperationError,
 )
 from google.protobuf.json_format import MessageToDict
+from pydantic import ValidationError
 
+from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.registry import AgentEntry
 from app.api.a2a.mapping import (
     STATES,
@@ -73,7 +75,7 @@ from app.api.a2a.mapping import (
     task_turns,
     user_message,
 )
-from app.api.agent import STOP_WAIT_SECONDS
+from app.api.agent import STOP_WAIT_SECONDS, ApprovalParams
 from app.api.deps import Services
 from app.core.events import Event, StartEvent
 from app.core.frames import decode_frames
@@ -261,7 +263,8 @@ class RunTasks(RequestHandler):
     ) -> Started:
         user, services = _user(context), self._services()
         question = text_of(message.parts)
-        if not question.strip() and metadata.get("regenerate") is None:
+        decision = _decision(message, metadata)
+        if not question.strip() and metadata.get("regenerate") is None and decision is None:
             raise InvalidParamsError("The message must have a text part")
         earlier: list[StoredTurn] = []
         kind = str(metadata.get("skill") or DEFAULT_KIND)
@@ -277,6 +280,7 @@ class RunTasks(RequestHandler):
                 raise InvalidParamsError("contextId is not the task's context")
             conversation = task_ref.conversation_id
             kind = str(metadata.get("skill") or earlier[0].agent_type)
+        answer = _answer(decision, earlier[-1] if earlier else None)
         entry = self._entries.get(kind)
         if entry is None:
             raise InvalidParamsError(f"Unknown skill {kind!r}")
@@ -292,6 +296,9 @@ class RunTasks(RequestHandler):
             parent_id=parent_id,
             regenerate=_turn_field(metadata, "regenerate"),
             model=str(metadata["model"]) if metadata.get("model") else None,
+            approval=answer,
+            review_plan=metadata.get("reviewPlan") is True,
+            tool_approval=_approval_mode(metadata.get("toolApproval")),
         )
         try:
             run, stop_when_gone = await services.streams.open(entry, request, user)
@@ -333,6 +340,38 @@ def _user(context: ServerCallContext) -> str:
 def _base_url(context: ServerCallContext) -> str:
     base: str = context.state[BASE_URL_KEY]
     return base
+
+
+def _approval_mode(value: object) -> ApprovalMode | None:
+    if value is None:
+        return None
+    if value not in ("ask", "auto"):
+        raise InvalidParamsError("toolApproval must be `ask` or `auto`")
+    return "ask" if value == "ask" else "auto"
+
+
+def _decision(message: Message, metadata: dict[str, Any]) -> dict[str, Any] | None:
+    """A decision on an approval: the message's data part with a `decision`, or the
+    metadata's `approval` object."""
+    for part in message.parts:
+        if part.HasField("data"):
+            data = MessageToDict(part).get("data")
+            if isinstance(data, dict) and "decision" in data:
+                return data
+    approval = metadata.get("approval")
+    return approval if isinstance(approval, dict) else None
+
+
+def _answer(decision: dict[str, Any] | None, last: StoredTurn | None) -> ApprovalAnswer | None:
+    """The decision on the task's pending approval (its id may be left out); None: none."""
+    if decision is None:
+        return None
+    pending = (last.pending[0].approval_id if last is not None and last.pending else "") or ""
+    try:
+        params = ApprovalParams.model_validate({"approvalId": pending} | decision)
+    except ValidationError as exc:
+        raise InvalidParamsError(f"approval: {exc.errors()[0]['msg']}") from exc
+    return params.answer()
 
 
 def _turn_field(metadata: dict[str, Any], name: str) -> int | str | None:

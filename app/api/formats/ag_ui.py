@@ -47,6 +47,7 @@ from ag_ui.encoder import EventEncoder
 from fastapi import APIRouter, Body, Header
 from pydantic import ValidationError
 
+from app.agents.approvals import APPROVAL_PREFIX, DECISIONS
 from app.api.agent import EVENT_ID, StreamParams
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
@@ -65,10 +66,15 @@ FORWARDED_FIELDS = (
     "parentId",
     "regenerate",
     "model",
+    "toolApproval",
+    "reviewPlan",
+    "approval",
 )
 """Our own stream fields a client may pass in `forwardedProps`."""
 PAUSED_REASON = "input_required"
 """The interrupt's `reason` when a turn waits for the user's answer."""
+APPROVAL_REASONS = {"tool": "tool_approval", "plan": "plan_review"}
+"""The interrupt's `reason` when a turn waits for the user's yes (its id: the `approvalId`)."""
 Outgoing = BaseEvent | bytes
 """An AG-UI event to encode, or one already encoded (`frame`)."""
 
@@ -90,6 +96,8 @@ class AgUiTranslator:
         self._state: dict[str, Any] = {}
         self._error: ev.ErrorEvent | None = None
         """An `error` held back: the run's `RUN_ERROR` if `complete` follows, else a CUSTOM."""
+        self._approval: ev.ApprovalEvent | None = None
+        """What the paused turn waits for, carried by the interrupt of its `RUN_FINISHED`."""
 
     def translate(self, event_id: int, event: ev.Event) -> bytes:
         out: list[Outgoing] = []
@@ -178,6 +186,8 @@ class AgUiTranslator:
                 return
             case ev.FileEvent() | ev.CritiqueEvent():
                 out.append(CustomEvent(name=event.type, value=event.fields()))
+            case ev.ApprovalEvent():
+                self._approval = event
             case ev.TextEvent() | ev.ThinkingEvent():
                 raise AssertionError("deltas are translated by `translate`")
             case _:
@@ -228,7 +238,19 @@ class AgUiTranslator:
                 )
             ],
         )
-        if status == "paused":
+        if status == "paused" and self._approval is not None:
+            approval = self._approval
+            finished.outcome = RunFinishedInterruptOutcome(
+                interrupts=[
+                    Interrupt(
+                        id=approval.approval_id,
+                        reason=APPROVAL_REASONS[approval.kind],
+                        tool_call_id=approval.tool_call_id,
+                        metadata=approval.fields(),
+                    )
+                ]
+            )
+        elif status == "paused":
             finished.outcome = RunFinishedInterruptOutcome(
                 interrupts=[
                     Interrupt(
@@ -285,6 +307,8 @@ def _replace(path: str, value: Any) -> StateDeltaEvent:
 def question(run: RunAgentInput) -> str:
     """What the user said: the answer in a `resume` entry, else the last user message's text."""
     for entry in run.resume or ():
+        if entry.interrupt_id.startswith(APPROVAL_PREFIX):
+            continue
         if entry.status == "resolved" and entry.payload is not None:
             payload = entry.payload
             if isinstance(payload, dict):
@@ -298,9 +322,40 @@ def question(run: RunAgentInput) -> str:
     return ""
 
 
+def approval(run: RunAgentInput) -> dict[str, Any] | None:
+    """A `resume` entry answering an approval interrupt (its id an `approvalId`), as our
+    decision: `cancelled` rejects; a `resolved` payload is `{decision, arguments?,
+    message?}` or `{approved: bool, reason?}` (a string: a decision's name, or a no with
+    that reason); no payload approves."""
+    for entry in run.resume or ():
+        if not entry.interrupt_id.startswith(APPROVAL_PREFIX):
+            continue
+        payload = entry.payload if isinstance(entry.payload, dict) else {}
+        if isinstance(entry.payload, str):
+            # A word of the user's: a decision's name, or else their reason for a no.
+            word = entry.payload.strip().lower()
+            payload = {"decision": word} if word in DECISIONS else {"approved": False}
+            payload.setdefault("message", entry.payload if word not in DECISIONS else None)
+        decision = payload.get("decision")
+        if decision is None:
+            approved = entry.status == "resolved" and payload.get("approved", True) is True
+            decision = "approve" if approved else "reject"
+        elif entry.status == "cancelled":
+            decision = "reject"
+        return {
+            "approvalId": entry.interrupt_id,
+            "decision": decision,
+            "arguments": payload.get("arguments"),
+            "message": payload.get("message", payload.get("reason")),
+        }
+    return None
+
+
 def stream_params(run: RunAgentInput) -> StreamParams:
     props = run.forwarded_props if isinstance(run.forwarded_props, dict) else {}
     fields = {name: props[name] for name in FORWARDED_FIELDS if name in props}
+    if (decided := approval(run)) is not None:
+        fields["approval"] = decided
     try:
         return StreamParams.model_validate(
             {"query": question(run), "conversationId": run.thread_id, **fields}

@@ -23,6 +23,7 @@ import orjson
 from fastapi import APIRouter, Body, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from app.agents.approvals import DECLINED
 from app.api.agent import StreamParams
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
@@ -77,6 +78,13 @@ class ChatRequest(BaseModel):
     model: str | None = Field(
         default=None, description="The model id to answer with (`GET /agent/models`)."
     )
+    tool_approval: str | None = Field(default=None, alias="toolApproval")
+    review_plan: bool | None = Field(default=None, alias="reviewPlan")
+    approval: Any = Field(
+        default=None,
+        description="Our `approval` decision; else read from the last assistant message's"
+        " tool part answered by `addToolApprovalResponse` (`approval-responded`).",
+    )
 
 
 class AiSdkTranslator:
@@ -128,7 +136,10 @@ class AiSdkTranslator:
                 )
             case ev.ToolEndEvent():
                 call = event.tool_call_id
-                if event.is_error:
+                if event.is_error and event.result.startswith(DECLINED):
+                    # The user said no (`addToolApprovalResponse`): the part ends denied.
+                    parts.append({"type": "tool-output-denied", "toolCallId": call})
+                elif event.is_error:
                     parts.append(
                         {"type": "tool-output-error", "toolCallId": call, "errorText": event.result}
                     )
@@ -182,6 +193,27 @@ class AiSdkTranslator:
                         "messageMetadata": fields,
                     }
                 )
+            case ev.ApprovalEvent(kind="tool"):
+                # The call's part first (nothing of it ran), then the request the client answers
+                # with `addToolApprovalResponse`.
+                parts.append(
+                    {
+                        "type": "tool-input-available",
+                        "toolCallId": event.tool_call_id,
+                        "toolName": event.tool_name,
+                        "input": event.arguments,
+                        "dynamic": True,
+                    }
+                )
+                parts.append(
+                    {
+                        "type": "tool-approval-request",
+                        "approvalId": event.approval_id,
+                        "toolCallId": event.tool_call_id,
+                    }
+                )
+            case ev.ApprovalEvent():
+                parts.append({"type": "data-approval", "id": event.approval_id, "data": fields})
             case ev.TextEvent() | ev.ThinkingEvent():
                 raise AssertionError("deltas are translated by `translate`")
             case _:
@@ -227,6 +259,29 @@ async def _regenerated(request: ChatRequest, user: str, services: ServicesDep) -
     return (await services.store.get_tree(user, request.id)).leaf_id
 
 
+def _approval(request: ChatRequest) -> Any:
+    """The decision: ours as sent, or the one `addToolApprovalResponse` put on the last
+    assistant message's tool part (`state: approval-responded`, `approval: {id, approved,
+    reason}`), which `useChat` sends back with the chat."""
+    if request.approval is not None:
+        return request.approval
+    last = request.messages[-1] if request.messages else None
+    if last is None or last.role != "assistant":
+        return None
+    for part in reversed(last.parts):
+        extra = part.model_extra or {}
+        approval = extra.get("approval")
+        if extra.get("state") != "approval-responded" or not isinstance(approval, dict):
+            continue
+        approved = approval.get("approved") is True
+        return {
+            "approvalId": approval.get("id"),
+            "decision": "approve" if approved else "reject",
+            "message": approval.get("reason"),
+        }
+    return None
+
+
 def _stream_params(request: ChatRequest, regenerate: int | str | None = None) -> StreamParams:
     fields = {
         "fileId": request.file_id,
@@ -236,6 +291,9 @@ def _stream_params(request: ChatRequest, regenerate: int | str | None = None) ->
         "parentId": request.parent_id,
         "regenerate": regenerate,
         "model": request.model,
+        "toolApproval": request.tool_approval,
+        "reviewPlan": request.review_plan,
+        "approval": _approval(request),
     }
     try:
         return StreamParams.model_validate(

@@ -69,6 +69,11 @@ class McpTool:
         self._connection = connection
         self._remote = remote.name
         self._max_chars = result_max_chars
+        self.server = connection.name
+        hints = remote.annotations
+        self.destructive = bool(hints and hints.destructive_hint)
+        """The server marks the tool as one that may destroy: it asks the user first by default."""
+        self.read_only = bool(hints and hints.read_only_hint)
         parameters = dict(remote.input_schema or {})
         parameters.setdefault("type", "object")
         parameters.setdefault("properties", {})

@@ -32,6 +32,8 @@ const ui = {
   stop: $('stop'),
   agent: $('agent'),
   attach: $('attach'),
+  reviewPlan: $('review-plan'),
+  reviewPlanOption: $('review-plan-option'),
   fileInput: $('file-input'),
   fileChip: $('file-chip'),
   fileName: $('file-name'),
@@ -179,6 +181,7 @@ function agentFile() {
 
 function showAgentTools() {
   ui.attach.hidden = !agentFile().accepts;
+  ui.reviewPlanOption.hidden = ui.agent.value !== 'deep';
 }
 
 /** Offer the agents the server runs; on any failure the page's own two stay. */
@@ -304,12 +307,13 @@ async function ask(text, branch = {}) {
   if (branch.parentId !== undefined) params.set('parentId', String(branch.parentId));
   if (state.file && file.accepts) params.set('fileId', state.file.fileId);
   models.choose(conversationId, params);
+  if (agent === 'deep' && ui.reviewPlan.checked) params.set('reviewPlan', 'true');
   const replaced = branch.replaces?.branch.meta;
   const parentId = replaced ? replaced.parentId : (state.turns.at(-1)?.branch.meta.id ?? null);
   const versions = replaced ? replaced.siblings : [];
   if (branch.replaces) removeFrom(branch.replaces);
   else ui.question.value = '';
-  const turn = withBranch(new TurnView(question, { onFollowUp: ask }));
+  const turn = withBranch(new TurnView(question, { onFollowUp: ask, onDecide: decide }));
   addTurn(turn);
   const onStart = (event) =>
     turn.branch.set({ id: event.sessionId, parentId, siblings: [...versions, event.sessionId] });
@@ -338,6 +342,20 @@ async function ask(text, branch = {}) {
   if (turn.el.dataset.status === 'paused' || document.activeElement === document.body) {
     ui.question.focus();
   }
+}
+
+/** Send the user's decision on what `turn` waits for: the same turn goes on, here. */
+async function decide(turn, answer) {
+  if (state.reading || !state.conversationId) return;
+  const conversationId = state.conversationId;
+  const params = new URLSearchParams({ conversationId, approval: JSON.stringify(answer) });
+  turn.setStatus('running');
+  await follow(turn, conversationId, (signal) =>
+    send(`/agent/${ui.agent.value}/stream?${params}`, {
+      headers: { Accept: 'text/event-stream' },
+      signal,
+    }),
+  );
 }
 
 /** Send an edited question: a new turn beside `turn`, from the same parent. */
@@ -426,7 +444,8 @@ function showHistory(id, detail) {
   state.file = detail.fileid ? { fileId: detail.fileid, fileName: 'File of this conversation' } : null;
   showFile();
   for (const message of detail.messages) {
-    const turn = withBranch(TurnView.fromStored(message, { onFollowUp: ask }), message);
+    const view = TurnView.fromStored(message, { onFollowUp: ask, onDecide: decide });
+    const turn = withBranch(view, message);
     models.annotateStored(turn.el, message);
     addTurn(turn);
   }
@@ -442,7 +461,7 @@ async function followLast(id, detail) {
 
 /** Follow a turn still answering from its first event, in place of its stored view. */
 async function rejoin(stored, question, id) {
-  const live = withBranch(new TurnView(question, { onFollowUp: ask }), stored.branch.meta);
+  const live = withBranch(new TurnView(question, { onFollowUp: ask, onDecide: decide }), stored.branch.meta);
   await follow(live, id, async (signal) => {
     const response = await resumeRequest(id, 0, signal);
     const index = state.turns.indexOf(stored);

@@ -6,6 +6,7 @@
 import { download, objectUrl } from './api.js';
 import { h, jsonList } from './dom.js';
 import { renderMarkdown, safeUrl } from './markdown.js';
+import { ApprovalView } from './approvals.js';
 import { PlanView } from './plan.js';
 
 const RENDER_EVERY_MS = 50;
@@ -62,9 +63,12 @@ function durationText(ms) {
 }
 
 export class TurnView {
-  /** `onFollowUp(question)` is called when a suggested follow-up is chosen. */
-  constructor(question, { onFollowUp }) {
+  /** `onFollowUp(question)` is called when a suggested follow-up is chosen;
+   * `onDecide(turn, answer)` when the user decides what the turn waits for. */
+  constructor(question, { onFollowUp, onDecide }) {
     this.onFollowUp = onFollowUp;
+    this.onDecide = onDecide;
+    this.approval = null;
     this.answerText = '';
     this.thinkingText = '';
     this.toolItems = new Map();
@@ -143,6 +147,8 @@ export class TurnView {
     turn.render();
     turn.thinking.open = false;
     if (message.status !== 'running') turn.finish(message.status, message.totalResponseTime);
+    const waiting = message.pending?.[0];
+    if (message.status === 'paused' && waiting?.approvalId) turn.showApproval(waiting);
     return turn;
   }
 
@@ -197,12 +203,26 @@ export class TurnView {
         if (event.code === 'RETRYING') this.showNotice(event.message || 'Retrying…');
         else this.fail(event.message || event.content || 'Something went wrong.');
         break;
+      case 'approval':
+        this.showApproval(event);
+        break;
       case 'complete':
         this.finish(event.status, event.totalResponseTime);
         break;
       default:
         break;
     }
+  }
+
+  /** What the turn waits for, with the buttons that decide it (approvals.js). */
+  showApproval(request) {
+    if (!this.onDecide) return;
+    this.approval?.el.remove();
+    this.approval = new ApprovalView(request, (answer) => {
+      this.approval = null;
+      this.onDecide(this, answer);
+    });
+    this.status.before(this.approval.el);
   }
 
   schedule() {
