@@ -9,8 +9,8 @@ paragraph of a docx, lines of a text file, rows of a workbook's sheets), so an
 answer can cite them.
 
 Reading blocks (parsers read whole files): `extract` runs in a child
-process with limits (documents/isolated.py); the parsers of PDF, Word,
-Excel and pictures are `readers`, which only that process imports. It reads
+process with limits (documents/isolated.py): `readers.extract`, which only
+that process imports, with the parsers of every type. It reads
 within a
 `Budget` (bytes inflated, pages, characters) so a decompression bomb stops
 at the budget rather than at the memory limit. A file that is what it
@@ -34,12 +34,9 @@ import codecs
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path, PurePath
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 import charset_normalizer
-
-if TYPE_CHECKING:
-    from app.documents.ocr import OcrSettings
 
 SNIFF_BYTES = 64 * 1024
 DETECT_BYTES = 256 * 1024
@@ -174,21 +171,6 @@ def content_matches(path: Path, expected: FileType) -> bool:
     return _encoding_of(head, complete=len(head) < SNIFF_BYTES) is not None
 
 
-def extract(
-    path: Path, file_type: FileType, budget: Budget, ocr: OcrSettings | None = None
-) -> Document:
-    """The file's text in located sections; raises `UnreadableFile`.
-
-    `ocr` None: no text recognition (turned off), so scans and pictures have no text.
-    """
-    if file_type.kind == "text":
-        return _text(path, file_type, budget)
-    # Here, not at import: the parsers' libraries load in the reader's process only.
-    from app.documents import readers
-
-    return readers.read(path, file_type, budget, ocr)
-
-
 def _zip_holds(path: Path, head: bytes, member: str) -> bool:
     """An Office file is a zip holding `member`; one whose zip cannot be opened passes."""
     if not head.startswith(_ZIP_SIGNATURE):
@@ -198,30 +180,6 @@ def _zip_holds(path: Path, head: bytes, member: str) -> bool:
             return member in archive.namelist()
     except zipfile.BadZipFile:
         return True
-
-
-def _text(path: Path, file_type: FileType, budget: Budget) -> Document:
-    text = decode_text(path.read_bytes())
-    if text is None:
-        raise UnreadableFile(f"The encoding of {file_type.label} could not be recognised.")
-    budget.check_chars(len(text), file_type)
-    sections: list[Section] = []
-    block: list[str] = []
-    first = 1
-    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-    for number, line in enumerate(lines, 1):
-        if line.strip():
-            if not block:
-                first = number
-            block.append(line.rstrip())
-        if block and (not line.strip() or len(block) == TEXT_PARAGRAPH_MAX_LINES):
-            sections.append(Section(first, first + len(block) - 1, "\n".join(block)))
-            block = []
-    if block:
-        sections.append(Section(first, first + len(block) - 1, "\n".join(block)))
-    if not sections:
-        raise UnreadableFile(f"This is {file_type.label} with no text in it.")
-    return Document("line", sections)
 
 
 def decode_text(data: bytes) -> str | None:

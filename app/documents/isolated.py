@@ -35,7 +35,6 @@ from app.documents.extract import (
     FileType,
     Section,
     UnreadableFile,
-    extract,
 )
 from app.documents.ocr import OcrSettings
 
@@ -124,6 +123,9 @@ def _child() -> None:
     memory = request["memory_bytes"]
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     answer: dict[str, object]
+    # Here: the parsers load in this child only, never in the server.
+    from app.documents.readers import extract
+
     try:
         ocr = OcrSettings(**request["ocr"]) if request.get("ocr") else None
         document = extract(

@@ -1,8 +1,9 @@
-"""The parsers of PDF, Word, Excel and pictures: what only the isolated reader's process loads.
+"""Reading a file's text: what only the isolated reader's process loads.
 
-`extract.extract` hands a file here by its type. pypdf, pdfium, python-docx,
-openpyxl, Pillow and the OCR they feed are imported with this module, so the
-server process, which only sniffs and stores files, never holds them.
+`extract` reads a file by its type (`extract.FileType`). pypdf, pdfium,
+python-docx, openpyxl, Pillow and the OCR they feed are imported with this
+module, so the server process, which only sniffs and stores files, never
+holds them.
 """
 
 from __future__ import annotations
@@ -32,12 +33,20 @@ from app.documents.extract import (
     UnreadableFile,
     bomb_reason,
     clean,
+    decode_text,
 )
 from app.documents.ocr import DPI, OcrFailed, OcrSettings, recognise_file, recognise_image
 
 
-def read(path: Path, file_type: FileType, budget: Budget, ocr: OcrSettings | None) -> Document:
-    """A PDF, Word, Excel or picture file's text; raises `UnreadableFile`."""
+def extract(
+    path: Path, file_type: FileType, budget: Budget, ocr: OcrSettings | None = None
+) -> Document:
+    """The file's text in located sections; raises `UnreadableFile`.
+
+    `ocr` None: no text recognition (turned off), so scans and pictures have no text.
+    """
+    if file_type.kind == "text":
+        return _text(path, file_type, budget)
     if file_type.kind == "pdf":
         return _pdf(path, budget, ocr)
     if file_type.kind == "docx":
@@ -276,3 +285,27 @@ def _check_unpacked(path: Path, file_type: FileType, budget: Budget) -> None:
         inflated = sum(info.file_size for info in archive.infolist())
     if inflated > budget.inflated_bytes:
         raise UnreadableFile(bomb_reason(file_type, budget))
+
+
+def _text(path: Path, file_type: FileType, budget: Budget) -> Document:
+    text = decode_text(path.read_bytes())
+    if text is None:
+        raise UnreadableFile(f"The encoding of {file_type.label} could not be recognised.")
+    budget.check_chars(len(text), file_type)
+    sections: list[Section] = []
+    block: list[str] = []
+    first = 1
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    for number, line in enumerate(lines, 1):
+        if line.strip():
+            if not block:
+                first = number
+            block.append(line.rstrip())
+        if block and (not line.strip() or len(block) == TEXT_PARAGRAPH_MAX_LINES):
+            sections.append(Section(first, first + len(block) - 1, "\n".join(block)))
+            block = []
+    if block:
+        sections.append(Section(first, first + len(block) - 1, "\n".join(block)))
+    if not sections:
+        raise UnreadableFile(f"This is {file_type.label} with no text in it.")
+    return Document("line", sections)

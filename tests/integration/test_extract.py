@@ -18,11 +18,11 @@ from app.documents.extract import (
     FileType,
     UnreadableFile,
     content_matches,
-    extract,
     type_for_name,
 )
 from app.documents.library import LibrarySettings
 from app.documents.ocr import OcrSettings
+from app.documents.readers import extract
 from tests.support.documents import (
     docx_bytes,
     image_bytes,
