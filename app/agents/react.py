@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import orjson
 
 from app.agents.base import BaseAgent
+from app.agents.picture import attached_picture
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.core.events import (
     ErrorEvent,
@@ -53,6 +54,8 @@ class ReActHook(Protocol):
 
 class ReActAgent(BaseAgent):
     hooks: Sequence[ReActHook] = ()
+    reads_pictures: bool = False
+    """Whether a picture the turn attaches (`fileId`) joins its question (agents/picture.py)."""
 
     def system_prompt(self, turn: Turn) -> str:
         return "You are a helpful assistant."
@@ -67,16 +70,24 @@ class ReActAgent(BaseAgent):
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         for note in self.notices(turn):
             yield ThinkingEvent(note)
+        picture = await attached_picture(self.core, turn) if self.reads_pictures else None
+        if picture is not None and picture.notice:
+            yield ThinkingEvent(picture.notice)
+        question = picture.question(turn.question) if picture is not None else None
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
-        async for event in self.loop(turn, state, tools, self.first_messages(turn, state)):
+        messages = self.first_messages(turn, state, question)
+        async for event in self.loop(turn, state, tools, messages):
             yield event
 
-    def first_messages(self, turn: Turn, state: TurnState) -> list[Msg]:
-        """The system prompt, the conversation so far, and the question."""
+    def first_messages(
+        self, turn: Turn, state: TurnState, question: Msg | None = None
+    ) -> list[Msg]:
+        """The system prompt, the conversation so far, and the question (`question`: the
+        question with its picture)."""
         return [
             Msg.text("system", self.system_prompt(turn)),
             *state.memory,
-            Msg.text("user", turn.question),
+            question or Msg.text("user", turn.question),
         ]
 
     async def loop(
