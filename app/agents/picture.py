@@ -31,6 +31,10 @@ log = logging.getLogger(__name__)
 NO_VISION = "This model cannot see images: it was given the text read from the picture.\n"
 NO_VISION_NO_TEXT = "This model cannot see images, and no text could be read from the picture.\n"
 NOT_SENT = "The picture could not be sent to the model ({reason}): it was given its text instead.\n"
+NOT_READ = (
+    "This agent reads attached pictures only: {name} was not read (the file agent answers "
+    "from documents).\n"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +64,22 @@ class AttachedPicture:
         return Msg.text("user", question)
 
 
-async def attached_picture(core: AgentCore, turn: Turn) -> AttachedPicture | None:
-    """The turn's attached picture, or None when it names no PNG or JPEG upload."""
+async def attached_picture(
+    core: AgentCore, turn: Turn, *, pictures_only: bool = False
+) -> AttachedPicture | None:
+    """The turn's attached picture, or None when it names no PNG or JPEG upload.
+
+    `pictures_only`: the agent reads no other file, so one that is not a picture
+    comes back as nothing to send, with a notice saying it was not read.
+    """
     if not turn.file_id:
         return None
     file = await core.documents.get(turn.user_id, turn.file_id)
-    if file is None or file.mime_type not in PICTURE_TYPES:
+    if file is None:
         return None
+    if file.mime_type not in PICTURE_TYPES:
+        notice = NOT_READ.format(name=file.file_name)
+        return AttachedPicture(file, None, notice=notice) if pictures_only else None
     side = core.image_side(turn.model_id)
     notice: str | None = None
     if side:

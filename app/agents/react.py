@@ -55,7 +55,8 @@ class ReActHook(Protocol):
 class ReActAgent(BaseAgent):
     hooks: Sequence[ReActHook] = ()
     reads_pictures: bool = False
-    """Whether a picture the turn attaches (`fileId`) joins its question (agents/picture.py)."""
+    """Whether a picture the turn attaches (`fileId`) joins its question (agents/picture.py);
+    another file is not read, and the user is told so."""
 
     def system_prompt(self, turn: Turn) -> str:
         return "You are a helpful assistant."
@@ -70,7 +71,9 @@ class ReActAgent(BaseAgent):
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         for note in self.notices(turn):
             yield ThinkingEvent(note)
-        picture = await attached_picture(self.core, turn) if self.reads_pictures else None
+        picture = None
+        if self.reads_pictures:
+            picture = await attached_picture(self.core, turn, pictures_only=True)
         if picture is not None and picture.notice:
             yield ThinkingEvent(picture.notice)
         question = picture.question(turn.question) if picture is not None else None

@@ -213,3 +213,17 @@ async def test_a_model_without_vision_is_given_the_pictures_text_and_the_user_is
     # The text read from the picture reached the model: in the question (chat), through
     # the search the file agent makes first (file).
     assert "warranty of the pump lasts seven years" in sent
+
+
+async def test_a_document_attached_to_the_web_search_agent_is_not_read_and_the_user_is_told(
+    tmp_path: Path, sqlite_url: str, default_llm: FakeOpenAI
+) -> None:
+    settings = service_settings(tmp_path, sqlite_url, llm_base_url=default_llm.base_url)
+    async with running_service(settings) as client:
+        file_id = await upload(client, "notes.txt", b"The launch code is 1234.")
+        evts = await turn(
+            client, "chat", query="What is in it?", conversationId="c-d", fileId=file_id
+        )
+
+    assert "reads attached pictures only: notes.txt was not read" in text_of(evts, "thinking")
+    assert "1234" not in orjson.dumps(default_llm.requests).decode()
