@@ -78,8 +78,8 @@ async def attached_picture(
     if file is None:
         return None
     if file.mime_type not in PICTURE_TYPES:
-        notice = NOT_READ.format(name=file.file_name)
-        return AttachedPicture(file, None, notice=notice) if pictures_only else None
+        not_read = NOT_READ.format(name=file.file_name)
+        return AttachedPicture(file, None, notice=not_read) if pictures_only else None
     side = core.image_side(turn.model_id)
     notice: str | None = None
     if side:

@@ -24,6 +24,7 @@ from PIL import Image, ImageDraw
 from app.agents.picture import NO_VISION
 from tests.conftest import require_binary
 from tests.fakes.anthropic_server import FakeAnthropic
+from tests.fakes.dashscope_server import FakeDashScope
 from tests.fakes.gemini_server import FakeGemini
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply, ScriptedServer
@@ -227,3 +228,27 @@ async def test_a_document_attached_to_the_web_search_agent_is_not_read_and_the_u
 
     assert "reads attached pictures only: notes.txt was not read" in text_of(evts, "thinking")
     assert "1234" not in orjson.dumps(default_llm.requests).decode()
+
+
+async def test_a_vision_model_on_dashscopes_native_api_is_given_the_text(
+    tmp_path: Path, sqlite_url: str, default_llm: FakeOpenAI
+) -> None:
+    require_binary("tesseract", "Tesseract (scripts/install-ocr)")
+    async with FakeDashScope(lambda body: Reply.text("Seven years.")) as qwen:
+        settings = service_settings(
+            tmp_path,
+            sqlite_url,
+            llm_base_url=default_llm.base_url,
+            models=catalog("dashscope", qwen),
+        )
+        async with running_service(settings) as client:
+            picture = text_picture(["The warranty of the pump lasts seven years."])
+            file_id = await upload(client, "page.png", picture)
+            evts = await turn(
+                client, "chat", query="How long?", conversationId="q", fileId=file_id, model="eyes"
+            )
+
+    # Its endpoint takes no pictures (the fake, like it, refuses a content that is not text).
+    assert text_of(evts) == "Seven years."
+    assert NO_VISION in text_of(evts, "thinking")
+    assert "warranty of the pump lasts seven years" in orjson.dumps(qwen.requests).decode()
