@@ -7,7 +7,10 @@ shows the tool at work, the model starts from the passages that matter
 from the document. The model may search again with other words.
 
 A file with no readable text (scanned, an image, damaged) is not answered
-from: the turn says why, without asking the model.
+from: the turn says why, without asking the model. A picture is the
+exception when the turn's model has vision: it is shown the picture with the
+question (agents/picture.py), and searches its OCR text when there is some;
+a model without vision answers from that text, and the user is told so.
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Sequence
 
+from app.agents.picture import AttachedPicture, attached_picture
 from app.agents.react import ReActAgent, act
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
-from app.core.events import Event, TextEvent
+from app.core.events import Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
 from app.documents.library import DocumentLibrary
 from app.tools.base import Tool
@@ -52,7 +56,17 @@ class FileQaAgent(ReActAgent):
         return (DocumentSearch(self._files, turn.user_id, turn.file_id or ""),)
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
-        file = await self._files.get(turn.user_id, turn.file_id or "")
+        picture = await attached_picture(self.core, turn)
+        if picture is not None and picture.notice:
+            yield ThinkingEvent(picture.notice)
+        seen = picture is not None and picture.image is not None
+        file = picture.file if picture is not None else None
+        file = file or await self._files.get(turn.user_id, turn.file_id or "")
+        if seen and (file is None or file.status != "ready"):
+            # A photo with no text in it: the model looks at it, with nothing to search.
+            async for event in self.loop(turn, state, {}, self._first(turn, state, picture)):
+                yield event
+            return
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
         search = ToolUseBlock(f"call_{uuid.uuid4().hex}", SCHEMA.name, {"query": turn.question})
         results: list[ToolResultBlock] = []
@@ -62,12 +76,17 @@ class FileQaAgent(ReActAgent):
             yield TextEvent(f"I cannot answer from this file. {unreadable_reason(file)}")
             return
         messages = [
-            *self.first_messages(turn, state),
+            *self._first(turn, state, picture),
             Msg("assistant", [search]),
             Msg("tool", list(results)),
         ]
         async for event in self.loop(turn, state, tools, messages):
             yield event
+
+    def _first(self, turn: Turn, state: TurnState, picture: AttachedPicture | None) -> list[Msg]:
+        """The first messages; a picture's text is the search's to give, not the question's."""
+        question = picture.question(turn.question, with_text=False) if picture else None
+        return self.first_messages(turn, state, question)
 
 
 def build(core: AgentCore, settings: Settings) -> FileQaAgent:

@@ -19,6 +19,7 @@ import orjson
 
 from app.agents.approvals import new_approval_id
 from app.agents.base import BaseAgent
+from app.agents.picture import attached_picture
 from app.agents.tool_history import arguments_of, replay
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.core.events import (
@@ -57,6 +58,9 @@ class ReActHook(Protocol):
 
 class ReActAgent(BaseAgent):
     hooks: Sequence[ReActHook] = ()
+    reads_pictures: bool = False
+    """Whether a picture the turn attaches (`fileId`) joins its question (agents/picture.py);
+    another file is not read, and the user is told so."""
 
     def system_prompt(self, turn: Turn) -> str:
         return "You are a helpful assistant."
@@ -75,16 +79,26 @@ class ReActAgent(BaseAgent):
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         for note in self.notices(turn):
             yield ThinkingEvent(note)
+        picture = None
+        if self.reads_pictures:
+            picture = await attached_picture(self.core, turn, pictures_only=True)
+        if picture is not None and picture.notice:
+            yield ThinkingEvent(picture.notice)
+        question = picture.question(turn.question) if picture is not None else None
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
-        async for event in self.loop(turn, state, tools, self.first_messages(turn, state)):
+        messages = self.first_messages(turn, state, question)
+        async for event in self.loop(turn, state, tools, messages):
             yield event
 
-    def first_messages(self, turn: Turn, state: TurnState) -> list[Msg]:
-        """The system prompt, the conversation so far, and the question."""
+    def first_messages(
+        self, turn: Turn, state: TurnState, question: Msg | None = None
+    ) -> list[Msg]:
+        """The system prompt, the conversation so far, and the question (`question`: the
+        question with its picture)."""
         return [
             Msg.text("system", self.system_prompt(turn)),
             *state.memory,
-            Msg.text("user", turn.question),
+            question or Msg.text("user", turn.question),
         ]
 
     async def loop(

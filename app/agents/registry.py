@@ -70,6 +70,7 @@ AGENTS: tuple[AgentEntry, ...] = (
         "app.agents.web_search:build",
         description="Answers questions with current facts from a web search, citing its sources.",
         examples=("What changed in the EU AI Act this year?",),
+        accepts_file=True,
     ),
     AgentEntry(
         "file",

@@ -2,10 +2,12 @@
 
 Each conversation has a workspace of its own (`DATA_DIR/workspaces/...`),
 kept across its turns and deleted with it. An attached upload (`fileId`) is
-copied in before the model starts. The model sees the skills' names and
-descriptions in its system prompt and loads a skill's instructions with
-`load_skill`; it works with the file tools and `bash` (tools/shell.py: a
-sandbox it cannot get out of), and web search and `fetch_page` when configured.
+copied in before the model starts; a picture also joins the question, as an
+image for a vision model and as its text for another (agents/picture.py).
+The model sees the skills' names and descriptions in its system prompt and
+loads a skill's instructions with `load_skill`; it works with the file tools
+and `bash` (tools/shell.py: a sandbox it cannot get out of), and web search
+and `fetch_page` when configured.
 
 When the loop ends, every file made or changed in the workspace since the
 last hand-over (this turn's work, or a stopped turn's) is handed to the
@@ -33,6 +35,7 @@ from pathlib import Path, PurePosixPath
 
 from app.agents.approvals import allowed_tools
 from app.agents.compaction import Compactor
+from app.agents.picture import attached_picture
 from app.agents.react import ReActAgent
 from app.agents.tool_history import arguments_of
 from app.agents.turn import AgentCore, Turn, TurnState
@@ -178,11 +181,14 @@ class SkillsAgent(ReActAgent):
             # The user's own file is input, not something to hand back.
             handed[attached] = (await asyncio.to_thread(workspace.snapshot))[attached]
             await asyncio.to_thread(workspace.mark_handed, handed)
+        picture = await attached_picture(self.core, turn)
+        if picture is not None and picture.notice:
+            yield ThinkingEvent(picture.notice)
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
         messages = [
             Msg.text("system", self.prompt(attached)),
             *state.memory,
-            Msg.text("user", turn.question),
+            picture.question(turn.question) if picture else Msg.text("user", turn.question),
         ]
         try:
             async for event in self.loop(turn, state, tools, messages):

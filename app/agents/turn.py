@@ -113,6 +113,14 @@ class AgentCore:
         budget = self.limits.memory_max_tokens
         return budget if window is None else min(budget, window // 2)
 
+    def image_side(self, model_id: str) -> int:
+        """The longest side of a picture the model sends: 0 unless the catalog marks it
+        `vision` and its adapter sends pictures."""
+        entry = None if self.models is None else self.models.spec.entry(model_id)
+        if entry is None or not entry.vision:
+            return 0
+        return self.model_for(model_id).image_max_side
+
     def model_for(self, model_id: str) -> ChatModel:
         """The model a turn (or a role of it) named: `model` is the catalog's `default`."""
         if self.models is None or model_id == DEFAULT_MODEL_ID:

@@ -1,6 +1,8 @@
 """The web-search agent (`/agent/chat/stream`): ReAct with web search and `fetch_page`.
 
 Without a Tavily key it still answers, from the model alone, and says so.
+A picture attached to the turn (`fileId`) joins the question: as an image
+for a vision model, as the text read from it for another (agents/picture.py).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ READ_PROMPT = (
 
 class WebSearchAgent(ReActAgent):
     agent_type = "chat"
+    reads_pictures = True
 
     def __init__(self, core: AgentCore, search: Tool | None, reader: Tool | None = None) -> None:
         super().__init__(core)

@@ -8,6 +8,7 @@ per streamed chunk, where validation would cost more than it catches.
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -39,6 +40,29 @@ class RedactedThinkingBlock:
 
 
 @dataclass(slots=True)
+class ImageBlock:
+    """A picture the user attached, sent to a vision model beside the question.
+
+    `data` is already fit to the provider's limits (agents/pictures.py): the
+    formatters only encode it in their wire's form (a data URL, base64).
+    """
+
+    data: bytes
+    media_type: str
+    """`image/png` or `image/jpeg`."""
+    width: int
+    height: int
+    name: str = ""
+    type: Literal["image"] = "image"
+
+    def base64(self) -> str:
+        return base64.b64encode(self.data).decode("ascii")
+
+    def data_url(self) -> str:
+        return f"data:{self.media_type};base64,{self.base64()}"
+
+
+@dataclass(slots=True)
 class ToolUseBlock:
     """A complete tool call: adapters emit it only once its arguments are assembled."""
 
@@ -61,7 +85,9 @@ class ToolResultBlock:
     type: Literal["tool_result"] = "tool_result"
 
 
-ContentBlock = TextBlock | ThinkingBlock | RedactedThinkingBlock | ToolUseBlock | ToolResultBlock
+ContentBlock = (
+    TextBlock | ThinkingBlock | RedactedThinkingBlock | ImageBlock | ToolUseBlock | ToolResultBlock
+)
 
 
 @dataclass(slots=True)
@@ -77,6 +103,9 @@ class Msg:
 
     def text_content(self) -> str:
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+    def images(self) -> list[ImageBlock]:
+        return [b for b in self.content if isinstance(b, ImageBlock)]
 
     def tool_uses(self) -> list[ToolUseBlock]:
         return [b for b in self.content if isinstance(b, ToolUseBlock)]

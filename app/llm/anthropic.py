@@ -59,6 +59,8 @@ class AnthropicChatModel(StreamingChatModel):
     provider = "anthropic"
     formatter = AnthropicChatFormatter()
     structured_parameters = ("tool_choice",)
+    image_max_side = 1568
+    """Anthropic scales down a picture whose longest side is over 1568 px."""
 
     def endpoint(self, base_url: str) -> str:
         return f"{base_url}/messages"

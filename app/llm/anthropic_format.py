@@ -19,7 +19,10 @@ the answer's, and `tool_choice` naming it. The API refuses forced tool use
 while thinking, so such a call does not think. The adapter reads that tool's
 input back as the answer's text.
 
-Left out: images and documents, prompt caching.
+A user's picture is an `image` block with a base64 `source`, in the order
+the message holds it (before the question).
+
+Left out: documents, prompt caching.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.core.messages import (
+    ImageBlock,
     Msg,
     RedactedThinkingBlock,
     TextBlock,
@@ -104,6 +108,9 @@ class AnthropicChatFormatter:
             elif isinstance(block, RedactedThinkingBlock):
                 if msg.role == "assistant":
                     out.append({"type": "redacted_thinking", "data": block.data})
+            elif isinstance(block, ImageBlock):
+                source = {"type": "base64", "media_type": block.media_type, "data": block.base64()}
+                out.append({"type": "image", "source": source})
             elif isinstance(block, ToolUseBlock):
                 out.append(
                     {"type": "tool_use", "id": block.id, "name": block.name, "input": block.input}

@@ -147,6 +147,9 @@ class ChatModel(ABC):
     provider: ClassVar[str]
     structured_parameters: ClassVar[tuple[str, ...]] = ()
     """The request fields of the native structured output, as a refusing server names them."""
+    image_max_side: ClassVar[int] = 0
+    """The longest side, in pixels, of a picture this adapter sends (the provider's limit);
+    0: it sends none, and a model marked `vision` is given the picture's text instead."""
 
     def __init__(
         self,

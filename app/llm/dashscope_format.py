@@ -14,6 +14,10 @@ A `response_format` option turns on DashScope's JSON mode (`response_format:
 refuse while thinking, so such a call does not think.
 A thinking budget sets `enable_thinking` (Qwen3's hybrid models think only
 when asked) and `thinking_budget`.
+
+No pictures: this endpoint takes none (the adapter's `image_max_side` is 0, so
+a picture reaches the model as its text). Qwen's vision models take them on
+DashScope's OpenAI-compatible endpoint, the `qwen` provider.
 """
 
 from __future__ import annotations

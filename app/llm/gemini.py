@@ -52,6 +52,8 @@ class GeminiChatModel(StreamingChatModel):
         "response_mime_type",
     )
     formatter = GeminiChatFormatter()
+    image_max_side = 3072
+    """Gemini scales a picture to fit 3072 x 3072 before it reads it."""
 
     def endpoint(self, base_url: str) -> str:
         model = self.config.model.removeprefix("models/")

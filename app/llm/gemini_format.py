@@ -15,7 +15,10 @@ application/json`) held to its schema by `responseJsonSchema`, which, like
 only the OpenAPI subset, which cannot say a deck's slide fields (an object
 with open keys) or pydantic's `$defs`.
 
-Left out: images and files, safety settings (the API's defaults apply),
+A user's picture is an `inlineData` part (`mimeType`, base64 `data`), in the
+order the message holds it.
+
+Left out: files, safety settings (the API's defaults apply),
 cached content.
 """
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.messages import Msg, TextBlock, ToolResultBlock, ToolUseBlock
+from app.core.messages import ImageBlock, Msg, TextBlock, ToolResultBlock, ToolUseBlock
 from app.core.tools import GenerateOptions, ToolChoice, ToolSchema
 from app.llm.alternating import system_prompt, turns
 
@@ -79,6 +82,8 @@ class GeminiChatFormatter:
             if isinstance(block, TextBlock):
                 if block.text:
                     parts.append({"text": block.text})
+            elif isinstance(block, ImageBlock):
+                parts.append({"inlineData": {"mimeType": block.media_type, "data": block.base64()}})
             elif isinstance(block, ToolUseBlock):
                 call = {"id": block.id, "name": block.name, "args": block.input}
                 part: dict[str, Any] = {"functionCall": call}

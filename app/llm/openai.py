@@ -42,6 +42,8 @@ class OpenAIChatModel(StreamingChatModel):
     provider = "openai"
     formatter = OpenAIChatFormatter()
     structured_parameters = ("response_format", "json_schema", "json_object")
+    image_max_side = 2048
+    """OpenAI scales a picture to fit 2048 x 2048 before it reads it."""
 
     def endpoint(self, base_url: str) -> str:
         return f"{base_url}/chat/completions"

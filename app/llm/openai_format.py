@@ -8,8 +8,11 @@ A `response_format` option is sent as OpenAI documents it: `json_schema`
 with the step's schema, `strict` where the schema has a strict form
 (json_schema.py), or `json_object` where the server takes only that.
 
+A user's picture goes as an `image_url` part holding a data URL, before the
+question's text part (the message's `content` is then a list of parts).
+
 Left out on purpose: thinking blocks (OpenAI-compatible servers neither accept
-nor need reasoning sent back), images, and `n > 1`. `max_tokens` is used
+nor need reasoning sent back), and `n > 1`. `max_tokens` is used
 rather than `max_completion_tokens` because every compatible server
 (vLLM, Ollama, DeepSeek, Qwen) understands it.
 """
@@ -62,7 +65,15 @@ class OpenAIChatFormatter:
             ]
         text = msg.text_content()
         if msg.role != "assistant":
-            return [{"role": msg.role, "content": text}]
+            images = msg.images()
+            if not images:
+                return [{"role": msg.role, "content": text}]
+            parts: list[dict[str, Any]] = [
+                {"type": "image_url", "image_url": {"url": image.data_url()}} for image in images
+            ]
+            if text:
+                parts.append({"type": "text", "text": text})
+            return [{"role": msg.role, "content": parts}]
         out: dict[str, Any] = {"role": "assistant", "content": text or None}
         calls = msg.tool_uses()
         if calls:

@@ -28,6 +28,7 @@ import tiktoken
 
 from app.core.messages import (
     ContentBlock,
+    ImageBlock,
     Msg,
     TextBlock,
     ThinkingBlock,
@@ -42,6 +43,8 @@ _URL = "https://openaipublic.blob.core.windows.net/encodings/{name}.tiktoken"
 _CACHE_ENV = "TIKTOKEN_CACHE_DIR"
 MESSAGE_OVERHEAD = 4
 """Tokens each message costs beyond its text (role and separators), per OpenAI's guidance."""
+PIXELS_PER_IMAGE_TOKEN = 750
+"""What a picture costs: its pixels over this many, as Anthropic counts them."""
 
 
 def cache_file_name(name: str) -> str:
@@ -117,6 +120,9 @@ class TokenCounter:
                 total += self.count(block.name) + self.count(arguments)
             elif isinstance(block, ToolResultBlock):
                 total += self.count(block.output)
+            elif isinstance(block, ImageBlock):
+                # Anthropic's published estimate; the others' are of the same order.
+                total += block.width * block.height // PIXELS_PER_IMAGE_TOKEN
         return total
 
     def count_tools(self, tools: Sequence[ToolSchema]) -> int:

@@ -388,6 +388,8 @@ async def test_an_older_list_answer_never_replaces_a_newer_one(
 async def test_file_agent_uploads_a_file_and_asks_about_it(page: Page, app_url: str) -> None:
     """The upload endpoints come with the file agent; their answers are given here."""
     await page.goto(app_url)
+    await expect(page.locator('#agent option[value="deep"]')).to_have_count(1)
+    await page.locator("#agent").select_option("deep")
     await expect(page.locator("#attach")).to_be_hidden()
     await page.locator("#agent").select_option("file")
     await expect(page.locator("#attach")).to_be_visible()

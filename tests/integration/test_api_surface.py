@@ -109,7 +109,7 @@ async def test_agent_kinds_list_what_runs_and_the_rest_answer_501(tmp_path: Path
 
     assert kinds == [
         {"kind": "chat", "name": "Web search", "available": True,
-         "needsFile": False, "acceptsFile": False},
+         "needsFile": False, "acceptsFile": True},
         {"kind": "file", "name": "Ask a file", "available": True,
          "needsFile": True, "acceptsFile": True},
         {"kind": "pptx", "name": "PowerPoint", "available": False,
