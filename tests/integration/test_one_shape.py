@@ -107,8 +107,9 @@ async def test_every_column_of_a_turn_reaches_its_history(
     }
     # A run writes every column it owns: only what this turn has none of stays empty
     # (it failed in nothing, asked about no upload, is its conversation's first question,
-    # and waits for no decision).
+    # waits for no decision, and its model has no prices).
     assert {c.name for c in columns if row[c.name] is None} == {
+        "cost_usd",
         "error",
         "fileid",
         "parent_id",
