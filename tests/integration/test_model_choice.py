@@ -291,6 +291,27 @@ async def test_a_model_with_a_small_context_window_is_given_less_memory(
     assert remembered(default_llm.requests[-1]) == [*questions, "And?"]
 
 
+async def test_a_decided_approval_goes_on_with_the_model_that_asked_for_it(
+    tmp_path: Path, default_llm: FakeOpenAI, strong_llm: FakeAnthropic, fast_llm: FakeOpenAI
+) -> None:
+    fast_llm.script(Reply.tool_calls([("write_file", {"path": "a.txt", "content": "hi"})]))
+    settings = settings_with(tmp_path, default_llm, strong_llm, fast_llm)
+    settings = settings.model_copy(update={"tool_approval": "write_file"})
+    async with running_service(settings) as client:
+        body = {"query": "Write it", "conversationId": "c-decide", "model": "fast"}
+        async with client.stream("POST", "/agent/skills/stream", json=body) as response:
+            asked = await collect(response)
+        [approval] = [e for e in asked if e["type"] == "approval"]
+        decided = {"approvalId": approval["approvalId"], "decision": "approve"}
+        body = {"conversationId": "c-decide", "approval": decided}
+        async with client.stream("POST", "/agent/skills/stream", json=body) as response:
+            went_on = await collect(response)
+
+    assert text_of(went_on).startswith("Fast here.")
+    assert went_on[-1]["usage"]["model"] == "fast"
+    assert default_llm.requests == []
+
+
 async def test_an_unknown_model_is_refused_before_the_stream_on_every_format(
     tmp_path: Path, default_llm: FakeOpenAI, strong_llm: FakeAnthropic, fast_llm: FakeOpenAI
 ) -> None:
