@@ -303,8 +303,8 @@ async def test_a_decided_approval_goes_on_with_the_model_that_asked_for_it(
             asked = await collect(response)
         [approval] = [e for e in asked if e["type"] == "approval"]
         decided = {"approvalId": approval["approvalId"], "decision": "approve"}
-        body = {"conversationId": "c-decide", "approval": decided}
-        async with client.stream("POST", "/agent/skills/stream", json=body) as response:
+        answer = {"conversationId": "c-decide", "approval": decided}
+        async with client.stream("POST", "/agent/skills/stream", json=answer) as response:
             went_on = await collect(response)
 
     assert text_of(went_on).startswith("Fast here.")
