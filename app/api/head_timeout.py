@@ -15,11 +15,22 @@ value comes from its settings however it is served: `uvicorn app.main:app
 --http app.api.head_timeout:HeadTimeoutProtocol` (scripts/run, the
 Dockerfile), or `http=HeadTimeoutProtocol` (tests/support/server.py).
 Without that key it is uvicorn's own protocol.
+
+It also closes gently when a request's body is still coming. A connection
+closed with the client's bytes unread (a body cut at its time limit or its
+size cap) makes the kernel answer with a reset, which can reach the client
+before it read our answer and lose it: the 408 becomes "connection reset".
+So such a close sends the answer and then our end of the stream
+(`write_eof`), drops whatever else the client sends, and closes when the
+client does, or after `LINGER_SECONDS`. Any other close (an idle
+connection, shutdown) is immediate, as uvicorn's.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import Any, cast
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
 
@@ -27,6 +38,47 @@ UVICORN_FLAGS = ("--http", f"{__name__}:HeadTimeoutProtocol")
 """What uvicorn is given to serve with this protocol (scripts/run and the Dockerfile spell it
 out; the tests and the benchmark start the service with these)."""
 HEAD_TIMEOUT_KEY = "request_head_timeout_seconds"
+LINGER_SECONDS = 2.0
+"""Longest a closed connection waits for the client to close its end, reading and dropping."""
+
+
+class LingeringClose:
+    """The connection's transport, whose `close()` half-closes and lingers (see above)."""
+
+    def __init__(
+        self,
+        transport: asyncio.Transport,
+        loop: asyncio.AbstractEventLoop,
+        unread: Callable[[], bool],
+    ) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._unread = unread
+        """Whether the client may still be sending (a request body not all read)."""
+        self._closing = False
+        self._linger: asyncio.TimerHandle | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+    def is_closing(self) -> bool:
+        return self._closing or self._transport.is_closing()
+
+    def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        transport = self._transport
+        if transport.is_closing() or not self._unread() or not transport.can_write_eof():
+            transport.close()
+            return
+        transport.write_eof()
+        transport.resume_reading()
+        self._linger = self._loop.call_later(LINGER_SECONDS, transport.close)
+
+    def lost(self) -> None:
+        if self._linger is not None:
+            self._linger.cancel()
 
 
 class HeadTimeoutProtocol(HttpToolsProtocol):
@@ -35,8 +87,17 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
     """The request whose head was the last one seen when the clock started."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
+        self._lingering = LingeringClose(transport, self.loop, self._body_coming)
+        super().connection_made(cast(asyncio.Transport, self._lingering))
         self._start_head_clock()
+
+    def _body_coming(self) -> bool:
+        return self.cycle is not None and self.cycle.more_body
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport.is_closing():
+            return  # closed by us, lingering: what the client still sends is dropped
+        super().data_received(data)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -44,6 +105,7 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_head_clock()
+        self._lingering.lost()
         super().connection_lost(exc)
 
     def _start_head_clock(self) -> None:

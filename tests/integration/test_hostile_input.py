@@ -361,6 +361,32 @@ async def test_a_request_body_that_does_not_arrive_in_time_is_a_408_and_closes_t
     assert EDGE_SECONDS * 0.9 < seconds < EDGE_SECONDS + 2
 
 
+async def test_a_client_still_sending_when_its_body_is_cut_still_reads_the_408(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """The server stops reading and answers while bytes keep coming: closing then would
+    reset the connection and lose the answer, so it half-closes and drops what follows."""
+    settings = service_settings(tmp_path, sqlite_url, request_body_timeout_seconds=EDGE_SECONDS)
+    async with (
+        running_service(settings) as client,
+        connection(str(client.base_url)) as (reader, writer),
+    ):
+        writer.write(request_head("POST", "/agent/stop", 300_000, "application/json"))
+        sending_until = time.monotonic() + EDGE_SECONDS + 0.5
+        while time.monotonic() < sending_until:  # past the cut, not reading meanwhile
+            # A reset connection refuses the write (ConnectionError, or asyncio's RuntimeError).
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                writer.write(b"a" * 64)
+                await writer.drain()
+            await asyncio.sleep(0.01)
+        answer = b"connection reset"
+        with contextlib.suppress(ConnectionError):
+            async with asyncio.timeout(10):
+                answer = await reader.read()
+
+    assert answer.startswith(b"HTTP/1.1 408 "), answer[:40]
+
+
 async def test_a_body_slower_than_the_head_bound_but_within_its_own_is_answered(
     tmp_path: Path, sqlite_url: str
 ) -> None:
