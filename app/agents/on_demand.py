@@ -75,11 +75,11 @@ class OnDemandAgents:
             building.add_done_callback(self._done)
         return await asyncio.shield(building)
 
-    async def all(self) -> list[BaseAgent]:
-        """Every agent of this build, built now where not yet (a conversation's deletion
-        must reach what each kind keeps of it, whether or not this process ran one)."""
+    async def of_kinds(self, kinds: Iterable[str]) -> list[BaseAgent]:
+        """The agents of these kinds in this build, built now where not yet (a deleted turn
+        reaches what its kind keeps of it, whether or not this process ran one)."""
         agents = []
-        for kind in self._entries:
+        for kind in sorted(set(kinds)):
             agent = await self.get(kind)
             if agent is not None:
                 agents.append(agent)

@@ -118,18 +118,22 @@ class TurnService:
             await agent.ping()
 
     async def forget(self, user_id: str, conversation_id: str, gone: Sequence[GoneTurn]) -> None:
-        """A conversation was deleted, with these turns: each agent drops what it kept of it."""
+        """A conversation was deleted, with these turns: each agent drops what it kept of it.
+
+        Only the kinds that answered them can have kept anything: the others are not
+        built for it (a rollback or a deleted chat conversation loads no LangGraph).
+        """
         key = ConversationKey(user_id, conversation_id)
-        for agent in await self._agents.all():
+        for agent in await self._agents.of_kinds(turn.agent_type for turn in gone):
             await agent.forget_turns(key, gone)
             await agent.forget(key)
 
     async def forget_turns(
         self, user_id: str, conversation_id: str, gone: Sequence[GoneTurn]
     ) -> None:
-        """Turns were deleted (a branch): each agent drops what it kept of them."""
+        """Turns were deleted (a branch): the agents that answered them drop what they kept."""
         key = ConversationKey(user_id, conversation_id)
-        for agent in await self._agents.all():
+        for agent in await self._agents.of_kinds(turn.agent_type for turn in gone):
             await agent.forget_turns(key, gone)
 
     async def start(

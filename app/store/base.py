@@ -53,6 +53,8 @@ class GoneTurn:
     id: int
     asked: datetime
     """When it was asked (its `create_time`): what an agent's own rows are matched on."""
+    agent_type: str
+    """The kind that answered it: the only agent that may have kept anything of it."""
 
 
 @dataclass(slots=True)

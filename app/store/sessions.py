@@ -416,7 +416,9 @@ class SqlSessionStore:
                 await conn.execute(_forget_path(user_id, conversation_id))
             else:
                 await _choose(conn, user_id, conversation_id, leaf, max(remaining))
-        gone_turns = [GoneTurn(t.id, t.create_time) for t in tree.turns if t.id in gone]
+        gone_turns = [
+            GoneTurn(t.id, t.create_time, t.agent_type) for t in tree.turns if t.id in gone
+        ]
         return DeletedTurns(turns, blob_keys=blob_keys, gone=gone_turns)
 
     async def delete_conversation(self, user_id: str, conversation_id: str) -> DeletedConversation:
@@ -430,11 +432,16 @@ class SqlSessionStore:
         async with self._db.begin() as conn:
             blob_keys = await _delete_files(conn, user_id, mine, made_by_it)
             rows = (
-                await conn.execute(delete(T).where(mine).returning(T.c.id, T.c.create_time))
+                await conn.execute(
+                    delete(T).where(mine).returning(T.c.id, T.c.create_time, T.c.agent_type)
+                )
             ).all()
             await conn.execute(_forget_path(user_id, conversation_id))
             await delete_title(conn, user_id, conversation_id)
-        gone = [GoneTurn(row.id, row.create_time) for row in sorted(rows, key=lambda r: r.id)]
+        gone = [
+            GoneTurn(row.id, row.create_time, row.agent_type)
+            for row in sorted(rows, key=lambda r: r.id)
+        ]
         return DeletedConversation(len(gone), blob_keys, gone)
 
     async def delete_last_turn(
@@ -450,11 +457,11 @@ class SqlSessionStore:
         stmt = (
             delete(T)
             .where(T.c.id == newest, T.c.status.in_(statuses))
-            .returning(T.c.id, T.c.create_time)
+            .returning(T.c.id, T.c.create_time, T.c.agent_type)
         )
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).one_or_none()
-        return None if row is None else GoneTurn(row.id, row.create_time)
+        return None if row is None else GoneTurn(row.id, row.create_time, row.agent_type)
 
     async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
         """A paused turn is listed while it is the active leaf (what a plain next message
