@@ -16,13 +16,13 @@ value comes from its settings however it is served: `uvicorn app.main:app
 Dockerfile), or `http=HeadTimeoutProtocol` (tests/support/server.py).
 Without that key it is uvicorn's own protocol.
 
-It also closes gently when a request's body is still coming. A connection
-closed with the client's bytes unread (a body cut at its time limit or its
-size cap) makes the kernel answer with a reset, which can reach the client
-before it read our answer and lose it: the 408 becomes "connection reset".
-So such a close sends the answer and then our end of the stream
-(`write_eof`), drops whatever else the client sends, and closes when the
-client does, or after `LINGER_SECONDS`. Any other close (an idle
+It also closes gently when a request's body or head is still coming. A
+connection closed with the client's bytes unread (a body cut at its time
+limit or its size cap, a head past its own) makes the kernel answer with a
+reset, which can reach the client before it read what we sent and lose it:
+the 408 becomes "connection reset". So such a close sends the answer and
+then our end of the stream (`write_eof`), drops whatever else the client
+sends, and closes when the client does, or after `LINGER_SECONDS`. Any other close (an idle
 connection, shutdown) is immediate, as uvicorn's.
 """
 
@@ -65,11 +65,18 @@ class LingeringClose:
         return self._closing or self._transport.is_closing()
 
     def close(self) -> None:
+        self._close(gently=self._unread())
+
+    def close_gently(self) -> None:
+        """Close as if the client were still sending (its head is late, and may be trickling)."""
+        self._close(gently=True)
+
+    def _close(self, *, gently: bool) -> None:
         if self._closing:
             return
         self._closing = True
         transport = self._transport
-        if transport.is_closing() or not self._unread() or not transport.can_write_eof():
+        if not gently or transport.is_closing() or not transport.can_write_eof():
             transport.close()
             return
         transport.write_eof()
@@ -128,4 +135,4 @@ class HeadTimeoutProtocol(HttpToolsProtocol):
         if self.cycle is self._waiting_after and (
             self.cycle is None or self.cycle.response_complete
         ):
-            self.transport.close()
+            self._lingering.close_gently()

@@ -337,6 +337,32 @@ async def test_a_request_head_that_does_not_arrive_in_time_closes_the_connection
     assert answer.count(b"HTTP/1.1 200 OK") == sent.count(b"\r\n\r\n")
 
 
+async def test_a_client_still_trickling_its_next_head_when_cut_still_reads_its_answer(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """Cut while bytes keep coming and before the client read the answer it had: a reset
+    would lose that answer, so the server half-closes and drops what follows."""
+    settings = service_settings(tmp_path, sqlite_url, request_head_timeout_seconds=EDGE_SECONDS)
+    async with (
+        running_service(settings) as client,
+        connection(str(client.base_url)) as (reader, writer),
+    ):
+        writer.write(b"GET /health HTTP/1.1\r\nHost: test\r\n\r\nGET /health HTTP/1.1\r\n")
+        sending_until = time.monotonic() + EDGE_SECONDS + 0.5
+        while time.monotonic() < sending_until:  # past the cut, not reading meanwhile
+            # A reset connection refuses the write (ConnectionError, or asyncio's RuntimeError).
+            with contextlib.suppress(ConnectionError, RuntimeError):
+                writer.write(b"X-Filler: a\r\n")
+                await writer.drain()
+            await asyncio.sleep(0.01)
+        answer = b"connection reset"
+        with contextlib.suppress(ConnectionError):
+            async with asyncio.timeout(10):
+                answer = await reader.read()
+
+    assert answer.count(b"HTTP/1.1 200 OK") == 1, answer[:40]
+
+
 async def test_a_request_body_that_does_not_arrive_in_time_is_a_408_and_closes_the_connection(
     tmp_path: Path, sqlite_url: str
 ) -> None:
