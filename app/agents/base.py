@@ -165,9 +165,13 @@ class BaseAgent(ABC):
         """
         return contextlib.nullcontext()
 
-    async def forget(self, key: ConversationKey) -> None:
-        """Drop what the agent keeps of a deleted conversation beside its turns."""
-        return None
+    async def forget(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
+        """Drop what the agent keeps of a deleted conversation, whose turns were `gone`.
+
+        One call per agent, so an agent that keeps things per conversation drops them all at
+        once instead of reading what each deleted turn began.
+        """
+        await self.forget_turns(key, gone)
 
     async def forget_turns(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
         """Drop what the agent keeps of these deleted turns (a branch, or a whole conversation)."""

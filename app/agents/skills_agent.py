@@ -46,6 +46,7 @@ from app.core.run import ConversationKey
 from app.documents.library import DocumentLibrary, generated_event
 from app.skills import BUILTIN_SKILLS
 from app.skills.catalog import Skill, load_skills
+from app.store.base import GoneTurn
 from app.tools.base import Tool
 from app.tools.load_skill import LOAD_SKILL, LoadSkill
 from app.tools.shell import SANDBOX_SKILLS, BashTool, Mount, Shell, ShellLimits, python_mounts
@@ -116,7 +117,7 @@ class SkillsAgent(ReActAgent):
         if compactor is not None:
             self.hooks = (compactor,)
 
-    async def forget(self, key: ConversationKey) -> None:
+    async def forget(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
         """A deleted conversation takes its workspace with it."""
         await delete_workspace(self._data_dir, key.user_id, key.conversation_id)
 

@@ -125,8 +125,7 @@ class TurnService:
         """
         key = ConversationKey(user_id, conversation_id)
         for agent in await self._agents.of_kinds(turn.agent_type for turn in gone):
-            await agent.forget_turns(key, gone)
-            await agent.forget(key)
+            await agent.forget(key, gone)
 
     async def forget_turns(
         self, user_id: str, conversation_id: str, gone: Sequence[GoneTurn]

@@ -103,8 +103,9 @@ class DeepResearchAgent(BaseAgent):
             finally:
                 self._saver = self._graph = None
 
-    async def forget(self, key: ConversationKey) -> None:
-        """The conversation's thread from before each turn had its own."""
+    async def forget(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
+        """The turns' threads, and the conversation's from before each turn had its own."""
+        await self.forget_turns(key, gone)
         if self._saver is not None:
             await self._saver.adelete_thread(thread_id(key))
 

@@ -66,7 +66,7 @@ class PptAgent(BaseAgent):
         self._steps = steps
         self._templates_listed = False
 
-    async def forget(self, key: ConversationKey) -> None:
+    async def forget(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
         await self._builds.forget(key.user_id, key.conversation_id)
 
     async def forget_turns(self, key: ConversationKey, gone: Sequence[GoneTurn]) -> None:
