@@ -8,6 +8,7 @@ are closed.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import sys
@@ -37,6 +38,7 @@ from app.api.openapi_events import document_events
 from app.api.text_guard import TextGuard
 from app.api.web import WebPage
 from app.config import Settings
+from app.core.events import prepare_codecs
 from app.documents.library import DocumentLibrary, LibrarySettings
 from app.limits import build_user_limits
 from app.llm.base import ChatModel
@@ -210,6 +212,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             webhooks=webhooks,
         )
         app.state.telemetry = telemetry
+        # After the start, so the first request does not wait for it either.
+        codecs = asyncio.create_task(prepare_codecs())
+        stack.callback(codecs.cancel)
         if not core.model.config.configured:
             log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")
         # The server's protocol reads it (api/head_timeout.py): the app is not called
