@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from opentelemetry.sdk.trace.export import SpanExporter
+from starlette.routing import Route
 
 from app.agents.approvals import ApprovalPolicy, ApprovalSettings
 from app.agents.on_demand import OnDemandAgents
@@ -32,6 +33,7 @@ from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.formats import ag_ui, ai_sdk
 from app.api.head_timeout import HEAD_TIMEOUT_KEY
+from app.api.mcp import MCP_PATH, McpEndpoint, McpSurface
 from app.api.openapi_errors import document_errors
 from app.api.openapi_events import document_events
 from app.api.text_guard import TextGuard
@@ -179,6 +181,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             stack.push_async_callback(dead.close)
         stack.push_async_callback(shared_logs.close)
         stack.push_async_callback(webhooks.close)
+        # Closed after the runs are stopped and stored, so a call waiting on one is answered.
+        app.state.mcp = McpSurface(lambda: app.state.services, app.state.agents)
+        stack.push_async_callback(app.state.mcp.close)
         stack.push_async_callback(run_registry.shutdown)
         stack.push_async_callback(turns.shutdown)
         app.state.services = Services(
@@ -286,8 +291,15 @@ def create_app(
         CORSMiddleware,
         allow_origins=settings.cors_origin_list(),
         allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-        allow_headers=["Authorization", "Content-Type", "Cache-Control", "Last-Event-ID"],
-        expose_headers=["Content-Disposition"],
+        allow_headers=[
+            "Authorization",
+            "Content-Type",
+            "Cache-Control",
+            "Last-Event-ID",
+            "Mcp-Session-Id",
+            "Mcp-Protocol-Version",
+        ],
+        expose_headers=["Content-Disposition", "Mcp-Session-Id"],
     )
     # Outermost: a request's span and the open-streams gauge cover all the rest.
     app.add_middleware(TelemetryMiddleware)
@@ -308,6 +320,8 @@ def create_app(
     document_events(app)
     # After the envelope is documented: A2A's own errors are documented over it.
     install_a2a(app, agents)
+    # Every method: the MCP transport answers POST, GET and DELETE, and refuses the rest.
+    app.router.routes.append(Route(MCP_PATH, McpEndpoint(), include_in_schema=False))
     install_docs(app)
     app.mount("/", WebPage(), name="web")
 

@@ -69,3 +69,11 @@ async def get_services(request: Request) -> Services:
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def public_base_url(request: Request, services: Services) -> str:
+    """Our base URL as clients reach it: `A2A_PUBLIC_URL`, else the URL this request came to.
+
+    What makes relative URLs (a file's `/file/download/…`) absolute in A2A and MCP answers.
+    """
+    return services.http.public_url.rstrip("/") or str(request.base_url).rstrip("/")

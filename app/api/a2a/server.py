@@ -77,8 +77,8 @@ from app.api.a2a.mapping import (
 )
 from app.api.agent import STOP_WAIT_SECONDS, ApprovalParams
 from app.api.deps import Services
+from app.api.run_events import event_batches
 from app.core.events import Event, StartEvent
-from app.core.frames import decode_frames
 from app.service.errors import (
     BadRequest,
     Busy,
@@ -100,8 +100,6 @@ log = logging.getLogger(__name__)
 DEFAULT_KIND = "chat"
 AFTER_START = 1
 """The log cursor past a run's first event, `start`, which the task itself stands for."""
-WAIT_SECONDS = 15.0
-"""How long one read of a run's log waits before it looks again (a run may be silent)."""
 USER_KEY = "dodo_user"
 BASE_URL_KEY = "dodo_base_url"
 """Keys of `ServerCallContext.state`, set by the routes' context builder."""
@@ -127,7 +125,7 @@ class RunTasks(RequestHandler):
         """Run the turn to its end (with `returnImmediately`, only start it); answer the task."""
         started, updates = await self._begin(params, context)
         if not params.configuration.return_immediately:
-            async for batch in _events(started.reader, AFTER_START):
+            async for batch in event_batches(started.reader, AFTER_START):
                 updates.translate(batch)
                 if updates.ended:
                     break
@@ -141,7 +139,7 @@ class RunTasks(RequestHandler):
         snapshot.CopyFrom(updates.task)
         yield snapshot
         try:
-            async for batch in _events(started.reader, AFTER_START):
+            async for batch in event_batches(started.reader, AFTER_START):
                 for update in updates.translate(batch):
                     yield update
                 if updates.ended:
@@ -193,7 +191,7 @@ class RunTasks(RequestHandler):
             return
         updates = TaskUpdates(ref, base_url)
         _add_history(updates.task, rows, ref)
-        batches = _events(reader, 0)
+        batches = event_batches(reader, 0)
         async with contextlib.aclosing(batches):
             replayed = await _replay(batches, updates, row_id(rows[-1]))
             yield replayed
@@ -417,22 +415,11 @@ def _a2a_error(exc: TurnRefused) -> A2AError:
 
 async def _start_event(reader: EventLogReader) -> StartEvent:
     """The run's first event, `start`: it names the stored row, and so the task."""
-    async with contextlib.aclosing(_events(reader, 0)) as batches:
+    async with contextlib.aclosing(event_batches(reader, 0)) as batches:
         first = await anext(batches, None)
     if not first or not isinstance(first[0], StartEvent):
         raise InternalError("The run ended before it started")
     return first[0]
-
-
-async def _events(reader: EventLogReader, after: int) -> AsyncGenerator[list[Event]]:
-    """The log's events after `after`, in the batches they come in, until it ends."""
-    cursor = after
-    while True:
-        data, cursor = await reader.wait(cursor, WAIT_SECONDS)
-        if data:
-            yield [event for _, event in decode_frames(data)]
-        elif reader.finished(cursor):
-            return
 
 
 async def _replay(batches: AsyncIterator[list[Event]], updates: TaskUpdates, row_id: int) -> Task:
