@@ -52,6 +52,7 @@ from app.service.turns import TurnService
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
+from app.store.push_configs import SqlPushConfigs
 from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
 from app.store.titles import SqlTitles
@@ -213,6 +214,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             limits=limits,
             mcp=mcp,
             webhooks=webhooks,
+            push_configs=SqlPushConfigs(db),
         )
         app.state.telemetry = telemetry
         if not core.model.config.configured:

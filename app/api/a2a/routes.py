@@ -118,6 +118,7 @@ def _card(entries: Sequence[AgentEntry]) -> Endpoint:
             services.turns.kinds(),
             _base_url(request),
             secured=bool(services.users_by_key),
+            push=services.webhooks.enabled,
         )
         return JSONResponse(agent_card_to_dict(card))
 
