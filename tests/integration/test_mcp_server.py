@@ -4,6 +4,8 @@ The tools are the available agent kinds; a call is a stored turn whose
 thinking comes as progress; a generated file is a resource link that
 downloads; a cancelled call stops its run (stored `stopped`); a connection
 that drops leaves the run going; the API key is needed as on every surface.
+Both protocol eras: `ClientSession` (the 2025 handshake, a session) and
+`Client` (2026-07-28, a POST per call).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import httpx
 import httpx2
 import mcp_types as types
 import pytest
-from mcp import ClientSession, MCPError
+from mcp import Client, ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
 
 from app.agents.registry import AGENTS
@@ -207,6 +209,49 @@ async def test_a_dropped_connection_leaves_the_run_going_to_the_history(
         stored = await history(service, "c-drop")
 
     assert [m["answer"] for m in stored] == ["Half and whole."]
+
+
+async def test_a_2026_client_calls_without_a_session_and_closing_its_stream_cancels(
+    tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI
+) -> None:
+    """The SDK's `Client` discovers the server and speaks 2026-07-28: a POST per call, no
+    session (so any instance answers), and a closed response stream is the cancellation."""
+    fake_llm.script(Reply.text("Stateless answer.", reasoning="One line."), Reply.hang("Partial"))
+    started = asyncio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        started.set()
+
+    settings = settings_for(Backend(sqlite_url, "", ""), tmp_path, fake_llm)
+    async with running_service(settings) as service:
+        url = str(service.base_url).rstrip("/") + "/mcp"
+        async with (
+            httpx2.AsyncClient(timeout=30) as http,
+            Client(streamable_http_client(url, http_client=http)) as client,
+        ):
+            version = client.protocol_version
+            tools = (await client.list_tools()).tools
+            result = await client.call_tool("chat", {"query": "Hi", "conversationId": "c-new"})
+            call = asyncio.create_task(
+                client.call_tool(
+                    "chat",
+                    {"query": "Long one", "conversationId": "c-closed"},
+                    progress_callback=on_progress,
+                )
+            )
+            await started.wait()
+            call.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await call
+            await eventually(
+                lambda: stored_status(service, "c-closed", "stopped"), what="the stopped turn"
+            )
+
+    assert version == "2026-07-28"
+    assert "chat" in [tool.name for tool in tools]
+    assert _text(result) == "Stateless answer."
+    assert isinstance(result.structured_content, dict)
+    assert result.structured_content["status"] == "completed"
 
 
 async def test_with_api_keys_mcp_needs_a_key_and_calls_are_the_callers(

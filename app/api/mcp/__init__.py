@@ -6,8 +6,9 @@ with it imports the `mcp` package, `app/api/mcp/server.py`) at the first
 request to `/mcp`. A worker that is never asked over MCP never loads the
 library (tests/unit/test_lazy_imports.py).
 
-The server's sessions live in the memory of the instance that opened them
-(the SDK's session manager): behind several instances, route `/mcp` by its
+A 2026-07-28 call is a POST of its own, answered by any instance; a 2025
+revision's session lives in the memory of the instance that opened it (the
+SDK's session manager), so behind several instances `/mcp` is routed by its
 `Mcp-Session-Id` header. The runs themselves are ordinary turns, stored and
 stoppable from anywhere.
 """
