@@ -102,6 +102,36 @@ async def test_a_config_set_on_a_running_task_is_told_its_final_state(
     assert receiver.calls.empty()
 
 
+@pytest.mark.postgres
+@pytest.mark.redis
+async def test_a_config_set_on_another_instance_is_told_by_the_one_running_the_task(
+    tmp_path: Path,
+    postgres_url: str,
+    redis_url: str,
+    redis_prefix: str,
+    fake_llm: FakeOpenAI,
+    receiver: Receiver,
+) -> None:
+    gate = asyncio.Event()
+    fake_llm.script(Reply.gated("Far", " away.", gate))
+    backend = Backend(postgres_url, redis_url, redis_prefix)
+    settings = settings_for(
+        backend, tmp_path, fake_llm, webhook_secret=SECRET, outbound_allowlist="127.0.0.1"
+    )
+    async with running_service(settings) as first, a2a_client(first) as runner:
+        stream = runner.send_message(message("Far one", "c-far-push"))
+        task_id = (await anext(stream)).task.id
+        async with running_service(settings) as second, a2a_client(second) as other:
+            await other.create_task_push_notification_config(push_config(task_id, receiver.url))
+        gate.set()
+        rest = [r async for r in stream]
+        call = await receiver.next_call()
+
+    assert state_name(rest[-1].status_update.status.state) == "completed"
+    assert verified(call)
+    assert call.json()["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
 async def test_a_config_sent_with_the_message_is_told_and_another_user_sees_none(
     tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI, receiver: Receiver
 ) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import httpx2
 import mcp_types as types
+import orjson
 import pytest
 from mcp import Client, ClientSession, MCPError
 from mcp.client.streamable_http import streamable_http_client
@@ -26,9 +27,13 @@ from mcp.client.streamable_http import streamable_http_client
 from app.agents.registry import AGENTS
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
+from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import Backend, history, running_service, settings_for
+from tests.integration.test_deep_research import INDEPENDENT, QUESTION, deep_settings
+from tests.integration.test_deep_research import research_service as deep_service
 from tests.support.a2a import REPORT_BYTES, with_report_agent
 from tests.support.polling import eventually
+from tests.support.research import REPORT, Researcher
 
 
 @contextlib.asynccontextmanager
@@ -144,6 +149,28 @@ async def test_a_generated_file_is_a_resource_link_that_downloads(
     base = str(service.base_url).rstrip("/")
     assert str(links[0].uri).startswith(f"{base}/file/download/")
     assert download.content == REPORT_BYTES
+
+
+async def test_a_research_that_asks_is_paused_and_the_next_call_answers_it(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
+) -> None:
+    asked = "Which region and which years?"
+    researcher = Researcher(orjson.dumps(INDEPENDENT).decode(), clarify=asked)
+    settings = deep_settings(Backend(sqlite_url, "", ""), tmp_path, fake_search)
+    async with deep_service(settings, researcher) as service, mcp_session(service) as session:
+        paused = await session.call_tool("deep", {"query": QUESTION, "conversationId": "c-deep"})
+        answered = await session.call_tool(
+            "deep", {"query": "Europe, 2020 to 2024", "conversationId": "c-deep"}
+        )
+        stored = await history(service, "c-deep")
+
+    assert isinstance(paused.structured_content, dict)
+    assert paused.structured_content["status"] == "paused"
+    assert _text(paused).startswith(asked)
+    assert isinstance(answered.structured_content, dict)
+    assert answered.structured_content["status"] == "completed"
+    assert _text(answered).startswith(REPORT)
+    assert [m["status"] for m in stored] == ["paused", "completed"]
 
 
 async def test_a_cancelled_call_stops_its_run(
