@@ -173,6 +173,28 @@ async def test_a_research_that_asks_is_paused_and_the_next_call_answers_it(
     assert [m["status"] for m in stored] == ["paused", "completed"]
 
 
+async def test_a_tool_waiting_for_approval_says_so_and_a_plain_answer_declines_it(
+    tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI
+) -> None:
+    write = ("write_file", {"path": "notes.txt", "content": "hello"})
+    fake_llm.script(Reply.tool_calls([write]), Reply.text("Fine, nothing written."))
+    settings = settings_for(
+        Backend(sqlite_url, "", ""), tmp_path, fake_llm, tool_approval="write_file"
+    )
+    async with running_service(settings) as service, mcp_session(service) as session:
+        asked = await session.call_tool(
+            "skills", {"query": "Write my notes", "conversationId": "c-ok"}
+        )
+        declined = await session.call_tool(
+            "skills", {"query": "Actually, don't.", "conversationId": "c-ok"}
+        )
+
+    assert isinstance(asked.structured_content, dict)
+    assert asked.structured_content["status"] == "paused"
+    assert "waits for approval of write_file, which has not run" in _text(asked)
+    assert _text(declined) == "Fine, nothing written."
+
+
 async def test_a_cancelled_call_stops_its_run(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:

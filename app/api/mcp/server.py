@@ -127,6 +127,7 @@ class TurnResult:
     files: list[ev.FileEvent] = field(default_factory=list)
     references: list[ev.Reference] = field(default_factory=list)
     error: ev.ErrorEvent | None = None
+    approval: ev.ApprovalEvent | None = None
     _thinking: str = ""
 
     def take(self, event: ev.Event) -> list[str]:
@@ -146,6 +147,8 @@ class TurnResult:
                 self.references = event.references()
             case ev.ErrorEvent() if event.code != "RETRYING":
                 self.error = event
+            case ev.ApprovalEvent():
+                self.approval = event
             case ev.ToolStartEvent():
                 lines.append(f"Calling {event.tool_name}")
             case ev.CompleteEvent():
@@ -165,6 +168,13 @@ class TurnResult:
             text = f"{text}\n\n{reason}".strip()
         elif status == "stopped":
             text = f"{text}\n\n(Stopped.)".strip()
+        elif status == "paused" and self.approval is not None:
+            what = self.approval.tool_name or "its research plan"
+            text += (
+                f"\n\n(The agent waits for approval of {what}, which has not run: decide on"
+                " another surface, or call again with this conversationId to decline it with"
+                " your message.)"
+            )
         elif status == "paused":
             text += "\n\n(The agent waits for your answer: call again with this conversationId.)"
         content: list[types.ContentBlock] = [types.TextContent(text=text)]
