@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from opentelemetry.sdk.trace.export import SpanExporter
+from starlette.routing import Route
 
 from app.agents.approvals import ApprovalPolicy, ApprovalSettings
 from app.agents.on_demand import OnDemandAgents
@@ -33,6 +34,7 @@ from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
 from app.api.formats import ag_ui, ai_sdk
 from app.api.head_timeout import HEAD_TIMEOUT_KEY
+from app.api.mcp import MCP_PATH, McpEndpoint, McpSurface
 from app.api.openapi_errors import document_errors
 from app.api.openapi_events import document_events
 from app.api.text_guard import TextGuard
@@ -52,6 +54,7 @@ from app.service.turns import TurnService
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
+from app.store.push_configs import SqlPushConfigs
 from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
 from app.store.titles import SqlTitles
@@ -181,6 +184,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             stack.push_async_callback(dead.close)
         stack.push_async_callback(shared_logs.close)
         stack.push_async_callback(webhooks.close)
+        # Closed after the runs are stopped and stored, so a call waiting on one is answered.
+        app.state.mcp = McpSurface(lambda: app.state.services, app.state.agents)
+        stack.push_async_callback(app.state.mcp.close)
         stack.push_async_callback(run_registry.shutdown)
         stack.push_async_callback(turns.shutdown)
         app.state.services = Services(
@@ -210,6 +216,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             limits=limits,
             mcp=mcp,
             webhooks=webhooks,
+            push_configs=SqlPushConfigs(db),
         )
         app.state.telemetry = telemetry
         # After the start, so the first request does not wait for it either.
@@ -291,8 +298,15 @@ def create_app(
         CORSMiddleware,
         allow_origins=settings.cors_origin_list(),
         allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
-        allow_headers=["Authorization", "Content-Type", "Cache-Control", "Last-Event-ID"],
-        expose_headers=["Content-Disposition"],
+        allow_headers=[
+            "Authorization",
+            "Content-Type",
+            "Cache-Control",
+            "Last-Event-ID",
+            "Mcp-Session-Id",
+            "Mcp-Protocol-Version",
+        ],
+        expose_headers=["Content-Disposition", "Mcp-Session-Id"],
     )
     # Outermost: a request's span and the open-streams gauge cover all the rest.
     app.add_middleware(TelemetryMiddleware)
@@ -313,6 +327,8 @@ def create_app(
     document_events(app)
     # After the envelope is documented: A2A's own errors are documented over it.
     install_a2a(app, agents)
+    # Every method: the MCP transport answers POST, GET and DELETE, and refuses the rest.
+    app.router.routes.append(Route(MCP_PATH, McpEndpoint(), include_in_schema=False))
     install_docs(app)
     app.mount("/", WebPage(), name="web")
 

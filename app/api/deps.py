@@ -17,6 +17,7 @@ from app.llm.models import ModelCatalog
 from app.service.streams import StreamService
 from app.service.turns import TurnService
 from app.store.base import ConversationTitles, SessionStore, TurnSearch
+from app.store.push_configs import SqlPushConfigs
 from app.store.usage import SqlUsage
 from app.tasks.base import Tasks
 from app.tasks.runs import RunRegistry
@@ -57,6 +58,8 @@ class Services:
     """Every configured model by id (`MODELS`)."""
     limits: UserLimits
     webhooks: Webhooks
+    push_configs: SqlPushConfigs
+    """A2A tasks' push notification configs."""
     mcp: McpHub | None = None
     """The MCP servers' connections, for their state in `/ready`."""
 
@@ -69,3 +72,11 @@ async def get_services(request: Request) -> Services:
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def public_base_url(request: Request, services: Services) -> str:
+    """Our base URL as clients reach it: `A2A_PUBLIC_URL`, else the URL this request came to.
+
+    What makes relative URLs (a file's `/file/download/…`) absolute in A2A and MCP answers.
+    """
+    return services.http.public_url.rstrip("/") or str(request.base_url).rstrip("/")

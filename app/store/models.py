@@ -443,3 +443,33 @@ class AiConversationTitle(SQLModel, table=True):
 
 
 AI_CONVERSATION_TITLE: Table = AiConversationTitle.__table__  # type: ignore[attr-defined]
+
+
+class A2aPushConfig(SQLModel, table=True):
+    """Where to tell an A2A client that its task changed state (A2A push notifications).
+
+    Stored, not kept in memory, so the instance that runs the task delivers it
+    whichever instance the client set it on (`app/api/a2a/push.py`).
+    """
+
+    __tablename__ = "a2a_push_config"
+    __table_args__ = (Index("ix_a2a_push_config_conversation", "user_id", "conversation_id"),)
+
+    user_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    """Owner; every query filters on it."""
+    task_id: str = Field(sa_column=Column(String(160), primary_key=True))
+    """The A2A task id, `<conversationId>.<rowId>`."""
+    config_id: str = Field(sa_column=Column(String(64), primary_key=True))
+    """The client's id for the config, or one we made up."""
+    conversation_id: str = Field(max_length=128)
+    """The task's conversation: deleting it deletes its configs."""
+    url: str = Field(sa_column=Column(Text, nullable=False))
+    token: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    """Sent back as `X-A2A-Notification-Token`, for the receiver to check."""
+    auth_scheme: str | None = Field(default=None, max_length=64)
+    auth_credentials: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    """With the scheme, sent as `Authorization: <scheme> <credentials>`."""
+    create_time: datetime = Field(default_factory=_utc_now, sa_type=UTCDateTime)
+
+
+A2A_PUSH_CONFIG: Table = A2aPushConfig.__table__  # type: ignore[attr-defined]

@@ -47,6 +47,7 @@ from app.store.models import AI_CONVERSATION_TITLE as TT
 from app.store.models import AI_FILE as F
 from app.store.models import AI_SESSION as T
 from app.store.models import StoredTurn, TurnOutcome
+from app.store.push_configs import delete_push_configs
 from app.store.records import ToolCall, TurnStatus
 from app.store.titles import delete_title, title_of
 from app.store.tree import ChosenLeaf, ConversationTree
@@ -438,6 +439,7 @@ class SqlSessionStore:
             ).all()
             await conn.execute(_forget_path(user_id, conversation_id))
             await delete_title(conn, user_id, conversation_id)
+            await delete_push_configs(conn, user_id, conversation_id)
         gone = [
             GoneTurn(row.id, row.create_time, row.agent_type)
             for row in sorted(rows, key=lambda r: r.id)

@@ -23,6 +23,10 @@ again on every connection (a DNS answer that changed since is refused there).
 
     WebhookRefused   the URL may not be called (shown to the caller as a 400)
 
+A2A push notifications (`app/api/a2a/push.py`) are made the same way:
+`after(run, …)` names the calls once the run has ended, each a `Delivery`
+with the receiver's own headers beside the signature.
+
 Left out: delivery that outlives the instance (a call still pending at
 shutdown is dropped, and logged).
 """
@@ -34,6 +38,8 @@ import hashlib
 import hmac
 import logging
 import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
@@ -61,6 +67,17 @@ _RESOLVE_SECONDS = 5.0
 
 class WebhookRefused(Exception):
     """`str()` says why, fit to show the caller."""
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One signed POST: a JSON body, and the headers the receiver asked for beside ours."""
+
+    url: str
+    body: bytes
+    delivery_id: str
+    """`X-Webhook-Id`: the same on every retry, for the receiver to drop repeats."""
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -94,12 +111,23 @@ class Webhooks:
             return self._default if self._secret else None
         if not self._secret:
             raise WebhookRefused("webhooks are not enabled on this service (no WEBHOOK_SECRET)")
-        await self._check(requested)
+        await self.check(requested)
         return requested
+
+    @property
+    def enabled(self) -> bool:
+        """Whether calls can be signed (`WEBHOOK_SECRET`): no call goes out unsigned."""
+        return bool(self._secret)
 
     def notify(self, run: Run, url: str) -> None:
         """Call `url` once the run has ended, in the background."""
-        task = asyncio.create_task(self._after(run, url), name=f"webhook-{run.claim.task_id}")
+        self.after(run, lambda: self._turn_ended(run, url))
+
+    def after(self, run: Run, deliveries: Callable[[], Awaitable[Sequence[Delivery]]]) -> None:
+        """Once the run has ended, make the calls `deliveries` then names, in the background."""
+        task = asyncio.create_task(
+            self._after(run, deliveries), name=f"webhook-{run.claim.task_id}"
+        )
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
@@ -111,7 +139,8 @@ class Webhooks:
         await asyncio.gather(*self._pending, return_exceptions=True)
         await self._client.aclose()
 
-    async def _check(self, url: str) -> None:
+    async def check(self, url: str) -> None:
+        """Raises `WebhookRefused` unless `url` is http(s) and may be called now."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise WebhookRefused("webhook must be an http or https URL with a host")
@@ -127,8 +156,18 @@ class Webhooks:
                 " OUTBOUND_ALLOWLIST must name it"
             ) from exc
 
-    async def _after(self, run: Run, url: str) -> None:
+    async def _after(
+        self, run: Run, deliveries: Callable[[], Awaitable[Sequence[Delivery]]]
+    ) -> None:
         await run.ended.wait()
+        try:
+            calls = await deliveries()
+        except Exception:
+            log.exception("the calls for run %s could not be made", run.claim.task_id)
+            return
+        await asyncio.gather(*(self._deliver(call) for call in calls))
+
+    async def _turn_ended(self, run: Run, url: str) -> list[Delivery]:
         claim = run.claim
         body = orjson.dumps(
             {
@@ -141,13 +180,15 @@ class Webhooks:
                 "finishedAt": datetime.now(UTC).isoformat(),
             }
         )
-        await self._deliver(url, body, claim.task_id)
+        return [Delivery(url, body, claim.task_id)]
 
-    async def _deliver(self, url: str, body: bytes, delivery_id: str) -> None:
+    async def _deliver(self, call: Delivery) -> None:
+        url, body, delivery_id = call.url, call.body, call.delivery_id
         delay = self._first_delay
         for attempt in range(1, self._attempts + 1):
             timestamp = str(int(time.time()))
             headers = {
+                **call.headers,
                 "Content-Type": "application/json",
                 TIMESTAMP_HEADER: timestamp,
                 SIGNATURE_HEADER: sign(self._secret, timestamp, body),

@@ -31,6 +31,7 @@ from app.store.db import Database
 from app.store.engine import MIGRATIONS_DIR
 from app.store.file_store import SqlFileStore
 from app.store.models import AiSession, StoredTurn, TurnOutcome
+from app.store.push_configs import PushConfig, SqlPushConfigs
 from app.store.records import ModelUsage, ToolCall, TurnFile, TurnStatus
 from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
@@ -625,3 +626,21 @@ async def test_deleting_a_branch_deletes_the_files_only_it_used(db: Database) ->
 
     assert (deleted.turns, sorted(deleted.blob_keys)) == (2, ["uploads/f-branch", "uploads/f-made"])
     assert [f.id for f in await files.list_files("alice")] == ["f-shared"]
+
+
+async def test_a_push_config_goes_with_its_conversation_and_is_its_users_alone(
+    db: Database, store: SessionStore
+) -> None:
+    configs = SqlPushConfigs(db)
+    await configs.put("alice", "conv-1", PushConfig("conv-1.1", "a", "https://h.test/a", "t"))
+    await configs.put("alice", "conv-1", PushConfig("conv-1.1", "a", "https://h.test/b"))
+    await configs.put("alice", "keep", PushConfig("keep.2", "k", "https://h.test/k"))
+
+    assert await configs.of_task("alice", "conv-1.1") == [
+        PushConfig("conv-1.1", "a", "https://h.test/b")
+    ]
+    assert await configs.of_task("bob", "conv-1.1") == []
+    assert not await configs.delete("bob", "conv-1.1", "a")
+    await store.delete_conversation("alice", "conv-1")
+    assert await configs.of_task("alice", "conv-1.1") == []
+    assert len(await configs.of_task("alice", "keep.2")) == 1

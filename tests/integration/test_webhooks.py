@@ -6,72 +6,22 @@ refuses unless `OUTBOUND_ALLOWLIST` names it, as it would in production.
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
-import hmac
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-import orjson
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import Response
-from starlette.routing import Route
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import Backend, ask, history, running_service, settings_for
-from tests.support.server import serve
+from tests.support.receiver import SECRET, Receiver, running_receiver, verified
 from tests.support.sse import events
-
-SECRET = "whsec-test-0123456789"
-
-
-@dataclass
-class Call:
-    headers: dict[str, str]
-    body: bytes
-
-    def json(self) -> Any:
-        return orjson.loads(self.body)
-
-
-@dataclass
-class Receiver:
-    url: str = ""
-    statuses: list[int] = field(default_factory=list)
-    """What the next calls answer, in order; 200 once they run out."""
-    calls: asyncio.Queue[Call] = field(default_factory=asyncio.Queue)
-
-    async def receive(self, request: Request) -> Response:
-        await self.calls.put(Call(dict(request.headers), await request.body()))
-        return Response(status_code=self.statuses.pop(0) if self.statuses else 200)
-
-    async def next_call(self) -> Call:
-        async with asyncio.timeout(10):
-            return await self.calls.get()
 
 
 @pytest.fixture
 async def receiver() -> AsyncIterator[Receiver]:
-    hooks = Receiver()
-    app = Starlette(routes=[Route("/hook", hooks.receive, methods=["POST"])])
-    async with serve(app) as url:
-        hooks.url = f"{url}/hook"
+    async with running_receiver() as hooks:
         yield hooks
-
-
-def verified(call: Call, secret: str = SECRET) -> bool:
-    """What a receiver does: recompute the signature over the timestamp and the body."""
-    stamp = call.headers["x-webhook-timestamp"]
-    mac = hmac.new(secret.encode(), stamp.encode() + b"." + call.body, hashlib.sha256)
-    expected = "sha256=" + mac.hexdigest()
-    fresh = abs(time.time() - int(stamp)) < 60
-    return fresh and hmac.compare_digest(expected, call.headers["x-webhook-signature"])
 
 
 async def test_a_turns_end_is_posted_once_signed_with_its_outcome(

@@ -31,8 +31,14 @@ BEARER = "bearer"
 
 
 def agent_card(
-    entries: Iterable[AgentEntry], running: frozenset[str], base_url: str, *, secured: bool
+    entries: Iterable[AgentEntry],
+    running: frozenset[str],
+    base_url: str,
+    *,
+    secured: bool,
+    push: bool,
 ) -> AgentCard:
+    """`push`: push notifications are on (`WEBHOOK_SECRET`: app/api/a2a/push.py)."""
     base = base_url.rstrip("/")
     card = AgentCard(
         name="dodo-agent",
@@ -59,7 +65,7 @@ def agent_card(
                 protocol_version=PROTOCOL_VERSION_0_3,
             ),
         ],
-        capabilities=AgentCapabilities(streaming=True, push_notifications=False),
+        capabilities=AgentCapabilities(streaming=True, push_notifications=push),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain", "application/json"],
         skills=[_skill(entry) for entry in entries if entry.kind in running],

@@ -34,7 +34,7 @@ from app.agents.registry import AgentEntry
 from app.api.a2a.card import JSONRPC_PATH, REST_PATH, agent_card
 from app.api.a2a.server import BASE_URL_KEY, USER_KEY, RunTasks
 from app.api.auth import current_user
-from app.api.deps import Services
+from app.api.deps import Services, public_base_url
 from app.api.envelope import ApiError
 from app.api.openapi_errors import ERROR_ENVELOPE
 
@@ -118,6 +118,7 @@ def _card(entries: Sequence[AgentEntry]) -> Endpoint:
             services.turns.kinds(),
             _base_url(request),
             secured=bool(services.users_by_key),
+            push=services.webhooks.enabled,
         )
         return JSONResponse(agent_card_to_dict(card))
 
@@ -254,5 +255,4 @@ def _services(app: FastAPI) -> Services:
 
 
 def _base_url(request: Request) -> str:
-    configured: str = _services(request.app).http.public_url
-    return configured.rstrip("/") or str(request.base_url).rstrip("/")
+    return public_base_url(request, _services(request.app))

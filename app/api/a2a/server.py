@@ -16,17 +16,17 @@ names a kind; a message continuing a task goes to that task's agent;
 otherwise web search (`chat`). The metadata's `parentId` and `regenerate`
 place the turn in the conversation's tree as a stream's do (API.md
 "Conversations you can correct"); its `model` picks the model (API.md
-"Models"). Left out: push notifications, and listing tasks across
-conversations (a context's tasks are its turns).
+"Models"). Push notification configs are `app/api/a2a/push.py`'s. Left out:
+listing tasks across conversations (a context's tasks are its turns).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event as A2AEvent
@@ -75,10 +75,11 @@ from app.api.a2a.mapping import (
     task_turns,
     user_message,
 )
+from app.api.a2a.push import PushNotifications
 from app.api.agent import STOP_WAIT_SECONDS, ApprovalParams
 from app.api.deps import Services
+from app.api.run_events import event_batches
 from app.core.events import Event, StartEvent
-from app.core.frames import decode_frames
 from app.service.errors import (
     BadRequest,
     Busy,
@@ -93,15 +94,15 @@ from app.store.base import StoreError
 from app.store.models import StoredTurn
 from app.tasks.base import EventsGone, TaskBackendUnavailable
 from app.tasks.log import EventLogReader
+from app.tasks.runs import Run
 from app.tools.a2a_parts import text_of
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 DEFAULT_KIND = "chat"
 AFTER_START = 1
 """The log cursor past a run's first event, `start`, which the task itself stands for."""
-WAIT_SECONDS = 15.0
-"""How long one read of a run's log waits before it looks again (a run may be silent)."""
 USER_KEY = "dodo_user"
 BASE_URL_KEY = "dodo_base_url"
 """Keys of `ServerCallContext.state`, set by the routes' context builder."""
@@ -112,6 +113,7 @@ class Started:
     """A turn started for a message: the task it belongs to and its live events."""
 
     ref: TaskRef
+    run: Run
     reader: EventLogReader
     stop_when_gone: Callable[[], object] | None
     earlier: list[StoredTurn]
@@ -127,7 +129,7 @@ class RunTasks(RequestHandler):
         """Run the turn to its end (with `returnImmediately`, only start it); answer the task."""
         started, updates = await self._begin(params, context)
         if not params.configuration.return_immediately:
-            async for batch in _events(started.reader, AFTER_START):
+            async for batch in event_batches(started.reader, AFTER_START):
                 updates.translate(batch)
                 if updates.ended:
                     break
@@ -141,7 +143,7 @@ class RunTasks(RequestHandler):
         snapshot.CopyFrom(updates.task)
         yield snapshot
         try:
-            async for batch in _events(started.reader, AFTER_START):
+            async for batch in event_batches(started.reader, AFTER_START):
                 for update in updates.translate(batch):
                     yield update
                 if updates.ended:
@@ -193,7 +195,7 @@ class RunTasks(RequestHandler):
             return
         updates = TaskUpdates(ref, base_url)
         _add_history(updates.task, rows, ref)
-        batches = _events(reader, 0)
+        batches = event_batches(reader, 0)
         async with contextlib.aclosing(batches):
             replayed = await _replay(batches, updates, row_id(rows[-1]))
             yield replayed
@@ -226,22 +228,48 @@ class RunTasks(RequestHandler):
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError
+        """Set a config on the caller's task (a config with the same id is replaced)."""
+        push = self._push()
+        await push.checked(params)
+        ref, _ = await self._task(params.task_id, context)
+        return await _stored(push.put(_user(context), ref, params))
 
     async def on_get_task_push_notification_config(
         self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
-        raise PushNotificationNotSupportedError
+        for config in await self._push_configs(params.task_id, context):
+            if config.id == params.id:
+                return config
+        raise TaskNotFoundError("No such push notification config on the task")
 
     async def on_list_task_push_notification_configs(
         self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
     ) -> ListTaskPushNotificationConfigsResponse:
-        raise PushNotificationNotSupportedError
+        configs = await self._push_configs(params.task_id, context)
+        return ListTaskPushNotificationConfigsResponse(configs=configs)
 
     async def on_delete_task_push_notification_config(
         self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
     ) -> None:
-        raise PushNotificationNotSupportedError
+        push = self._push()
+        if not push.enabled:
+            raise PushNotificationNotSupportedError
+        ref, _ = await self._task(params.task_id, context)
+        if not await _stored(push.delete(_user(context), ref, params.id)):
+            raise TaskNotFoundError("No such push notification config on the task")
+
+    async def _push_configs(
+        self, task_id: str, context: ServerCallContext
+    ) -> list[TaskPushNotificationConfig]:
+        push = self._push()
+        if not push.enabled:
+            raise PushNotificationNotSupportedError
+        ref, _ = await self._task(task_id, context)
+        return await _stored(push.of_task(_user(context), ref))
+
+    def _push(self) -> PushNotifications:
+        services = self._services()
+        return PushNotifications(services.push_configs, services.webhooks, services.store)
 
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
@@ -252,7 +280,15 @@ class RunTasks(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> tuple[Started, TaskUpdates]:
         """Start the message's turn; the task as it stands before the run's first update."""
+        push = self._push()
+        wanted = params.configuration.task_push_notification_config
+        asks_push = params.configuration.HasField("task_push_notification_config")
+        if asks_push:
+            await push.checked(wanted)
         started = await self._start(params.message, _metadata(params), context)
+        if asks_push:
+            await _stored(push.put(_user(context), started.ref, wanted))
+        push.watch(started.run, _user(context), started.ref, _base_url(context))
         updates = TaskUpdates(started.ref, _base_url(context))
         _add_history(updates.task, started.earlier, started.ref)
         updates.task.history.append(user_message(text_of(params.message.parts), started.ref))
@@ -308,6 +344,7 @@ class RunTasks(RequestHandler):
         row = TaskRef(start.conversation_id, start.row_id)
         return Started(
             ref=task_ref or row,
+            run=run,
             reader=run.log,
             stop_when_gone=stop_when_gone,
             earlier=earlier,
@@ -330,6 +367,14 @@ class RunTasks(RequestHandler):
             return await self._services().store.get_conversation(user, conversation_id)
         except StoreError as exc:
             raise InternalError("The database is unavailable") from exc
+
+
+async def _stored(operation: Awaitable[T]) -> T:
+    """A push config read or written: the database down is A2A's internal error."""
+    try:
+        return await operation
+    except StoreError as exc:
+        raise InternalError("The database is unavailable") from exc
 
 
 def _user(context: ServerCallContext) -> str:
@@ -417,22 +462,11 @@ def _a2a_error(exc: TurnRefused) -> A2AError:
 
 async def _start_event(reader: EventLogReader) -> StartEvent:
     """The run's first event, `start`: it names the stored row, and so the task."""
-    async with contextlib.aclosing(_events(reader, 0)) as batches:
+    async with contextlib.aclosing(event_batches(reader, 0)) as batches:
         first = await anext(batches, None)
     if not first or not isinstance(first[0], StartEvent):
         raise InternalError("The run ended before it started")
     return first[0]
-
-
-async def _events(reader: EventLogReader, after: int) -> AsyncGenerator[list[Event]]:
-    """The log's events after `after`, in the batches they come in, until it ends."""
-    cursor = after
-    while True:
-        data, cursor = await reader.wait(cursor, WAIT_SECONDS)
-        if data:
-            yield [event for _, event in decode_frames(data)]
-        elif reader.finished(cursor):
-            return
 
 
 async def _replay(batches: AsyncIterator[list[Event]], updates: TaskUpdates, row_id: int) -> Task:

@@ -1,0 +1,96 @@
+"""A2A push notification configs, per user and task, in `a2a_push_config`.
+
+Set on any instance, read by the one that runs the task when it ends
+(`app/api/a2a/push.py`). A user reaches only their own rows: another user's
+task has no configs, as it has no turns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from app.store.db import Database
+from app.store.models import A2A_PUSH_CONFIG as P
+
+
+@dataclass(frozen=True, slots=True)
+class PushConfig:
+    task_id: str
+    config_id: str
+    url: str
+    token: str | None = None
+    """Sent back as `X-A2A-Notification-Token`."""
+    auth_scheme: str | None = None
+    auth_credentials: str | None = None
+    """With the scheme, sent as `Authorization: <scheme> <credentials>`."""
+
+
+async def delete_push_configs(conn: AsyncConnection, user_id: str, conversation_id: str) -> None:
+    """In the caller's transaction: the conversation's turns go, so do its tasks' configs."""
+    await conn.execute(
+        delete(P).where(P.c.user_id == user_id, P.c.conversation_id == conversation_id)
+    )
+
+
+class SqlPushConfigs:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._insert: Any = postgresql.insert if db.dialect.name == "postgresql" else sqlite.insert
+
+    async def put(self, user_id: str, conversation_id: str, config: PushConfig) -> None:
+        """Store the config; one with the same task and id is replaced."""
+        values = {
+            "user_id": user_id,
+            "conversation_id": conversation_id,
+            "task_id": config.task_id,
+            "config_id": config.config_id,
+            "url": config.url,
+            "token": config.token,
+            "auth_scheme": config.auth_scheme,
+            "auth_credentials": config.auth_credentials,
+            "create_time": datetime.now(UTC),
+        }
+        stmt = self._insert(P).values(**values)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[P.c.user_id, P.c.task_id, P.c.config_id],
+            set_={
+                name: getattr(stmt.excluded, name)
+                for name in ("url", "token", "auth_scheme", "auth_credentials")
+            },
+        )
+        async with self._db.statement() as conn:
+            await conn.execute(stmt)
+
+    async def of_task(self, user_id: str, task_id: str) -> list[PushConfig]:
+        """The task's configs, oldest first."""
+        stmt = (
+            select(P)
+            .where(P.c.user_id == user_id, P.c.task_id == task_id)
+            .order_by(P.c.create_time, P.c.config_id)
+        )
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [
+            PushConfig(
+                row.task_id,
+                row.config_id,
+                row.url,
+                row.token,
+                row.auth_scheme,
+                row.auth_credentials,
+            )
+            for row in rows
+        ]
+
+    async def delete(self, user_id: str, task_id: str, config_id: str) -> bool:
+        stmt = delete(P).where(
+            P.c.user_id == user_id, P.c.task_id == task_id, P.c.config_id == config_id
+        )
+        async with self._db.statement() as conn:
+            return bool((await conn.execute(stmt)).rowcount)
