@@ -27,7 +27,7 @@ from app.agents.on_demand import OnDemandAgents
 from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turn import AgentCore, AgentSettings
 from app.api import agent, export, files, health, metrics, runs, search, sessions, usage
-from app.api.a2a.routes import install_a2a
+from app.api.a2a import install_a2a
 from app.api.body_limit import BodyCap, BodyLimit, request_max_bytes
 from app.api.deps import ApiSettings, Services
 from app.api.docs import install_docs

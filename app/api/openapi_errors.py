@@ -34,7 +34,7 @@ _FASTAPI_SCHEMAS = ("HTTPValidationError", "ValidationError")
 
 def document_errors(app: FastAPI) -> None:
     """Make `app.openapi()` describe errors as they are sent; call once routes are added."""
-    amend_openapi(app, _with_envelope)
+    amend_openapi(app, with_envelope)
 
 
 def amend_openapi(app: FastAPI, change: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
@@ -49,7 +49,8 @@ def amend_openapi(app: FastAPI, change: Callable[[dict[str, Any]], dict[str, Any
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _with_envelope(document: dict[str, Any]) -> dict[str, Any]:
+def with_envelope(document: dict[str, Any]) -> dict[str, Any]:
+    """Every operation's client and server errors as the envelope; idempotent."""
     for path in document.get("paths", {}).values():
         for operation in path.values():
             responses: dict[str, Any] = operation.setdefault("responses", {})

@@ -35,6 +35,9 @@ LAZY = (
     "PIL",
     "trafilatura",  # fetch_page, at its first HTML page
     "yaml",  # a MODELS file in YAML
+    "a2a",  # the A2A server (its first call) and the host agent's remote agents
+    "google.protobuf",
+    "rich",  # httpx's command line, which the A2A SDK's httpx imports
 )
 
 _LOADED = """

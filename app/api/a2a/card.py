@@ -24,9 +24,8 @@ from a2a.types.a2a_pb2 import (
 from a2a.utils.constants import PROTOCOL_VERSION_0_3, PROTOCOL_VERSION_1_0, TransportProtocol
 
 from app.agents.registry import AgentEntry
+from app.api.a2a import JSONRPC_PATH, REST_PATH
 
-JSONRPC_PATH = "/a2a"
-REST_PATH = "/a2a/rest"
 BEARER = "bearer"
 
 

@@ -14,6 +14,7 @@ import json
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from itertools import chain
 from typing import Any
 
 from a2a.server.context import ServerCallContext
@@ -26,17 +27,19 @@ from a2a.server.routes import (
     create_rest_routes,
 )
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Route, Router
 
 from app.agents.registry import AgentEntry
-from app.api.a2a.card import JSONRPC_PATH, REST_PATH, agent_card
+from app.api.a2a import CARD_PATHS, JSONRPC_PATH, REST_PATH
+from app.api.a2a.card import agent_card
 from app.api.a2a.server import BASE_URL_KEY, USER_KEY, RunTasks
 from app.api.auth import current_user
 from app.api.deps import Services, public_base_url
 from app.api.envelope import ApiError
-from app.api.openapi_errors import ERROR_ENVELOPE
+from app.api.openapi_errors import ERROR_ENVELOPE, with_envelope
 
 A2A_ERROR = "A2AError"
 _A2A_ERROR_SCHEMA: dict[str, Any] = {
@@ -75,8 +78,6 @@ _CLIENT_MISTAKES = (
 They answer it rightly (-32600, -32602), but log it at ERROR with a traceback."""
 _REASON_MAX_CHARS = 300
 _SDK_JSONRPC_LOGGERS = ("a2a.server.routes.jsonrpc_dispatcher", "a2a.compat.v0_3.jsonrpc_adapter")
-CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
-"""The card's place, and the one A2A 0.2 clients look at."""
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
@@ -91,22 +92,60 @@ class _CallContext(DefaultServerCallContextBuilder):
         return context
 
 
-def install_a2a(app: FastAPI, entries: Sequence[AgentEntry]) -> None:
-    """Add the A2A routes; their parts are read from the app's state when a call comes."""
+def a2a_router(app: FastAPI, entries: Sequence[AgentEntry]) -> Router:
+    """The A2A routes of `app`; their parts are read from the app's state when a call comes."""
+    _quiet_client_mistakes()
+    return Router(list(chain.from_iterable(_routes(app, entries))))
+
+
+def document_a2a(
+    app: FastAPI, entries: Sequence[AgentEntry], document: dict[str, Any]
+) -> dict[str, Any]:
+    """`document` with the A2A operations, as the SDK describes them, and their errors.
+
+    The SDK describes them by adding its routes to an app (proto-derived request
+    bodies, tags): one made for that alone, since ours answers them through
+    `A2aEndpoint` (api/a2a/__init__.py).
+    """
+    card, jsonrpc, rest = _routes(app, entries)
+    described = FastAPI()
+    add_a2a_routes_to_fastapi(
+        described, agent_card_routes=card, jsonrpc_routes=jsonrpc, rest_routes=rest
+    )
+    sdk = get_openapi(title=app.title, version=app.version, routes=described.routes)
+    document.setdefault("paths", {}).update(sdk.get("paths", {}))
+    schemas = document.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(sdk.get("components", {}).get("schemas", {}))
+    with_envelope(document)
+    content = {"application/json": {"schema": {"$ref": f"#/components/schemas/{A2A_ERROR}"}}}
+    for path, item in document["paths"].items():
+        if not path.startswith(JSONRPC_PATH):
+            continue
+        for operation in item.values():
+            _name_path_parameters(path, operation)
+            for status, response in operation.get("responses", {}).items():
+                if status[0] in "45":
+                    response["content"] = content
+                    response["description"] = "A client error: A2A's, or the envelope"
+    schemas[A2A_ERROR] = _A2A_ERROR_SCHEMA
+    return document
+
+
+def _routes(
+    app: FastAPI, entries: Sequence[AgentEntry]
+) -> tuple[list[BaseRoute], list[BaseRoute], list[BaseRoute]]:
+    """The card's routes, JSON-RPC's and REST's, each call but the card's authenticated."""
     handler = RunTasks(lambda: _services(app), entries)
     context = _CallContext()
     jsonrpc = create_jsonrpc_routes(
         handler, rpc_url=JSONRPC_PATH, context_builder=context, enable_v0_3_compat=True
     )
     rest = create_rest_routes(handler, context_builder=context, path_prefix=REST_PATH)
-    add_a2a_routes_to_fastapi(
-        app,
-        agent_card_routes=[Route(path, _card(entries), methods=["GET"]) for path in CARD_PATHS],
-        jsonrpc_routes=_authenticated(jsonrpc, _jsonrpc_body),
-        rest_routes=_authenticated(rest, _utf8_body),
+    return (
+        [Route(path, _card(entries), methods=["GET"]) for path in CARD_PATHS],
+        _authenticated(jsonrpc, _jsonrpc_body),
+        _authenticated(rest, _utf8_body),
     )
-    _quiet_client_mistakes()
-    _document_a2a(app)
 
 
 def _card(entries: Sequence[AgentEntry]) -> Endpoint:
@@ -208,35 +247,6 @@ def _quiet_client_mistakes() -> None:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _ClientMistake) for f in logger.filters):
             logger.addFilter(_ClientMistake())
-
-
-def _document_a2a(app: FastAPI) -> None:
-    """Make the OpenAPI document right about A2A's operations: their errors, their ids.
-
-    Call after `document_errors` (api/openapi_errors.py), which gave every
-    operation the envelope: this wraps it and changes only the A2A
-    operations. The SDK's REST routes name no path parameters; they get them.
-    """
-    build = app.openapi
-
-    def openapi() -> dict[str, Any]:
-        document = build()
-        content = {"application/json": {"schema": {"$ref": f"#/components/schemas/{A2A_ERROR}"}}}
-        for path, item in document.get("paths", {}).items():
-            if not path.startswith(JSONRPC_PATH):
-                continue
-            for operation in item.values():
-                _name_path_parameters(path, operation)
-                for status, response in operation.get("responses", {}).items():
-                    if status[0] in "45":
-                        response["content"] = content
-                        response["description"] = "A client error: A2A's, or the envelope"
-        document.setdefault("components", {}).setdefault("schemas", {})[A2A_ERROR] = (
-            _A2A_ERROR_SCHEMA
-        )
-        return document
-
-    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _name_path_parameters(path: str, operation: dict[str, Any]) -> None:
