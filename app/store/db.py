@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, async_sessionma
 from sqlmodel.ext.asyncio.session import AsyncSession
 
 from app.store.base import StoreError, StoreUnavailable
-from app.store.db_errors import DRIVER_ERRORS, translate
+from app.store.db_errors import translate
 from app.store.engine import MIGRATION_LOCK_KEY, at_head, create_engine, upgrade_to_head
 from app.store.fast_path import Driver, Prepared, Row, Statement, open_driver, verb
 
@@ -116,7 +116,7 @@ class Database:
             else:
                 with span(prepared.verb, prepared.sql):
                     records = await self._driver.fetch(prepared.sql, args)
-        except DRIVER_ERRORS as exc:
+        except self._driver.errors as exc:
             raise translate(exc, self.engine.url) from exc
         return prepared.rows(records)
 
@@ -155,7 +155,7 @@ class Database:
         if self._driver is not None:
             try:
                 await self._driver.fetch("SELECT 1", ())
-            except DRIVER_ERRORS as exc:
+            except self._driver.errors as exc:
                 raise translate(exc, self.engine.url) from exc
 
     @asynccontextmanager

@@ -8,9 +8,9 @@ statement's SQL and parameters.
 from __future__ import annotations
 
 import sqlite3
+import sys
 from urllib.parse import quote_plus
 
-import asyncpg
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import URL
 
@@ -21,14 +21,8 @@ from app.store.base import StoreError, StoreUnavailable
 # resources (too many connections), operator intervention (shutdown, starting up).
 _UNAVAILABLE_SQLSTATES = ("08", "28", "3D", "53", "57P")
 
-DRIVER_ERRORS = (
-    OSError,
-    TimeoutError,
-    asyncpg.PostgresError,
-    asyncpg.InterfaceError,
-    sqlite3.Error,
-)
-"""What our own drivers (not SQLAlchemy) raise on a statement."""
+DRIVER_ERRORS: tuple[type[BaseException], ...] = (OSError, TimeoutError, sqlite3.Error)
+"""What our own drivers (not SQLAlchemy) raise on a statement; asyncpg's adds its own."""
 
 
 def translate(exc: BaseException, url: URL) -> StoreError:
@@ -62,7 +56,7 @@ def is_unavailable(exc: BaseException) -> bool:
         return True
     if isinstance(exc, sa_exc.TimeoutError):  # no pooled connection came free in time
         return True
-    if isinstance(exc, asyncpg.InterfaceError | sqlite3.OperationalError):
+    if isinstance(exc, sqlite3.OperationalError) or _asyncpg_interface_error(exc):
         return True  # the drivers' own: the connection is gone, or the file cannot be used
     for cause in _causes(exc):
         if isinstance(cause, OSError | TimeoutError):
@@ -71,6 +65,12 @@ def is_unavailable(exc: BaseException) -> bool:
         if isinstance(sqlstate, str) and sqlstate.startswith(_UNAVAILABLE_SQLSTATES):
             return True
     return False
+
+
+def _asyncpg_interface_error(exc: BaseException) -> bool:
+    """Only a loaded asyncpg raises its errors: on SQLite it is never imported."""
+    asyncpg = sys.modules.get("asyncpg")
+    return asyncpg is not None and isinstance(exc, asyncpg.InterfaceError)
 
 
 def describe(exc: BaseException) -> str:

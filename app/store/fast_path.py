@@ -12,24 +12,18 @@ parameters and the column types stay SQLAlchemy's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import aiosqlite
-import asyncpg
 from sqlalchemy import Dialect, Select
 from sqlalchemy.engine import URL
 from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.elements import BindParameter
 
-from app.store.engine import (
-    COMMAND_TIMEOUT_SECONDS,
-    CONNECT_TIMEOUT_SECONDS,
-    SQLITE_PRAGMAS,
-    in_memory,
-)
+from app.store.db_errors import DRIVER_ERRORS
+from app.store.engine import SQLITE_PRAGMAS, in_memory
 
 log = logging.getLogger(__name__)
 
@@ -92,70 +86,18 @@ class Prepared:
 class Driver(Protocol):
     """Runs a prepared statement's SQL with positional arguments, without SQLAlchemy."""
 
+    errors: tuple[type[BaseException], ...]
+    """What its statements raise when the database refuses or fails them."""
+
     async def fetch(self, sql: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]: ...
 
     async def close(self) -> None: ...
 
 
-class AsyncpgDriver:
-    """The turn statements' pool: opened in full just after start-up, and kept.
-
-    Each connection PostgreSQL opens is a new server process. Opened on
-    demand, the twenty a burst of fifty new streams needs were started in the
-    middle of that burst, on the same cores, and held its slowest first
-    events back by about a quarter (bench/README.md, "What the first burst
-    is made of"). So the pool opens them in the background as soon as the
-    app is up (a database that is down does not hold the start-up back; the
-    pool then opens connections as statements need them) and, like the
-    engine's pool and the Java original's, keeps them rather than closing
-    idle ones.
-    """
-
-    def __init__(self, pool: asyncpg.Pool, size: int) -> None:
-        self._pool = pool
-        self._filling = asyncio.create_task(self._fill(size), name="database-pool-fill")
-
-    async def fetch(self, sql: str, args: Sequence[Any]) -> Sequence[Sequence[Any]]:
-        async with self._pool.acquire() as conn:
-            records: list[asyncpg.Record] = await conn.fetch(sql, *args)
-            return records
-
-    async def close(self) -> None:
-        self._filling.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._filling
-        await self._pool.close()
-
-    async def _fill(self, size: int) -> None:
-        # Each held until all are taken, so each is a connection of its own.
-        opening = [asyncio.ensure_future(self._pool.acquire()) for _ in range(size)]
-        try:
-            await asyncio.wait(opening)
-        finally:
-            for future in opening:
-                future.cancel()  # a close() came first: stop those still connecting
-            await asyncio.wait(opening)
-            failed: list[BaseException] = []
-            for future in opening:
-                if future.cancelled():
-                    continue
-                error = future.exception()
-                if error is None:
-                    await self._pool.release(future.result())
-                else:
-                    failed.append(error)
-        if failed:
-            log.info(
-                "opened %d of the database pool's %d connections ahead of use (%s);"
-                " the others open when needed",
-                size - len(failed),
-                size,
-                type(failed[0]).__name__,
-            )
-
-
 class SqliteWriter:
     """One connection for the per-turn statements, opened at first use like the engine's."""
+
+    errors = DRIVER_ERRORS
 
     def __init__(self, path: str) -> None:
         self._path = path
@@ -184,32 +126,14 @@ class SqliteWriter:
 
 async def open_driver(url: URL, pool_size: int) -> Driver | None:
     if url.get_driver_name() == "asyncpg":
-        # min_size=0: nothing connects here, so the app starts while the server
-        # is down; the driver opens the connections beside the start-up instead.
-        pool = await asyncpg.create_pool(
-            url.set(drivername="postgresql").render_as_string(hide_password=False),
-            min_size=0,
-            max_size=pool_size,
-            max_inactive_connection_lifetime=0,
-            timeout=CONNECT_TIMEOUT_SECONDS,
-            command_timeout=COMMAND_TIMEOUT_SECONDS,
-            reset=_keep_session,
-        )
-        return AsyncpgDriver(pool, pool_size)
+        # Imported here: asyncpg (its hundreds of error classes) is no cost on SQLite.
+        from app.store.pg_driver import open_asyncpg
+
+        return await open_asyncpg(url, pool_size)
     database = url.database
     if url.get_backend_name() == "sqlite" and database and not in_memory(database):
         return SqliteWriter(database)
     return None
-
-
-async def _keep_session(conn: asyncpg.Connection) -> None:
-    """Nothing to undo: the pool's connections only run single prepared statements.
-
-    asyncpg's default reset sends `RESET ALL`, `UNLISTEN *`, `CLOSE ALL` and
-    an advisory-unlock on every release, a round trip per statement for
-    session state these statements never set (no SET, LISTEN, cursor or
-    lock). asyncpg still rolls back a transaction left open before this runs.
-    """
 
 
 def verb(sql: str) -> str:

@@ -23,6 +23,7 @@ LAZY = (
     "langchain_core",
     "langsmith",
     "psycopg",  # deep research's checkpoints on PostgreSQL
+    "asyncpg",  # DATABASE_URL on PostgreSQL
     "pptx",  # the deck builder
     "pypdfium2",
     "mcp",  # MCP servers, when configured
