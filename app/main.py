@@ -36,6 +36,7 @@ from app.api.openapi_errors import document_errors
 from app.api.openapi_events import document_events
 from app.api.text_guard import TextGuard
 from app.api.web import WebPage
+from app.auth import open_authenticator
 from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
 from app.limits import build_user_limits
@@ -47,6 +48,7 @@ from app.llm.models import open_catalog
 from app.llm.tokens import TokenCounter, install_encodings
 from app.service.streams import StreamService, StreamSettings
 from app.service.turns import TurnService
+from app.store.auth_keys import SqlAuthKeys
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
@@ -181,6 +183,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         stack.push_async_callback(webhooks.close)
         stack.push_async_callback(run_registry.shutdown)
         stack.push_async_callback(turns.shutdown)
+        auth_keys = SqlAuthKeys(db)
+        auth = await stack.enter_async_context(open_authenticator(settings, auth_keys))
         app.state.services = Services(
             http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
@@ -201,7 +205,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
                 store,
                 catalog,
             ),
-            users_by_key=settings.user_by_key(),
+            auth=auth,
+            auth_keys=auth_keys,
             files=library,
             model=core.model,
             models=catalog,
@@ -265,7 +270,7 @@ def create_app(
     app.state.model = model
     app.state.span_exporter = span_exporter
     if settings.cors_wildcard_refused():
-        log.warning("CORS_ORIGINS=* is ignored while API_KEYS is set: list the allowed origins")
+        log.warning("CORS_ORIGINS=* is ignored while callers sign in: list the allowed origins")
     # Inside CORS, so a refusal carries the CORS headers a browser needs to read it;
     # the text guard inside the body cap, so it reads no more than the cap.
     app.add_middleware(TextGuard)

@@ -9,6 +9,7 @@ from fastapi import Depends, Request
 from pydantic import SecretStr
 
 from app.agents.registry import AgentEntry
+from app.auth import Authenticator
 from app.config import SettingsPart
 from app.documents.library import DocumentLibrary
 from app.limits import UserLimits
@@ -16,6 +17,7 @@ from app.llm.base import ChatModel
 from app.llm.models import ModelCatalog
 from app.service.streams import StreamService
 from app.service.turns import TurnService
+from app.store.auth_keys import SqlAuthKeys
 from app.store.base import ConversationTitles, SessionStore, TurnSearch
 from app.store.usage import SqlUsage
 from app.tasks.base import Tasks
@@ -48,8 +50,10 @@ class Services:
     runs: RunRegistry
     turns: TurnService
     streams: StreamService
-    users_by_key: dict[str, str]
-    """The SHA-256 (hex) of each API key -> its user; empty: no authentication."""
+    auth: Authenticator
+    """Who a request is (app/api/auth.py); `auth.enabled` False: everyone is one local user."""
+    auth_keys: SqlAuthKeys
+    """The keys users make (`/auth/keys`)."""
     files: DocumentLibrary
     model: ChatModel
     """The `default` model (`LLM_*`)."""

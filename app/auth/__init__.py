@@ -1,0 +1,61 @@
+"""Identity: API keys, keys users make, OIDC tokens and a sign-in proxy, as one `Caller`.
+
+`build_authenticator` wires the parts the settings turn on; the API's
+dependency (app/api/auth.py) asks it who each request is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from app.auth.identity import (
+    LOCAL_USER,
+    Admins,
+    Authenticator,
+    AuthError,
+    Caller,
+    NotAuthenticated,
+)
+from app.auth.oidc import IssuerUnreachable, OidcSettings, OidcVerifier
+from app.auth.proxy import TrustedHeader
+from app.config import Settings
+from app.core.outbound import OutboundPolicy
+from app.store.auth_keys import SqlAuthKeys
+
+__all__ = [
+    "LOCAL_USER",
+    "AuthError",
+    "Authenticator",
+    "Caller",
+    "IssuerUnreachable",
+    "NotAuthenticated",
+    "open_authenticator",
+]
+
+
+@asynccontextmanager
+async def open_authenticator(
+    settings: Settings, made_keys: SqlAuthKeys
+) -> AsyncIterator[Authenticator]:
+    oidc = None
+    if settings.oidc_issuer:
+        oidc = OidcVerifier(
+            OidcSettings.from_settings(settings),
+            OutboundPolicy.parse(settings.outbound_allowlist),
+            settings.outbound_timeout_seconds,
+        )
+    trusted = None
+    if settings.auth_trusted_header:
+        trusted = TrustedHeader(settings.auth_trusted_header, settings.auth_trusted_proxies)
+    try:
+        yield Authenticator(
+            keys=settings.user_by_key(),
+            made_keys=made_keys,
+            oidc=oidc,
+            trusted=trusted,
+            admins=Admins.parse(settings.admin_users),
+        )
+    finally:
+        if oidc is not None:
+            await oidc.close()
