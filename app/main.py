@@ -24,7 +24,18 @@ from app.agents.approvals import ApprovalPolicy, ApprovalSettings
 from app.agents.on_demand import OnDemandAgents
 from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turn import AgentCore, AgentSettings
-from app.api import agent, export, files, health, metrics, runs, search, sessions, usage
+from app.api import (
+    agent,
+    auth_keys,
+    export,
+    files,
+    health,
+    metrics,
+    runs,
+    search,
+    sessions,
+    usage,
+)
 from app.api.a2a.routes import install_a2a
 from app.api.body_limit import BodyCap, BodyLimit, request_max_bytes
 from app.api.deps import ApiSettings, Services
@@ -183,8 +194,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         stack.push_async_callback(webhooks.close)
         stack.push_async_callback(run_registry.shutdown)
         stack.push_async_callback(turns.shutdown)
-        auth_keys = SqlAuthKeys(db)
-        auth = await stack.enter_async_context(open_authenticator(settings, auth_keys))
+        made_keys = SqlAuthKeys(db)
+        auth = await stack.enter_async_context(open_authenticator(settings, made_keys))
         app.state.services = Services(
             http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
@@ -206,7 +217,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
                 catalog,
             ),
             auth=auth,
-            auth_keys=auth_keys,
+            auth_keys=made_keys,
             files=library,
             model=core.model,
             models=catalog,
@@ -307,6 +318,7 @@ def create_app(
     app.include_router(files.router)
     app.include_router(metrics.router)
     app.include_router(usage.router)
+    app.include_router(auth_keys.router)
     app.include_router(ag_ui.router)
     app.include_router(ai_sdk.router)
     document_errors(app)

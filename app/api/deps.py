@@ -34,7 +34,10 @@ class ApiSettings(SettingsPart, renamed={"public_url": "a2a_public_url"}):
     public_url: str
     """Our base URL as clients reach it (the A2A card); empty: the URL a request came to."""
     metrics_key: SecretStr
-    """The key /metrics asks for; empty: open, or off when API keys are set."""
+    """The key /metrics asks for; empty: open, or off when callers sign in."""
+    oidc_client_id: str
+    """The chat page's public client at the OIDC issuer; empty: the page does not sign in."""
+    oidc_scopes: str
 
 
 @dataclass(slots=True)
