@@ -25,6 +25,7 @@ from app.agents.on_demand import OnDemandAgents
 from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turn import AgentCore, AgentSettings
 from app.api import (
+    admin,
     agent,
     auth_keys,
     export,
@@ -50,7 +51,8 @@ from app.api.web import WebPage
 from app.auth import open_authenticator
 from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
-from app.limits import build_user_limits
+from app.limits import Rates, build_user_limits
+from app.limits.adjusted import AdjustedLimits
 from app.llm.base import ChatModel
 from app.llm.catalog import read_catalog
 from app.llm.embeddings import build_embedder
@@ -67,6 +69,7 @@ from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
 from app.store.titles import SqlTitles
 from app.store.usage import SqlUsage
+from app.store.user_limits import SqlUserLimits
 from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
 from app.tasks.runs import RunRegistry
 from app.tasks.sweeper import Sweeper
@@ -170,7 +173,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             tasks.claims, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
         )
         await tasks.backend.start(run_registry.stop)
-        limits = build_user_limits(settings)
+        limits = AdjustedLimits(
+            build_user_limits(settings), Rates.from_settings(settings), SqlUserLimits(db)
+        )
+        await limits.start()
         webhooks = Webhooks(settings)
         turns = TurnService(
             agents,
@@ -319,6 +325,7 @@ def create_app(
     app.include_router(metrics.router)
     app.include_router(usage.router)
     app.include_router(auth_keys.router)
+    app.include_router(admin.router)
     app.include_router(ag_ui.router)
     app.include_router(ai_sdk.router)
     document_errors(app)

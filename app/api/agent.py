@@ -308,7 +308,10 @@ async def list_models(user: UserDep, services: ServicesDep) -> Envelope[list[Mod
     )
 
 
-async def _stop(conversation_id: str | None, user: str, services: ServicesDep) -> StopResult:
+async def stop_conversation(
+    conversation_id: str | None, user: str, services: ServicesDep
+) -> StopResult:
+    """Stop `user`'s turn of the conversation, and empty its queue (also an admin's stop)."""
     if not conversation_id:
         raise ApiError(400, "conversationId is required, in the query string or the JSON body")
     valid_conversation_id(conversation_id)
@@ -326,7 +329,7 @@ async def stop_task_get(
     services: ServicesDep,
 ) -> StopResult:
     """Stop the running task from any instance; stopping twice is safe (`success: false`)."""
-    return await _stop(conversation_id, user, services)
+    return await stop_conversation(conversation_id, user, services)
 
 
 @router.post("/stop", summary="Stop the conversation's running task")
@@ -340,7 +343,7 @@ async def stop_task_post(
 
     `conversationId` comes in the query string or the JSON body.
     """
-    return await _stop(_merged(query, body).conversation_id, user, services)
+    return await stop_conversation(_merged(query, body).conversation_id, user, services)
 
 
 @router.get(

@@ -12,7 +12,7 @@ from app.agents.registry import AgentEntry
 from app.auth import Authenticator
 from app.config import SettingsPart
 from app.documents.library import DocumentLibrary
-from app.limits import UserLimits
+from app.limits.adjusted import AdjustedLimits
 from app.llm.base import ChatModel
 from app.llm.models import ModelCatalog
 from app.service.streams import StreamService
@@ -62,7 +62,7 @@ class Services:
     """The `default` model (`LLM_*`)."""
     models: ModelCatalog
     """Every configured model by id (`MODELS`)."""
-    limits: UserLimits
+    limits: AdjustedLimits
     webhooks: Webhooks
     mcp: McpHub | None = None
     """The MCP servers' connections, for their state in `/ready`."""
