@@ -15,6 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -333,9 +334,17 @@ def create_app(
     # After the envelope is documented: A2A's own errors are documented over it.
     install_a2a(app, agents)
     install_docs(app)
-    app.mount("/", WebPage(), name="web")
+    app.mount("/", WebPage(connect_to=_sign_in_origin(settings)), name="web")
 
     return app
+
+
+def _sign_in_origin(settings: Settings) -> str:
+    """The OIDC issuer's origin, which the page calls to sign in; empty when it does not."""
+    if not (settings.oidc_issuer and settings.oidc_client_id):
+        return ""
+    parts = urlsplit(settings.oidc_issuer)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _configure_logging(level: str) -> None:

@@ -18,6 +18,7 @@ from pydantic import AwareDatetime, Field, field_validator
 from app.api.auth import CallerDep, UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
+from app.auth import IssuerUnreachable
 from app.core.wire import WireModel, WireTime
 from app.store.auth_keys import KeyInfo
 
@@ -30,6 +31,9 @@ class OidcClient(WireModel):
     issuer: str
     client_id: str
     scopes: str
+    authorization_endpoint: str
+    token_endpoint: str
+    end_session_endpoint: str | None
 
 
 class AuthConfig(WireModel):
@@ -77,16 +81,27 @@ class MadeKeyPublic(KeyPublic):
     key: str = Field(description="The key itself: shown this once, never again.")
 
 
-@router.get("/config", summary="How clients sign in (public)")
+@router.get(
+    "/config",
+    summary="How clients sign in (public)",
+    responses={503: {"description": "The identity provider's discovery could not be read"}},
+)
 async def read_auth_config(services: ServicesDep) -> Envelope[AuthConfig]:
     """What the chat page needs before anyone signed in: the issuer and its public client."""
     settings = services.http
     oidc = None
     if services.auth.oidc is not None and settings.oidc_client_id:
+        try:
+            endpoints = await services.auth.oidc.endpoints()
+        except IssuerUnreachable as exc:
+            raise ApiError(503, "The identity provider could not be reached") from exc
         oidc = OidcClient(
             issuer=services.auth.oidc.issuer,
             client_id=settings.oidc_client_id,
             scopes=settings.oidc_scopes,
+            authorization_endpoint=endpoints.authorization,
+            token_endpoint=endpoints.token,
+            end_session_endpoint=endpoints.end_session,
         )
     return ok(AuthConfig(methods=services.auth.schemes, oidc=oidc))
 

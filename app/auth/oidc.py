@@ -76,6 +76,13 @@ class TokenIdentity:
 
 
 @dataclass(frozen=True, slots=True)
+class PageEndpoints:
+    authorization: str
+    token: str
+    end_session: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class _Key:
     key: Any
     algorithm: str
@@ -105,12 +112,21 @@ class OidcVerifier:
         self._timeout = timeout
         self._keys: dict[str, _Key] = {}
         self._read_at = -float("inf")
-        self._jwks_uri = ""
+        self._discovery: dict[str, Any] | None = None
         self._lock = asyncio.Lock()
 
     @property
     def issuer(self) -> str:
         return self._issuer
+
+    async def endpoints(self) -> PageEndpoints:
+        """Where the chat page sends its user to sign in and trades the code (discovery)."""
+        discovery = await self._read_discovery()
+        return PageEndpoints(
+            authorization=str(discovery.get("authorization_endpoint", "")),
+            token=str(discovery.get("token_endpoint", "")),
+            end_session=str(discovery.get("end_session_endpoint", "")) or None,
+        )
 
     async def close(self) -> None:
         await self._client.aclose()
@@ -161,13 +177,17 @@ class OidcVerifier:
             return next(iter(self._keys.values()))
         return self._keys.get(kid) if kid else None
 
-    async def _read_keys(self) -> None:
-        if not self._jwks_uri:
+    async def _read_discovery(self) -> dict[str, Any]:
+        if self._discovery is None:
             discovery = await self._json(f"{self._issuer}/.well-known/openid-configuration")
             if str(discovery.get("issuer", "")).rstrip("/") != self._issuer:
                 raise IssuerUnreachable("the discovery document names another issuer")
-            self._jwks_uri = str(discovery.get("jwks_uri", ""))
-        document = await self._json(self._jwks_uri)
+            self._discovery = discovery
+        return self._discovery
+
+    async def _read_keys(self) -> None:
+        discovery = await self._read_discovery()
+        document = await self._json(str(discovery.get("jwks_uri", "")))
         keys: dict[str, _Key] = {}
         for jwk in document.get("keys", []):
             if not isinstance(jwk, dict) or jwk.get("use", "sig") != "sig":

@@ -120,3 +120,40 @@ async def test_an_unreachable_provider_answers_503_not_401(
 
     assert answer.status_code == 503
     assert answer.json()["message"] == "The identity provider could not be reached"
+
+
+async def test_the_agent_card_and_the_page_config_name_the_issuer(
+    tmp_path: Path, sqlite_url: str, idp: FakeIdentityProvider
+) -> None:
+    settings = oidc_settings(tmp_path, sqlite_url, idp, oidc_client_id="dodo-page")
+    async with running_service(settings) as client:
+        card = (await client.get("/.well-known/agent-card.json")).json()
+        config = (await client.get("/auth/config")).json()["data"]
+        call = {"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {"contextId": "c-1"}}
+
+        async def a2a(token: str) -> httpx.Response:
+            headers = {"Authorization": f"Bearer {token}", "A2A-Version": "1.0"}
+            return await client.post("/a2a", json=call, headers=headers)
+
+        listed = await a2a(idp.mint("alice"))
+        expired = await a2a(idp.mint("alice", exp_in=-120))
+
+    assert card["securitySchemes"]["oidc"]["openIdConnectSecurityScheme"] == {
+        "openIdConnectUrl": f"{idp.issuer}/.well-known/openid-configuration",
+        "description": "An access token of the service's identity provider",
+    }
+    assert set(card["securitySchemes"]) == {"bearer", "oidc"}
+    assert config == {
+        "methods": ["apiKey", "oidc"],
+        "oidc": {
+            "issuer": idp.issuer,
+            "clientId": "dodo-page",
+            "scopes": "openid profile email",
+            "authorizationEndpoint": f"{idp.issuer}/auth",
+            "tokenEndpoint": f"{idp.issuer}/token",
+            "endSessionEndpoint": f"{idp.issuer}/logout",
+        },
+    }
+    assert listed.status_code == 200
+    assert "result" in listed.json()
+    assert (expired.status_code, expired.headers["www-authenticate"]) == (401, INVALID)
