@@ -27,11 +27,16 @@ def bearer_token(request: Request) -> str:
 
 
 async def current_caller(request: Request, services: ServicesDep) -> Caller:
-    """`async` though it rarely awaits: a plain `def` dependency costs a worker-thread hop."""
+    """`async` though it rarely awaits: a plain `def` dependency costs a worker-thread hop.
+
+    Kept on the request, so a route (or a guard) asking again does not check again."""
+    known: Caller | None = getattr(request.state, "caller", None)
+    if known is not None:
+        return known
     auth = services.auth
     header = auth.trusted.header if auth.trusted is not None else None
     try:
-        return await auth.identify(
+        caller = await auth.identify(
             bearer_token(request),
             request.headers.get(header) if header else None,
             request.client.host if request.client else None,
@@ -40,13 +45,16 @@ async def current_caller(request: Request, services: ServicesDep) -> Caller:
         raise ApiError(401, str(exc), {"WWW-Authenticate": exc.challenge}) from exc
     except IssuerUnreachable as exc:
         raise ApiError(503, "The identity provider could not be reached") from exc
+    request.state.caller = caller
+    return caller
 
 
 CallerDep = Annotated[Caller, Depends(current_caller)]
 
 
-async def current_user(caller: CallerDep) -> str:
-    return caller.user
+async def current_user(request: Request, services: ServicesDep) -> str:
+    """The caller's user id: what most routes need (and what non-FastAPI guards call)."""
+    return (await current_caller(request, services)).user
 
 
 UserDep = Annotated[str, Depends(current_user)]
