@@ -152,6 +152,10 @@ class OidcVerifier:
             )
         except InvalidTokenError as exc:
             raise InvalidToken(str(exc)) from exc
+        if claims.get("typ") == "ID":
+            # Keycloak marks its ID tokens so: they say who signed in to the page, and are
+            # handed around more than access tokens; they are no credential for the API.
+            raise InvalidToken("an ID token, not an access token")
         user = claims.get(self._settings.user_claim)
         if not isinstance(user, str) or not user.strip():
             raise InvalidToken(f"no {self._settings.user_claim!r} claim")

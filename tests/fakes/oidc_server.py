@@ -219,7 +219,7 @@ class FakeIdentityProvider:
     def _tokens(self, user: str, nonce: str | None) -> Response:
         refresh = secrets.token_urlsafe(16)
         self._refresh[refresh] = user
-        id_claims = {"aud": self.client_id, **({"nonce": nonce} if nonce else {})}
+        id_claims = {"aud": self.client_id, "typ": "ID", **({"nonce": nonce} if nonce else {})}
         return JSONResponse(
             {
                 "access_token": self.mint(user),

@@ -55,6 +55,7 @@ async def test_only_a_valid_token_of_the_issuer_lets_its_user_in(
             "unknown kid": await sessions(client, idp.mint("alice", key=stranger)),
             "alg none": await sessions(client, idp.forged_unsigned("alice")),
             "HS256 with the public key": await sessions(client, idp.forged_hmac("alice")),
+            "an ID token": await sessions(client, idp.mint("alice", extra={"typ": "ID"})),
             "not yet valid": await sessions(
                 client, idp.mint("alice", extra={"nbf": 2_000_000_000, "exp": 2_000_000_300})
             ),
