@@ -132,7 +132,7 @@ async def make_key(body: NewKey, user: UserDep, services: ServicesDep) -> Envelo
 @router.get("/keys", summary="The caller's keys")
 async def list_keys(user: UserDep, services: ServicesDep) -> Envelope[list[KeyPublic]]:
     """Oldest first; each by its prefix only."""
-    return ok([KeyPublic.of(info) for info in await services.auth_keys.list(user)])
+    return ok([KeyPublic.of(info) for info in await services.auth_keys.of_user(user)])
 
 
 @router.delete(

@@ -13,7 +13,6 @@ from app.auth.identity import (
     LOCAL_USER,
     Admins,
     Authenticator,
-    AuthError,
     Caller,
     NotAuthenticated,
 )
@@ -25,7 +24,6 @@ from app.store.auth_keys import SqlAuthKeys
 
 __all__ = [
     "LOCAL_USER",
-    "AuthError",
     "Authenticator",
     "Caller",
     "IssuerUnreachable",

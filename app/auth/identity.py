@@ -12,9 +12,8 @@ no authentication: everyone is the one local user, whose history everyone
 shares, but limits count per client address, so one busy client does not
 hold back the others.
 
-    AuthError            base
-    ├── NotAuthenticated no (valid) credential: 401 + `WWW-Authenticate`
-    └── IssuerUnreachable (oidc.py) the identity provider could not be read: 503
+    NotAuthenticated     no (valid) credential: 401 + `WWW-Authenticate`
+    IssuerUnreachable    (oidc.py) the identity provider could not be read: 503
 """
 
 from __future__ import annotations
@@ -44,11 +43,7 @@ class Caller:
     admin: bool = False
 
 
-class AuthError(Exception):
-    pass
-
-
-class NotAuthenticated(AuthError):
+class NotAuthenticated(Exception):
     def __init__(self, message: str, *, invalid: bool) -> None:
         super().__init__(message)
         self.challenge = 'Bearer error="invalid_token"' if invalid else "Bearer"

@@ -75,7 +75,7 @@ class SqlAuthKeys:
             )
         return MadeKey(info, key)
 
-    async def list(self, user_id: str) -> list[KeyInfo]:
+    async def of_user(self, user_id: str) -> list[KeyInfo]:
         query = (
             select(K.c.id, K.c.name, K.c.prefix, K.c.created_at, K.c.expires_at, K.c.last_used_at)
             .where(K.c.user_id == user_id)
