@@ -49,6 +49,7 @@ from app.api.openapi_errors import document_errors
 from app.api.openapi_events import document_events
 from app.api.text_guard import TextGuard
 from app.api.web import WebPage
+from app.auth import check_settings as check_auth_settings
 from app.auth import open_authenticator
 from app.config import Settings
 from app.documents.library import DocumentLibrary, LibrarySettings
@@ -284,6 +285,7 @@ def create_app(
     app.state.settings = settings
     # Checked now, so a bad catalog stops the service before it serves (a ValueError).
     app.state.catalog = read_catalog(settings)
+    check_auth_settings(settings)
     app.state.agents = agents
     app.state.model = model
     app.state.span_exporter = span_exporter

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from urllib.parse import urlsplit
 
 from app.auth.identity import (
     LOCAL_USER,
@@ -28,8 +29,28 @@ __all__ = [
     "Caller",
     "IssuerUnreachable",
     "NotAuthenticated",
+    "check_settings",
     "open_authenticator",
 ]
+
+
+def check_settings(settings: Settings) -> None:
+    """Refuse, when the app is built, sign-in settings that could only fail later.
+
+    Raises `ValueError` naming the setting.
+    """
+    if settings.oidc_issuer:
+        if urlsplit(settings.oidc_issuer).scheme not in ("http", "https"):
+            raise ValueError("OIDC_ISSUER must be an http(s) URL")
+        if not (settings.oidc_audience or settings.oidc_client_id):
+            raise ValueError("OIDC_ISSUER needs OIDC_AUDIENCE (or OIDC_CLIENT_ID) to check `aud`")
+    if settings.auth_trusted_header:
+        if not settings.auth_trusted_proxies.strip():
+            raise ValueError("AUTH_TRUSTED_HEADER needs AUTH_TRUSTED_PROXIES: the proxies' CIDRs")
+        try:
+            TrustedHeader(settings.auth_trusted_header, settings.auth_trusted_proxies)
+        except ValueError as exc:
+            raise ValueError(f"AUTH_TRUSTED_PROXIES: {exc}") from exc
 
 
 @asynccontextmanager

@@ -105,9 +105,8 @@ class OidcVerifier:
     def __init__(self, settings: OidcSettings, policy: OutboundPolicy, timeout: float) -> None:
         self._settings = settings
         self._issuer = settings.issuer.rstrip("/")
+        # Never empty: `check_settings` refuses an issuer without either.
         self._audience = settings.audience or settings.client_id
-        if not self._audience:
-            raise ValueError("OIDC_ISSUER needs OIDC_AUDIENCE (or OIDC_CLIENT_ID) to check `aud`")
         self._client = guarded_client(policy, timeout=timeout)
         self._timeout = timeout
         self._keys: dict[str, _Key] = {}

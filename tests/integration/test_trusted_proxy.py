@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.main import create_app
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import ask, running_service, service_settings
@@ -68,3 +69,22 @@ async def test_the_header_from_elsewhere_is_ignored_and_logged_once(
     assert warned == [
         "x-forwarded-user from 127.0.0.1 is ignored: that address is not in AUTH_TRUSTED_PROXIES"
     ]
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"auth_trusted_header": "X-Forwarded-User"}, "AUTH_TRUSTED_HEADER needs"),
+        (
+            {"auth_trusted_header": "X-Forwarded-User", "auth_trusted_proxies": "10.0.0.300/8"},
+            "AUTH_TRUSTED_PROXIES: ",
+        ),
+        ({"oidc_issuer": "https://id.example.com/realms/team"}, "OIDC_ISSUER needs"),
+        ({"oidc_issuer": "id.example.com", "oidc_audience": "dodo"}, "must be an http"),
+    ],
+)
+def test_sign_in_settings_that_cannot_work_stop_the_start(
+    tmp_path: Path, settings: dict[str, str], message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        create_app(service_settings(tmp_path, "sqlite+aiosqlite://", **settings))
