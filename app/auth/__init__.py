@@ -10,14 +10,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from urllib.parse import urlsplit
 
-from app.auth.identity import (
-    LOCAL_USER,
-    Admins,
-    Authenticator,
-    Caller,
-    NotAuthenticated,
-)
-from app.auth.oidc import IssuerUnreachable, OidcSettings, OidcVerifier
+from app.auth.errors import IssuerUnreachable, NotAuthenticated
+from app.auth.identity import LOCAL_USER, Admins, Authenticator, Caller
 from app.auth.proxy import TrustedHeader
 from app.config import Settings
 from app.core.outbound import OutboundPolicy
@@ -59,6 +53,8 @@ async def open_authenticator(
 ) -> AsyncIterator[Authenticator]:
     oidc = None
     if settings.oidc_issuer:
+        from app.auth.oidc import OidcSettings, OidcVerifier  # only then: PyJWT is 0.1 s
+
         oidc = OidcVerifier(
             OidcSettings.from_settings(settings),
             OutboundPolicy.parse(settings.outbound_allowlist),

@@ -12,8 +12,7 @@ no authentication: everyone is the one local user, whose history everyone
 shares, but limits count per client address, so one busy client does not
 hold back the others.
 
-    NotAuthenticated     no (valid) credential: 401 + `WWW-Authenticate`
-    IssuerUnreachable    (oidc.py) the identity provider could not be read: 503
+Raises `NotAuthenticated` (401) and `IssuerUnreachable` (503), errors.py.
 """
 
 from __future__ import annotations
@@ -21,11 +20,15 @@ from __future__ import annotations
 import hmac
 import logging
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from app.auth.oidc import InvalidToken, OidcVerifier
+from app.auth.errors import InvalidToken, NotAuthenticated
 from app.auth.proxy import TrustedHeader
 from app.config import key_digest
 from app.store.auth_keys import SqlAuthKeys, looks_like_made_key
+
+if TYPE_CHECKING:
+    from app.auth.oidc import OidcVerifier
 
 log = logging.getLogger(__name__)
 
@@ -41,12 +44,6 @@ class Caller:
     """Whose limits a request counts against: the user, or, without authentication, the
     client's address."""
     admin: bool = False
-
-
-class NotAuthenticated(Exception):
-    def __init__(self, message: str, *, invalid: bool) -> None:
-        super().__init__(message)
-        self.challenge = 'Bearer error="invalid_token"' if invalid else "Bearer"
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,10 @@ type and curve imply. `none` and the HMAC family are never accepted, so a
 token "signed" with the public key as an HMAC secret is refused whatever
 its header claims.
 
-    OidcError             base
-    ├── InvalidToken      bad signature, expired, not yet valid, wrong iss/aud, unknown key: 401
-    └── IssuerUnreachable discovery or JWKS could not be read: 503
+Raises `InvalidToken` (bad signature, expired, not yet valid, wrong iss or aud,
+unknown key: 401) and `IssuerUnreachable` (discovery or JWKS could not be
+read: 503), from errors.py. Imported only when `OIDC_ISSUER` is set: PyJWT and
+the crypto it loads cost a worker 0.1 s at start.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import httpx2 as httpx
 import jwt
 from jwt.exceptions import InvalidTokenError, PyJWKError
 
+from app.auth.errors import InvalidToken, IssuerUnreachable
 from app.config import SettingsPart
 from app.core.outbound import OutboundError, OutboundPolicy, fetch, guarded_client
 
@@ -46,18 +48,6 @@ _ALGORITHMS_BY_CURVE = {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512", "E
 _ASYMMETRIC = frozenset(
     {"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"}
 )
-
-
-class OidcError(Exception):
-    pass
-
-
-class InvalidToken(OidcError):
-    """`str()` says why, for the log; the client is told only that the token is invalid."""
-
-
-class IssuerUnreachable(OidcError):
-    pass
 
 
 class OidcSettings(SettingsPart, prefix="oidc_"):

@@ -35,6 +35,7 @@ LAZY = (
     "PIL",
     "trafilatura",  # fetch_page, at its first HTML page
     "yaml",  # a MODELS file in YAML
+    "jwt",  # OIDC_ISSUER
 )
 
 _LOADED = """
