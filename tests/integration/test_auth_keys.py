@@ -36,6 +36,16 @@ async def test_a_made_key_is_shown_once_listed_by_prefix_and_works_until_revoked
         events = await ask(client, "Hi", "conv-script", headers=bearer(key))
         history = await client.get("/session/list", headers=ALICE)
         streamed_by_query = await client.get("/file/list", params={"access_token": key})
+        a2a = await client.post(
+            "/a2a",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "ListTasks",
+                "params": {"contextId": "conv-script"},
+            },
+            headers={**bearer(key), "A2A-Version": "1.0"},
+        )
         listed = (await client.get("/auth/keys", headers=ALICE)).json()["data"]
         bobs = (await client.get("/auth/keys", headers=BOB)).json()["data"]
         bob_revokes = await client.delete(f"/auth/keys/{made['id']}", headers=BOB)
@@ -52,6 +62,7 @@ async def test_a_made_key_is_shown_once_listed_by_prefix_and_works_until_revoked
     assert events[-1]["status"] == "completed"
     assert [r["conversationId"] for r in history.json()["data"]["records"]] == ["conv-script"]
     assert streamed_by_query.status_code == 200
+    assert len(a2a.json()["result"]["tasks"]) == 1
     assert [(k["id"], k["prefix"]) for k in listed] == [(made["id"], key[:10])]
     assert "key" not in listed[0]
     assert listed[0]["lastUsedAt"] is not None
