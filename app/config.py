@@ -153,9 +153,32 @@ class Settings(BaseSettings):
     """Our base URL as other agents reach it, for the agent card; empty: the URL asked on."""
 
     api_keys: SecretStr = SecretStr("")
-    """`key1:alice,key2:bob` (a key may be given as `sha256:<hex>:carol`); empty: no auth."""
+    """`key1:alice,key2:bob` (a key may be given as `sha256:<hex>:carol`); empty, and no
+    `OIDC_ISSUER` or `AUTH_TRUSTED_HEADER`: no auth."""
+    oidc_issuer: str = ""
+    """An OpenID Connect issuer (`https://id.example.com/realms/team`): its access tokens are
+    accepted as bearer tokens; discovery and JWKS are read through the outbound guard."""
+    oidc_audience: str = ""
+    """The `aud` a token must carry; empty: `OIDC_CLIENT_ID`."""
+    oidc_client_id: str = ""
+    """The chat page's public client at the issuer; set, the page signs users in (PKCE)."""
+    oidc_scopes: str = "openid profile email"
+    """Scopes the chat page asks for."""
+    oidc_user_claim: str = "sub"
+    """The claim that names the user (`sub`, `preferred_username`, `email`)."""
+    oidc_groups_claim: str = "groups"
+    """The claim listing the user's groups, matched by `ADMIN_USERS`' `group:<name>`."""
+    oidc_jwks_refresh_seconds: float = Field(default=60.0, ge=0)
+    """Least time between two reads of the JWKS caused by tokens naming an unknown `kid`."""
+    auth_trusted_header: str = ""
+    """A header a sign-in proxy names the user in (`X-Forwarded-User`); empty: none."""
+    auth_trusted_proxies: str = ""
+    """CIDRs the trusted header is believed from; from anywhere else it is ignored."""
+    admin_users: str = ""
+    """Users who may see and stop anyone's runs, read usage and set limits: ids, or
+    `group:<name>` for members of an OIDC group; comma-separated."""
     cors_origins: str = "*"
-    """Comma-separated origins a browser may call the API from; `*` (any) only without API_KEYS."""
+    """Comma-separated origins a browser may call the API from; `*` (any) only without auth."""
 
     data_dir: Path = Path("./data")
     task_ttl_seconds: int = Field(default=1800, ge=1)
@@ -343,12 +366,17 @@ class Settings(BaseSettings):
         any web page read its answers with a key the page got hold of.
         """
         origins = self._listed_origins()
-        if self.user_by_key():
+        if self.authenticated():
             return [o for o in origins if o != "*"]
         return origins
 
     def cors_wildcard_refused(self) -> bool:
-        return bool(self.user_by_key()) and "*" in self._listed_origins()
+        return self.authenticated() and "*" in self._listed_origins()
+
+    def authenticated(self) -> bool:
+        """Whether callers must say who they are (keys, tokens or a sign-in proxy); else
+        everyone is the one local user."""
+        return bool(self.user_by_key() or self.oidc_issuer or self.auth_trusted_header)
 
     def _listed_origins(self) -> list[str]:
         return [o.strip() for o in self.cors_origins.split(",") if o.strip()]

@@ -16,6 +16,7 @@ import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
@@ -26,7 +27,19 @@ from app.agents.approvals import ApprovalPolicy, ApprovalSettings
 from app.agents.on_demand import OnDemandAgents
 from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turn import AgentCore, AgentSettings
-from app.api import agent, export, files, health, metrics, runs, search, sessions, usage
+from app.api import (
+    admin,
+    agent,
+    auth_keys,
+    export,
+    files,
+    health,
+    metrics,
+    runs,
+    search,
+    sessions,
+    usage,
+)
 from app.api.a2a import install_a2a
 from app.api.body_limit import BodyCap, BodyLimit, request_max_bytes
 from app.api.deps import ApiSettings, Services
@@ -39,10 +52,13 @@ from app.api.openapi_errors import document_errors
 from app.api.openapi_events import document_events
 from app.api.text_guard import TextGuard
 from app.api.web import WebPage
+from app.auth import check_settings as check_auth_settings
+from app.auth import open_authenticator
 from app.config import Settings
 from app.core.events import prepare_codecs
 from app.documents.library import DocumentLibrary, LibrarySettings
-from app.limits import build_user_limits
+from app.limits import Rates, build_user_limits
+from app.limits.adjusted import AdjustedLimits
 from app.llm.base import ChatModel
 from app.llm.catalog import read_catalog
 from app.llm.embeddings import build_embedder
@@ -51,6 +67,7 @@ from app.llm.models import open_catalog
 from app.llm.tokens import TokenCounter, install_encodings
 from app.service.streams import StreamService, StreamSettings
 from app.service.turns import TurnService
+from app.store.auth_keys import SqlAuthKeys
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
@@ -59,6 +76,7 @@ from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
 from app.store.titles import SqlTitles
 from app.store.usage import SqlUsage
+from app.store.user_limits import SqlUserLimits
 from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
 from app.tasks.runs import RunRegistry
 from app.tasks.sweeper import Sweeper
@@ -162,7 +180,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             tasks.claims, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
         )
         await tasks.backend.start(run_registry.stop)
-        limits = build_user_limits(settings)
+        limits = AdjustedLimits(
+            build_user_limits(settings), Rates.from_settings(settings), SqlUserLimits(db)
+        )
+        await limits.start()
         webhooks = Webhooks(settings)
         turns = TurnService(
             agents,
@@ -189,6 +210,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         stack.push_async_callback(app.state.mcp.close)
         stack.push_async_callback(run_registry.shutdown)
         stack.push_async_callback(turns.shutdown)
+        made_keys = SqlAuthKeys(db)
+        auth = await stack.enter_async_context(open_authenticator(settings, made_keys))
         app.state.services = Services(
             http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
@@ -209,7 +232,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
                 store,
                 catalog,
             ),
-            users_by_key=settings.user_by_key(),
+            auth=auth,
+            auth_keys=made_keys,
             files=library,
             model=core.model,
             models=catalog,
@@ -273,11 +297,12 @@ def create_app(
     app.state.settings = settings
     # Checked now, so a bad catalog stops the service before it serves (a ValueError).
     app.state.catalog = read_catalog(settings)
+    check_auth_settings(settings)
     app.state.agents = agents
     app.state.model = model
     app.state.span_exporter = span_exporter
     if settings.cors_wildcard_refused():
-        log.warning("CORS_ORIGINS=* is ignored while API_KEYS is set: list the allowed origins")
+        log.warning("CORS_ORIGINS=* is ignored while callers sign in: list the allowed origins")
     # Inside CORS, so a refusal carries the CORS headers a browser needs to read it;
     # the text guard inside the body cap, so it reads no more than the cap.
     app.add_middleware(TextGuard)
@@ -297,7 +322,7 @@ def create_app(
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_origin_list(),
-        allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+        allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
         allow_headers=[
             "Authorization",
             "Content-Type",
@@ -321,6 +346,8 @@ def create_app(
     app.include_router(files.router)
     app.include_router(metrics.router)
     app.include_router(usage.router)
+    app.include_router(auth_keys.router)
+    app.include_router(admin.router)
     app.include_router(ag_ui.router)
     app.include_router(ai_sdk.router)
     document_errors(app)
@@ -330,9 +357,17 @@ def create_app(
     # Every method: the MCP transport answers POST, GET and DELETE, and refuses the rest.
     app.router.routes.append(Route(MCP_PATH, McpEndpoint(), include_in_schema=False))
     install_docs(app)
-    app.mount("/", WebPage(), name="web")
+    app.mount("/", WebPage(connect_to=_sign_in_origin(settings)), name="web")
 
     return app
+
+
+def _sign_in_origin(settings: Settings) -> str:
+    """The OIDC issuer's origin, which the page calls to sign in; empty when it does not."""
+    if not (settings.oidc_issuer and settings.oidc_client_id):
+        return ""
+    parts = urlsplit(settings.oidc_issuer)
+    return f"{parts.scheme}://{parts.netloc}"
 
 
 def _configure_logging(level: str) -> None:

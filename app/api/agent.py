@@ -17,10 +17,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from app.agents.approvals import ApprovalAnswer, ApprovalMode, Decision
 from app.agents.registry import AgentEntry
-from app.api.auth import UserDep
+from app.api.auth import CallerDep, UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.api.sse import EventStreamResponse
+from app.auth import Caller
 from app.config import DisconnectPolicy
 from app.core.wire import WireModel
 from app.llm.model_entry import DEFAULT_MODEL_ID
@@ -195,9 +196,11 @@ def _merged(query: Params, body: Params | None) -> Params:
 
 
 async def _stream(
-    entry: AgentEntry, params: StreamParams, user: str, services: ServicesDep
+    entry: AgentEntry, params: StreamParams, caller: Caller, services: ServicesDep
 ) -> EventStreamResponse:
-    run, on_disconnect = await services.streams.open(entry, params.request(), user)
+    run, on_disconnect = await services.streams.open(
+        entry, params.request(), caller.user, caller.limit_key
+    )
     return EventStreamResponse(
         run.log, ping_seconds=services.http.sse_ping_seconds, on_disconnect=on_disconnect
     )
@@ -232,17 +235,17 @@ def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
     }
 
     async def stream_get(
-        params: Annotated[StreamParams, Query()], user: UserDep, services: ServicesDep
+        params: Annotated[StreamParams, Query()], caller: CallerDep, services: ServicesDep
     ) -> EventStreamResponse:
-        return await _stream(entry, params, user, services)
+        return await _stream(entry, params, caller, services)
 
     async def stream_post(
         query: Annotated[StreamParams, Query()],
-        user: UserDep,
+        caller: CallerDep,
         services: ServicesDep,
         body: Annotated[StreamParams | None, Body()] = None,
     ) -> EventStreamResponse:
-        return await _stream(entry, _merged(query, body), user, services)
+        return await _stream(entry, _merged(query, body), caller, services)
 
     for method, endpoint in (("GET", stream_get), ("POST", stream_post)):
         streams.add_api_route(
@@ -305,7 +308,10 @@ async def list_models(user: UserDep, services: ServicesDep) -> Envelope[list[Mod
     )
 
 
-async def _stop(conversation_id: str | None, user: str, services: ServicesDep) -> StopResult:
+async def stop_conversation(
+    conversation_id: str | None, user: str, services: ServicesDep
+) -> StopResult:
+    """Stop `user`'s turn of the conversation, and empty its queue (also an admin's stop)."""
     if not conversation_id:
         raise ApiError(400, "conversationId is required, in the query string or the JSON body")
     valid_conversation_id(conversation_id)
@@ -323,7 +329,7 @@ async def stop_task_get(
     services: ServicesDep,
 ) -> StopResult:
     """Stop the running task from any instance; stopping twice is safe (`success: false`)."""
-    return await _stop(conversation_id, user, services)
+    return await stop_conversation(conversation_id, user, services)
 
 
 @router.post("/stop", summary="Stop the conversation's running task")
@@ -337,7 +343,7 @@ async def stop_task_post(
 
     `conversationId` comes in the query string or the JSON body.
     """
-    return await _stop(_merged(query, body).conversation_id, user, services)
+    return await stop_conversation(_merged(query, body).conversation_id, user, services)
 
 
 @router.get(

@@ -9,13 +9,15 @@ from fastapi import Depends, Request
 from pydantic import SecretStr
 
 from app.agents.registry import AgentEntry
+from app.auth import Authenticator
 from app.config import SettingsPart
 from app.documents.library import DocumentLibrary
-from app.limits import UserLimits
+from app.limits.adjusted import AdjustedLimits
 from app.llm.base import ChatModel
 from app.llm.models import ModelCatalog
 from app.service.streams import StreamService
 from app.service.turns import TurnService
+from app.store.auth_keys import SqlAuthKeys
 from app.store.base import ConversationTitles, SessionStore, TurnSearch
 from app.store.push_configs import SqlPushConfigs
 from app.store.usage import SqlUsage
@@ -33,7 +35,10 @@ class ApiSettings(SettingsPart, renamed={"public_url": "a2a_public_url"}):
     public_url: str
     """Our base URL as clients reach it (the A2A card); empty: the URL a request came to."""
     metrics_key: SecretStr
-    """The key /metrics asks for; empty: open, or off when API keys are set."""
+    """The key /metrics asks for; empty: open, or off when callers sign in."""
+    oidc_client_id: str
+    """The chat page's public client at the OIDC issuer; empty: the page does not sign in."""
+    oidc_scopes: str
 
 
 @dataclass(slots=True)
@@ -49,14 +54,16 @@ class Services:
     runs: RunRegistry
     turns: TurnService
     streams: StreamService
-    users_by_key: dict[str, str]
-    """The SHA-256 (hex) of each API key -> its user; empty: no authentication."""
+    auth: Authenticator
+    """Who a request is (app/api/auth.py); `auth.enabled` False: everyone is one local user."""
+    auth_keys: SqlAuthKeys
+    """The keys users make (`/auth/keys`)."""
     files: DocumentLibrary
     model: ChatModel
     """The `default` model (`LLM_*`)."""
     models: ModelCatalog
     """Every configured model by id (`MODELS`)."""
-    limits: UserLimits
+    limits: AdjustedLimits
     webhooks: Webhooks
     push_configs: SqlPushConfigs
     """A2A tasks' push notification configs."""

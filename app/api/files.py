@@ -16,7 +16,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import AliasChoices, Field
 from starlette.datastructures import UploadFile
 
-from app.api.auth import UserDep
+from app.api.auth import CallerDep, UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.api.text_guard import text_problem, unstorable
@@ -111,7 +111,7 @@ UPLOAD_BODY = {
     },
 )
 async def upload_file(
-    request: Request, user: UserDep, services: ServicesDep
+    request: Request, caller: CallerDep, services: ServicesDep
 ) -> Envelope[UploadedFile]:
     """Store the file and extract its text before answering.
 
@@ -122,7 +122,8 @@ async def upload_file(
     # The form is read here, not declared as a parameter: FastAPI reads a declared
     # body before any dependency runs, so a caller with no key or no uploads left
     # would have sent (and we stored in a spool file) megabytes before hearing no.
-    await services.limits.take(user, "upload")
+    await services.limits.take(caller.limit_key, "upload")
+    user = caller.user
     async with request.form(max_files=1, max_fields=MAX_UPLOAD_FIELDS) as form:
         file = form.get("file")
         if not isinstance(file, UploadFile) or not file.filename:

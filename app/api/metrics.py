@@ -42,6 +42,6 @@ async def read_metrics(request: Request) -> Response:
         sent = token.strip() if scheme.lower() == "bearer" else ""
         if not hmac.compare_digest(key_digest(sent), key_digest(expected)):
             raise ApiError(401, "The metrics key is required", {"WWW-Authenticate": "Bearer"})
-    elif services.users_by_key:
+    elif services.auth.enabled:
         raise ApiError(404, "Not Found")
     return Response(telemetry.metrics.page(), media_type=CONTENT_TYPE_PLAIN_0_0_4)

@@ -17,7 +17,7 @@ from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.store.usage import Spend
+from app.store.usage import Spend, UsageReport
 
 router = APIRouter(tags=["usage"])
 
@@ -49,38 +49,45 @@ class UsagePeriod(WireModel):
     by_model: dict[str, SpendRecord] = Field(description="By model id (`MODELS`).")
     by_kind: dict[str, SpendRecord] = Field(description="By agent kind.")
 
-
-@router.get("/usage", summary="What your turns spent over a period")
-async def usage(
-    user: UserDep,
-    services: ServicesDep,
-    start: Annotated[
-        datetime | None,
-        Query(
-            alias="from",
-            description="ISO date or time (UTC unless it says); default: 30 days before `to`.",
-        ),
-    ] = None,
-    end: Annotated[
-        datetime | None,
-        Query(alias="to", description="ISO date or time, excluded; default: now."),
-    ] = None,
-) -> Envelope[UsagePeriod]:
-    """The caller's turns asked from `from` up to `to`: totals, per model, per agent kind."""
-    end = _aware(end) if end is not None else datetime.now(UTC)
-    start = _aware(start) if start is not None else end - DEFAULT_PERIOD
-    if start >= end:
-        raise ApiError(422, "from must be before to")
-    report = await services.usage.report(user, start, end)
-    return ok(
-        UsagePeriod(
+    @classmethod
+    def of(cls, start: datetime, end: datetime, report: UsageReport) -> UsagePeriod:
+        return cls(
             start=start,
             end=end,
             total=SpendRecord.of(report.total),
             by_model={k: SpendRecord.of(v) for k, v in sorted(report.by_model.items())},
             by_kind={k: SpendRecord.of(v) for k, v in sorted(report.by_kind.items())},
         )
-    )
+
+
+Start = Annotated[
+    datetime | None,
+    Query(
+        alias="from",
+        description="ISO date or time (UTC unless it says); default: 30 days before `to`.",
+    ),
+]
+End = Annotated[
+    datetime | None, Query(alias="to", description="ISO date or time, excluded; default: now.")
+]
+
+
+def period(start: datetime | None, end: datetime | None) -> tuple[datetime, datetime]:
+    """`from` and `to` as asked, defaults filled in; 422 unless `from` comes first."""
+    end = _aware(end) if end is not None else datetime.now(UTC)
+    start = _aware(start) if start is not None else end - DEFAULT_PERIOD
+    if start >= end:
+        raise ApiError(422, "from must be before to")
+    return start, end
+
+
+@router.get("/usage", summary="What your turns spent over a period")
+async def usage(
+    user: UserDep, services: ServicesDep, start: Start = None, end: End = None
+) -> Envelope[UsagePeriod]:
+    """The caller's turns asked from `from` up to `to`: totals, per model, per agent kind."""
+    start, end = period(start, end)
+    return ok(UsagePeriod.of(start, end, await services.usage.report(user, start, end)))
 
 
 def _aware(moment: datetime) -> datetime:

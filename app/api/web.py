@@ -20,21 +20,27 @@ from starlette.types import Scope
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
-SECURITY_HEADERS = {
-    "content-security-policy": (
-        "default-src 'self'; script-src 'self'; style-src 'self'; "
-        # blob: the slide previews, fetched with the API key, are shown from local URLs.
-        "img-src 'self' data: blob: https:; connect-src 'self'; object-src 'none'; "
-        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-    ),
-    "x-content-type-options": "nosniff",
-    "referrer-policy": "no-referrer",
-}
+
+def security_headers(connect_to: str = "") -> dict[str, str]:
+    """The page's headers; `connect_to` is one more origin its scripts may call: the OIDC
+    issuer's, where the page trades its sign-in code for tokens."""
+    connect = f"'self' {connect_to}" if connect_to else "'self'"
+    return {
+        "content-security-policy": (
+            "default-src 'self'; script-src 'self'; style-src 'self'; "
+            # blob: the slide previews, fetched with the API key, are shown from local URLs.
+            f"img-src 'self' data: blob: https:; connect-src {connect}; object-src 'none'; "
+            "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+        ),
+        "x-content-type-options": "nosniff",
+        "referrer-policy": "no-referrer",
+    }
 
 
 class WebPage(StaticFiles):
-    def __init__(self, directory: Path = WEB_DIR) -> None:
+    def __init__(self, directory: Path = WEB_DIR, *, connect_to: str = "") -> None:
         super().__init__(directory=directory, html=True)
+        self._headers = security_headers(connect_to)
 
     async def get_response(self, path: str, scope: Scope) -> Response:
         if scope["method"] not in ("GET", "HEAD"):
@@ -49,5 +55,5 @@ class WebPage(StaticFiles):
         status_code: int = 200,
     ) -> Response:
         response = super().file_response(full_path, stat_result, scope, status_code)
-        response.headers.update(SECURITY_HEADERS)
+        response.headers.update(self._headers)
         return response

@@ -84,14 +84,15 @@ UNHELD = Unheld()
 
 
 class UserLimits(Protocol):
-    async def open_stream(self, user: str, run_id: str) -> StreamSlot:
+    async def open_stream(self, user: str, run_id: str, rates: Rates | None = None) -> StreamSlot:
         """Take one of the user's stream slots and a new-stream token, both or neither.
 
+        `rates` replaces the settings' for this user (an admin's, `adjusted.py`).
         Raises `LimitExceeded` when no slot is free (checked first) or the bucket is empty.
         """
         ...
 
-    async def take(self, user: str, action: Action) -> None:
+    async def take(self, user: str, action: Action, rates: Rates | None = None) -> None:
         """Take a token of the user's `action` bucket; raises `LimitExceeded` when it is empty."""
         ...
 

@@ -42,19 +42,20 @@ class InProcessUserLimits:
         self._streams: dict[str, set[str]] = {}
         self._buckets: dict[tuple[str, Action], _Bucket] = {}
 
-    async def open_stream(self, user: str, run_id: str) -> StreamSlot:
-        if not self._rates.max_streams:
-            await self.take(user, "stream")
+    async def open_stream(self, user: str, run_id: str, rates: Rates | None = None) -> StreamSlot:
+        rates = rates or self._rates
+        if not rates.max_streams:
+            await self.take(user, "stream", rates)
             return UNHELD
         held = self._streams.setdefault(user, set())
-        if len(held) >= self._rates.max_streams:
-            raise too_many_streams(self._rates)
-        await self.take(user, "stream")
+        if len(held) >= rates.max_streams:
+            raise too_many_streams(rates)
+        await self.take(user, "stream", rates)
         held.add(run_id)
         return _Slot(self._streams, user, run_id)
 
-    async def take(self, user: str, action: Action) -> None:
-        per_minute = self._rates.bucket(action)
+    async def take(self, user: str, action: Action, rates: Rates | None = None) -> None:
+        per_minute = (rates or self._rates).bucket(action)
         if not per_minute:
             return
         now = time.monotonic()

@@ -84,26 +84,27 @@ class RedisUserLimits:
         self._rates = rates
         self._batch = SharedPipeline(url, timeout=timeout)
 
-    async def open_stream(self, user: str, run_id: str) -> StreamSlot:
-        if not self._rates.max_streams:
-            await self.take(user, "stream")
+    async def open_stream(self, user: str, run_id: str, rates: Rates | None = None) -> StreamSlot:
+        rates = rates or self._rates
+        if not rates.max_streams:
+            await self.take(user, "stream", rates)
             return UNHELD
         key, bucket = f"{self._prefix}streams:{user}", f"{self._prefix}stream:{user}"
-        per_minute = self._rates.bucket("stream")
-        args = (self._rates.max_streams, run_id, SLOT_SECONDS, per_minute)
+        per_minute = rates.bucket("stream")
+        args = (rates.max_streams, run_id, SLOT_SECONDS, per_minute)
         with translate_errors(self._where):
             answer = await self._batch.command(
                 lambda pipe: pipe.eval(_OPEN_STREAM_LUA, 2, key, bucket, *args)
             )
         if answer == "full":
-            raise too_many_streams(self._rates)
+            raise too_many_streams(rates)
         wait = float(answer)
         if wait > 0:
             raise too_fast("stream", per_minute, wait)
         return _Slot(self._batch, self._where, key, run_id)
 
-    async def take(self, user: str, action: Action) -> None:
-        per_minute = self._rates.bucket(action)
+    async def take(self, user: str, action: Action, rates: Rates | None = None) -> None:
+        per_minute = (rates or self._rates).bucket(action)
         if not per_minute:
             return
         key = f"{self._prefix}{action}:{user}"

@@ -105,9 +105,11 @@ class StreamService:
         self._webhooks = webhooks
 
     async def open(
-        self, entry: AgentEntry, request: TurnRequest, user: str
+        self, entry: AgentEntry, request: TurnRequest, user: str, limit_key: str | None = None
     ) -> tuple[Run, Callable[[], object] | None]:
-        """Check the request and start its turn; the run, and what to call if its client leaves."""
+        """Check the request and start its turn; the run, and what to call if its client leaves.
+
+        The turn counts against the limits of `limit_key` (default: the user's)."""
         conversation_id = request.conversation_id or uuid.uuid4().hex
         valid_conversation_id(conversation_id)
         regenerates = None
@@ -136,7 +138,7 @@ class StreamService:
         except WebhookRefused as exc:
             raise BadRequest(f"webhook refused: {exc}") from exc
         try:
-            slot = await self._limits.open_stream(user, uuid.uuid4().hex)
+            slot = await self._limits.open_stream(limit_key or user, uuid.uuid4().hex)
         except LimitExceeded as exc:
             raise OverLimit(str(exc), exc.retry_after) from exc
         try:

@@ -473,3 +473,46 @@ class A2aPushConfig(SQLModel, table=True):
 
 
 A2A_PUSH_CONFIG: Table = A2aPushConfig.__table__  # type: ignore[attr-defined]
+
+
+class AuthKey(SQLModel, table=True):
+    """A key a user made for scripts and other agents: only its SHA-256 is kept.
+
+    The key itself is shown once, when it is made; `prefix` (its first
+    characters) is what the owner recognises it by in the list.
+    """
+
+    __tablename__ = "auth_key"
+
+    id: str = Field(sa_column=Column(String(32), primary_key=True))
+    user_id: str = Field(sa_column=Column(String(128), nullable=False, index=True))
+    """Owner; every query filters on it."""
+    name: str | None = Field(default=None, max_length=200)
+    prefix: str = Field(max_length=16)
+    digest: str = Field(sa_column=Column(String(64), nullable=False, unique=True))
+    """SHA-256 (hex) of the key: what a caller's key is looked up by."""
+    created_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+    expires_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    last_used_at: datetime | None = Field(default=None, sa_column=Column(UTCDateTime()))
+    """When it last let a request in, to the minute (written at most once a minute)."""
+
+
+AUTH_KEY: Table = AuthKey.__table__  # type: ignore[attr-defined]
+
+
+class UserLimit(SQLModel, table=True):
+    """An admin's limits for one user, replacing the settings' for that user on every instance.
+
+    A NULL column keeps the setting's value for that limit.
+    """
+
+    __tablename__ = "user_limit"
+
+    user_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    max_streams: int | None = None
+    streams_per_minute: int | None = None
+    uploads_per_minute: int | None = None
+    updated_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+
+
+USER_LIMIT: Table = UserLimit.__table__  # type: ignore[attr-defined]

@@ -55,18 +55,32 @@ class SqlUsage:
 
     async def report(self, user_id: str, start: datetime, end: datetime) -> UsageReport:
         """The user's turns asked in `[start, end)`, summed."""
+        by_user = await self._reports(start, end, user_id)
+        return by_user.get(user_id, UsageReport())
+
+    async def report_by_user(self, start: datetime, end: datetime) -> dict[str, UsageReport]:
+        """Every user's turns asked in `[start, end)`, summed per user (an admin's view)."""
+        return await self._reports(start, end, None)
+
+    async def _reports(
+        self, start: datetime, end: datetime, user_id: str | None
+    ) -> dict[str, UsageReport]:
         query = select(
+            T.c.user_id,
             T.c.agent_type,
             T.c.model,
             T.c.prompt_tokens,
             T.c.completion_tokens,
             T.c.cost_usd,
             T.c.usage_by_model,
-        ).where(T.c.user_id == user_id, T.c.create_time >= start, T.c.create_time < end)
+        ).where(T.c.create_time >= start, T.c.create_time < end)
+        if user_id is not None:
+            query = query.where(T.c.user_id == user_id)
         async with self._db.statement() as conn:
             rows = (await conn.execute(query)).all()
-        report = UsageReport()
+        reports: dict[str, UsageReport] = {}
         for row in rows:
+            report = reports.setdefault(row.user_id, UsageReport())
             spent: list[ModelUsage] = row.usage_by_model or [
                 ModelUsage(
                     model=row.model or UNKNOWN_MODEL,
@@ -80,7 +94,7 @@ class SqlUsage:
             report.by_kind.setdefault(row.agent_type, Spend()).add(whole)
             for usage in spent:
                 report.by_model.setdefault(usage.model, Spend()).add(usage)
-        return report
+        return reports
 
 
 def _summed(spent: list[ModelUsage]) -> ModelUsage:

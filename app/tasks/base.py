@@ -186,6 +186,10 @@ class RunsBoard(Protocol):
         """The user's running and queued turns, oldest first; stale ones are dropped on the way."""
         ...
 
+    async def users(self) -> list[str]:
+        """Every user with a turn listed, maybe a stale one: an admin's view of all runs."""
+        ...
+
 
 class BatchRelease(Protocol):
     """Releasing a claim as one command of a batch already on its way (Redis only)."""

@@ -222,6 +222,9 @@ class InProcessBoard:
     async def unpost(self, ticket: Ticket) -> None:
         self._listed.drop(ticket.user_id, ticket.task_id)
 
+    async def users(self) -> list[str]:
+        return sorted(self._listed.by_user)
+
     async def posted(self, user_id: str) -> list[Ticket]:
         posted = self._listed.by_user.get(user_id, {})
         for ticket in list(posted.values()):

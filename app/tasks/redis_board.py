@@ -7,6 +7,7 @@ dropped when the list is read, so a dead instance leaves nothing shown.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from app.tasks.base import Ticket
@@ -33,6 +34,14 @@ class RedisBoard:
     async def unpost(self, ticket: Ticket) -> None:
         with translate_errors(self._where):
             await self._redis.hdel(self._keys.board(ticket.user_id), ticket.task_id)
+
+    async def users(self) -> list[str]:
+        """Found by `SCAN`, a few keys a call: an admin's occasional look, never a turn's path."""
+        board = self._keys.board("")
+        pattern = re.sub(r"([*?\[\]\\])", r"\\\1", board) + "*"
+        with translate_errors(self._where):
+            found = {str(key)[len(board) :] async for key in self._redis.scan_iter(match=pattern)}
+        return sorted(found)
 
     async def posted(self, user_id: str) -> list[Ticket]:
         keys = self._keys

@@ -64,6 +64,14 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/a2a/rest/tasks/{id}/pushNotificationConfigs": {"get", "post"},
         "/a2a/rest/tasks/{id}/pushNotificationConfigs/{push_id}": {"get", "delete"},
         "/a2a/rest/extendedAgentCard": {"get"},
+        "/auth/config": {"get"},
+        "/auth/me": {"get"},
+        "/auth/keys": {"get", "post"},
+        "/auth/keys/{key_id}": {"delete"},
+        "/admin/runs": {"get"},
+        "/admin/runs/stop": {"post"},
+        "/admin/usage": {"get"},
+        "/admin/users/{user_id}/limits": {"get", "put"},
     }
     assert {path: set(ops) for path, ops in paths.items()} == expected
     assert "text/event-stream" in paths["/agent/chat/stream"]["get"]["responses"]["200"]["content"]

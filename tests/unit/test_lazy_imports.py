@@ -39,6 +39,7 @@ LAZY = (
     "a2a",  # the A2A server (its first call) and the host agent's remote agents
     "google.protobuf",
     "rich",  # httpx's command line, which the A2A SDK's httpx imports
+    "jwt",  # OIDC_ISSUER
 )
 
 _LOADED = """

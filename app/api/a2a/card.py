@@ -1,8 +1,11 @@
 """Our agent card: who we are to other agents, built per request from what this instance runs.
 
 One skill per agent kind this instance runs (a kind without an agent is
-left out, as `/agent/kinds` marks it unavailable); with `API_KEYS` set, the
-card names the bearer scheme every call needs. The card itself is public,
+left out, as `/agent/kinds` marks it unavailable); with authentication on,
+the card names the schemes a call may use (any one of them): a bearer key
+(`API_KEYS` or a key made at `/auth/keys`), the OIDC issuer's access tokens
+(`openIdConnectUrl`), and, behind a sign-in proxy, nothing A2A can express
+beyond the bearer key. The card itself is public,
 as A2A clients read it before they hold a key. The interfaces' URLs come
 from `A2A_PUBLIC_URL`, or else from the address the card was asked on.
 """
@@ -17,6 +20,7 @@ from a2a.types.a2a_pb2 import (
     AgentInterface,
     AgentSkill,
     HTTPAuthSecurityScheme,
+    OpenIdConnectSecurityScheme,
     SecurityRequirement,
     SecurityScheme,
     StringList,
@@ -27,6 +31,7 @@ from app.agents.registry import AgentEntry
 from app.api.a2a import JSONRPC_PATH, REST_PATH
 
 BEARER = "bearer"
+OIDC = "oidc"
 
 
 def agent_card(
@@ -34,10 +39,15 @@ def agent_card(
     running: frozenset[str],
     base_url: str,
     *,
-    secured: bool,
+    schemes: Iterable[str],
     push: bool,
+    issuer: str = "",
 ) -> AgentCard:
-    """`push`: push notifications are on (`WEBHOOK_SECRET`: app/api/a2a/push.py)."""
+    """`schemes` are the authenticator's (`apiKey`, `oidc`, `proxy`); none: an open card.
+
+    `push`: push notifications are on (`WEBHOOK_SECRET`: app/api/a2a/push.py).
+    """
+    on = set(schemes)
     base = base_url.rstrip("/")
     card = AgentCard(
         name="dodo-agent",
@@ -69,15 +79,26 @@ def agent_card(
         default_output_modes=["text/plain", "application/json"],
         skills=[_skill(entry) for entry in entries if entry.kind in running],
     )
-    if secured:
+    if on:
         card.security_schemes[BEARER].CopyFrom(
             SecurityScheme(
                 http_auth_security_scheme=HTTPAuthSecurityScheme(
-                    scheme="Bearer", description="An API key of the service (API_KEYS)"
+                    scheme="Bearer",
+                    description="An API key of the service (API_KEYS, or made at /auth/keys)",
                 )
             )
         )
         card.security_requirements.append(SecurityRequirement(schemes={BEARER: StringList()}))
+    if "oidc" in on and issuer:
+        card.security_schemes[OIDC].CopyFrom(
+            SecurityScheme(
+                open_id_connect_security_scheme=OpenIdConnectSecurityScheme(
+                    open_id_connect_url=f"{issuer}/.well-known/openid-configuration",
+                    description="An access token of the service's identity provider",
+                )
+            )
+        )
+        card.security_requirements.append(SecurityRequirement(schemes={OIDC: StringList()}))
     return card
 
 

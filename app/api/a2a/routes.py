@@ -35,8 +35,8 @@ from starlette.routing import BaseRoute, Route, Router
 from app.agents.registry import AgentEntry
 from app.api.a2a import CARD_PATHS, JSONRPC_PATH, REST_PATH
 from app.api.a2a.card import agent_card
-from app.api.a2a.server import BASE_URL_KEY, USER_KEY, RunTasks
-from app.api.auth import current_user
+from app.api.a2a.server import BASE_URL_KEY, LIMIT_KEY, USER_KEY, RunTasks
+from app.api.auth import current_caller
 from app.api.deps import Services, public_base_url
 from app.api.envelope import ApiError
 from app.api.openapi_errors import ERROR_ENVELOPE, with_envelope
@@ -87,7 +87,9 @@ class _CallContext(DefaultServerCallContextBuilder):
 
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
-        context.state[USER_KEY] = request.state.a2a_user
+        caller = request.state.a2a_caller
+        context.state[USER_KEY] = caller.user
+        context.state[LIMIT_KEY] = caller.limit_key
         context.state[BASE_URL_KEY] = _base_url(request)
         return context
 
@@ -156,8 +158,9 @@ def _card(entries: Sequence[AgentEntry]) -> Endpoint:
             entries,
             services.turns.kinds(),
             _base_url(request),
-            secured=bool(services.users_by_key),
+            schemes=services.auth.schemes,
             push=services.webhooks.enabled,
+            issuer=services.auth.oidc.issuer if services.auth.oidc is not None else "",
         )
         return JSONResponse(agent_card_to_dict(card))
 
@@ -185,7 +188,7 @@ def _authenticated(routes: Sequence[BaseRoute], check: BodyCheck) -> list[BaseRo
 
 def _guard(endpoint: Endpoint, check: BodyCheck) -> Endpoint:
     async def a2a_call(request: Request) -> Response:
-        request.state.a2a_user = await current_user(request, _services(request.app))
+        request.state.a2a_caller = await current_caller(request, _services(request.app))
         # The body read here is the one the SDK reads, cached on the request.
         refusal = check(await request.body())
         if refusal is not None:

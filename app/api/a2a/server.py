@@ -104,6 +104,7 @@ DEFAULT_KIND = "chat"
 AFTER_START = 1
 """The log cursor past a run's first event, `start`, which the task itself stands for."""
 USER_KEY = "dodo_user"
+LIMIT_KEY = "dodo_limit_key"
 BASE_URL_KEY = "dodo_base_url"
 """Keys of `ServerCallContext.state`, set by the routes' context builder."""
 
@@ -337,7 +338,9 @@ class RunTasks(RequestHandler):
             tool_approval=_approval_mode(metadata.get("toolApproval")),
         )
         try:
-            run, stop_when_gone = await services.streams.open(entry, request, user)
+            run, stop_when_gone = await services.streams.open(
+                entry, request, user, context.state.get(LIMIT_KEY)
+            )
         except TurnRefused as exc:
             raise _a2a_error(exc) from exc
         start = await _start_event(run.log)

@@ -49,7 +49,7 @@ from pydantic import ValidationError
 
 from app.agents.approvals import APPROVAL_PREFIX, DECISIONS
 from app.api.agent import EVENT_ID, StreamParams
-from app.api.auth import UserDep
+from app.api.auth import CallerDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
 from app.api.formats.base import TranslatedLog, agent_entry
@@ -383,7 +383,7 @@ def stream_params(run: RunAgentInput) -> StreamParams:
 async def run_ag_ui(
     kind: str,
     run: Annotated[RunAgentInput, Body()],
-    user: UserDep,
+    caller: CallerDep,
     services: ServicesDep,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> EventStreamResponse:
@@ -395,7 +395,7 @@ async def run_ag_ui(
     `Last-Event-ID` the request rejoins the thread's running (or just ended)
     run after that event instead of starting one.
     """
-    entry = agent_entry(services, kind)
+    entry, user = agent_entry(services, kind), caller.user
     ping = services.http.sse_ping_seconds
     if last_event_id is not None:
         if not EVENT_ID.fullmatch(last_event_id):
@@ -406,7 +406,9 @@ async def run_ag_ui(
         translator = AgUiTranslator(run.thread_id, run.run_id)
         log = TranslatedLog(reader, translator, hide_through=int(last_event_id))
         return EventStreamResponse(log, ping_seconds=ping)
-    started, on_disconnect = await services.streams.open(entry, stream_params(run).request(), user)
+    started, on_disconnect = await services.streams.open(
+        entry, stream_params(run).request(), user, caller.limit_key
+    )
     translator = AgUiTranslator(started.claim.conversation_id, run.run_id)
     return EventStreamResponse(
         TranslatedLog(started.log, translator), ping_seconds=ping, on_disconnect=on_disconnect

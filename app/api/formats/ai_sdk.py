@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.agents.approvals import DECLINED
 from app.api.agent import StreamParams
-from app.api.auth import UserDep
+from app.api.auth import CallerDep, UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
 from app.api.formats.base import TranslatedLog, agent_entry
@@ -337,7 +337,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 async def run_ai_sdk(
     kind: str,
     request: Annotated[ChatRequest, Body()],
-    user: UserDep,
+    caller: CallerDep,
     services: ServicesDep,
 ) -> EventStreamResponse:
     """Start a turn of agent `kind` from `useChat`'s request, answered as a UI message stream.
@@ -346,9 +346,11 @@ async def run_ai_sdk(
     `fileId`, `onDisconnect`, `parentId` and `model` may be added with the transport's `body`.
     `regenerate()` answers the regenerated turn's question again, as its sibling.
     """
-    entry = agent_entry(services, kind)
+    entry, user = agent_entry(services, kind), caller.user
     params = _stream_params(request, await _regenerated(request, user, services))
-    run, on_disconnect = await services.streams.open(entry, params.request(), user)
+    run, on_disconnect = await services.streams.open(
+        entry, params.request(), user, caller.limit_key
+    )
     return _response(
         TranslatedLog(run.log, AiSdkTranslator()), services, on_disconnect=on_disconnect
     )

@@ -24,7 +24,7 @@ from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from app.agents.registry import AgentEntry
-from app.api.auth import current_user
+from app.api.auth import current_caller
 from app.api.deps import Services
 from app.api.envelope import ApiError, error_body
 
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from app.api.mcp.server import McpServer
 
 MCP_PATH = "/mcp"
-USER_KEY = "mcp_user"
-"""Where the endpoint leaves the authenticated caller, in the request's `state`."""
+CALLER_KEY = "mcp_caller"
+"""Where the endpoint leaves the authenticated caller (`Caller`), in the request's `state`."""
 
 
 class McpSurface:
@@ -68,14 +68,14 @@ class McpSurface:
 
 
 class McpEndpoint:
-    """The ASGI app at `/mcp`: 401 without a valid key (with `API_KEYS`), else the server."""
+    """The ASGI app at `/mcp`: 401 without a valid credential (with sign-in on), else the server."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         app = scope["app"]
         services: Services = app.state.services
         surface: McpSurface = app.state.mcp
         try:
-            user = await current_user(Request(scope), services)
+            caller = await current_caller(Request(scope), services)
             server = await surface.server()
         except ApiError as exc:
             response = JSONResponse(
@@ -86,5 +86,5 @@ class McpEndpoint:
             await response(scope, receive, send)
             return
         # Starlette's `request.state` is this dict: the tool handlers read the caller from it.
-        scope.setdefault("state", {})[USER_KEY] = user
+        scope.setdefault("state", {})[CALLER_KEY] = caller
         await server.handle(scope, receive, send)

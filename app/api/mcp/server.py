@@ -42,7 +42,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.agents.registry import AgentEntry
 from app.api.deps import Services, public_base_url
-from app.api.mcp import USER_KEY
+from app.api.mcp import CALLER_KEY
 from app.api.run_events import event_batches
 from app.core import events as ev
 from app.core.urls import absolute
@@ -253,7 +253,8 @@ class AgentTools:
             model=arguments.model,
         )
         try:
-            run, _ = await services.streams.open(entry, turn, request.scope["state"][USER_KEY])
+            caller = request.scope["state"][CALLER_KEY]
+            run, _ = await services.streams.open(entry, turn, caller.user, caller.limit_key)
         except TurnRefused as exc:
             return _refusal(str(exc))
         try:

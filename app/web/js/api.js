@@ -1,7 +1,10 @@
-// The service's HTTP surface as the page uses it: one place that adds the API key,
+// The service's HTTP surface as the page uses it: one place that adds the credential
+// (the signed-in user's access token, auth.js, else the API key),
 // reads the {code, message, data} envelope, and turns every failure into an ApiError
 // whose message a person can act on. The page is served by the service itself, so
 // every path is relative to this origin and needs no configuration.
+
+import { accessToken } from './auth.js';
 
 const KEY_STORAGE = 'dodo-agent.apiKey';
 
@@ -24,7 +27,7 @@ export function saveApiKey(value) {
 }
 
 function withKey(headers = {}) {
-  const key = apiKey();
+  const key = accessToken() || apiKey();
   return key ? { ...headers, Authorization: `Bearer ${key}` } : { ...headers };
 }
 
@@ -82,7 +85,8 @@ async function errorOf(response) {
   }
   let message = messageIn(text);
   if (response.status === 401) {
-    message = apiKey() ? 'The API key was not accepted.' : FALLBACK[401];
+    if (accessToken()) message = 'Your sign-in was not accepted: sign out and in again.';
+    else message = apiKey() ? 'The API key was not accepted.' : FALLBACK[401];
   }
   return new ApiError(
     response.status,

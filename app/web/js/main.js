@@ -15,6 +15,7 @@
 // one step away in the turn's `< n/m >` switcher, which makes another path active.
 
 import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
+import { startSignIn } from './auth.js';
 import { BranchControls } from './branches.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
@@ -594,4 +595,13 @@ new MutationObserver(() => {
   if (state.pinned) ui.messages.scrollTop = ui.messages.scrollHeight;
 }).observe(ui.messages, { childList: true, subtree: true, characterData: true });
 
-load();
+startSignIn().then(
+  (needed) => {
+    if (needed) showAuth('Sign in (the button above), or enter an API key.');
+    else load();
+  },
+  (error) => {
+    showNotice(error.message);
+    load();
+  },
+);
