@@ -156,8 +156,9 @@ def _draw(pdf: Path, work: Path, pages: Sequence[int] | None, width: int) -> tup
         wanted = range(1, count + 1) if pages is None else [n for n in pages if 1 <= n <= count]
         for number in wanted:
             page = document[number - 1]
-            # A page far taller than wide (a hostile PDF's) is drawn within three widths.
-            scale = min(width / page.get_width(), 3 * width / page.get_height())
+            # A page far taller than wide (a hostile PDF's) is drawn within three widths;
+            # pdfium rounds the size up, so a hair less than `width` gives `width` exactly.
+            scale = min((width - 1e-6) / page.get_width(), 3 * width / page.get_height())
             image = page.render(scale=scale).to_pil()
             image.save(work / f"page-{number}.png", format="PNG", optimize=True)
         return count, list(wanted)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import docx
 import orjson
@@ -166,11 +166,11 @@ async def test_a_chinese_report_is_readable_in_its_pdf(
     assert "热泵销量增长迅速[1]，运行成本低廉[3]。" in second
     assert "参考文献" in second
     # Drawn in a font that has the glyphs, embedded: not boxes, not a font the reader lacks.
-    fonts = {
-        str(font["/BaseFont"])
-        for page in reader.pages
-        for font in page["/Resources"]["/Font"].values()
-    }
+    fonts = set()
+    for page in reader.pages:
+        resources = cast(pypdf.generic.DictionaryObject, page["/Resources"])
+        used = cast(pypdf.generic.DictionaryObject, resources["/Font"])
+        fonts |= {str(font.get_object()["/BaseFont"]) for font in used.values()}
     assert any("NotoSansCJK" in name for name in fonts)
 
 
