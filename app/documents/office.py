@@ -138,8 +138,8 @@ def _convert(soffice: str, source: Path, work: Path) -> Path:
     made = work / "out" / f"{source.stem}.pdf"
     if result.returncode != 0 or not made.is_file():
         raise RenderFailed(
-            f"LibreOffice could not read the document (exit {result.returncode}):"
-            " it may be damaged."
+            f"LibreOffice could not convert the document (exit {result.returncode}):"
+            " it may be damaged, or need more memory than the limit."
         )
     return made.replace(work / PDF_NAME)
 
