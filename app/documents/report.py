@@ -78,7 +78,8 @@ def report_docx(
     properties.title = question[:255]
     properties.subject = labels.kind
     properties.created = datetime.combine(written, time())
-    document.add_paragraph(question, style="Title")
+    # The title a third of the way down its page, as a cover has it.
+    document.add_paragraph(question, style="Title").paragraph_format.space_before = Pt(200)
     document.add_paragraph(f"{labels.kind} · {written.isoformat()}", style="Subtitle")
     document.add_page_break()
     parser = MarkdownIt("commonmark").enable(["table", "strikethrough"])
