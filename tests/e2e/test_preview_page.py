@@ -17,7 +17,7 @@ PAGE_WIDTH = 1000
 async def test_an_uploaded_pdf_shows_its_first_page_and_opens_its_pages(
     page: Page, app_url: str, upstreams: Upstreams
 ) -> None:
-    upstreams.llm.script(Reply.text("Seven years, on page two."))
+    upstreams.llm.script(Reply.text("Seven years, on page two."), Reply.text("Yearly."))
     manual = FilePayload(
         name="manual.pdf",
         mimeType="application/pdf",
@@ -52,7 +52,15 @@ async def test_an_uploaded_pdf_shows_its_first_page_and_opens_its_pages(
     await page.keyboard.press("Escape")
     await expect(viewer).to_be_hidden()
 
-    # The history draws it again: the turn's document, first page first.
+    # A next question on the same document does not show it again.
+    second = await ask(page, "How often is it serviced?")
+    await expect(second).to_have_attribute("data-status", "completed")
+    previews = page.get_by_role("button", name="Preview manual.pdf (3 pages)")
+    await expect(previews).to_have_count(1)
+
+    # The history draws it again, at the first turn that asked about it.
     await page.reload()
-    again = page.locator(".turn").last
-    await expect(again.get_by_role("button", name="Preview manual.pdf (3 pages)")).to_be_visible()
+    await expect(page.locator(".turn")).to_have_count(2)
+    first = page.locator(".turn").first
+    await expect(first.get_by_role("button", name="Preview manual.pdf (3 pages)")).to_be_visible()
+    await expect(previews).to_have_count(1)

@@ -341,8 +341,12 @@ export class TurnView {
     addPreview(item, file.fileId, name);
   }
 
-  /** The document the question was asked about, as its first page. */
+  /** The document the question was asked about, as its first page: shown once, at the
+   * first turn on screen that asks about it. */
   addUpload(fileId) {
+    const shown = [...document.querySelectorAll('.turn[data-upload]')];
+    if (shown.some((turn) => turn.dataset.upload === fileId)) return;
+    this.el.dataset.upload = fileId;
     const item = h('li', { class: 'upload' });
     addPreview(item, fileId, '').then(() => {
       if (!item.children.length) return;
