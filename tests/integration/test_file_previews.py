@@ -7,7 +7,9 @@ with LibreOffice gone, so it was kept; and a deleted file leaves no picture.
 
 from __future__ import annotations
 
+import asyncio
 import io
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -221,3 +223,54 @@ async def test_a_deck_previews_slide_by_slide(tmp_path: Path) -> None:
     assert image.width == PAGE_WIDTH
     assert image.width > image.height  # a slide is landscape
     assert has_ink(image)
+
+
+WAITING_SOFFICE = """#!/bin/sh
+echo start >> "{log}"
+i=0
+while [ "$(grep -c start "{log}")" -lt 2 ] && [ $i -lt 30 ]; do sleep 0.1; i=$((i+1)); done
+echo end >> "{log}"
+exit 1
+"""
+"""A stand-in LibreOffice that waits (up to 3 s) for a second one to start, then fails."""
+
+
+@pytest.mark.parametrize(
+    ("workers", "order"), [(1, "start end start end"), (2, "start start end end")]
+)
+async def test_at_most_preview_workers_draw_at_once(
+    tmp_path: Path, sqlite_url: str, monkeypatch: pytest.MonkeyPatch, workers: int, order: str
+) -> None:
+    programs, log = tmp_path / "bin", tmp_path / "soffice.log"
+    programs.mkdir()
+    (programs / "soffice").write_text(WAITING_SOFFICE.format(log=log))
+    (programs / "soffice").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{programs}:{os.environ['PATH']}")
+    settings = settings_for(tmp_path, sqlite_url, preview_workers=workers)
+    async with service(settings) as client:
+        ids = [
+            (await upload(client, f"{name}.docx", two_page_docx())).json()["data"]["fileId"]
+            for name in ("a", "b")
+        ]
+        pages = await asyncio.gather(*(client.get(f"/file/preview/{i}?page=1") for i in ids))
+
+    assert [p.status_code for p in pages] == [422, 422]
+    assert pages[0].json()["message"].startswith("LibreOffice could not convert the document")
+    assert " ".join(log.read_text().split()) == order
+
+
+async def test_drawing_past_the_reading_time_limit_is_422(tmp_path: Path, sqlite_url: str) -> None:
+    settings = settings_for(tmp_path, sqlite_url, file_parse_seconds=30)
+    async with service(settings) as client:
+        file_id = (await upload(client, "a.pdf", pdf_bytes(["One."]))).json()["data"]["fileId"]
+    # The same file, served again with a limit no child process can keep.
+    hurried = settings_for(tmp_path, sqlite_url, file_parse_seconds=0.01)
+    async with service(hurried) as client:
+        page = await client.get(f"/file/preview/{file_id}?page=1")
+        info = (await client.get(f"/file/info/{file_id}")).json()["data"]
+
+    assert page.status_code == 422
+    assert page.json()["message"] == (
+        "Drawing the document took longer than 0.01 seconds, the limit."
+    )
+    assert info["pages"] is None
