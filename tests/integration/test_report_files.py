@@ -72,6 +72,10 @@ class Reporting(Researcher):
         return await super().answer(request)
 
 
+def stored_files(data_dir: Path) -> list[Path]:
+    return [p for p in (data_dir / "files").rglob("*") if p.is_file()]
+
+
 def files_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {k: v for k, v in e.items() if k != "type" and not k.startswith("_")}
@@ -156,6 +160,9 @@ async def test_a_chinese_report_is_readable_in_its_pdf(
         events = await ask(client, CHINESE_QUESTION, "c-zh")
         [pdf_file] = files_of(events)
         data = (await client.get(pdf_file["url"])).content
+        preview = await client.get(f"/file/preview/{pdf_file['fileId']}?page=2")
+        kept = stored_files(settings.data_dir)
+        deleted = await client.delete("/session/c-zh")
 
     assert pdf_file["name"] == "热泵市场有多大.pdf"
     reader = pypdf.PdfReader(io.BytesIO(data))
@@ -172,6 +179,11 @@ async def test_a_chinese_report_is_readable_in_its_pdf(
         used = cast(pypdf.generic.DictionaryObject, resources["/Font"])
         fonts |= {str(font.get_object()["/BaseFont"]) for font in used.values()}
     assert any("NotoSansCJK" in name for name in fonts)
+    # The conversation takes its files with it, and what their previews kept.
+    assert preview.headers["content-type"] == "image/png"
+    assert len(kept) == 4  # the pdf, its page count, pages 1 (counting) and 2
+    assert deleted.status_code == 200
+    assert stored_files(settings.data_dir) == []
 
 
 async def test_without_libreoffice_the_word_document_comes_and_the_pdf_says_why_not(
