@@ -76,6 +76,14 @@ def stored_files(data_dir: Path) -> list[Path]:
     return [p for p in (data_dir / "files").rglob("*") if p.is_file()]
 
 
+def flattened(outline: list[Any]) -> list[str]:
+    """An outline's titles in reading order, nested ones after their parent."""
+    titles: list[str] = []
+    for item in outline:
+        titles += flattened(item) if isinstance(item, list) else [str(item["/Title"])]
+    return titles
+
+
 def files_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [
         {k: v for k, v in e.items() if k != "type" and not k.startswith("_")}
@@ -145,6 +153,9 @@ async def test_a_finished_report_comes_as_a_word_document_and_its_pdf(
     for line in ("Heat pumps in Europe", "Market size", "References", SOURCES[3]):
         assert line in pages[1]
     assert "[3] Running costs result 1" in pages[1]
+    # Its headings are the PDF's outline, for a reader's table of contents.
+    outline = flattened(pdf.outline)
+    assert outline == ["Heat pumps in Europe", "Market size", "Running costs", "References"]
     # A generated file previews as an uploaded one does.
     assert first_page.headers["content-type"] == "image/png"
     assert Image.open(io.BytesIO(first_page.content)).width == 1000
