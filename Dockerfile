@@ -2,10 +2,12 @@ FROM python:3.11-slim
 WORKDIR /srv
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 DATA_DIR=/data
 # The skills agent's shell runs inside bubblewrap (the container needs user namespaces for
-# it); LibreOffice Impress draws the PowerPoint agent's slide previews (PPTX_PREVIEWS);
+# it); LibreOffice Impress, Writer and Calc, with Noto CJK fonts, draw the PowerPoint
+# agent's slide previews (PPTX_PREVIEWS), research reports' PDFs and /file/preview's pages;
 # Tesseract reads scanned PDFs and photos of pages (OCR_LANGS: English, Simplified Chinese).
 RUN apt-get update \
     && apt-get install -y --no-install-recommends bubblewrap libreoffice-impress \
+       libreoffice-writer libreoffice-calc fonts-noto-cjk \
        tesseract-ocr tesseract-ocr-eng tesseract-ocr-chi-sim \
     && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md alembic.ini ./

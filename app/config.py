@@ -242,6 +242,12 @@ class Settings(BaseSettings):
     """Deep research: search results one task reads whole (their best passage is cited); 0: none."""
     deep_fetch_parallel: int = Field(default=4, ge=1)
     """Deep research: pages one turn reads at the same time, all its tasks together."""
+    deep_report_formats: str = Field(
+        default="docx,pdf", pattern=r"^\s*(none|((docx|pdf)\s*(,\s*|$))*)\s*$"
+    )
+    """Deep research: files each finished report is also given as: `docx`, `pdf` (made by
+    LibreOffice from the docx) or both, comma-separated; `none` (an empty value in the
+    environment keeps the default): none."""
 
     embedding_base_url: str = ""
     """An OpenAI-compatible `/embeddings` endpoint; empty: documents are searched by BM25 alone."""
@@ -266,6 +272,9 @@ class Settings(BaseSettings):
     """Wall time a document may take to read, in its child process."""
     file_parse_workers: int = Field(default=2, ge=1)
     """Documents read at once; more uploads wait their turn."""
+    preview_workers: int = Field(default=2, ge=1)
+    """Pages drawn at once (`/file/preview`, report PDFs), each in a child process with the
+    limits of document reading; more wait their turn."""
     ocr_enabled: bool = True
     """Read scanned PDF pages and PNG/JPEG uploads by text recognition (Tesseract)."""
     ocr_langs: str = Field(default="eng+chi_sim", pattern=r"^[A-Za-z_]+(\+[A-Za-z_]+)*$")

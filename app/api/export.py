@@ -86,7 +86,12 @@ def markdown(detail: ConversationDetail, base_url: str) -> str:
             lines.append("")
         if turn.files:
             lines += ["Files:", ""]
-            lines += [f"- {_link(f.name, absolute(f.url, base_url))}" for f in turn.files]
+            lines += [
+                f"- {_line(f.name)}: {_line(f.error or 'not made')}"
+                if f.status == "failed"
+                else f"- {_link(f.name, absolute(f.url, base_url))}"
+                for f in turn.files
+            ]
             lines.append("")
         lines += ["---", ""]
     return "\n".join(lines)

@@ -11,8 +11,8 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, Path, Request
-from fastapi.responses import StreamingResponse
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import Response, StreamingResponse
 from pydantic import AliasChoices, Field
 from starlette.datastructures import UploadFile
 
@@ -22,6 +22,13 @@ from app.api.envelope import ApiError, Envelope, ok
 from app.api.text_guard import text_problem, unstorable
 from app.core.wire import WireModel, WireTime
 from app.documents.library import EmptyFile, FileError, FileTooLarge, UnsupportedFile
+from app.documents.previews import (
+    NoPreview,
+    NoSuchPage,
+    PreviewError,
+    PreviewFailed,
+    PreviewUnavailable,
+)
 from app.store.blobs import BlobNotFound
 from app.store.models import PUBLIC_CONFIG, FileBase, FileUpload, StoredFile
 
@@ -43,6 +50,14 @@ MAX_UPLOAD_FIELDS = 10
 """Plain form fields an upload may carry beside its file (none are read)."""
 
 _STATUS: dict[type[FileError], int] = {UnsupportedFile: 415, FileTooLarge: 413, EmptyFile: 400}
+_PREVIEW_STATUS: dict[type[PreviewError], int] = {
+    NoPreview: 415,
+    NoSuchPage: 404,
+    PreviewFailed: 422,
+    PreviewUnavailable: 503,
+}
+PREVIEW_MAX_AGE_SECONDS = 3600
+"""A page's picture never changes (a file's bytes never do): browsers may keep it."""
 
 
 def body_limit(upload_max_bytes: int) -> int:
@@ -63,6 +78,14 @@ class FileInfo(FileBase):
     model_config = PUBLIC_CONFIG
     file_id: str = Field(validation_alias=AliasChoices("id", "file_id"))
     create_time: WireTime
+
+
+class FileDetails(FileInfo):
+    """`/file/info`: the metadata, and how many pages its preview has."""
+
+    pages: int | None
+    """Pages of `/file/preview` (an image: 1); null for a type with no preview, or a file
+    whose pages could not be drawn (its preview says why)."""
 
 
 class DeletedFile(WireModel):
@@ -138,11 +161,18 @@ async def upload_file(
     return ok(UploadedFile.model_validate(stored))
 
 
-@router.get("/info/{file_id}", summary="A file's metadata and status")
+@router.get("/info/{file_id}", summary="A file's metadata, status and pages")
 async def read_file_info(
     file_id: FileId, user: UserDep, services: ServicesDep
-) -> Envelope[FileInfo]:
-    return ok(FileInfo.model_validate(await find_file(services, user, file_id)))
+) -> Envelope[FileDetails]:
+    """`pages` is counted the first time it is asked (an office file is made a PDF for it)."""
+    file = await find_file(services, user, file_id)
+    try:
+        pages = await services.files.previews.page_count(file)
+    except BlobNotFound:
+        pages = None
+    info = FileInfo.model_validate(file)
+    return ok(FileDetails(**info.model_dump(), pages=pages))
 
 
 @router.get("/content/{file_id}", summary="A file's extracted text")
@@ -208,6 +238,46 @@ def download_type(mime_type: str) -> tuple[str, str]:
     if base.startswith("text/"):
         return "text/plain", "inline"
     return base, "attachment"
+
+
+@router.get(
+    "/preview/{file_id}",
+    summary="A picture of one page",
+    response_class=Response,
+    responses={
+        200: {"content": {"image/png": {}, "image/jpeg": {}}, "description": "The page"},
+        404: {"description": "No such file, or past its last page"},
+        415: {"description": "A type with no preview"},
+        422: {"description": "The file could not be drawn (damaged, or over a limit)"},
+        503: {"description": "LibreOffice, which office files need, is not installed"},
+    },
+)
+async def preview_file(
+    file_id: FileId,
+    user: UserDep,
+    services: ServicesDep,
+    page: Annotated[int, Query(ge=1, le=100_000)] = 1,
+) -> Response:
+    """Page `page` (1-based) of a pdf, docx, pptx or xlsx as a PNG, or a png or jpeg itself.
+
+    Office files go through LibreOffice to PDF, then pdfium, in a child process
+    with the limits of document reading; each page is drawn once and kept.
+    """
+    file = await find_file(services, user, file_id)
+    try:
+        picture = await services.files.previews.page(file, page)
+    except PreviewError as exc:
+        raise ApiError(_PREVIEW_STATUS[type(exc)], str(exc)) from exc
+    except BlobNotFound as exc:
+        raise ApiError(404, "The file's content is missing") from exc
+    return Response(
+        picture.data,
+        media_type=picture.media_type,
+        headers={
+            "Cache-Control": f"private, max-age={PREVIEW_MAX_AGE_SECONDS}",
+            "X-Content-Type-Options": "nosniff",
+        },
+    )
 
 
 @router.delete("/{file_id}", summary="Delete a file")

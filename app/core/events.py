@@ -232,9 +232,10 @@ class RecommendEvent(_ListAsText):
 
 @dataclass(slots=True)
 class FileEvent(_Wire):
-    """A file the agent made (a deck, a skill's output), ready to download at `url`."""
+    """A file the agent made (a deck, a report, a skill's output), ready to download at `url`;
+    or one it could not make (`status: failed`, with `error`, no bytes)."""
 
-    __pydantic_config__ = WIRE
+    __pydantic_config__ = _wire_config(optional=("status", "error"))
     type: Literal["file"] = field(default="file", kw_only=True)
 
     file_id: str
@@ -242,6 +243,10 @@ class FileEvent(_Wire):
     url: str
     size: int
     mime_type: str
+    status: OmittedWhenNone[Literal["failed"]] = None
+    """Only for a file that could not be made; a made file has none."""
+    error: OmittedWhenNone[str] = None
+    """Why it could not be made, in words a user understands."""
 
 
 @dataclass(frozen=True, slots=True)

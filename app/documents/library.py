@@ -13,6 +13,8 @@ image, a damaged file) is kept with status `failed` and the reason.
 Generated files (a deck, a skill's output) are stored the same way, with
 `source: generated` and the conversation that made them, which takes them
 along when it is deleted; their `file` event comes from `generated_event`.
+One an agent could not make (`add_unmade`) is recorded `failed`, with why.
+Pictures of any file's pages come from `previews` (documents/previews.py).
 
 Search: the passages of one file that best match a query, or the whole text
 of a file small enough to be one passage.
@@ -53,6 +55,8 @@ from app.documents.extract import (
 )
 from app.documents.isolated import ParseLimits, extract_isolated
 from app.documents.ocr import OcrSettings, tesseract_path, usable_languages
+from app.documents.office import RenderLimits
+from app.documents.previews import FilePreviews
 from app.documents.retrieval import Bm25Index, Embedder, chunk, normalize, rank
 from app.llm.embeddings import EmbeddingError
 from app.store.base import FileChunk, FileOutcome, FileStore, StoreError
@@ -94,6 +98,7 @@ class LibrarySettings(
         "ocr_enabled": "ocr_enabled",
         "ocr_langs": "ocr_langs",
         "ocr_max_pages": "ocr_max_pages",
+        "preview_workers": "preview_workers",
     },
 ):
     max_bytes: int
@@ -110,6 +115,7 @@ class LibrarySettings(
     ocr_enabled: bool
     ocr_langs: str
     ocr_max_pages: int
+    preview_workers: int
 
     @property
     def parsing(self) -> ParseLimits:
@@ -146,6 +152,9 @@ class DocumentLibrary:
         self._embedder = embedder
         self._settings = settings
         self._parsing = asyncio.Semaphore(settings.parse_workers)
+        # Pages are drawn under the limits of reading a document: both open what users sent.
+        drawing = RenderLimits(settings.parse_memory_mb * 1024 * 1024, settings.parse_seconds)
+        self.previews = FilePreviews(blobs, drawing, settings.preview_workers)
 
     async def upload(self, user_id: str, name: str, source: BinaryIO) -> StoredFile:
         file_name = clean_file_name(name)
@@ -200,6 +209,20 @@ class DocumentLibrary:
             raise
         return record
 
+    async def add_unmade(
+        self, user_id: str, conversation_id: str, name: str, mime_type: str, error: str
+    ) -> StoredFile:
+        """Record a file an agent could not make (a report's PDF without LibreOffice):
+        `failed`, with `error` saying why, and no bytes; deleted with its conversation."""
+        file_id = uuid.uuid4().hex
+        record = _new_file(
+            file_id, user_id, clean_file_name(name), mime_type, 0, f"generated/{file_id}"
+        )
+        record.status, record.error = "failed", error
+        record.source, record.session_id = "generated", conversation_id
+        await self._store.add_file(record)
+        return record
+
     async def get(self, user_id: str, file_id: str) -> StoredFile | None:
         return await self._store.get_file(user_id, file_id)
 
@@ -242,13 +265,15 @@ class DocumentLibrary:
         return Passages([chunks[i] for i in order], whole=False, matched=True)
 
     async def _discard(self, key: str) -> None:
-        """Remove bytes whose rows are gone (or never were); a failure is logged, not raised.
+        """Remove bytes whose rows are gone (or never were), and what their preview kept;
+        a failure is logged, not raised.
 
         The rows decide what exists: bytes left behind by a failing disk are
         unreachable, and failing the request over them would hide what did happen.
         """
         try:
             await self._blobs.delete(key)
+            await self.previews.forget(key)
         except OSError:
             log.warning("could not delete blob %s", key, exc_info=True)
 
@@ -349,11 +374,15 @@ def clean_file_name(name: str) -> str:
 
 
 def generated_event(file: StoredFile) -> FileEvent:
-    """The `file` event that hands a generated file to the user (and to the turn's history)."""
+    """The `file` event that hands a generated file to the user (and to the turn's history);
+    one that could not be made says so, and why."""
+    failed = file.status == "failed"
     return FileEvent(
         file_id=file.id,
         name=file.file_name,
         url=f"/file/download/{file.id}",
         size=file.size,
         mime_type=file.mime_type,
+        status="failed" if failed else None,
+        error=file.error if failed else None,
     )

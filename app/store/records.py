@@ -34,6 +34,9 @@ class TurnFile(WireModel):
     url: str
     size: int
     mime_type: str
+    status: Literal["failed"] | None = Field(default=None, exclude_if=lambda v: v is None)
+    """Only for a file the agent could not make (then `error` says why); else left out."""
+    error: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class PlanTask(WireModel):

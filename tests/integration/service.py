@@ -50,6 +50,8 @@ def service_settings(
         "llm_retry_max_delay_seconds": 0.05,
         "tavily_api_key": "",
         "recommendations_enabled": False,
+        # Each costs a LibreOffice run: test_report_files.py turns them on.
+        "deep_report_formats": "none",
         "api_keys": "",
         "log_level": "WARNING",
     }

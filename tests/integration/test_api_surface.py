@@ -48,6 +48,7 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/file/exists/{file_id}": {"get"},
         "/file/list": {"get"},
         "/file/download/{file_id}": {"get"},
+        "/file/preview/{file_id}": {"get"},
         "/file/{file_id}": {"delete"},
         "/ag-ui/{kind}": {"post"},
         "/ai-sdk/{kind}": {"post"},

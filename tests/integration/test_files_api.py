@@ -91,17 +91,24 @@ async def test_upload_then_every_endpoint(tmp_path: Path, database_url: str) -> 
         "source": "upload",
         "createTime": record["createTime"],
         "ocr": False,
+        "pages": 2,
     }
     assert record["createTime"].endswith("Z")
     assert content.json()["data"] == "The pump manual.\n\nThe warranty lasts seven years."
     assert exists.json()["data"] is True
-    assert listing.json()["data"] == [record]
+    assert listing.json()["data"] == [{k: v for k, v in record.items() if k != "pages"}]
     assert download.status_code == 200
     assert download.content == data
     assert download.headers["content-type"] == "application/pdf"
     assert download.headers["content-disposition"] == "inline; filename*=UTF-8''manual.pdf"
-    # The bytes are stored once, under the generated id, never under the client's name.
-    assert [p.name for p in stored_while_there] == [file_id]
+    # The bytes are stored once, under the generated id, never under the client's name;
+    # beside them, what counting the pages for `/file/info` kept of the preview.
+    root = settings.data_dir / "files"
+    assert [p.relative_to(root).as_posix() for p in stored_while_there] == [
+        f"previews/uploads/{file_id}/page-1",
+        f"previews/uploads/{file_id}/pages",
+        f"uploads/{file_id}",
+    ]
     assert deleted.json()["data"] == {"fileId": file_id, "deleted": True}
     assert [r.status_code for r in after] == [404, 404, 404, 404]
     assert after[0].json() == {"code": 404, "message": "File not found", "data": None}

@@ -19,9 +19,10 @@ from app.agents.pptx.preview import thumbnails
 
 HANGING_SOFFICE = """#!/bin/sh
 sleep 300 &
-echo $! > "$SOFFICE_CHILD_PID"
+echo $! > "{pid_file}"
 wait
 """
+"""The child's environment holds no variable of ours, so where to tell the pid is written in."""
 
 
 async def ended(pid: int) -> None:
@@ -45,11 +46,10 @@ async def test_a_conversion_past_its_time_ends_every_process_it_started(
 ) -> None:
     programs = tmp_path / "bin"
     programs.mkdir()
-    (programs / "soffice").write_text(HANGING_SOFFICE)
-    (programs / "soffice").chmod(0o755)
     child_pid_file = tmp_path / "child.pid"
+    (programs / "soffice").write_text(HANGING_SOFFICE.format(pid_file=child_pid_file))
+    (programs / "soffice").chmod(0o755)
     monkeypatch.setenv("PATH", f"{programs}:{os.environ['PATH']}")
-    monkeypatch.setenv("SOFFICE_CHILD_PID", str(child_pid_file))
 
     images = await thumbnails(b"not really a deck", limit_seconds=1.0)
     child = int(child_pid_file.read_text())

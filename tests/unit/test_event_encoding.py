@@ -107,6 +107,9 @@ EVERY_KIND: list[Event] = [
     ReferenceEvent.of([Reference("/file/download/f1#page=2&passage=3", "manual.pdf", "p. 2")]),
     RecommendEvent.of(["Why?"]),
     FileEvent("f1", "deck.pptx", "/file/download/f1", 1024, "application/zip"),
+    FileEvent(
+        "f2", "r.pdf", "/file/download/f2", 0, "application/pdf", status="failed", error="No PDF"
+    ),
     DeckEvent(
         "ready", 2, "Solar", "ocean", [DeckSlide("Solar", "cover")], [DeckVersion(2, "v2", "/x")]
     ),

@@ -1,5 +1,5 @@
 """The Markdown export read as Markdown: links that survive odd titles and URLs, files
-linked whole, a turn that did not complete said so."""
+linked whole (one not made: why, no link), a turn that did not complete said so."""
 
 from __future__ import annotations
 
@@ -25,7 +25,16 @@ def test_links_survive_brackets_and_spaces_and_files_link_to_the_service() -> No
                 url="/file/download/f1",
                 size=10,
                 mime_type="application/octet-stream",
-            )
+            ),
+            TurnFile(
+                file_id="f2",
+                name="report.pdf",
+                url="/file/download/f2",
+                size=0,
+                mime_type="application/pdf",
+                status="failed",
+                error="No PDF was made: LibreOffice is not installed.",
+            ),
         ],
         create_time=datetime(2026, 1, 1, tzinfo=UTC),
     )
@@ -59,6 +68,7 @@ def test_links_survive_brackets_and_spaces_and_files_link_to_the_service() -> No
         "Files:",
         "",
         "- [report.docx](<https://agents.example/file/download/f1>)",
+        "- report.pdf: No PDF was made: LibreOffice is not installed.",
         "",
         "---",
     ]

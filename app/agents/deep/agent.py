@@ -42,7 +42,15 @@ from app.agents.deep.checkpoints import (
     thread_id,
     turn_thread,
 )
-from app.agents.deep.graph import DeepContext, DeepGraph, TaskResearcher, build_graph, shown_again
+from app.agents.deep.files import ReportFiles, report_formats
+from app.agents.deep.graph import (
+    DeepContext,
+    DeepGraph,
+    TaskResearcher,
+    build_graph,
+    numbered_sources,
+    shown_again,
+)
 from app.agents.deep.prompts import CONTINUE_WORDS
 from app.agents.deep.reading import TurnReading
 from app.agents.deep.state import DeepState
@@ -51,6 +59,7 @@ from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import Settings, SettingsPart
 from app.core.events import ApprovalEvent, Event, PlannedTask, ThinkingEvent
 from app.core.run import ConversationKey
+from app.documents.report import CitedSource
 from app.store.base import GoneTurn
 from app.store.models import StoredTurn
 from app.store.records import Pending, PlanTask
@@ -67,6 +76,7 @@ class DeepSettings(SettingsPart, prefix="deep_"):
     task_max_rounds: int
     fetch_per_task: int
     fetch_parallel: int
+    report_formats: str
 
 
 class DeepResearchAgent(BaseAgent):
@@ -91,6 +101,7 @@ class DeepResearchAgent(BaseAgent):
         self._fetch_page = fetch_page
         self._saver: BaseCheckpointSaver[str] | None = None
         self._graph: DeepGraph | None = None
+        self._files = ReportFiles(core.documents, report_formats(limits.report_formats))
 
     @asynccontextmanager
     async def resources(self) -> AsyncIterator[None]:
@@ -184,6 +195,27 @@ class DeepResearchAgent(BaseAgent):
                 for waiting in interrupts:
                     if isinstance(waiting.value, dict) and waiting.value.get("kind") == "plan":
                         yield await self._ask_review(turn, state, waiting.value)
+        if state.outcome == "completed" and self._files.wanted:
+            async for made in self._report_files(graph, config, turn):
+                yield made
+
+    async def _report_files(
+        self, graph: DeepGraph, config: RunnableConfig, turn: Turn
+    ) -> AsyncIterator[Event]:
+        """The finished report as files (`DEEP_REPORT_FORMATS`)."""
+        finished = await graph.aget_state(config)
+        values = cast(DeepState, finished.values)
+        if finished.next or not values.get("report"):
+            return
+        yield ThinkingEvent("Writing the report as files…\n")
+        sources = [
+            CitedSource(number, s["title"], s["url"])
+            for number, s in enumerate(numbered_sources(values), 1)
+        ]
+        async for made in self._files.hand_over(
+            turn.user_id, turn.conversation_id, values["question"], values["report"], sources
+        ):
+            yield made
 
     async def _ask_review(self, turn: Turn, state: TurnState, asked: dict[str, Any]) -> Event:
         """The plan review as the turn's pending decision: stored first, then the event."""

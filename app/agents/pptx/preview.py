@@ -1,24 +1,19 @@
 """Slide thumbnails of a deck, where LibreOffice is installed: one small PNG per slide.
 
-LibreOffice converts the deck to PDF (`soffice --headless --convert-to pdf`,
-in a child process with a profile of its own, killed past its time limit
-with the processes it started, which live in its own session), and pdfium
-draws each page. Without `soffice`, or when either step fails,
-there are simply no thumbnails: a preview never fails a deck.
+The deck goes the one way every page picture goes (documents/office.py):
+LibreOffice makes a PDF and pdfium draws each page, in a child process
+killed past its time limit with every process it started. Without
+`soffice`, or when either step fails, there are simply no thumbnails: a
+preview never fails a deck.
 """
 
 from __future__ import annotations
 
-import asyncio
-import io
 import logging
-import shutil
 import tempfile
 from pathlib import Path
 
-import pypdfium2
-
-from app.core.processes import kill_group
+from app.documents import office
 
 log = logging.getLogger(__name__)
 
@@ -26,61 +21,27 @@ THUMBNAIL_WIDTH = 480
 
 
 def available() -> bool:
-    return shutil.which("soffice") is not None
+    return office.available()
 
 
 async def thumbnails(deck: bytes, limit_seconds: float) -> list[bytes]:
     """PNG bytes per slide; empty without LibreOffice or when the conversion fails."""
-    soffice = shutil.which("soffice")
-    if soffice is None:
+    if not office.available():
         return []
     with tempfile.TemporaryDirectory(prefix="deck-preview-") as folder:
         work = Path(folder)
         (work / "deck.pptx").write_bytes(deck)
-        command = [
-            soffice,
-            f"-env:UserInstallation={(work / 'profile').as_uri()}",
-            "--headless",
-            "--convert-to",
-            "pdf",
-            "--outdir",
-            str(work),
-            str(work / "deck.pptx"),
-        ]
-        process = await asyncio.create_subprocess_exec(
-            *command,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.DEVNULL,
-            start_new_session=True,
-        )
+        limits = office.RenderLimits(memory_bytes=None, seconds=limit_seconds)
         try:
-            async with asyncio.timeout(limit_seconds):
-                await process.wait()
-        except TimeoutError:
-            log.warning("LibreOffice took over %gs to convert a deck", limit_seconds)
+            drawn = await office.render(
+                work / "deck.pptx",
+                work,
+                convert=True,
+                pages=None,
+                width=THUMBNAIL_WIDTH,
+                limits=limits,
+            )
+        except office.RenderFailed as exc:
+            log.warning("no thumbnails for a deck: %s", exc)
             return []
-        finally:
-            # Timed out, stopped with the turn, or done: `soffice` may have left
-            # `oosplash` and `soffice.bin` behind, which killing it alone would not end.
-            kill_group(process.pid)
-            await process.wait()
-        pdf = work / "deck.pdf"
-        if process.returncode != 0 or not pdf.is_file():
-            log.warning("LibreOffice could not convert a deck (exit %s)", process.returncode)
-            return []
-        return await asyncio.to_thread(_pages, pdf)
-
-
-def _pages(pdf: Path) -> list[bytes]:
-    document = pypdfium2.PdfDocument(str(pdf))
-    try:
-        images = []
-        for page in document:
-            scale = THUMBNAIL_WIDTH / page.get_width()
-            image = page.render(scale=scale).to_pil()
-            out = io.BytesIO()
-            image.save(out, format="PNG", optimize=True)
-            images.append(out.getvalue())
-        return images
-    finally:
-        document.close()
+        return [drawn.images[n] for n in sorted(drawn.images)]

@@ -140,6 +140,8 @@ def stored_task(rows: Sequence[StoredTurn], ref: TaskRef, base_url: str) -> Task
     if last.reference:
         task.artifacts.append(_references(last.reference, base_url))
     for file in last.files:
+        if file.status == "failed":
+            continue  # A file that was not made has no bytes to point at.
         task.artifacts.append(
             _file(file.file_id, file.name, absolute(file.url, base_url), file.mime_type)
         )
@@ -228,7 +230,7 @@ class TaskUpdates:
                 return self._artifact(_references(items, self.base_url))
             case ev.RecommendEvent():
                 return self._artifact(_follow_ups(event.questions()))
-            case ev.FileEvent():
+            case ev.FileEvent() if event.status is None:
                 url = absolute(event.url, self.base_url)
                 return self._artifact(_file(event.file_id, event.name, url, event.mime_type))
             case ev.CompleteEvent():
@@ -295,6 +297,8 @@ def _progress_text(event: ev.Event) -> str | None:
             return f"Task {event.task_id} {event.status}"
         case ev.CritiqueEvent():
             return "Critique: passed" if event.passed else "Critique: more research needed"
+        case ev.FileEvent() if event.status == "failed":
+            return f"{event.name}: {event.error}"
         case (
             ev.StartEvent()
             | ev.ApprovalEvent()

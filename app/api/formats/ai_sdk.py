@@ -165,7 +165,9 @@ class AiSdkTranslator:
             case ev.RecommendEvent():
                 parts.append({"type": "data-recommend", "data": orjson.loads(event.content)})
             case ev.FileEvent():
-                parts.append({"type": "file", "url": event.url, "mediaType": event.mime_type})
+                # A file that was not made is told in its data part alone: no URL to show.
+                if event.status is None:
+                    parts.append({"type": "file", "url": event.url, "mediaType": event.mime_type})
                 parts.append({"type": "data-file", "id": event.file_id, "data": fields})
             case ev.PlanEvent() | ev.DeckEvent():
                 # One part of each per message: a later one replaces the earlier in the client.

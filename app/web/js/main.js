@@ -315,6 +315,7 @@ async function ask(text, branch = {}) {
   if (branch.replaces) removeFrom(branch.replaces);
   else ui.question.value = '';
   const turn = withBranch(new TurnView(question, { onFollowUp: ask, onDecide: decide }));
+  if (state.file && file.accepts) turn.addUpload(state.file.fileId);
   addTurn(turn);
   const onStart = (event) =>
     turn.branch.set({ id: event.sessionId, parentId, siblings: [...versions, event.sessionId] });

@@ -8,6 +8,7 @@ import { h, jsonList } from './dom.js';
 import { renderMarkdown, safeUrl } from './markdown.js';
 import { ApprovalView } from './approvals.js';
 import { PlanView } from './plan.js';
+import { addPreview } from './previews.js';
 
 const RENDER_EVERY_MS = 50;
 
@@ -140,6 +141,7 @@ export class TurnView {
       turn.toolStarted(call.id, call.name, call.arguments);
       if ('result' in call) turn.toolEnded(call.id, call.name, call.result, call.isError);
     }
+    if (message.fileid) turn.addUpload(message.fileid);
     for (const file of message.files ?? []) turn.addFile(file);
     turn.showReferences(jsonList(message.reference));
     turn.showFollowUps(jsonList(message.recommend));
@@ -328,9 +330,29 @@ export class TurnView {
     const url = safeUrl(file.url);
     if (!url) return;
     const name = file.name || 'file';
-    const link = this.downloadLink(url, name, `Download ${name}`);
-    this.files.append(h('li', {}, link, h('span', { class: 'muted' }, ` ${sizeText(file.size)}`)));
     this.files.hidden = false;
+    if (file.status === 'failed') {
+      this.files.append(h('li', { class: 'unmade' }, `${name}: ${file.error ?? 'not made'}`));
+      return;
+    }
+    const link = this.downloadLink(url, name, `Download ${name}`);
+    const item = h('li', {}, link, h('span', { class: 'muted' }, ` ${sizeText(file.size)}`));
+    this.files.append(item);
+    addPreview(item, file.fileId, name);
+  }
+
+  /** The document the question was asked about, as its first page: shown once, at the
+   * first turn on screen that asks about it. */
+  addUpload(fileId) {
+    const shown = [...document.querySelectorAll('.turn[data-upload]')];
+    if (shown.some((turn) => turn.dataset.upload === fileId)) return;
+    this.el.dataset.upload = fileId;
+    const item = h('li', { class: 'upload' });
+    addPreview(item, fileId, '').then(() => {
+      if (!item.children.length) return;
+      this.files.prepend(item);
+      this.files.hidden = false;
+    });
   }
 
   /** A deck's slide list (titles and layouts), and a download button per version. */
