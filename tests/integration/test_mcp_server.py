@@ -151,6 +151,25 @@ async def test_a_generated_file_is_a_resource_link_that_downloads(
     assert download.content == REPORT_BYTES
 
 
+async def test_a_report_file_that_could_not_be_made_is_said_not_linked(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nothing = tmp_path / "no-programs"
+    nothing.mkdir()
+    monkeypatch.setenv("PATH", str(nothing))  # no LibreOffice: the PDF cannot be made
+    researcher = Researcher(orjson.dumps(INDEPENDENT).decode())
+    settings = deep_settings(
+        Backend(sqlite_url, "", ""), tmp_path, fake_search, deep_report_formats="docx,pdf"
+    )
+    async with deep_service(settings, researcher) as service, mcp_session(service) as session:
+        result = await session.call_tool("deep", {"query": QUESTION})
+
+    links = [block for block in result.content if isinstance(block, types.ResourceLink)]
+    assert [link.name.rsplit(".", 1)[1] for link in links] == ["docx"]
+    assert ".pdf: No PDF was made: LibreOffice is not installed" in _text(result)
+    assert not result.is_error
+
+
 async def test_a_research_that_asks_is_paused_and_the_next_call_answers_it(
     tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
 ) -> None:

@@ -177,6 +177,9 @@ class TurnResult:
             )
         elif status == "paused":
             text += "\n\n(The agent waits for your answer: call again with this conversationId.)"
+        unmade = [f"{file.name}: {file.error}" for file in self.files if file.status == "failed"]
+        if unmade:
+            text = "\n\n".join([text, *unmade]).strip()
         content: list[types.ContentBlock] = [types.TextContent(text=text)]
         if self.references:
             listed = "\n".join(
@@ -192,6 +195,7 @@ class TurnResult:
                 size=file.size,
             )
             for file in self.files
+            if file.status != "failed"
         )
         structured = None
         if self.start is not None:
