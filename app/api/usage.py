@@ -22,6 +22,7 @@ from app.store.usage import Spend, UsageReport
 router = APIRouter(tags=["usage"])
 
 DEFAULT_PERIOD = timedelta(days=30)
+_EARLIEST = datetime.min.replace(tzinfo=UTC)
 
 
 class SpendRecord(WireModel):
@@ -74,8 +75,12 @@ End = Annotated[
 
 def period(start: datetime | None, end: datetime | None) -> tuple[datetime, datetime]:
     """`from` and `to` as asked, defaults filled in; 422 unless `from` comes first."""
-    end = _aware(end) if end is not None else datetime.now(UTC)
-    start = _aware(start) if start is not None else end - DEFAULT_PERIOD
+    try:
+        end = _aware(end) if end is not None else datetime.now(UTC)
+        earliest_end = _EARLIEST + DEFAULT_PERIOD
+        start = _aware(start) if start is not None else max(end, earliest_end) - DEFAULT_PERIOD
+    except OverflowError as exc:  # a time near year 1 or 9999 moved to UTC
+        raise ApiError(422, "from and to must lie between the years 1 and 9999 in UTC") from exc
     if start >= end:
         raise ApiError(422, "from must be before to")
     return start, end

@@ -524,6 +524,8 @@ async def test_usage_totals_a_users_turns_per_model_and_per_kind(
         period = await client.get("/usage")
         before = await client.get("/usage", params={"from": "2020-01-01", "to": "2020-02-01"})
         backwards = await client.get("/usage", params={"from": "2030-01-01", "to": "2020-01-01"})
+        year_one = await client.get("/usage", params={"to": "0001-01-01T10:06:00Z"})
+        before_year_one = await client.get("/usage", params={"from": "0001-01-01T00:00:00+05:00"})
 
     assert period.status_code == 200
     data = period.json()["data"]
@@ -546,6 +548,9 @@ async def test_usage_totals_a_users_turns_per_model_and_per_kind(
     assert before.json()["data"]["total"]["turns"] == 0
     assert before.json()["data"]["from"] == "2020-01-01T00:00:00Z"
     assert backwards.status_code == 422
+    assert year_one.status_code == 200
+    assert year_one.json()["data"]["from"] == "0001-01-01T00:00:00Z"
+    assert before_year_one.status_code == 422
 
 
 async def test_a_deep_readiness_check_covers_every_model_and_names_the_failing_one(
