@@ -24,7 +24,18 @@ from app.agents.approvals import ApprovalPolicy, ApprovalSettings
 from app.agents.on_demand import OnDemandAgents
 from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turn import AgentCore, AgentSettings
-from app.api import agent, export, files, health, metrics, runs, search, sessions, usage
+from app.api import (
+    access_log,
+    agent,
+    export,
+    files,
+    health,
+    metrics,
+    runs,
+    search,
+    sessions,
+    usage,
+)
 from app.api.a2a.routes import install_a2a
 from app.api.body_limit import BodyCap, BodyLimit, request_max_bytes
 from app.api.deps import ApiSettings, Services
@@ -246,6 +257,7 @@ def create_app(
     turns tracing on with it, whatever the settings say (tests, benchmarks)."""
     settings = settings or Settings()
     _configure_logging(settings.log_level)
+    access_log.install()
     app = FastAPI(
         title="dodo-agent",
         version="0.1.0",

@@ -33,6 +33,10 @@ class ApiSettings(SettingsPart, renamed={"public_url": "a2a_public_url"}):
     """Our base URL as clients reach it (the A2A card); empty: the URL a request came to."""
     metrics_key: SecretStr
     """The key /metrics asks for; empty: open, or off when API keys are set."""
+    query_max_chars: int
+    """The longest `query` (`/agent/limits` tells clients)."""
+    upload_max_bytes: int
+    """The largest upload (`/agent/limits` tells clients)."""
 
 
 @dataclass(slots=True)

@@ -36,6 +36,30 @@ class TurnFile(WireModel):
     mime_type: str
 
 
+class DeckSlideRecord(WireModel):
+    title: str
+    page_type: str = ""
+
+
+class DeckVersionRecord(WireModel):
+    version: int
+    name: str
+    url: str
+
+
+class DeckRecord(WireModel):
+    """A deck turn's last `deck` event, kept so a reopened conversation shows its slides."""
+
+    stage: Literal["outline", "ready"]
+    version: int
+    title: str
+    template: str
+    slides: list[DeckSlideRecord] = Field(default_factory=list)
+    versions: list[DeckVersionRecord] = Field(default_factory=list)
+    thumbnails: list[str] = Field(default_factory=list)
+    """Download URLs of one PNG per slide, when the service could draw them."""
+
+
 class PlanTask(WireModel):
     """One task of a research round, as it stood when the turn was stored."""
 

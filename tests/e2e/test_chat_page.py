@@ -469,8 +469,9 @@ async def test_agent_picker_offers_only_the_agents_the_server_runs(
         "PowerPoint",
         "Deep research",
         "Skills",
-        "Remote agents",
     ]
+    # With no remote agents configured, "Remote agents" is not offered.
+    assert "Remote agents" not in running
     await expect(page.locator("#agent option")).to_have_text(running)
 
 
