@@ -252,7 +252,12 @@ class TurnState:
             (self.answer if isinstance(event, TextEvent) else self.thinking).append(event.content)
         elif isinstance(event, ToolStartEvent):
             self.tool_calls.append(
-                ToolCall(id=event.tool_call_id, name=event.tool_name, arguments=event.arguments)
+                ToolCall(
+                    id=event.tool_call_id,
+                    name=event.tool_name,
+                    arguments=event.arguments,
+                    task_id=event.task_id,
+                )
             )
         elif isinstance(event, ToolEndEvent):
             for index in range(len(self.tool_calls) - 1, -1, -1):

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from app.core.events import OmittedWhenNone
 from app.core.wire import WireModel
 
 TurnStatus = Literal["running", "completed", "stopped", "failed", "paused", "interrupted"]
@@ -24,6 +25,8 @@ class ToolCall(WireModel):
     arguments: str = ""
     result: str | None = None
     is_error: bool = False
+    task_id: OmittedWhenNone[str] = None
+    """The deep-research task that made the call (its `tool_start.taskId`); absent otherwise."""
 
 
 class TurnFile(WireModel):
