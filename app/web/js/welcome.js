@@ -1,0 +1,36 @@
+// The first screen of a conversation: what the picked agent does, in a sentence, and
+// two or three things to ask it (from `/agent/kinds`), each a button that puts the
+// example in the question box. The box's placeholder says what to type for that agent.
+
+import { h } from './dom.js';
+
+const PLACEHOLDERS = {
+  chat: 'Ask anything: the agent searches the web and cites its sources…',
+  file: 'Ask about the attached file…',
+  pptx: 'Describe the deck: its topic, audience and number of slides…',
+  deep: 'What should it research? It plans, searches and writes a cited report…',
+  skills: 'Say what to make or work out: a document, a table, a chart…',
+  host: 'Ask one of the remote agents…',
+};
+const DEFAULT_PLACEHOLDER = 'Ask a question…';
+
+/** Draw the welcome for the picked `option` of the agent picker; `onPick(text)` fills the box. */
+export function showWelcome({ text, examples, question }, option, onPick) {
+  const data = option?.dataset ?? {};
+  question.placeholder = PLACEHOLDERS[option?.value] ?? DEFAULT_PLACEHOLDER;
+  text.textContent =
+    data.description ||
+    'The agent searches, reasons and answers live. Enter sends, Shift+Enter adds a line.';
+  let asks = [];
+  try {
+    asks = JSON.parse(data.examples || '[]');
+  } catch {
+    asks = [];
+  }
+  examples.replaceChildren(
+    ...asks.map((example) =>
+      h('button', { type: 'button', class: 'example', onclick: () => onPick(example) }, example),
+    ),
+  );
+  examples.hidden = asks.length === 0;
+}
