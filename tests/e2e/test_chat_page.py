@@ -75,6 +75,10 @@ async def test_question_streams_answer_thinking_tools_references_and_follow_ups(
         "https://example.test/python-3.13/1",
         "https://example.test/python-3.13/2",
     ]
+    # The answer's `[1]` links to its source.
+    citation = turn.locator(".answer a.citation")
+    await expect(citation).to_have_text("[1]")
+    assert await citation.get_attribute("href") == "https://example.test/python-3.13/1"
     follow_ups = turn.locator(".follow-up")
     await expect(follow_ups).to_have_text(
         ["What changed in 3.13?", "Is it faster?", "How do I upgrade?"]
@@ -296,9 +300,7 @@ async def test_errors_are_shown_in_plain_words_and_retried_in_one_click(
         # Over the limit: the box keeps the text, counts it, and Send says why it waits.
         box, hint = page.locator("#question"), page.locator("#composer-hint")
         await box.fill("Why " * 15)
-        await expect(hint).to_have_text(
-            "Too long by 20 characters (60 of 40): shorten it to send."
-        )
+        await expect(hint).to_have_text("Too long by 20 characters (60 of 40): shorten it to send.")
         await expect(page.locator("#send")).to_be_disabled()
         await box.press("Enter")
         await expect(page.locator(".turn")).to_have_count(0)
@@ -331,9 +333,7 @@ async def test_a_refused_question_goes_back_in_the_box_with_the_servers_reason(
 ) -> None:
     busy = {"code": 409, "message": "A task is already running for this conversation",
             "data": None}  # fmt: skip
-    await page.route(
-        "**/agent/chat/stream", lambda route: route.fulfill(status=409, json=busy)
-    )
+    await page.route("**/agent/chat/stream", lambda route: route.fulfill(status=409, json=busy))
     await page.goto(app_url)
 
     await ask(page, "Is anyone there?")
