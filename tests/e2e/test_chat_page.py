@@ -331,14 +331,14 @@ async def test_errors_are_shown_in_plain_words_and_retried_in_one_click(
 async def test_a_refused_question_goes_back_in_the_box_with_the_servers_reason(
     page: Page, app_url: str
 ) -> None:
-    busy = {"code": 409, "message": "A task is already running for this conversation",
-            "data": None}  # fmt: skip
+    reason = "A task is already running for this conversation"
+    busy = {"code": 409, "message": reason, "data": None}
     await page.route("**/agent/chat/stream", lambda route: route.fulfill(status=409, json=busy))
     await page.goto(app_url)
 
     await ask(page, "Is anyone there?")
 
-    await expect(page.locator("#notice-text")).to_have_text(busy["message"])
+    await expect(page.locator("#notice-text")).to_have_text(reason)
     await expect(page.locator("#question")).to_have_value("Is anyone there?")
     await expect(page.locator(".turn")).to_have_count(0)
 
@@ -487,6 +487,7 @@ async def test_file_agent_uploads_a_file_and_asks_about_it(page: Page, app_url: 
     assert request.method == "POST"
     assert urlsplit(request.url).query == ""
     sent = request.post_data_json
+    assert isinstance(sent, dict)
     assert (sent["fileId"], sent["query"]) == ("f-123", "Summarise it")
 
 

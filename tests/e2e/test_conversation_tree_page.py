@@ -61,7 +61,8 @@ async def stream_query(page: Page, action: Callable[[], Any]) -> dict[str, Any]:
         await action()
     sent = await request.value
     assert (sent.method, urlsplit(sent.url).query) == ("POST", "")
-    body: dict[str, Any] = sent.post_data_json
+    body = sent.post_data_json
+    assert isinstance(body, dict)
     return body
 
 

@@ -37,13 +37,15 @@ async def assert_deck_shown(page: Page, turn: Locator) -> None:
     for image in await thumbnails.all():
         await expect(image).to_have_js_property("naturalWidth", preview.THUMBNAIL_WIDTH)
     box = await thumbnails.first.bounding_box()
-    assert box is not None and box["width"] >= 300, f"thumbnails too small: {box}"
+    assert box is not None
+    assert box["width"] >= 300, f"thumbnails too small: {box}"
     await deck.get_by_role("button", name="Open slide 3. How panels work large").click()
     viewer = page.locator("dialog.viewer")
     await expect(viewer).to_be_visible()
     await expect(viewer.locator("h2")).to_have_text("Slide 3. How panels work")
     large = await viewer.locator("img").bounding_box()
-    assert large is not None and large["width"] > 2 * box["width"]
+    assert large is not None
+    assert large["width"] > 2 * box["width"]
     await page.keyboard.press("Escape")
     await expect(viewer).to_be_hidden()
 

@@ -324,8 +324,7 @@ async function refreshRuns({ join = false } = {}) {
 async function ask(text, branch = {}) {
   const question = text.trim();
   if (!question) return;
-  const blocked = composer.blocked();
-  if (blocked && !branch.replaces) {
+  if (text === ui.question.value && composer.blocked()) {
     // The line under the box already says why; the text stays where it is.
     ui.question.focus();
     return;
