@@ -9,8 +9,8 @@ import httpx
 from PIL import Image
 from playwright.async_api import FilePayload, Page, expect
 
-from tests.e2e.conftest import LOOP, Upstreams
-from tests.e2e.test_chat_page import ask
+from tests.e2e.conftest import DESKTOP, LOOP, PHONE, Upstreams, artifact
+from tests.e2e.test_chat_page import ask, assert_fits_width
 from tests.fakes.scripted_server import Reply
 
 pytestmark = LOOP
@@ -24,12 +24,19 @@ async def test_each_agent_explains_itself_with_examples_to_pick(page: Page, app_
         "placeholder", "Ask anything: the agent searches the web and cites its sources…"
     )
     await page.locator("#agent").select_option("pptx")
-    await expect(page.locator("#welcome-text")).to_contain_text("Builds a PowerPoint deck")
+    await expect(page.locator("#welcome-text")).to_have_text(
+        "Builds a PowerPoint deck on a topic: you see the slides, then download it."
+    )
     await expect(page.locator("#question")).to_have_attribute(
         "placeholder", "Describe the deck: its topic, audience and number of slides…"
     )
     first = await examples.first.text_content()
     assert first == "A 6-slide deck on heat pumps for a town council."
+    await page.set_viewport_size(PHONE)
+    await expect(page.locator("#sidebar")).not_to_be_in_viewport()
+    await assert_fits_width(page, PHONE["width"])
+    await page.screenshot(path=artifact("chat-page-welcome-phone.png"))
+    await page.set_viewport_size(DESKTOP)
 
     await examples.first.click()
 

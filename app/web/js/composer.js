@@ -45,10 +45,13 @@ export class Composer {
     const count = length(this.question.value);
     if (count > this.maxChars) {
       const over = (count - this.maxChars).toLocaleString();
-      return `Too long by ${over} characters (${count.toLocaleString()} of ${this.maxChars.toLocaleString()}): shorten it to send.`;
+      const of = `${count.toLocaleString()} of ${this.maxChars.toLocaleString()}`;
+      return `Too long by ${over} characters (${of}): shorten it to send.`;
     }
     // Said only once there is something to send: an empty box needs no excuse.
-    if (this.busy && this.question.value.trim()) return 'An answer is still coming: wait for it, or press Stop, to ask again.';
+    if (this.busy && this.question.value.trim()) {
+      return 'An answer is still coming: wait for it, or press Stop, to ask again.';
+    }
     return '';
   }
 

@@ -106,7 +106,11 @@ export class TurnView {
       { class: 'error', role: 'alert', hidden: true },
       this.errorText,
       this.onRetry
-        ? h('button', { type: 'button', class: 'button retry', onclick: () => this.onRetry(this) }, 'Retry')
+        ? h(
+            'button',
+            { type: 'button', class: 'button retry', onclick: () => this.onRetry(this) },
+            'Retry',
+          )
         : null,
     );
     this.referenceList = h('ol');
@@ -350,7 +354,8 @@ export class TurnView {
     if (!url) return;
     const name = file.name || 'file';
     const link = this.downloadLink(url, name, `Download ${name}`);
-    const row = h('li', { 'data-url': url }, link, h('span', { class: 'muted' }, ` ${sizeText(file.size)}`));
+    const size = h('span', { class: 'muted' }, ` ${sizeText(file.size)}`);
+    const row = h('li', { 'data-url': url }, link, size);
     this.files.append(row);
     this.showFiles();
   }

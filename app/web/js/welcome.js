@@ -13,14 +13,25 @@ const PLACEHOLDERS = {
   host: 'Ask one of the remote agents…',
 };
 const DEFAULT_PLACEHOLDER = 'Ask a question…';
+/** What each agent does, told to a person (the server's `description` is written for
+ * other agents, and stands in for a kind this page does not know). */
+const INTROS = {
+  chat: 'Searches the web and answers with current facts, citing its sources.',
+  file: 'Answers questions about a document you attach, pointing to the passages it used.',
+  pptx: 'Builds a PowerPoint deck on a topic: you see the slides, then download it.',
+  deep:
+    'Researches in depth: plans, searches in parallel, checks itself and writes a cited' +
+    ' report. It may ask you a question first.',
+  skills: 'Makes and works on files (documents, tables, charts, scripts) in its own workspace.',
+  host: 'Hands your question to the remote agents this service knows.',
+};
 
 /** Draw the welcome for the picked `option` of the agent picker; `onPick(text)` fills the box. */
 export function showWelcome({ text, examples, question }, option, onPick) {
   const data = option?.dataset ?? {};
   question.placeholder = PLACEHOLDERS[option?.value] ?? DEFAULT_PLACEHOLDER;
   text.textContent =
-    data.description ||
-    'The agent searches, reasons and answers live. Enter sends, Shift+Enter adds a line.';
+    INTROS[option?.value] || data.description || 'The agent searches, reasons and answers live.';
   let asks = [];
   try {
     asks = JSON.parse(data.examples || '[]');
