@@ -38,6 +38,8 @@ export class ConversationList {
     this.onError = onError;
     this.pages = 1;
     this.current = null;
+    /** The conversation last scrolled into view. */
+    this.shown = null;
     /** conversationId -> the status of its run (`running`, `queued`, `paused`). */
     this.runs = new Map();
     /** Counts the list's loads, so an answer that arrives after a newer one's is dropped. */
@@ -150,7 +152,12 @@ export class ConversationList {
       : null;
     const first = this.list.querySelector('button.open');
     if (focused ?? current ?? first) this.tabStop(focused ?? current ?? first);
-    current?.scrollIntoView({ block: 'nearest' });
+    // Scrolled to once when it is opened, not at every reload of the list, which would
+    // pull the list back while the reader looks further down.
+    if (current && this.shown !== id) {
+      current.scrollIntoView({ block: 'nearest' });
+      this.shown = id;
+    }
   }
 
   item(record) {
