@@ -28,6 +28,7 @@ from app.agents.on_demand import OnDemandAgents
 from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turn import AgentCore, AgentSettings
 from app.api import (
+    access_log,
     admin,
     agent,
     auth_keys,
@@ -282,6 +283,7 @@ def create_app(
     turns tracing on with it, whatever the settings say (tests, benchmarks)."""
     settings = settings or Settings()
     _configure_logging(settings.log_level)
+    access_log.install()
     app = FastAPI(
         title="dodo-agent",
         version="0.1.0",

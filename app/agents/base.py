@@ -243,6 +243,7 @@ class BaseAgent(ABC):
             recommend=state.recommend,
             files=state.files,
             plan=state.plan,
+            deck=state.deck,
             pending=state.pending if status == "paused" else [],
             approval_id=state.pending[0].approval_id
             if status == "paused" and state.pending

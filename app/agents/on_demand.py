@@ -39,7 +39,7 @@ class OnDemandAgents:
         settings: Settings,
         stack: AsyncExitStack,
     ) -> None:
-        self._entries = {entry.kind: entry for entry in entries if entry.built}
+        self._entries = {entry.kind: entry for entry in entries if entry.runs_with(settings)}
         self._core = core
         self._settings = settings
         self._stack = stack

@@ -47,10 +47,17 @@ class AgentEntry:
     accepts_file: bool = False
     follow_ups: bool = True
     """Whether its answers end with suggested follow-up questions (when enabled)."""
+    configured: Callable[[Settings], bool] | None = None
+    """Whether the settings give it what it works with; None: always. An agent with
+    nothing to work with (the host agent without remote agents) is not run: 501."""
 
     @property
     def built(self) -> bool:
         return self.factory is not None
+
+    def runs_with(self, settings: Settings) -> bool:
+        """Built in this version and, so configured, of use."""
+        return self.built and (self.configured is None or self.configured(settings))
 
     def load(self) -> AgentFactory:
         """The builder, its module imported now if the entry names it by place."""
@@ -62,6 +69,10 @@ class AgentEntry:
         return cast(AgentFactory, getattr(importlib.import_module(module), name))
 
 
+def _has_remote_agents(settings: Settings) -> bool:
+    return bool(settings.a2a_agents.get_secret_value().strip())
+
+
 AGENTS: tuple[AgentEntry, ...] = (
     AgentEntry(
         "chat",
@@ -69,7 +80,11 @@ AGENTS: tuple[AgentEntry, ...] = (
         "Web-search agent stream",
         "app.agents.web_search:build",
         description="Answers questions with current facts from a web search, citing its sources.",
-        examples=("What changed in the EU AI Act this year?",),
+        examples=(
+            "What changed in the EU AI Act this year?",
+            "Compare the latest iPhone and Pixel cameras.",
+            "Which European cities have the cleanest air?",
+        ),
         accepts_file=True,
     ),
     AgentEntry(
@@ -78,7 +93,11 @@ AGENTS: tuple[AgentEntry, ...] = (
         "File question-answering agent stream",
         "app.agents.file_qa:build",
         description="Answers questions about an uploaded document (metadata `fileId`).",
-        examples=("Summarise chapter 2 of the report.",),
+        examples=(
+            "Summarise this document in five bullet points.",
+            "What are the key figures, and where are they?",
+            "List the open questions it leaves.",
+        ),
         needs_file=True,
         accepts_file=True,
     ),
@@ -90,7 +109,11 @@ AGENTS: tuple[AgentEntry, ...] = (
         description=(
             "Builds a PowerPoint deck on a topic; the deck comes back as a file artifact."
         ),
-        examples=("A 6-slide deck on heat pumps for a town council.",),
+        examples=(
+            "A 6-slide deck on heat pumps for a town council.",
+            "An 8-slide pitch for a community garden.",
+            "5 slides introducing our team to new hires.",
+        ),
     ),
     AgentEntry(
         "deep",
@@ -101,7 +124,11 @@ AGENTS: tuple[AgentEntry, ...] = (
             "Deep research: plans, searches in parallel, checks itself and writes a cited"
             " report; may ask a clarifying question first (input-required)."
         ),
-        examples=("How big is the European heat pump market, and where is it going?",),
+        examples=(
+            "How big is the European heat pump market, and where is it going?",
+            "What does the research say about four-day work weeks?",
+            "Compare the main approaches to grid-scale battery storage.",
+        ),
     ),
     AgentEntry(
         "skills",
@@ -109,7 +136,11 @@ AGENTS: tuple[AgentEntry, ...] = (
         "Skills agent stream",
         "app.agents.skills_agent:build",
         description="Works with skills (documents, data, scripts) in a sandboxed workspace.",
-        examples=("Turn this CSV into a summary table.",),
+        examples=(
+            "Turn this CSV into a summary table.",
+            "Write a short Word report on the attached data.",
+            "Make a chart of the numbers in this file.",
+        ),
         accepts_file=True,
     ),
     AgentEntry(
@@ -118,6 +149,10 @@ AGENTS: tuple[AgentEntry, ...] = (
         "Host agent stream: delegates to remote A2A agents",
         "app.agents.host:build",
         description="Delegates to the remote A2A agents this service knows.",
-        examples=("Ask the research agent for the latest figures.",),
+        examples=(
+            "Ask the research agent for the latest figures.",
+            "Which remote agents can help with travel planning?",
+        ),
+        configured=_has_remote_agents,
     ),
 )

@@ -17,6 +17,7 @@ from app.agents.approvals import ApprovalAnswer, ApprovalMode, ApprovalPolicy
 from app.agents.plan_record import PLAN_EVENTS, record_plan
 from app.config import SettingsPart
 from app.core.events import (
+    DeckEvent,
     Event,
     FileEvent,
     Reference,
@@ -39,7 +40,7 @@ from app.llm.tokens import TokenCounter
 from app.store.base import SessionStore
 from app.store.db import Database
 from app.store.models import StoredTurn
-from app.store.records import Pending, PlanRound, ToolCall, TurnFile
+from app.store.records import DeckRecord, Pending, PlanRound, ToolCall, TurnFile
 from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 from app.tools.base import Tool
 from app.tools.fetch_page import FetchPage
@@ -181,6 +182,8 @@ class TurnState:
     files: list[TurnFile] = field(default_factory=list)
     plan: list[PlanRound] = field(default_factory=list)
     """A planning agent's rounds, from its `plan`, `step` and `critique` events."""
+    deck: DeckRecord | None = None
+    """The deck builder's last `deck` event: what a reopened conversation shows."""
     usage: Usage = field(default_factory=Usage)
     by_model: dict[str, Usage] = field(default_factory=dict)
     """`usage` per catalog id; "" for calls of a model that did not say (the turn's own)."""
@@ -205,6 +208,7 @@ class TurnState:
             },
             files=list(paused.files),
             plan=list(paused.plan),
+            deck=paused.deck,
             usage=Usage(paused.prompt_tokens, paused.completion_tokens),
             first_response_ms=paused.first_response_time,
         )
@@ -248,7 +252,12 @@ class TurnState:
             (self.answer if isinstance(event, TextEvent) else self.thinking).append(event.content)
         elif isinstance(event, ToolStartEvent):
             self.tool_calls.append(
-                ToolCall(id=event.tool_call_id, name=event.tool_name, arguments=event.arguments)
+                ToolCall(
+                    id=event.tool_call_id,
+                    name=event.tool_name,
+                    arguments=event.arguments,
+                    task_id=event.task_id,
+                )
             )
         elif isinstance(event, ToolEndEvent):
             for index in range(len(self.tool_calls) - 1, -1, -1):
@@ -262,6 +271,8 @@ class TurnState:
             self.files.append(TurnFile.model_validate(event))
         elif isinstance(event, PLAN_EVENTS):
             record_plan(self.plan, event)
+        elif isinstance(event, DeckEvent):
+            self.deck = DeckRecord.model_validate(event, from_attributes=True)
 
     def tool_names(self) -> list[str]:
         return list(dict.fromkeys(call.name for call in self.tool_calls))

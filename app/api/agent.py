@@ -165,6 +165,13 @@ class AgentKind(WireModel):
     )
     needs_file: bool = Field(description="A stream must name a `fileId`.")
     accepts_file: bool = Field(description="A stream may name a `fileId`.")
+    description: str = Field(description="What it does, in a sentence.")
+    examples: list[str] = Field(description="Requests it answers well, to offer a new user.")
+
+
+class Limits(WireModel):
+    query_max_chars: int = Field(description="The longest `query` a stream takes (else 413).")
+    upload_max_bytes: int = Field(description="The largest upload `/file/upload` takes (else 413).")
 
 
 class ModelInfo(WireModel):
@@ -276,9 +283,20 @@ async def list_agent_kinds(user: UserDep, services: ServicesDep) -> Envelope[lis
                 available=entry.kind in running,
                 needs_file=entry.needs_file,
                 accepts_file=entry.accepts_file,
+                description=entry.description or entry.summary,
+                examples=list(entry.examples),
             )
             for entry in services.agents.values()
         ]
+    )
+
+
+@router.get("/limits", summary="What a request may hold")
+async def read_limits(user: UserDep, services: ServicesDep) -> Envelope[Limits]:
+    """The limits a client checks before it sends, so a person hears of them while typing."""
+    settings = services.http
+    return ok(
+        Limits(query_max_chars=settings.query_max_chars, upload_max_bytes=settings.upload_max_bytes)
     )
 
 

@@ -39,6 +39,10 @@ class ApiSettings(SettingsPart, renamed={"public_url": "a2a_public_url"}):
     oidc_client_id: str
     """The chat page's public client at the OIDC issuer; empty: the page does not sign in."""
     oidc_scopes: str
+    query_max_chars: int
+    """The longest `query` (`/agent/limits` tells clients)."""
+    upload_max_bytes: int
+    """The largest upload (`/agent/limits` tells clients)."""
 
 
 @dataclass(slots=True)

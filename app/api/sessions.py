@@ -17,6 +17,7 @@ from app.api.auth import UserDep
 from app.api.deps import Services, ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
+from app.llm.errors import USER_MESSAGES
 from app.store.models import PUBLIC_CONFIG, TurnBase
 from app.store.titles import title_of
 from app.store.tree import ConversationTree
@@ -64,6 +65,13 @@ class MessageRecord(TurnBase):
     create_time: WireTime
     siblings: list[int] = Field(default_factory=list)
     """The turns with the same parent (this one included), oldest first: its other versions."""
+    error_message: str | None = None
+    """A failed turn's `error` as the sentence its stream's `error.message` said."""
+
+
+def error_sentence(error: str | None) -> str | None:
+    """The sentence a stored error code stands for; text stored before codes, as it is."""
+    return USER_MESSAGES.get(error, error) if error else None
 
 
 class ConversationDetail(WireModel):
@@ -108,7 +116,9 @@ async def _detail(
         agent_type=tree.turns[0].agent_type,
         fileid=next((t.fileid for t in path if t.fileid), None),
         messages=[
-            MessageRecord.model_validate(t).model_copy(update={"siblings": tree.siblings(t.id)})
+            MessageRecord.model_validate(t).model_copy(
+                update={"siblings": tree.siblings(t.id), "error_message": error_sentence(t.error)}
+            )
             for t in path
             if t.id is not None
         ],

@@ -46,6 +46,7 @@ from sqlmodel._compat import SQLModelConfig
 
 from app.core.wire import WIRE_CONFIG
 from app.store.records import (
+    DeckRecord,
     FileSource,
     FileStatus,
     ModelUsage,
@@ -133,6 +134,26 @@ class JsonList(TypeDecorator[list[Any]]):
         return self._adapter.validate_json(value) if value else []
 
 
+class JsonRecord(TypeDecorator[Any]):
+    """One typed record kept as JSON text (NULL for none), handed back typed."""
+
+    impl = Text
+    cache_ok = True
+
+    def __init__(self, item: Any) -> None:
+        super().__init__()
+        self.item = item
+        self._adapter: TypeAdapter[Any] = TypeAdapter(item)
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
+        if value is None:
+            return None
+        return self._adapter.dump_json(value, by_alias=True, fallback=str).decode()
+
+    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
+        return self._adapter.validate_json(value) if value else None
+
+
 def _row_id() -> Any:
     """A turn's id type, where another column holds one (an id column's own is in its `Column`)."""
     return BigInteger().with_variant(Integer(), "sqlite")
@@ -162,6 +183,8 @@ class TurnOutcome(SQLModel):
     """The files the turn made `{fileId, name, url, size, mimeType}`."""
     plan: list[PlanRound] = _json_list(PlanRound)
     """A deep research turn's rounds `{round, tasks, critique}`; empty otherwise."""
+    deck: DeckRecord | None = Field(default=None, sa_type=JsonRecord(DeckRecord), nullable=True)
+    """A deck turn's slides as its last `deck` event showed them; None otherwise."""
     error: str | None = Field(default=None, sa_type=Text)
     """What went wrong, for a `failed` turn; user-facing text, never a raw provider message."""
     first_response_time: int | None = None

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from app.core.events import OmittedWhenNone
 from app.core.wire import WireModel
 
 TurnStatus = Literal["running", "completed", "stopped", "failed", "paused", "interrupted"]
@@ -24,6 +25,8 @@ class ToolCall(WireModel):
     arguments: str = ""
     result: str | None = None
     is_error: bool = False
+    task_id: OmittedWhenNone[str] = None
+    """The deep-research task that made the call (its `tool_start.taskId`); absent otherwise."""
 
 
 class TurnFile(WireModel):
@@ -37,6 +40,30 @@ class TurnFile(WireModel):
     status: Literal["failed"] | None = Field(default=None, exclude_if=lambda v: v is None)
     """Only for a file the agent could not make (then `error` says why); else left out."""
     error: str | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class DeckSlideRecord(WireModel):
+    title: str
+    page_type: str = ""
+
+
+class DeckVersionRecord(WireModel):
+    version: int
+    name: str
+    url: str
+
+
+class DeckRecord(WireModel):
+    """A deck turn's last `deck` event, kept so a reopened conversation shows its slides."""
+
+    stage: Literal["outline", "ready"]
+    version: int
+    title: str
+    template: str
+    slides: list[DeckSlideRecord] = Field(default_factory=list)
+    versions: list[DeckVersionRecord] = Field(default_factory=list)
+    thumbnails: list[str] = Field(default_factory=list)
+    """Download URLs of one PNG per slide, when the service could draw them."""
 
 
 class PlanTask(WireModel):

@@ -12,7 +12,7 @@ import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 import pytest_asyncio
@@ -55,11 +55,15 @@ async def stored(app_url: str, conversation: str) -> list[dict[str, Any]]:
     return messages
 
 
-async def stream_query(page: Page, action: Callable[[], Any]) -> dict[str, list[str]]:
-    """The query string of the stream `action` opens."""
-    async with page.expect_request("**/agent/chat/stream?**") as request:
+async def stream_query(page: Page, action: Callable[[], Any]) -> dict[str, Any]:
+    """The fields of the stream `action` opens: a POST's JSON body, nothing in the URL."""
+    async with page.expect_request("**/agent/chat/stream") as request:
         await action()
-    return parse_qs(urlsplit((await request.value).url).query)
+    sent = await request.value
+    assert (sent.method, urlsplit(sent.url).query) == ("POST", "")
+    body = sent.post_data_json
+    assert isinstance(body, dict)
+    return body
 
 
 async def open_drawer(page: Page) -> None:
@@ -91,8 +95,8 @@ async def test_the_pencil_edits_a_question_and_sends_it_as_a_new_branch(
     await box.fill("How many people live in France?")
     query = await stream_query(page, lambda: box.press("Enter"))
 
-    assert query["parentId"] == [str(first_id)]
-    assert query["query"] == ["How many people live in France?"]
+    assert query["parentId"] == first_id
+    assert query["query"] == "How many people live in France?"
     turns = page.locator(".turn")
     await expect(turns).to_have_count(2)
     edited = turns.last
@@ -118,7 +122,7 @@ async def test_the_pencil_edits_a_question_and_sends_it_as_a_new_branch(
     await page.keyboard.press("Control+A")
     await page.keyboard.type("Capital of Germany?")
     query = await stream_query(page, lambda: page.keyboard.press("Enter"))
-    assert query["parentId"] == ["0"]
+    assert query["parentId"] == 0
     await expect(turns).to_have_count(1)
     await expect(turns.first.locator(".answer")).to_have_text("Berlin.")
     await expect(turns.first.locator(".version-count")).to_have_text("2/2")
@@ -141,16 +145,16 @@ async def test_regenerate_asks_again_and_the_new_answer_is_a_sibling(
 
     # Refused (the conversation busy elsewhere): the answer there was is shown again.
     busy = {"code": 409, "message": "This conversation is busy.", "data": None}
-    await page.route("**/agent/chat/stream?**", lambda route: route.fulfill(status=409, json=busy))
+    await page.route("**/agent/chat/stream", lambda route: route.fulfill(status=409, json=busy))
     await regenerate.click()
     await expect(page.locator("#notice-text")).to_have_text("This conversation is busy.")
     await expect(turn.locator(".answer")).to_have_text("A first try.")
     await expect(turn.locator(".versions-switch")).to_have_count(0)
-    await page.unroute("**/agent/chat/stream?**")
+    await page.unroute("**/agent/chat/stream")
 
     query = await stream_query(page, regenerate.click)
 
-    assert query["regenerate"] == [str(first_id)]
+    assert query["regenerate"] == first_id
     assert "query" not in query
     turn = page.locator(".turn")
     await expect(turn).to_have_count(1)

@@ -1,10 +1,11 @@
-"""The PowerPoint agent on our chat page: the slide list of each version, and its download."""
+"""The PowerPoint agent on our chat page: the deck's slides, large on demand, its one
+download, and the same deck when the conversation is opened again."""
 
 from __future__ import annotations
 
 import io
 
-from playwright.async_api import Page, expect
+from playwright.async_api import Locator, Page, Response, expect
 from pptx import Presentation
 
 from app.agents.pptx import preview
@@ -17,32 +18,68 @@ pytestmark = LOOP
 TITLES = ["Solar power", "Agenda", "How panels work", "Light to current", "Solar or coal", "Thanks"]
 
 
-async def test_a_deck_shows_its_slides_and_downloads_as_a_valid_pptx(
+async def assert_deck_shown(page: Page, turn: Locator) -> None:
+    """The slides once, each thumbnail opening large, one download, no internal names."""
+    deck = turn.locator(".deck")
+    await expect(deck.locator("h3")).to_have_text("Solar power")
+    await expect(deck.locator(".deck-facts")).to_contain_text("Version 1")
+    await expect(deck.locator(".slide-title")).to_have_text(
+        [f"{n}. {title}" for n, title in enumerate(TITLES, 1)]
+    )
+    # The answer text repeats the slide list for the original client: not shown here.
+    await expect(turn.locator(".answer")).to_be_hidden()
+    await expect(turn.locator("a.download:visible")).to_have_count(1)
+    await expect(turn).not_to_contain_text("image_text")
+    if not preview.available():
+        return
+    thumbnails = deck.locator("img.thumbnail")
+    await expect(thumbnails).to_have_count(len(TITLES))
+    for image in await thumbnails.all():
+        await expect(image).to_have_js_property("naturalWidth", preview.THUMBNAIL_WIDTH)
+    box = await thumbnails.first.bounding_box()
+    assert box is not None
+    assert box["width"] >= 300, f"thumbnails too small: {box}"
+    await deck.get_by_role("button", name="Open slide 3. How panels work large").click()
+    viewer = page.locator("dialog.viewer")
+    await expect(viewer).to_be_visible()
+    await expect(viewer.locator("h2")).to_have_text("Slide 3. How panels work")
+    large = await viewer.locator("img").bounding_box()
+    assert large is not None
+    assert large["width"] > 2 * box["width"]
+    await page.keyboard.press("Escape")
+    await expect(viewer).to_be_hidden()
+
+
+async def test_a_deck_shows_its_slides_downloads_and_comes_back_on_reload(
     page: Page, app_url: str, upstreams: Upstreams
 ) -> None:
     upstreams.llm.responder = DeckModel(TITLES)
+    missing: list[str] = []
+
+    def note(response: Response) -> None:
+        if response.status == 404:
+            missing.append(response.url)
+
+    page.on("response", note)
     await page.goto(app_url)
     await page.locator("#agent").select_option("pptx")
 
     turn = await ask(page, "6 friendly slides on solar power for students")
 
     await expect(turn).to_have_attribute("data-status", "completed")
-    deck = turn.locator(".deck")
-    await expect(deck.locator(".slides li")).to_have_count(len(TITLES))
-    await expect(deck.locator("h3")).to_contain_text("Solar power: version 1")
-    await expect(deck.locator(".slides li").nth(2)).to_contain_text("How panels work")
-    if preview.available():
-        await expect(deck.locator("img.thumbnail")).to_have_count(len(TITLES))
-        for image in await deck.locator("img.thumbnail").all():
-            await expect(image).to_have_js_property("naturalWidth", preview.THUMBNAIL_WIDTH)
-    await deck.locator("h3").scroll_into_view_if_needed()
+    await assert_deck_shown(page, turn)
+    await turn.locator(".deck h3").scroll_into_view_if_needed()
     await page.screenshot(path=artifact("chat-page-deck.png"))
     async with page.expect_download() as downloading:
-        await deck.locator(".versions a", has_text="Version 1").click()
+        await turn.locator("a.download:visible").click()
     saved = await (await downloading.value).path()
-
     slides = Presentation(io.BytesIO(saved.read_bytes())).slides
     titles = [
         next(s.text_frame.text for s in slide.shapes if s.name == "title") for slide in slides
     ]
     assert titles == TITLES
+
+    await page.reload()
+    await assert_deck_shown(page, page.locator(".turn").last)
+    # No request for a URL the page made up (a slide without a thumbnail yet, say).
+    assert missing == []

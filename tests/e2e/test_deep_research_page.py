@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import orjson
-from playwright.async_api import Page, expect
+from playwright.async_api import Locator, Page, expect
 
 from app.config import Settings
 from app.main import create_app
@@ -17,6 +17,25 @@ from tests.support.server import serve
 pytestmark = LOOP
 
 PLAN = {"tasks": [{"id": "a", "title": "Market size"}, {"id": "b", "title": "Running costs"}]}
+
+
+async def assert_progress_shown_once(turn: Locator) -> None:
+    """The checklist alone tells the progress: each task's tool calls inside its row, no
+    flat list of them beside it, no log of the same steps, and no wrapper tags."""
+    tasks = turn.locator(".plan .task")
+    for task in await tasks.all():
+        await expect(task.locator(".tool")).not_to_have_count(0)
+    await expect(turn.locator(".reply > .tools")).to_be_hidden()
+    await expect(turn.locator(".thinking")).to_be_hidden()
+    await tasks.first.locator("details").first.evaluate("details => { details.open = true; }")
+    call = tasks.first.locator(".tool").first
+    await call.locator(".tool-name").click()
+    await expect(call.locator(".tool-result")).to_be_visible()
+    await expect(call.locator(".tool-result")).not_to_contain_text("untrusted-content")
+    # The raw arguments are one step further in.
+    await expect(call.locator(".tool-args")).to_be_hidden()
+    await call.locator(".tool-arguments summary").click()
+    await expect(call.locator(".tool-args")).to_contain_text('"query"')
 
 
 async def test_pause_reply_and_the_plan_drawn_as_a_checklist_live_and_after_reload(
@@ -46,12 +65,14 @@ async def test_pause_reply_and_the_plan_drawn_as_a_checklist_live_and_after_relo
         await expect(turn.locator(".answer")).to_have_text(REPORT)
         # A task's findings and sources open on demand.
         await expect(tasks.first.locator(".task-summary")).to_be_hidden()
-        await tasks.first.locator("summary").click()
+        await tasks.first.locator(".task-title").click()
         await expect(tasks.first.locator(".task-summary")).to_have_text("Findings on Market size.")
         await expect(tasks.first.locator(".task-sources a")).to_have_count(2)
+        await assert_progress_shown_once(turn)
         await page.screenshot(path=artifact("deep-research.png"), full_page=True)
 
         await page.reload()
         stored = page.locator(".turn").last
         await expect(stored.locator(".plan .task-state")).to_have_text(["done", "done"])
         await expect(stored.locator(".plan .critique")).to_have_text("Checked: enough to report.")
+        await assert_progress_shown_once(stored)

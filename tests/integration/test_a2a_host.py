@@ -215,7 +215,8 @@ async def test_a_refresh_drops_a_remote_agent_that_went_away(
         gone = agents.available()
 
     assert found == [TOOL]
-    assert skills == ["chat", "file", "pptx", "deep", "skills", "host"]
+    # The remote has no remote agents of its own, so it offers no host agent.
+    assert skills == ["chat", "file", "pptx", "deep", "skills"]
     assert gone == []
 
 

@@ -75,7 +75,8 @@ async def test_the_card_is_on_both_paths_with_a_skill_per_running_agent(
     assert card == older
     assert card.name == "dodo-agent"
     assert card.capabilities.streaming
-    assert [skill.id for skill in card.skills] == ["chat", "file", "deep", "skills", "host"]
+    # No remote agents configured: the host agent, with none to delegate to, is not offered.
+    assert [skill.id for skill in card.skills] == ["chat", "file", "deep", "skills"]
     assert {
         (i.protocol_binding, i.url.removeprefix(str(service.base_url).rstrip("/")))
         for i in card.supported_interfaces

@@ -273,6 +273,8 @@ async def test_upstream_failing_for_good_fails_the_turn(
     assert TEST_LLM_KEY not in orjson.dumps(evts).decode()
     assert stored[0]["status"] == "failed"
     assert stored[0]["error"] == "LLM_UNAVAILABLE"
+    # The history says it in the words the stream said it in.
+    assert stored[0]["errorMessage"] == evts[-2]["message"]
 
 
 async def test_a_client_that_disconnects_does_not_lose_the_answer(

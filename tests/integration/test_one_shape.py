@@ -22,6 +22,8 @@ from app.agents.base import BaseAgent
 from app.agents.turn import Turn, TurnState
 from app.core.events import (
     CritiqueEvent,
+    DeckEvent,
+    DeckSlide,
     Event,
     PlanEvent,
     PlannedTask,
@@ -34,7 +36,15 @@ from app.core.events import (
 )
 from app.documents.library import generated_event
 from app.store.db import Database
-from app.store.models import AI_FILE, AI_SESSION, FileBase, JsonList, TurnBase, UTCDateTime
+from app.store.models import (
+    AI_FILE,
+    AI_SESSION,
+    FileBase,
+    JsonList,
+    JsonRecord,
+    TurnBase,
+    UTCDateTime,
+)
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import (
@@ -48,12 +58,14 @@ from tests.integration.service import (
 
 
 class EverythingAgent(BaseAgent):
-    """A turn that fills every column a run can fill: text, thinking, tools, files, plan."""
+    """A turn that fills every column a run can fill: text, thinking, tools, files, plan,
+    deck."""
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         assert self.core.documents is not None
         yield PlanEvent(1, [PlannedTask("t1", "Look it up")])
         yield ThinkingEvent("Looking it up.")
+        yield DeckEvent("outline", 1, "SSE", "Ocean", [DeckSlide("What is SSE", "title")])
         yield ToolStartEvent("web_search", "call_1", '{"query": "sse"}')
         yield ToolEndEvent("web_search", "call_1", "Server-sent events.")
         yield StepEvent("t1", "completed", "Found it.")
@@ -75,6 +87,8 @@ def as_read(column: Column[Any], raw: Any) -> Any:
     """A raw database value as the wire should carry it, decoded here without the app's models."""
     if isinstance(column.type, JsonList):
         return orjson.loads(raw) if raw else []
+    if isinstance(column.type, JsonRecord):
+        return orjson.loads(raw) if raw else None
     if isinstance(column.type, UTCDateTime):
         moment = raw if isinstance(raw, datetime) else datetime.fromisoformat(raw)
         return moment.replace(tzinfo=UTC).isoformat(timespec="seconds").replace("+00:00", "Z")

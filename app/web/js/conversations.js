@@ -3,8 +3,10 @@
 // keyboard does not lose a conversation, and no modal dialog is needed. A badge says
 // which conversations have a turn running, queued or waiting for the reader
 // (`/agent/runs`), whichever tab, browser or instance started it. Each conversation
-// has a menu (a disclosure, so Tab and Enter are all it needs) to rename it in place
-// or download it as Markdown or JSON.
+// has a menu (a disclosure) to rename it in place, download it as Markdown or JSON, or
+// delete it. The list is one tab stop: the arrow keys move between conversations, and
+// Right arrow reaches a conversation's menu (Left comes back), so a keyboard user
+// passes the whole list with one Tab. The open conversation is scrolled into view.
 
 import { download, getJson, send } from './api.js';
 import { h } from './dom.js';
@@ -36,6 +38,8 @@ export class ConversationList {
     this.onError = onError;
     this.pages = 1;
     this.current = null;
+    /** The conversation last scrolled into view. */
+    this.shown = null;
     /** conversationId -> the status of its run (`running`, `queued`, `paused`). */
     this.runs = new Map();
     /** Counts the list's loads, so an answer that arrives after a newer one's is dropped. */
@@ -44,6 +48,37 @@ export class ConversationList {
       this.pages += 1;
       this.refresh().catch(onError);
     });
+    list.addEventListener('keydown', (event) => this.move(event));
+  }
+
+  /** Arrow keys: Up and Down (Home, End) between conversations, Right into the menu. */
+  move(event) {
+    const target = event.target;
+    const buttons = [...this.list.querySelectorAll('button.open:not([hidden])')];
+    if (target.matches('button.open')) {
+      const index = buttons.indexOf(target);
+      const next = {
+        ArrowDown: buttons[index + 1],
+        ArrowUp: buttons[index - 1],
+        Home: buttons[0],
+        End: buttons.at(-1),
+        ArrowRight: target.closest('li').querySelector('.menu-button'),
+      }[event.key];
+      if (!next) return;
+      event.preventDefault();
+      if (next.matches('button.open')) this.tabStop(next);
+      next.focus();
+    } else if (target.matches('.menu-button') && event.key === 'ArrowLeft') {
+      event.preventDefault();
+      target.closest('li').querySelector('button.open').focus();
+    }
+  }
+
+  /** Make `button` the list's one tab stop. */
+  tabStop(button) {
+    for (const other of this.list.querySelectorAll('button.open')) {
+      other.tabIndex = other === button ? 0 : -1;
+    }
   }
 
   /** Reload every page shown so far; throws ApiError for the caller to show. */
@@ -62,7 +97,11 @@ export class ConversationList {
     this.more.hidden = page.records.length >= page.total;
     this.markCurrent(this.current);
     this.markRuns();
-    if (focused) this.openButton(focused)?.focus();
+    const refocus = focused ? this.openButton(focused) : null;
+    if (refocus) {
+      this.tabStop(refocus);
+      refocus.focus();
+    }
   }
 
   /** Show `runs` (conversationId -> status) as badges; a running one outranks the rest. */
@@ -107,6 +146,18 @@ export class ConversationList {
       if (button.dataset.id === id) button.setAttribute('aria-current', 'true');
       else button.removeAttribute('aria-current');
     }
+    const current = id ? this.openButton(id) : null;
+    const focused = this.list.contains(document.activeElement)
+      ? document.activeElement.closest('li')?.querySelector('button.open')
+      : null;
+    const first = this.list.querySelector('button.open');
+    if (focused ?? current ?? first) this.tabStop(focused ?? current ?? first);
+    // Scrolled to once when it is opened, not at every reload of the list, which would
+    // pull the list back while the reader looks further down.
+    if (current && this.shown !== id) {
+      current.scrollIntoView({ block: 'nearest' });
+      this.shown = id;
+    }
   }
 
   item(record) {
@@ -126,22 +177,8 @@ export class ConversationList {
         `${this.agentName(record.agentType)} · ${when(record.updateTime)}`,
       ),
     );
-    const remove = h(
-      'button',
-      {
-        type: 'button',
-        class: 'icon-button delete',
-        'aria-label': `Delete “${title}”`,
-        title: 'Delete',
-      },
-      '×',
-    );
-    remove.addEventListener('click', () => {
-      this.remove(record.conversationId, remove).catch(this.onError);
-    });
-    remove.addEventListener('blur', () => this.disarm(remove));
     const item = h('li', {}, open);
-    item.append(this.menu(record.conversationId, title, item, open), remove);
+    item.append(this.menu(record.conversationId, title, item, open));
     return item;
   }
 
@@ -157,6 +194,8 @@ export class ConversationList {
         'aria-expanded': 'false',
         'aria-controls': panel.id,
         title: 'More',
+        // Reached with Right arrow from the conversation: the list is one tab stop.
+        tabindex: -1,
       },
       '⋯',
     );
@@ -184,6 +223,11 @@ export class ConversationList {
       close();
       this.startRenaming(id, title, item, open);
     };
+    const remove = h('button', { type: 'button', class: 'delete' }, 'Delete');
+    remove.addEventListener('click', () => {
+      this.remove(id, remove).catch(this.onError);
+    });
+    remove.addEventListener('blur', () => this.disarm(remove));
     panel.append(
       h('button', { type: 'button', class: 'rename', onclick: rename }, 'Rename'),
       ...EXPORTS.map(({ format, extension, label }) =>
@@ -201,6 +245,7 @@ export class ConversationList {
           label,
         ),
       ),
+      remove,
     );
     return wrapper;
   }
@@ -265,13 +310,13 @@ export class ConversationList {
 
   disarm(button) {
     delete button.dataset.armed;
-    button.textContent = '×';
+    button.textContent = 'Delete';
   }
 
   async remove(id, button) {
     if (!button.dataset.armed) {
       button.dataset.armed = 'true';
-      button.textContent = 'Delete?';
+      button.textContent = 'Delete? Press again';
       return;
     }
     await send(`/session/${encodeURIComponent(id)}`, { method: 'DELETE' });

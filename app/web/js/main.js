@@ -17,11 +17,13 @@
 import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
 import { startSignIn } from './auth.js';
 import { BranchControls } from './branches.js';
+import { Composer } from './composer.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
 import { ModelPicker } from './models.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
+import { showWelcome } from './welcome.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -46,7 +48,11 @@ const ui = {
   keyButton: $('key-button'),
   menuButton: $('menu-button'),
   sidebar: $('sidebar'),
+  welcomeText: $('welcome-text'),
+  examples: $('examples'),
 };
+
+const composer = new Composer({ question: ui.question, send: ui.send, hint: $('composer-hint') });
 
 const models = new ModelPicker(ui.composer.querySelector('.composer-tools'));
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
@@ -119,12 +125,13 @@ function showError(error) {
 }
 
 function setBusy(busy) {
-  ui.send.disabled = busy;
+  composer.setBusy(busy);
   ui.stop.hidden = !busy;
   ui.messages.setAttribute('aria-busy', String(busy));
 }
 
 function setConversation(id) {
+  if (id !== state.conversationId) composer.useDraft(id);
   state.conversationId = id;
   const url = id ? `#c=${id}` : `${location.pathname}${location.search}`;
   history.replaceState(null, '', url);
@@ -135,6 +142,23 @@ function clearMessages() {
   ui.messages.replaceChildren(ui.welcome);
   ui.welcome.hidden = false;
   state.turns = [];
+}
+
+/** What a turn view calls back: a follow-up asked, a decision taken, a retry. */
+const turnHandlers = {
+  onFollowUp: (question) => ask(question),
+  onDecide: (turn, answer) => decide(turn, answer),
+  onRetry: (turn) => retry(turn),
+};
+
+/** A stream request: its fields in a JSON body, so no question ends up in a URL or a log. */
+function openStream(agent, body, signal) {
+  return send(`/agent/${agent}/stream`, {
+    method: 'POST',
+    headers: { Accept: 'text/event-stream', 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+    signal,
+  });
 }
 
 /** Give a turn view its tree controls; `meta` (`{id, parentId, siblings}`) when known. */
@@ -183,6 +207,11 @@ function agentFile() {
 function showAgentTools() {
   ui.attach.hidden = !agentFile().accepts;
   ui.reviewPlanOption.hidden = ui.agent.value !== 'deep';
+  const welcome = { text: ui.welcomeText, examples: ui.examples, question: ui.question };
+  showWelcome(welcome, ui.agent.selectedOptions[0], (example) => {
+    composer.fill(example);
+    ui.question.focus();
+  });
 }
 
 /** Offer the agents the server runs; on any failure the page's own two stay. */
@@ -201,6 +230,8 @@ async function loadAgents() {
       const option = new Option(k.name, k.kind);
       option.toggleAttribute('data-needs-file', Boolean(k.needsFile));
       option.toggleAttribute('data-accepts-file', Boolean(k.acceptsFile));
+      if (k.description) option.dataset.description = k.description;
+      if (Array.isArray(k.examples)) option.dataset.examples = JSON.stringify(k.examples);
       return option;
     }),
   );
@@ -244,6 +275,7 @@ async function follow(turn, conversationId, open, onStart) {
     if (error instanceof ApiError && error.status === 401) showAuth(error.message);
     turn.fail(error.message || String(error));
     turn.setStatus('failed');
+    turn.refused = turn.branch.meta.id === null;
     return;
   } finally {
     if (state.reading === controller) {
@@ -292,7 +324,13 @@ async function refreshRuns({ join = false } = {}) {
  */
 async function ask(text, branch = {}) {
   const question = text.trim();
-  if (!question || state.reading) return;
+  if (!question) return;
+  if (text === ui.question.value && composer.blocked()) {
+    // The line under the box already says why; the text stays where it is.
+    ui.question.focus();
+    return;
+  }
+  if (state.reading) return;
   const agent = ui.agent.value;
   const file = agentFile();
   if (file.needs && !state.file) {
@@ -300,7 +338,11 @@ async function ask(text, branch = {}) {
     return;
   }
   clearNotice();
-  if (!state.conversationId) setConversation(newConversationId());
+  if (!state.conversationId) {
+    const id = newConversationId();
+    composer.moveDraft(id);
+    setConversation(id);
+  }
   const conversationId = state.conversationId;
   const params = new URLSearchParams({ conversationId });
   if (branch.regenerate === undefined) params.set('query', question);
@@ -309,32 +351,50 @@ async function ask(text, branch = {}) {
   if (state.file && file.accepts) params.set('fileId', state.file.fileId);
   models.choose(conversationId, params);
   if (agent === 'deep' && ui.reviewPlan.checked) params.set('reviewPlan', 'true');
+  const body = Object.fromEntries(params);
+  for (const name of ['regenerate', 'parentId']) {
+    if (name in body) body[name] = Number(body[name]);
+  }
+  if ('reviewPlan' in body) body.reviewPlan = true;
+  const typed = ui.question.value;
   const replaced = branch.replaces?.branch.meta;
   const parentId = replaced ? replaced.parentId : (state.turns.at(-1)?.branch.meta.id ?? null);
   const versions = replaced ? replaced.siblings : [];
   if (branch.replaces) removeFrom(branch.replaces);
-  else ui.question.value = '';
-  const turn = withBranch(new TurnView(question, { onFollowUp: ask, onDecide: decide }));
+  else if (typed.trim() === question) composer.clear();
+  const turn = withBranch(new TurnView(question, turnHandlers));
   if (state.file && file.accepts) turn.addUpload(state.file.fileId);
   addTurn(turn);
   const onStart = (event) =>
     turn.branch.set({ id: event.sessionId, parentId, siblings: [...versions, event.sessionId] });
   await follow(turn, conversationId, async (signal) => {
-    const response = await send(`/agent/${agent}/stream?${params}`, {
-      headers: { Accept: 'text/event-stream' },
-      signal,
-    });
+    const response = await openStream(agent, body, signal);
     // The question is stored before the stream answers: another tab can rejoin it now.
     tabs?.postMessage({ kind: 'started', conversationId });
     conversations.refresh().then(() => refreshRuns(), showError);
     return response;
   }, onStart);
   tabs?.postMessage({ kind: 'ended', conversationId });
+  // A question the server refused before it began (busy in another tab, too long) is
+  // not a turn: it goes back in the box, and the notice says why in the server's words.
+  if (turn.refused && !branch.replaces && state.conversationId === conversationId) {
+    const reason = turn.errorMessage;
+    removeFrom(turn);
+    // Nothing of a new conversation was stored: the page is back to no conversation.
+    if (!state.turns.length) {
+      clearMessages();
+      setConversation(null);
+    }
+    if (!ui.question.value) composer.fill(question);
+    showNotice(reason);
+    ui.question.focus();
+    return;
+  }
   // A new version the server never started (it refused it, say) leaves the conversation
   // as it was: show that again, and why.
   const unstarted = branch.replaces && turn.branch.meta.id === null;
   if (unstarted && state.conversationId === conversationId && !state.reading) {
-    const reason = turn.error.hidden ? '' : turn.error.textContent;
+    const reason = turn.errorMessage;
     await openConversation(conversationId);
     if (reason) showNotice(reason);
     return;
@@ -350,14 +410,18 @@ async function ask(text, branch = {}) {
 async function decide(turn, answer) {
   if (state.reading || !state.conversationId) return;
   const conversationId = state.conversationId;
-  const params = new URLSearchParams({ conversationId, approval: JSON.stringify(answer) });
   turn.setStatus('running');
   await follow(turn, conversationId, (signal) =>
-    send(`/agent/${ui.agent.value}/stream?${params}`, {
-      headers: { Accept: 'text/event-stream' },
-      signal,
-    }),
+    openStream(ui.agent.value, { conversationId, approval: answer }, signal),
   );
+}
+
+/** Ask again after an error, in one click: another answer to the same question when the
+ * turn was stored, else the question once more. */
+function retry(turn) {
+  if (state.reading) return;
+  if (turn.branch.meta.id !== null) regenerate(turn);
+  else ask(turn.question, { replaces: turn });
 }
 
 /** Send an edited question: a new turn beside `turn`, from the same parent. */
@@ -443,10 +507,11 @@ function showHistory(id, detail) {
     ui.agent.value = detail.agentType;
   }
   showAgentTools();
-  state.file = detail.fileid ? { fileId: detail.fileid, fileName: 'File of this conversation' } : null;
+  state.file = detail.fileid ? { fileId: detail.fileid, fileName: 'Attached file' } : null;
   showFile();
+  if (detail.fileid) nameFile(detail.fileid);
   for (const message of detail.messages) {
-    const view = TurnView.fromStored(message, { onFollowUp: ask, onDecide: decide });
+    const view = TurnView.fromStored(message, turnHandlers);
     const turn = withBranch(view, message);
     models.annotateStored(turn.el, message);
     addTurn(turn);
@@ -463,7 +528,7 @@ async function followLast(id, detail) {
 
 /** Follow a turn still answering from its first event, in place of its stored view. */
 async function rejoin(stored, question, id) {
-  const live = withBranch(new TurnView(question, { onFollowUp: ask, onDecide: decide }), stored.branch.meta);
+  const live = withBranch(new TurnView(question, turnHandlers), stored.branch.meta);
   await follow(live, id, async (signal) => {
     const response = await resumeRequest(id, 0, signal);
     const index = state.turns.indexOf(stored);
@@ -484,16 +549,39 @@ function newChat() {
   ui.question.focus();
 }
 
+const READ_WAITS_MS = [200, 400, 800, 1500, 3000, 5000, 5000, 5000, 5000];
+
+/** A file's `/file/info` once it is read (or could not be); null when that takes too long. */
+async function readFile(fileId) {
+  for (const wait of [0, ...READ_WAITS_MS]) {
+    if (wait) await new Promise((resolve) => setTimeout(resolve, wait));
+    const info = await getJson(`/file/info/${encodeURIComponent(fileId)}`);
+    if (info.status !== 'processing') return info;
+  }
+  return null;
+}
+
+/** Attach a file, once it is known that the agent can read it: one it cannot (a photo
+ * with no text and no model that sees images) is refused now, with the reason, rather
+ * than by the answer after a question has been spent on it. */
 async function upload(file) {
   const form = new FormData();
   form.append('file', file);
   ui.fileName.textContent = `Uploading ${file.name}…`;
   ui.fileChip.hidden = false;
+  state.file = null;
   try {
     const data = await getJson('/file/upload', { method: 'POST', body: form });
-    state.file = { fileId: data.fileId, fileName: data.fileName ?? file.name };
+    const fileName = data.fileName ?? file.name;
+    ui.fileName.textContent = `Reading ${fileName}…`;
+    const info = await readFile(data.fileId).catch(() => null);
+    const image = (data.mimeType ?? '').startsWith('image/');
+    if (info?.status === 'failed' && !(image && models.seesImages())) {
+      showNotice(`${fileName} cannot be read: ${info.error || 'no text could be found in it.'}`);
+      return;
+    }
+    state.file = { fileId: data.fileId, fileName };
   } catch (error) {
-    state.file = null;
     if (error instanceof ApiError && [404, 405, 501].includes(error.status)) {
       showNotice('File upload is not available on this server.');
     } else {
@@ -505,11 +593,33 @@ async function upload(file) {
   }
 }
 
+/** Show the name of a reopened conversation's file (its history names only its id). */
+async function nameFile(fileId) {
+  try {
+    const info = await getJson(`/file/info/${encodeURIComponent(fileId)}`);
+    if (state.file?.fileId === fileId && info.fileName) {
+      state.file.fileName = info.fileName;
+      showFile();
+    }
+  } catch {
+    // A file deleted since keeps the generic name; asking about it will say it is gone.
+  }
+}
+
+/** The question-length limit the server sets; its default until it says. */
+async function loadLimits() {
+  try {
+    composer.setLimit((await getJson('/agent/limits')).queryMaxChars);
+  } catch {
+    // An older server: the default limit stands, and a refusal still says why.
+  }
+}
+
 async function load() {
   // Read first: whatever the reader does while the agents and the list load changes it.
   const hash = location.hash;
   ui.keyButton.hidden = !apiKey();
-  await Promise.all([loadAgents(), models.load()]);
+  await Promise.all([loadAgents(), models.load(), loadLimits()]);
   showAgentTools();
   try {
     await conversations.refresh();
@@ -548,6 +658,20 @@ $('file-clear').addEventListener('click', () => {
   showFile();
 });
 $('new-chat').addEventListener('click', newChat);
+// The skip links move the keyboard without touching the URL, which names the conversation.
+for (const link of document.querySelectorAll('.skip-link')) {
+  link.addEventListener('click', (event) => {
+    event.preventDefault();
+    const target = $(link.dataset.skip);
+    const answer = target === ui.messages ? state.turns.at(-1)?.el : null;
+    if (answer) {
+      answer.setAttribute('tabindex', '-1');
+      answer.focus();
+    } else {
+      target.focus();
+    }
+  });
+}
 $('notice-close').addEventListener('click', clearNotice);
 ui.keyButton.addEventListener('click', () => {
   if (ui.auth.hidden) showAuth(apiKey() ? 'Change or forget the API key.' : 'Enter an API key.');
@@ -596,6 +720,7 @@ new MutationObserver(() => {
   if (state.pinned) ui.messages.scrollTop = ui.messages.scrollHeight;
 }).observe(ui.messages, { childList: true, subtree: true, characterData: true });
 
+composer.useDraft(null);
 startSignIn().then(
   (needed) => {
     if (needed) showAuth('Sign in (the button above), or enter an API key.');

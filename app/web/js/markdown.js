@@ -27,8 +27,10 @@ export function renderMarkdown(element, text) {
   element.replaceChildren(DOMPurify.sanitize(parser.parse(text), POLICY));
 }
 
-/** An http(s) URL as given, anything else (javascript:, data:) as null. */
+/** An http(s) URL as given, anything else (javascript:, data:, no URL at all) as null. */
 export function safeUrl(value) {
+  // `new URL(undefined, base)` is "<base>/undefined": a missing URL is no URL.
+  if (typeof value !== 'string' || value.trim() === '') return null;
   try {
     const url = new URL(value, location.href);
     return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : null;

@@ -76,6 +76,13 @@ export class ModelPicker {
     this.select.value = this.known(chosen) ? chosen : AGENT_DEFAULT;
   }
 
+  /** Whether the model a turn would use now reads images (the picked one, else the default). */
+  seesImages() {
+    const id = this.select.value;
+    const model = this.models.find((m) => (id ? m.id === id : m.default));
+    return Boolean(model?.vision);
+  }
+
   /** Add the picked model to a stream's `params`, and remember it for the conversation. */
   choose(conversationId, params) {
     const modelId = this.select.value;

@@ -1,6 +1,6 @@
 // A deep research plan as a live checklist: each round's tasks with their status, a
-// task's findings and sources on demand (its row opens), and the critique that closed
-// the round. Fed by the `plan`, `step` and `critique` events, or by a stored turn's
+// task's findings, sources and tool calls on demand (its row opens), and the critique
+// that closed the round. Fed by the `plan`, `step` and `critique` events, or by a stored turn's
 // `plan`, so a reloaded page draws the same list. Everything is set as text.
 
 import { h } from './dom.js';
@@ -41,14 +41,15 @@ export class PlanView {
       const state = h('span', { class: 'task-state' });
       const findings = h('p', { class: 'task-summary' });
       const sources = h('ul', { class: 'task-sources' });
+      const tools = h('ol', { class: 'tools task-tools', hidden: true, 'aria-label': 'Tool calls' });
       const summary = h('summary', {}, h('span', { class: 'task-title' }, task.title), ' ', state);
       const item = h(
         'li',
         { class: 'task', 'data-task': task.id },
-        h('details', {}, summary, findings, sources),
+        h('details', {}, summary, findings, sources, tools),
       );
       list.append(item);
-      this.tasks.set(task.id, { item, state, findings, sources });
+      this.tasks.set(task.id, { item, state, findings, sources, tools });
       this.setStatus(task.id, task.status ?? 'pending');
     }
     this.el.hidden = false;
@@ -66,6 +67,11 @@ export class PlanView {
         h('li', {}, h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, title)),
       );
     if (links.length) task.sources.replaceChildren(...links);
+  }
+
+  /** Where a task's tool calls go (so its progress shows in one place); null: no such task. */
+  toolList(taskId) {
+    return (taskId && this.tasks.get(taskId)?.tools) || null;
   }
 
   critique({ round, passed, feedback }) {

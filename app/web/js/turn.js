@@ -3,12 +3,14 @@
 // answer (sanitised Markdown), generated files, references, follow-up questions and
 // a status line. Everything from the server is set as text except the answer.
 
-import { download, objectUrl } from './api.js';
+import { download } from './api.js';
 import { h, jsonList } from './dom.js';
 import { renderMarkdown, safeUrl } from './markdown.js';
 import { ApprovalView } from './approvals.js';
+import { DeckView } from './deck.js';
 import { PlanView } from './plan.js';
 import { addPreview } from './previews.js';
+import { linkCitations, referenceItems } from './sources.js';
 
 const RENDER_EVERY_MS = 50;
 
@@ -20,6 +22,11 @@ const STATUS_TEXT = {
   paused: 'Waiting for your reply',
   interrupted: 'Interrupted: the server stopped while answering',
 };
+
+/** A tool's output without the tags that mark it as read from outside (API.md). */
+function readable(result) {
+  return (result ?? '').replace(/<\/?untrusted-content\b[^>]*>/g, '').trim();
+}
 
 function prettyJson(text) {
   try {
@@ -65,10 +72,14 @@ function durationText(ms) {
 
 export class TurnView {
   /** `onFollowUp(question)` is called when a suggested follow-up is chosen;
-   * `onDecide(turn, answer)` when the user decides what the turn waits for. */
-  constructor(question, { onFollowUp, onDecide }) {
+   * `onDecide(turn, answer)` when the user decides what the turn waits for;
+   * `onRetry(turn)` when the user asks again after an error. */
+  constructor(question, { onFollowUp, onDecide, onRetry }) {
     this.onFollowUp = onFollowUp;
     this.onDecide = onDecide;
+    this.onRetry = onRetry;
+    /** The turn's sources, which the answer's `[n]` citations link to. */
+    this.refs = [];
     this.approval = null;
     this.answerText = '';
     this.thinkingText = '';
@@ -88,8 +99,21 @@ export class TurnView {
     this.tools = h('ol', { class: 'tools', hidden: true, 'aria-label': 'Tool calls' });
     this.answer = h('div', { class: 'answer markdown' });
     this.files = h('ul', { class: 'files', hidden: true, 'aria-label': 'Generated files' });
-    this.deck = h('section', { class: 'deck', hidden: true, 'aria-label': 'Slides' });
-    this.error = h('p', { class: 'error', role: 'alert', hidden: true });
+    this.deckView = new DeckView((url, name, label) => this.downloadLink(url, name, label));
+    this.deck = this.deckView.el;
+    this.errorText = h('span', { class: 'error-text' });
+    this.error = h(
+      'div',
+      { class: 'error', role: 'alert', hidden: true },
+      this.errorText,
+      this.onRetry
+        ? h(
+            'button',
+            { type: 'button', class: 'button retry', onclick: () => this.onRetry(this) },
+            'Retry',
+          )
+        : null,
+    );
     this.referenceList = h('ol');
     this.references = h(
       'section',
@@ -138,14 +162,15 @@ export class TurnView {
     turn.answerText = message.answer ?? '';
     turn.plan.load(message.plan);
     for (const call of message.tools ?? []) {
-      turn.toolStarted(call.id, call.name, call.arguments);
+      turn.toolStarted(call.id, call.name, call.arguments, call.taskId);
       if ('result' in call) turn.toolEnded(call.id, call.name, call.result, call.isError);
     }
     if (message.fileid) turn.addUpload(message.fileid);
     for (const file of message.files ?? []) turn.addFile(file);
+    if (message.deck) turn.showDeck(message.deck);
     turn.showReferences(jsonList(message.reference));
     turn.showFollowUps(jsonList(message.recommend));
-    if (message.error) turn.fail(`This answer failed (${message.error}).`);
+    if (message.error) turn.fail(message.errorMessage || message.error);
     turn.render();
     turn.thinking.open = false;
     if (message.status !== 'running') turn.finish(message.status, message.totalResponseTime);
@@ -175,7 +200,7 @@ export class TurnView {
         this.schedule();
         break;
       case 'tool_start':
-        this.toolStarted(event.toolCallId, event.toolName, event.arguments);
+        this.toolStarted(event.toolCallId, event.toolName, event.arguments, event.taskId);
         break;
       case 'tool_end':
         this.toolEnded(event.toolCallId, event.toolName, event.result, event.isError);
@@ -234,14 +259,16 @@ export class TurnView {
   render() {
     clearTimeout(this.renderTimer);
     this.renderTimer = null;
-    if (this.thinkingText.trim()) {
-      this.thinking.hidden = false;
-      this.thinkingBody.textContent = this.thinkingText;
-    }
+    // A research plan's checklist shows the progress the thinking lines tell: once is enough.
+    this.thinking.hidden = !this.thinkingText.trim() || !this.plan.el.hidden;
+    if (!this.thinking.hidden) this.thinkingBody.textContent = this.thinkingText;
     renderMarkdown(this.answer, this.answerText);
+    linkCitations(this.answer, this.refs);
   }
 
-  toolStarted(id, name, args) {
+  /** A tool call: its name and what it was asked (a query, a page), its output on demand,
+   * and its raw arguments one step further in. A research task's call goes in its task. */
+  toolStarted(id, name, args, taskId) {
     const state = h('span', { class: 'tool-state' }, 'running…');
     const result = h('pre', { class: 'tool-result', hidden: true });
     const hint = h('span', { class: 'tool-hint' }, argumentsHint(args));
@@ -260,13 +287,21 @@ export class TurnView {
           ' ',
           state,
         ),
-        h('pre', { class: 'tool-args' }, prettyJson(args)),
         result,
+        args
+          ? h(
+              'details',
+              { class: 'tool-arguments' },
+              h('summary', {}, 'Arguments'),
+              h('pre', { class: 'tool-args' }, prettyJson(args)),
+            )
+          : null,
       ),
     );
     this.toolItems.set(id, { item, state, result, hint });
-    this.tools.hidden = false;
-    this.tools.append(item);
+    const list = this.plan.toolList(taskId) ?? this.tools;
+    list.hidden = false;
+    list.append(item);
   }
 
   toolEnded(id, name, result, isError) {
@@ -275,28 +310,18 @@ export class TurnView {
     entry.item.classList.remove('running');
     entry.item.classList.add(isError ? 'failed' : 'done');
     entry.state.textContent = isError ? 'failed' : 'done';
-    entry.result.textContent = result ?? '';
-    entry.result.hidden = !result;
+    entry.result.textContent = readable(result);
+    entry.result.hidden = !entry.result.textContent;
     const page = name === 'fetch_page' && !isError ? readPage(result) : null;
     if (page) entry.hint.replaceChildren(pageLink(page));
   }
 
   showReferences(items) {
-    const rows = items
-      .filter((ref) => ref && typeof ref === 'object')
-      .map((ref) => {
-        const url = safeUrl(ref.url);
-        const title = ref.title || ref.url || 'Source';
-        if (!url) return h('li', {}, title);
-        return h(
-          'li',
-          {},
-          h('a', { href: url, target: '_blank', rel: 'noopener noreferrer' }, title),
-          h('span', { class: 'host' }, ` ${new URL(url).hostname}`),
-        );
-      });
+    this.refs = items.filter((ref) => ref && typeof ref === 'object');
+    const rows = referenceItems(this.refs);
     this.referenceList.replaceChildren(...rows);
     this.references.hidden = rows.length === 0;
+    this.render();
   }
 
   showFollowUps(questions) {
@@ -330,15 +355,17 @@ export class TurnView {
     const url = safeUrl(file.url);
     if (!url) return;
     const name = file.name || 'file';
-    this.files.hidden = false;
     if (file.status === 'failed') {
       this.files.append(h('li', { class: 'unmade' }, `${name}: ${file.error ?? 'not made'}`));
+      this.showFiles();
       return;
     }
     const link = this.downloadLink(url, name, `Download ${name}`);
-    const item = h('li', {}, link, h('span', { class: 'muted' }, ` ${sizeText(file.size)}`));
-    this.files.append(item);
-    addPreview(item, file.fileId, name);
+    const size = h('span', { class: 'muted' }, ` ${sizeText(file.size)}`);
+    const row = h('li', { 'data-url': url }, link, size);
+    this.files.append(row);
+    addPreview(row, file.fileId, name);
+    this.showFiles();
   }
 
   /** The document the question was asked about, as its first page: shown once, at the
@@ -351,48 +378,22 @@ export class TurnView {
     addPreview(item, fileId, '').then(() => {
       if (!item.children.length) return;
       this.files.prepend(item);
-      this.files.hidden = false;
+      this.showFiles();
     });
   }
 
-  /** A deck's slide list (titles and layouts), and a download button per version. */
-  showDeck(deck) {
-    const thumbnails = deck.thumbnails ?? [];
-    const slides = (deck.slides ?? []).map((slide, index) =>
-      h(
-        'li',
-        {},
-        slide.title ?? '',
-        h('span', { class: 'muted' }, ` ${slide.pageType ?? ''}`),
-        this.thumbnail(thumbnails[index], slide.title),
-      ),
-    );
-    const versions = (deck.versions ?? [])
-      .filter((v) => safeUrl(v.url))
-      .map((v) => {
-        const name = v.name || 'deck.pptx';
-        return h('li', {}, this.downloadLink(safeUrl(v.url), name, `Download version ${v.version}`));
-      });
-    const heading = `${deck.title || 'Deck'}: version ${deck.version}, ${deck.template ?? ''}`;
-    this.deck.replaceChildren(
-      h('h3', {}, deck.stage === 'ready' ? heading : `Outline of ${heading}`),
-      h('ol', { class: 'slides' }, ...slides),
-      h('ul', { class: 'versions', 'aria-label': 'Versions', hidden: !versions.length }, ...versions),
-    );
-    this.deck.hidden = false;
+  /** The generated files the deck does not already offer (it lists its own versions). */
+  showFiles() {
+    for (const row of this.files.children) row.hidden = this.deckView.urls.has(row.dataset.url);
+    this.files.hidden = ![...this.files.children].some((row) => !row.hidden);
   }
 
-  /** A slide's preview image, fetched with the key; nothing when there is none. */
-  thumbnail(url, title) {
-    const src = safeUrl(url);
-    if (!src) return null;
-    const image = h('img', { class: 'thumbnail', alt: `Slide: ${title ?? ''}`, width: 240 });
-    objectUrl(src)
-      .then((local) => {
-        image.src = local;
-      })
-      .catch(() => image.remove());
-    return image;
+  /** A deck's slides and downloads; once it is ready the answer text, which repeats
+   * them for the original client, is left out. */
+  showDeck(deck) {
+    this.deckView.show(deck);
+    this.answer.hidden = deck.stage === 'ready';
+    this.showFiles();
   }
 
   /** A passing note in the status line (a retry, a reconnection), until the next event. */
@@ -402,8 +403,13 @@ export class TurnView {
   }
 
   fail(message) {
-    this.error.textContent = message;
+    this.errorText.textContent = message;
     this.error.hidden = false;
+  }
+
+  /** The error shown, or '' when there is none. */
+  get errorMessage() {
+    return this.error.hidden ? '' : this.errorText.textContent;
   }
 
   finish(status, totalMs) {

@@ -1,0 +1,36 @@
+"""Keeps what people ask out of the access log.
+
+A stream's question may travel in its query string (GET, which the original
+client and `EventSource` use), and uvicorn's access log writes the whole
+request target. This filter cuts the query string from the lines of the
+routes whose parameters are a person's words or keys (the agent streams,
+resume and stop, the other wire formats, search), so the log says which route
+was asked, never what. Other routes keep their query strings (page numbers).
+"""
+
+from __future__ import annotations
+
+import logging
+
+ACCESS_LOGGER = "uvicorn.access"
+PRIVATE_PREFIXES = ("/agent/", "/ag-ui/", "/ai-sdk/", "/a2a", "/session/search")
+"""Paths whose query string is never logged."""
+
+
+class PrivateQueryFilter(logging.Filter):
+    """Rewrites an access record's target (`args[2]`) to its path on private routes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and len(args) >= 3 and isinstance(args[2], str):
+            path, sep, _ = args[2].partition("?")
+            if sep and path.startswith(PRIVATE_PREFIXES):
+                record.args = (*args[:2], path, *args[3:])
+        return True
+
+
+def install() -> None:
+    """Add the filter to uvicorn's access logger, once however many apps are built."""
+    logger = logging.getLogger(ACCESS_LOGGER)
+    if not any(isinstance(f, PrivateQueryFilter) for f in logger.filters):
+        logger.addFilter(PrivateQueryFilter())

@@ -1,0 +1,88 @@
+// A deck the PowerPoint agent builds: its slides as a grid of thumbnails (each opens
+// large), and one download per version, the newest first. Fed by the `deck` event live
+// and by the turn's stored `deck` on reload, so a reopened conversation looks the same.
+// The slide list lives here only: the answer text, which repeats it for the original
+// client, is not shown beside it.
+
+import { objectUrl } from './api.js';
+import { h } from './dom.js';
+import { safeUrl } from './markdown.js';
+import { view } from './viewer.js';
+
+export class DeckView {
+  /** `downloadLink(url, name, label)` makes a link that saves a file with the key. */
+  constructor(downloadLink) {
+    this.downloadLink = downloadLink;
+    /** The download URLs of the deck's versions: the turn lists no other link to them. */
+    this.urls = new Set();
+    this.el = h('section', { class: 'deck', hidden: true, 'aria-label': 'Slides' });
+  }
+
+  show(deck) {
+    const slides = deck.slides ?? [];
+    const thumbnails = deck.thumbnails ?? [];
+    const title = deck.title || 'Deck';
+    const versions = (deck.versions ?? []).filter((v) => safeUrl(v.url));
+    this.urls = new Set(versions.map((v) => safeUrl(v.url)));
+    const current = versions.find((v) => v.version === deck.version);
+    const earlier = versions.filter((v) => v !== current).reverse();
+    const facts = [`Version ${deck.version}`, deck.template, `${slides.length} slides`];
+    this.el.replaceChildren(
+      h('h3', {}, deck.stage === 'ready' ? title : `Outline of ${title}`),
+      h('p', { class: 'muted deck-facts' }, facts.filter(Boolean).join(' · ')),
+      h(
+        'ol',
+        { class: 'slides' },
+        ...slides.map((slide, index) => this.slide(slide, index, thumbnails[index])),
+      ),
+      current
+        ? h(
+            'p',
+            { class: 'deck-download' },
+            this.downloadLink(safeUrl(current.url), current.name, `Download ${current.name}`),
+          )
+        : null,
+      earlier.length
+        ? h(
+            'p',
+            { class: 'versions' },
+            'Earlier versions: ',
+            ...earlier.flatMap((v, i) => [
+              i ? ', ' : '',
+              this.downloadLink(safeUrl(v.url), v.name, `version ${v.version}`),
+            ]),
+          )
+        : null,
+    );
+    this.el.hidden = false;
+  }
+
+  /** One slide: its thumbnail (a button that opens it large) and its number and title. */
+  slide(slide, index, url) {
+    const label = `${index + 1}. ${slide.title ?? ''}`;
+    const caption = h('span', { class: 'slide-title' }, label);
+    const src = safeUrl(url);
+    if (!src) return h('li', { class: 'slide' }, caption);
+    const image = h('img', { class: 'thumbnail', alt: '', width: 480, height: 270 });
+    const open = h(
+      'button',
+      {
+        type: 'button',
+        class: 'slide-open',
+        'aria-label': `Open slide ${label} large`,
+        onclick: () => {
+          if (!image.src) return;
+          const large = h('img', { class: 'slide-large', src: image.src, alt: `Slide ${label}` });
+          view(`Slide ${label}`, large);
+        },
+      },
+      image,
+    );
+    objectUrl(src)
+      .then((local) => {
+        image.src = local;
+      })
+      .catch(() => open.remove());
+    return h('li', { class: 'slide' }, open, caption);
+  }
+}
