@@ -83,7 +83,8 @@ async def test_the_tools_are_the_available_agents_and_a_call_is_a_stored_turn(
         stored = await history(service, "c-mcp")
 
     by_name = {tool.name: tool for tool in tools}
-    assert list(by_name) == ["chat", "file", "deep", "skills", "host"]
+    # pptx is left out of this service; the host agent is unavailable with no remote agents.
+    assert list(by_name) == ["chat", "file", "deep", "skills"]
     assert by_name["chat"].description == AGENTS[0].description
     assert by_name["file"].input_schema["required"] == ["query", "fileId"]
     assert "fileId" not in by_name["deep"].input_schema["properties"]
