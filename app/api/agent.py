@@ -122,6 +122,14 @@ class StreamParams(BaseModel):
         description="Deep research: each round's plan waits for the user's `approval`"
         " (approve, edit with `arguments: {tasks}`, reject with `message`).",
     )
+    template_file_id: str | None = Field(
+        default=None,
+        alias="templateFileId",
+        max_length=64,
+        description="PPT builder: an uploaded .pptx whose masters, layouts and theme the new"
+        " deck is built on (its layouts matched to the slide kinds by their placeholders)."
+        " Not the caller's: 404; not a readable .pptx, or another agent: 400.",
+    )
     approval: ApprovalParams | None = Field(
         default=None,
         description="`{approvalId, decision: approve|reject|edit, arguments?, message?}` (a JSON"
@@ -144,6 +152,7 @@ class StreamParams(BaseModel):
             model=self.model,
             tool_approval=self.tool_approval,
             review_plan=bool(self.review_plan),
+            template_file_id=self.template_file_id,
             approval=self.approval.answer() if self.approval else None,
         )
 

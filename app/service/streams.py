@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.registry import AgentEntry
 from app.config import DisconnectPolicy, SettingsPart
+from app.documents.extract import PPTX
 from app.documents.library import DocumentLibrary
 from app.limits import LimitExceeded, UserLimits
 from app.llm.models import ModelCatalog, UnknownModel
@@ -74,6 +75,8 @@ class TurnRequest:
     """A decision on the conversation's paused turn, which goes on: `query` is not needed."""
     review_plan: bool = False
     """Deep research: each round's plan waits for the user's decision."""
+    template_file_id: str | None = None
+    """PPT builder: the uploaded .pptx to build the deck on."""
 
 
 class StreamSettings(SettingsPart):
@@ -125,6 +128,7 @@ class StreamService:
         if len(request.query or "") > limit:
             raise TooLong(f"query is longer than {limit} characters")
         await self._check_file(entry, request.file_id, user)
+        await self._check_template(entry, request.template_file_id, user)
         try:
             model_id = self._models.choose(entry.kind, request.model)
         except UnknownModel as exc:
@@ -155,6 +159,7 @@ class StreamService:
                 tool_approval=request.tool_approval,
                 answer=request.approval,
                 review_plan=request.review_plan,
+                template_file_id=request.template_file_id,
             )
         except BaseException:
             await slot.release()
@@ -210,6 +215,24 @@ class StreamService:
                 raise NotFound("File not found")
         elif entry.needs_file:
             raise BadRequest(f"fileId is required for the {entry.kind} agent")
+
+    async def _check_template(self, entry: AgentEntry, file_id: str | None, user: str) -> None:
+        """A deck template must be the caller's readable .pptx, for the PPT builder.
+
+        Whether its layouts can hold the builder's slides is known only once the isolated
+        reader has read them: the build checks it first, before any model call, and fails
+        with what is missing."""
+        if not file_id:
+            return
+        if entry.kind != "pptx":
+            raise BadRequest("templateFileId is for the pptx agent only")
+        file = await self._files.get(user, file_id)
+        if file is None:
+            raise NotFound("File not found")
+        if file.mime_type != PPTX.mime_type:
+            raise BadRequest("templateFileId must name a .pptx file")
+        if file.status != "ready":
+            raise BadRequest(f"The template could not be read: {file.error or file.status}")
 
 
 def _turn_id(value: int | str | None, name: str) -> int | None:

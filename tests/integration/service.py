@@ -52,6 +52,8 @@ def service_settings(
         "recommendations_enabled": False,
         "api_keys": "",
         "log_level": "WARNING",
+        # A deck's PDF starts LibreOffice (seconds of CPU a deck): only the tests of it ask.
+        "pptx_pdf": False,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)

@@ -116,7 +116,7 @@ async def test_an_image_slide_gets_a_picture_from_the_provider(
     assert fake.auth == ["Bearer img-secret"]
 
 
-async def test_without_a_picture_the_slide_keeps_its_panel_never_a_broken_one(
+async def test_without_a_picture_the_slide_is_a_text_statement_never_an_empty_frame(
     tmp_path: Path, sqlite_url: str, images: tuple[FakeImages, str]
 ) -> None:
     fake, base_url = images
@@ -127,7 +127,9 @@ async def test_without_a_picture_the_slide_keeps_its_panel_never_a_broken_one(
     assert not [
         s for slide in slides for s in slide.shapes if s.shape_type == MSO_SHAPE_TYPE.PICTURE
     ]
-    assert "deco-visual-inset" in {s.name for s in slides[PICTURE_SLIDE].shapes}
+    names = {s.name for s in slides[PICTURE_SLIDE].shapes}
+    assert "deco-visual-inset" not in names
+    assert {"deco-statement", "caption", "body"} <= names
 
 
 async def test_a_picture_named_by_a_local_url_is_not_fetched(

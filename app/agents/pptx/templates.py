@@ -19,7 +19,15 @@ from pydantic import BaseModel, Field
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 PageType = Literal[
-    "cover", "agenda", "section", "bullets", "comparison", "image_text", "table", "closing"
+    "cover",
+    "agenda",
+    "section",
+    "bullets",
+    "comparison",
+    "image_text",
+    "table",
+    "chart",
+    "closing",
 ]
 PAGE_TYPES: tuple[PageType, ...] = (
     "cover",
@@ -29,9 +37,10 @@ PAGE_TYPES: tuple[PageType, ...] = (
     "comparison",
     "image_text",
     "table",
+    "chart",
     "closing",
 )
-FieldKind = Literal["text", "bullets", "table"]
+FieldKind = Literal["text", "bullets", "table", "chart"]
 
 
 class FieldSpec(BaseModel):
@@ -40,11 +49,11 @@ class FieldSpec(BaseModel):
     name: str
     kind: FieldKind
     budget: int = Field(gt=0)
-    """Most characters of the text, of each bullet, or of each table cell."""
+    """Most characters of the text, of each bullet, of each table cell or chart label."""
     max_items: int = 1
-    """Most bullets, or most table rows (the header included)."""
+    """Most bullets, most table rows (the header included), or most chart categories."""
     max_columns: int = 1
-    """Most table columns."""
+    """Most table columns, or most chart series."""
 
 
 class PageSpec(BaseModel):
@@ -56,6 +65,9 @@ class PageSpec(BaseModel):
     fields: list[FieldSpec]
     picture: str | None = None
     """A decorative shape a generated picture may cover (cropped to its box), when images are on."""
+    text_index: int | None = None
+    """The template slide copied instead of `index` when no picture is drawn for the slide
+    (a page with a `picture`): a text layout, not an empty frame."""
 
 
 class TemplateSpec(BaseModel):
