@@ -211,7 +211,7 @@ class PageBuilder:
                 paragraph = cell.text_frame.paragraphs[0]
                 sample = f"Heading {c + 1}" if header else f"Value {r}.{c + 1}"
                 color = "FFFFFF" if header else look.text
-                self._run(paragraph.add_run(), sample, 16, color, heading=header)
+                self._run(paragraph.add_run(), sample, 18, color, heading=header)
         self.fields.append(
             FieldSpec(
                 name="table", kind="table", budget=budget, max_items=rows, max_columns=columns
