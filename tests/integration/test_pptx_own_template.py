@@ -255,3 +255,54 @@ async def test_changing_one_slide_asks_for_that_slide_alone_and_keeps_the_others
     event = ready(second)
     assert [v["version"] for v in event["versions"]] == [1, 2]
     assert event["versions"][0]["url"] == old_link  # the first version stays downloadable
+
+
+async def test_ag_ui_ai_sdk_and_a2a_pass_the_template_on_too(
+    tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI
+) -> None:
+    """Each format's way of naming it reaches the same check: a text file is no template."""
+    settings = own_settings(Backend(sqlite_url, "", ""), tmp_path, fake_llm)
+    async with running_service(settings) as client:
+        text = await upload(client, "notes.txt", b"not a deck", "text/plain")
+        ag_ui = await client.post(
+            "/ag-ui/pptx",
+            json={
+                "threadId": "c-ag-ui",
+                "runId": "r-1",
+                "messages": [{"id": "u-1", "role": "user", "content": "A deck"}],
+                "forwardedProps": {"templateFileId": text},
+            },
+        )
+        ai_sdk = await client.post(
+            "/ai-sdk/pptx",
+            json={
+                "id": "c-ai-sdk",
+                "messages": [
+                    {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "A deck"}]}
+                ],
+                "trigger": "submit-message",
+                "templateFileId": text,
+            },
+        )
+        message = {
+            "role": "user",
+            "parts": [{"kind": "text", "text": "A deck"}],
+            "messageId": "m-a2a",
+            "contextId": "c-a2a",
+            "metadata": {"skill": "pptx", "templateFileId": text},
+        }
+        a2a = await client.post(
+            "/a2a",
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "message/send",
+                "params": {"message": message},
+            },
+        )
+
+    for answer in (ag_ui, ai_sdk):
+        assert answer.status_code == 400, answer.text
+        assert "pptx" in answer.json()["message"]
+    assert "pptx" in a2a.json()["error"]["message"]
+    assert fake_llm.requests == []
