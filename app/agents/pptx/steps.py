@@ -264,7 +264,7 @@ class DeckSteps:
             planning.cancel()
             await asyncio.gather(planning, return_exceptions=True)
         build.outline, build.status = outline.model_dump_json(by_alias=True), "SCHEMA"
-        yield deck_event("outline", build, template, [])
+        yield deck_event("outline", build, template, [], self.layouts(build))
         yield ThinkingEvent(
             f"Outline: {len(outline.slides)} slides\n"
             + "".join(f"{n}. {s.title} ({s.page_type})\n" for n, s in enumerate(outline.slides, 1))
