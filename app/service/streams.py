@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.registry import AgentEntry
 from app.config import DisconnectPolicy, SettingsPart
-from app.documents.extract import PPTX
+from app.documents.extract import PPTX, UnreadableFile
 from app.documents.library import DocumentLibrary
 from app.limits import LimitExceeded, UserLimits
 from app.llm.models import ModelCatalog, UnknownModel
@@ -28,6 +28,7 @@ from app.service.errors import (
     NotAvailable,
     NotFound,
     OverLimit,
+    TemplateUnusable,
     TooLong,
     Unavailable,
 )
@@ -217,11 +218,12 @@ class StreamService:
             raise BadRequest(f"fileId is required for the {entry.kind} agent")
 
     async def _check_template(self, entry: AgentEntry, file_id: str | None, user: str) -> None:
-        """A deck template must be the caller's readable .pptx, for the PPT builder.
+        """A deck template must be the caller's readable .pptx, for the PPT builder, with
+        the layouts the builder needs.
 
-        Whether its layouts can hold the builder's slides is known only once the isolated
-        reader has read them: the build checks it first, before any model call, and fails
-        with what is missing."""
+        Its layouts are read here in the isolated reader (a fraction of a second), so an
+        unusable template is refused before anything is stored; the build reads them again
+        when it first uses them (after a restart, say), and fails the same way."""
         if not file_id:
             return
         if entry.kind != "pptx":
@@ -233,6 +235,14 @@ class StreamService:
             raise BadRequest("templateFileId must name a .pptx file")
         if file.status != "ready":
             raise BadRequest(f"The template could not be read: {file.error or file.status}")
+        # Here, not at the top: the deck builder's package (python-pptx, Pillow, pdfium)
+        # loads only once a deck is asked for, as the agents do (agents/on_demand.py).
+        from app.agents.pptx.layouts import TemplateLayouts, UnusableTemplate, match
+
+        try:
+            match(TemplateLayouts.model_validate(await self._files.layouts(file)), "", "")
+        except (UnreadableFile, UnusableTemplate) as exc:
+            raise TemplateUnusable(str(exc)) from exc
 
 
 def _turn_id(value: int | str | None, name: str) -> int | None:

@@ -23,12 +23,16 @@ from pptx import Presentation
 from pptx.opc.constants import RELATIONSHIP_TYPE as RT
 from pypdf import PdfReader
 
+from app.agents import pptx
 from app.config import Settings
+from app.core.events import ErrorEvent
 from tests.conftest import require_binary
 from tests.fakes.openai_server import FakeOpenAI
-from tests.integration.service import Backend, running_service, settings_for
+from tests.integration.service import Backend, running_service, service_settings, settings_for
+from tests.support.agents import agent_core, run_turn
 from tests.support.decks import DeckModel, slide
 from tests.support.pptx_templates import LOGO, THEME_NAME, company_template
+from tests.support.scripted_model import ScriptedModel
 from tests.support.sse import Event, collect, text_of
 
 TITLES = [
@@ -133,32 +137,54 @@ async def test_a_deck_on_an_uploaded_template_has_its_master_layouts_and_theme(
     assert list(chart.chart.plots[0].categories) == ["2010", "2015", "2020"]
 
 
-async def test_a_template_without_a_content_layout_fails_naming_it_before_any_model_call(
+BARE = (
+    "Title and Content",
+    "Two Content",
+    "Comparison",
+    "Content with Caption",
+    "Picture with Caption",
+    "Title and Vertical Text",
+    "Vertical Title and Text",
+)
+"""python-pptx's layouts that have a large body: without them, no content slide fits."""
+
+
+async def test_a_template_without_a_content_layout_is_refused_naming_it_before_the_stream(
     tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI
 ) -> None:
-    model = DeckModel(TITLES, own_template=True)
-    fake_llm.responder = model
-    bare = company_template(
-        drop=(
-            "Title and Content",
-            "Two Content",
-            "Comparison",
-            "Content with Caption",
-            "Picture with Caption",
-            "Title and Vertical Text",
-            "Vertical Title and Text",
-        )
-    )
     settings = own_settings(Backend(sqlite_url, "", ""), tmp_path, fake_llm)
     async with running_service(settings) as client:
-        template = await upload(client, "bare.pptx", bare)
-        events = await ask(client, "c-bare", "9 slides on solar power", templateFileId=template)
+        template = await upload(client, "bare.pptx", company_template(drop=BARE))
+        body = {"query": "9 slides", "conversationId": "c-bare", "templateFileId": template}
+        refused = await client.post("/agent/pptx/stream", json=body)
+        listed = await client.get("/session/list")
 
-    assert events[-1]["status"] == "failed"
-    [error] = [e for e in events if e["type"] == "error"]
-    assert error["code"] == "PPT_TEMPLATE_UNUSABLE"
-    assert "Title and Content" in error["detail"]
+    assert refused.status_code == 400
+    assert refused.json()["data"] == {"error": "PPT_TEMPLATE_UNUSABLE"}
+    assert "Title and Content" in refused.json()["message"]
+    assert listed.json()["data"]["total"] == 0
     assert fake_llm.requests == []
+
+
+async def test_a_build_on_a_template_it_cannot_use_fails_before_any_model_call(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """The build checks again (a stream refused up front never gets here; a resumed build
+    after a restart does): failed, with what is missing, and the model never asked."""
+    settings = service_settings(tmp_path, sqlite_url, pptx_previews=False)
+    model = ScriptedModel()
+    async with agent_core(settings, model) as core:
+        stored = await core.documents.upload(
+            "u1", "bare.pptx", io.BytesIO(company_template(drop=BARE))
+        )
+        events = await run_turn(
+            pptx.build(core, settings), "9 slides on solar power", template_file_id=stored.id
+        )
+
+    [error] = [e for e in events if isinstance(e, ErrorEvent)]
+    assert error.code == "PPT_TEMPLATE_UNUSABLE"
+    assert "Title and Content" in error.detail
+    assert model.requests == []
 
 
 async def test_a_template_that_is_not_a_readable_pptx_of_the_caller_is_refused_before_the_stream(
