@@ -62,11 +62,13 @@ def answer_text(
 ) -> str:
     """The answer text: the download links (the original client shows only links in text)."""
     outline = Outline.model_validate_json(build.outline or "{}")
-    pdf = f"[{file_name(build).removesuffix('.pptx')}.pdf]({ready.pdf})" if ready.pdf else None
-    lines = [
-        f"Your deck is ready: [{file_name(build)}]({build.file_url})",
-        f"PDF: {pdf}" if pdf else (ready.pdf_error or ""),
-        "",
+    links = f"[{file_name(build)}]({build.file_url})"
+    if ready.pdf:
+        links += f" · [{file_name(build).removesuffix('.pptx')}.pdf]({ready.pdf})"
+    lines = [f"Your deck is ready: {links}", ""]
+    if ready.pdf_error:
+        lines += [ready.pdf_error, ""]
+    lines += [
         f"Version {build.version}, template {template.name}, {len(outline.slides)} slides:",
         "",
         *(f"{n}. {s.title} ({s.page_type})" for n, s in enumerate(outline.slides, 1)),
