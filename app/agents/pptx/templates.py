@@ -1,11 +1,14 @@
 """The deck templates shipped with the package, and what the model may put in them.
 
 A template is two files in `templates/`: `<code>.pptx`, one slide per page
-type, and `<code>.json`, its `TemplateSpec`. Both are written by
+type (and a text version of a picture page, drawn when no picture is), and
+`<code>.json`, its `TemplateSpec`. Both are written by
 `scripts/design_templates.py`, so they are rebuilt from code, never
 edited by hand. Every fillable shape on a template slide has a name (the
 field's name) and a budget in the spec; the renderer copies a page's slide
 and fills those shapes, and the schema check holds the model to the budgets.
+A user's own template (an uploaded .pptx) gets a `TemplateSpec` of the same
+shape from its layouts (layouts.py).
 """
 
 from __future__ import annotations
