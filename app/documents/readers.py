@@ -310,7 +310,11 @@ def layouts(path: Path, budget: Budget) -> dict[str, object]:
 
     What the deck builder matches its slide kinds to (agents/pptx/layouts.py).
     Positions are EMU; a placeholder's kind is `title`, `subtitle`, `body`
-    (text or any content), `picture`, or `other` (date, footer, number...).
+    (text or any content), `picture`, or `other`. Only the placeholders a new
+    slide gets are listed (not date, footer or slide number), and `idx` is a
+    placeholder's place among them, which is its place on a slide made from
+    the layout: the file's own `idx` cannot name it (LibreOffice writes none,
+    so every one is 0).
     """
     try:
         _check_unpacked(path, PPTX, budget)
@@ -321,7 +325,7 @@ def layouts(path: Path, budget: Budget) -> dict[str, object]:
                 placeholders = [
                     {
                         "kind": _placeholder_kind(shape),
-                        "idx": shape.placeholder_format.idx,
+                        "idx": number,
                         "box": [
                             shape.left or 0,
                             shape.top or 0,
@@ -329,7 +333,7 @@ def layouts(path: Path, budget: Budget) -> dict[str, object]:
                             shape.height or 0,
                         ],
                     }
-                    for shape in layout.placeholders
+                    for number, shape in enumerate(layout.iter_cloneable_placeholders())
                 ]
                 found.append(
                     {

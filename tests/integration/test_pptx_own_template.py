@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,7 @@ from tests.conftest import require_binary
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.service import Backend, running_service, service_settings, settings_for
 from tests.support.agents import agent_core, run_turn
-from tests.support.decks import DeckModel, slide
+from tests.support.decks import DeckModel, outline, slide
 from tests.support.pptx_templates import LOGO, THEME_NAME, company_template
 from tests.support.scripted_model import ScriptedModel
 from tests.support.sse import Event, collect, text_of
@@ -332,3 +333,60 @@ async def test_ag_ui_ai_sdk_and_a2a_pass_the_template_on_too(
         assert "pptx" in answer.json()["message"]
     assert "pptx" in a2a.json()["error"]["message"]
     assert fake_llm.requests == []
+
+
+def saved_by_libreoffice(template: bytes, folder: Path) -> bytes:
+    """The template as LibreOffice Impress saves it: opened as ODP and written back as .pptx
+    (its layouts renamed "Title, Content"…, and no placeholder numbered: every idx is 0)."""
+    (folder / "in").mkdir(parents=True)
+    (folder / "in" / "template.pptx").write_bytes(template)
+    profile = f"-env:UserInstallation={(folder / 'profile').as_uri()}"
+    for source, target, kind in (
+        (folder / "in" / "template.pptx", folder / "odp", "odp"),
+        (folder / "odp" / "template.odp", folder / "out", "pptx"),
+    ):
+        subprocess.run(
+            ["soffice", profile, "--headless", "--convert-to", kind, "--outdir", str(target),
+             str(source)],
+            check=True, capture_output=True, timeout=120,
+        )  # fmt: skip
+    return (folder / "out" / "template.pptx").read_bytes()
+
+
+async def test_a_template_saved_by_libreoffice_gets_each_field_in_its_own_placeholder(
+    tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI
+) -> None:
+    require_binary("soffice", "LibreOffice (Debian's libreoffice-impress)")
+    template = saved_by_libreoffice(company_template(), tmp_path / "lo")
+    model = DeckModel(TITLES, own_template=True)
+    slides = [
+        slide(t, p["pageType"], own_template=True)
+        for t, p in zip(TITLES, outline(TITLES)["slides"], strict=True)
+    ]
+    for page in slides:
+        for heading in ("left_heading", "right_heading"):  # "Title, 2 Content" has none
+            page["fields"].pop(heading, None)
+    model.answers["SCHEMA"] = [orjson.dumps({"slides": slides}).decode()]
+    fake_llm.responder = model
+    settings = own_settings(Backend(sqlite_url, "", ""), tmp_path, fake_llm)
+    async with running_service(settings) as client:
+        file_id = await upload(client, "impress.pptx", template)
+        events = await ask(client, "c-lo", "9 slides on solar power", templateFileId=file_id)
+        [link] = LINK.findall(text_of(events))
+        deck = Presentation(io.BytesIO(await download(client, link)))
+
+    assert events[-1]["status"] == "completed"
+    layouts = {item["pageType"]: item["layout"] for item in ready(events)["layouts"]}
+    assert layouts["bullets"] == "Title, Content"
+    assert layouts["comparison"] == "Title, 2 Content"
+    assert [s.shapes.title.text for s in deck.slides] == TITLES
+    versus = deck.slides[TITLES.index("Solar or coal")]
+    columns = sorted(
+        (s for s in versus.placeholders if s.name in ("left_points", "right_points")),
+        key=lambda s: s.left,
+    )
+    assert [c.name for c in columns] == ["left_points", "right_points"]
+    assert columns[0].left + columns[0].width <= columns[1].left  # side by side, not stacked
+    table_slide = deck.slides[TITLES.index("Costs over time")]
+    [table] = [s for s in table_slide.shapes if s.has_table]
+    assert table.top > versus.shapes.title.top + versus.shapes.title.height // 2

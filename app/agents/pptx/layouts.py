@@ -47,6 +47,7 @@ CHART_FIELD = FieldSpec(name="chart", kind="chart", budget=30, max_items=8, max_
 class Placeholder(BaseModel):
     kind: PlaceholderKind
     idx: int
+    """Its place among the layout's placeholders that a new slide gets (readers.layouts)."""
     box: tuple[int, int, int, int]
     """x, y, width, height in EMU."""
 
@@ -82,7 +83,12 @@ class LayoutPage(BaseModel):
     layout: int
     name: str
     slots: dict[str, int]
-    """Field name to placeholder idx; a `table` or `chart` field takes its placeholder's box."""
+    """Field name to placeholder (`Placeholder.idx`); a `table` or `chart` field takes its
+    placeholder's box."""
+    boxes: dict[str, tuple[int, int, int, int]]
+    """Field name to its placeholder's box as the layout has it: given to the slide's shape
+    outright, since a slide's placeholder finds the layout's by `idx`, which a file may not
+    set (LibreOffice's has every one 0)."""
 
 
 class LayoutPlan(BaseModel):
@@ -134,6 +140,7 @@ def match(found: TemplateLayouts, code: str, name: str) -> tuple[TemplateSpec, L
             layout=layout.index,
             name=layout.name,
             slots={field: p.idx for field, p in slots.items()},
+            boxes={field: p.box for field, p in slots.items()},
         )
         fields[kind] = specs
 
@@ -156,13 +163,12 @@ def match(found: TemplateLayouts, code: str, name: str) -> tuple[TemplateSpec, L
 
     two = _best(
         (lay for lay in layouts if _columns(lay) and not lay.of_kind("picture")),
-        lambda lay: len(lay.of_kind("body")),  # headings above the columns win
+        # Columns with their headings first, then two columns alone, then any with columns.
+        lambda lay: 2 if _headings(lay) else int(len(lay.of_kind("body")) == 2),
     )
     if two is not None:
         left, right = _columns(two)
-        headings = sorted(
-            (p for p in two.of_kind("body") if p not in (left, right)), key=lambda p: p.box[0]
-        )
+        headings = _headings(two)
         slots = {"title": two.of_kind("title")[0]}
         specs = [_text("title", slots["title"], TITLE_PT, 60)]
         for side, points, number in (("left", left, 0), ("right", right, 1)):
@@ -183,13 +189,16 @@ def match(found: TemplateLayouts, code: str, name: str) -> tuple[TemplateSpec, L
         layout=content.index,
         name=content.name,
         slots={"title": title.idx, "body": body.idx},
+        boxes={"title": title.box, "body": body.box},
     )
     if pictured is not None:
         words = max(pictured.of_kind("body"), key=lambda p: p.area)
         slots = {"title": pictured.of_kind("title")[0], "body": words}
         specs = [_text("title", slots["title"], TITLE_PT, 60), _text("body", words, TEXT_PT, 320)]
         put("image_text", pictured, slots, specs)
-        pages["image_text"].slots["picture"] = pictured.of_kind("picture")[0].idx
+        frame = pictured.of_kind("picture")[0]
+        pages["image_text"].slots["picture"] = frame.idx
+        pages["image_text"].boxes["picture"] = frame.box
     else:
         put(
             "image_text",
@@ -267,6 +276,22 @@ def _columns(layout: Layout) -> list[Placeholder]:
     beside = left.box[0] + left.box[2] <= right.box[0] + right.box[2] // 2
     alike = 0.75 <= left.box[2] / max(right.box[2], 1) <= 1.33
     return [left, right] if beside and alike else []
+
+
+def _headings(layout: Layout) -> list[Placeholder]:
+    """The two bodies over a layout's columns that head them (left first), when it has them:
+    exactly two more, each short and ending above its column."""
+    columns = _columns(layout)
+    others = [p for p in layout.of_kind("body") if p not in columns]
+    if not columns or len(others) != 2:
+        return []
+    heads = sorted(others, key=lambda p: p.box[0])
+    for head, column in zip(heads, columns, strict=True):
+        if head.box[1] + head.box[3] > column.box[1] + column.box[3] // 10:
+            return []
+        if head.box[3] * 2 > column.box[3]:
+            return []
+    return heads
 
 
 def _lines(box: tuple[int, int, int, int], size: int) -> tuple[int, int]:

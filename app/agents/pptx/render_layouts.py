@@ -19,6 +19,7 @@ from typing import Any
 
 from pptx import Presentation
 from pptx.slide import Slide
+from pptx.util import Emu
 
 from app.agents.pptx.layouts import LayoutPage, LayoutPlan
 from app.agents.pptx.render import RenderError, RenderTimeout, add_chart, fill_table
@@ -59,7 +60,8 @@ def render_on_layouts(
 
 
 def _fill(slide: Slide, page: LayoutPage, fields: dict[str, Any], picture: bytes | None) -> None:
-    placeholders = {shape.placeholder_format.idx: shape for shape in slide.placeholders}
+    # By place, as the layout's were numbered (readers.layouts): the same order.
+    placeholders = dict(enumerate(slide.placeholders))
     used = set()
     for name, value in fields.items():
         idx = page.slots.get(name)
@@ -67,6 +69,9 @@ def _fill(slide: Slide, page: LayoutPage, fields: dict[str, Any], picture: bytes
             continue
         used.add(idx)
         shape = placeholders[idx]
+        box = page.boxes.get(name)
+        if box is not None:
+            shape.left, shape.top, shape.width, shape.height = (Emu(v) for v in box)
         if isinstance(value, TableData):
             frame = slide.shapes.add_table(
                 len(value.rows) + 1, len(value.header),
@@ -92,4 +97,8 @@ def _fill(slide: Slide, page: LayoutPage, fields: dict[str, Any], picture: bytes
         if idx not in used:
             shape._element.getparent().remove(shape._element)
     if picture is not None and picture_idx in placeholders:
-        placeholders[picture_idx].insert_picture(io.BytesIO(picture)).name = "picture"
+        frame = placeholders[picture_idx]
+        box = page.boxes.get("picture")
+        if box is not None:
+            frame.left, frame.top, frame.width, frame.height = (Emu(v) for v in box)
+        frame.insert_picture(io.BytesIO(picture)).name = "picture"
