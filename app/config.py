@@ -309,6 +309,8 @@ class Settings(BaseSettings):
     """Web searches a build makes for its facts (0: none)."""
     pptx_previews: bool = True
     """Slide thumbnails of each deck, where LibreOffice (`soffice`) is installed."""
+    pptx_pdf: bool = True
+    """A PDF of each deck version (LibreOffice; without it, the reason there is none)."""
     pptx_image_base_url: str = ""
     """An OpenAI-compatible images endpoint for the image-with-text slides; empty: none."""
     pptx_image_api_key: SecretStr = SecretStr("")

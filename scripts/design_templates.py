@@ -3,9 +3,14 @@
 A build-time tool, outside the app package: the service only reads what it
 wrote (app/agents/pptx/templates/).
 
-Each `Look` is a palette, two fonts and a way of framing a page (a side bar,
-a title band, a centred title over a rule); every look gets the same eight
-page types, so any outline fits any template. Shapes the model fills are
+Each `Look` is a palette, two fonts and a structure: `bar` (the title on
+top, a bar down the left), `side` (the title in a dark column on the left,
+the content beside it; a split cover) or `rule` (centred titles over a
+rule). Every look gets the same nine page types, so any outline fits any
+template, and a text version of the picture page (`PageSpec.text_index`),
+drawn when no picture is: a statement panel, not an empty frame. Content
+fills its page: a table's rows share the page's height, comparison points
+sit in the middle of their panels, a chart takes the whole body. Shapes the model fills are
 named after their field and listed, with their budgets, in the template's
 JSON spec; decorative shapes are named `deco-…` and never touched. The
 sample text on each shape shows a designer what goes there.
@@ -43,7 +48,7 @@ WIDTH, HEIGHT = Inches(13.333), Inches(7.5)
 MARGIN = Inches(0.8)
 BLANK_LAYOUT = 6
 
-Frame = Literal["bar", "band", "rule"]
+Frame = Literal["bar", "side", "rule"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +70,7 @@ class Look:
 
     @property
     def title_color(self) -> str:
-        return "FFFFFF" if self.frame == "band" else self.dark
+        return "FFFFFF" if self.frame == "side" else self.dark
 
 
 LOOKS = (
@@ -87,9 +92,10 @@ LOOKS = (
     Look(
         "ember",
         "Ember",
-        "charcoal with an orange title band, serif headings: bold talks and pitches",
+        "charcoal, titles in a dark side column, orange accents, serif headings: bold talks"
+        " and pitches",
         ("bold", "dramatic", "dark", "marketing"),
-        "band",
+        "side",
         background="2B2622",
         dark="1A1613",
         text="F3EDE7",
@@ -171,8 +177,9 @@ class PageBuilder:
         size: int,
         color: str,
         max_items: int,
+        anchor: MSO_ANCHOR = MSO_ANCHOR.TOP,
     ) -> None:
-        frame = self._frame(name, box, MSO_ANCHOR.TOP)
+        frame = self._frame(name, box, anchor)
         for index, sample in enumerate(samples):
             paragraph = frame.paragraphs[0] if index == 0 else frame.add_paragraph()
             paragraph.space_after = Pt(size * 0.6)
@@ -190,9 +197,8 @@ class PageBuilder:
 
     def table(self, box: tuple[int, int, int, int], rows: int, columns: int, budget: int) -> None:
         x, y, w, h = box
-        shape = self.slide.shapes.add_table(
-            rows, columns, Emu(x), Emu(y), Emu(w), Emu(min(h, Inches(0.5) * rows))
-        )
+        # The full height: the renderer shares it between the rows the data has.
+        shape = self.slide.shapes.add_table(rows, columns, Emu(x), Emu(y), Emu(w), Emu(h))
         shape.name = "table"
         look = self.look
         for r, row in enumerate(shape.table.rows):
@@ -205,11 +211,21 @@ class PageBuilder:
                 paragraph = cell.text_frame.paragraphs[0]
                 sample = f"Heading {c + 1}" if header else f"Value {r}.{c + 1}"
                 color = "FFFFFF" if header else look.text
-                self._run(paragraph.add_run(), sample, 16, color, heading=header)
+                self._run(paragraph.add_run(), sample, 18, color, heading=header)
         self.fields.append(
             FieldSpec(
                 name="table", kind="table", budget=budget, max_items=rows, max_columns=columns
             )
+        )
+
+    def chart(self, box: tuple[int, int, int, int]) -> None:
+        """Where the chart goes: an empty box the renderer replaces with a native chart."""
+        shape = self.slide.shapes.add_shape(MSO_SHAPE.RECTANGLE, *(Emu(v) for v in box))
+        shape.name = "chart"
+        shape.fill.background()
+        shape.line.fill.background()
+        self.fields.append(
+            FieldSpec(name="chart", kind="chart", budget=30, max_items=8, max_columns=3)
         )
 
     def _frame(self, name: str, box: tuple[int, int, int, int], anchor: MSO_ANCHOR) -> TextFrame:
@@ -226,7 +242,7 @@ class PageBuilder:
         font = run.font
         font.size = Pt(size)
         font.name = self.look.heading_font if heading else self.look.body_font
-        font.bold = heading and self.look.frame != "rule"
+        font.bold = heading and self.look.frame == "bar"
         font.color.rgb = _rgb(color)
 
 
@@ -236,10 +252,14 @@ def _srgb(value: str) -> BaseOxmlElement:
     return element
 
 
-def _content_frame(page: PageBuilder, title_sample: str) -> int:
-    """Draw the look's frame and title; the y where the body starts."""
+Box = tuple[int, int, int, int]
+
+
+def _content_frame(page: PageBuilder, title_sample: str) -> Box:
+    """Draw the look's frame and title; the box the body fills."""
     look = page.look
     width = WIDTH - 2 * MARGIN
+    bottom = HEIGHT - Inches(0.6)
     if look.frame == "bar":
         page.rect("deco-bar", 0, 0, Inches(0.28), HEIGHT, look.accent)
         page.text(
@@ -247,21 +267,24 @@ def _content_frame(page: PageBuilder, title_sample: str) -> int:
             budget=60, size=34, color=look.title_color, heading=True, anchor=MSO_ANCHOR.MIDDLE,
         )  # fmt: skip
         page.rect("deco-underline", MARGIN, Inches(1.45), Inches(1.2), Inches(0.06), look.accent)
-        return Inches(1.8)
-    if look.frame == "band":
-        page.rect("deco-band", 0, 0, WIDTH, Inches(1.45), look.accent)
+        return MARGIN, Inches(1.8), width, bottom - Inches(1.8)
+    if look.frame == "side":
+        column = Inches(3.9)
+        page.rect("deco-column", 0, 0, column, HEIGHT, look.dark)
+        page.rect("deco-notch", Inches(0.6), Inches(0.9), Inches(0.9), Inches(0.08), look.accent)
         page.text(
-            "title", (MARGIN, Inches(0.25), width, Inches(0.95)), title_sample,
-            budget=60, size=32, color=look.title_color, heading=True, anchor=MSO_ANCHOR.MIDDLE,
+            "title", (Inches(0.6), Inches(1.2), column - Inches(1.0), Inches(4.6)), title_sample,
+            budget=60, size=32, color=look.title_color, heading=True,
         )  # fmt: skip
-        return Inches(1.9)
+        x = column + Inches(0.6)
+        return x, Inches(0.8), WIDTH - x - Inches(0.6), HEIGHT - Inches(1.5)
     page.text(
         "title", (MARGIN, Inches(0.4), width, Inches(0.95)), title_sample,
         budget=60, size=34, color=look.title_color, heading=True,
         align=PP_ALIGN.CENTER, anchor=MSO_ANCHOR.MIDDLE,
     )  # fmt: skip
     page.rect("deco-rule", Inches(5.67), Inches(1.45), Inches(2.0), Inches(0.05), look.accent)
-    return Inches(1.85)
+    return MARGIN, Inches(1.85), width, bottom - Inches(1.85)
 
 
 def _statement(page: PageBuilder, kind: PageType) -> None:
@@ -277,13 +300,26 @@ def _statement(page: PageBuilder, kind: PageType) -> None:
     width = WIDTH - 2 * MARGIN
     centred = look.frame == "rule"
     align = PP_ALIGN.CENTER if centred else PP_ALIGN.LEFT
+    size = 48 if kind != "section" else 40
+    if look.frame == "side":
+        # A split page: the words on the left, a block of colour on the right.
+        split = Inches(8.4)
+        page.rect("deco-block", split, 0, WIDTH - split, HEIGHT, look.accent)
+        page.rect("deco-block-line", split - Inches(0.25), 0, Inches(0.08), HEIGHT, look.accent)
+        page.text(
+            "title", (MARGIN, Inches(1.4), split - MARGIN - Inches(0.7), Inches(2.9)),
+            samples[0], budget=budgets[0], size=size, color="FFFFFF", heading=True,
+            anchor=MSO_ANCHOR.BOTTOM,
+        )  # fmt: skip
+        page.text(
+            "subtitle", (MARGIN, Inches(4.6), split - MARGIN - Inches(0.7), Inches(1.6)),
+            samples[1], budget=budgets[1], size=20, color=look.muted,
+        )  # fmt: skip
+        return
     if look.frame == "bar":
         page.rect("deco-bar", 0, 0, Inches(0.6), HEIGHT, look.accent)
-    elif look.frame == "band":
-        page.rect("deco-band", 0, Inches(5.6), WIDTH, Inches(0.25), look.accent)
     else:
         page.rect("deco-block", Inches(4.67), Inches(4.3), Inches(4.0), Inches(0.08), look.accent)
-    size = 48 if kind != "section" else 40
     page.text(
         "title", (MARGIN + Inches(0.4), Inches(1.9), width - Inches(0.4), Inches(2.2)), samples[0],
         budget=budgets[0], size=size, color="FFFFFF", heading=True, align=align,
@@ -291,14 +327,13 @@ def _statement(page: PageBuilder, kind: PageType) -> None:
     )  # fmt: skip
     page.text(
         "subtitle", (MARGIN + Inches(0.4), Inches(4.5), width - Inches(0.4), Inches(1.0)),
-        samples[1], budget=budgets[1], size=20, color=look.muted if look.frame == "band" else
-        look.accent_soft, align=align,
+        samples[1], budget=budgets[1], size=20, color=look.accent_soft, align=align,
     )  # fmt: skip
 
 
-def _page(look: Look, kind: PageType, page: PageBuilder) -> str:
-    """Build one page type; its purpose, as the model will read it."""
-    body_width = WIDTH - 2 * MARGIN
+def _page(look: Look, kind: PageType, page: PageBuilder, *, pictured: bool = True) -> str:
+    """Build one page type; its purpose, as the model will read it. `pictured` False: the
+    picture page's text version."""
     if kind in ("cover", "section", "closing"):
         _statement(page, kind)
         return {
@@ -306,58 +341,93 @@ def _page(look: Look, kind: PageType, page: PageBuilder) -> str:
             "section": "a divider opening a part of the talk",
             "closing": "last slide: a closing line and where to go next",
         }[kind]
-    top = _content_frame(page, {"agenda": "Agenda"}.get(kind, "Slide title"))
-    height = HEIGHT - top - Inches(0.6)
+    x, top, body_width, height = _content_frame(page, {"agenda": "Agenda"}.get(kind, "Slide title"))
+    narrow = look.frame == "side"
+    # Beside a title column, a short list sits in the middle of the height, not at its top.
+    anchor = MSO_ANCHOR.MIDDLE if narrow else MSO_ANCHOR.TOP
     if kind == "agenda":
         page.bullets(
-            "items", (MARGIN, top, body_width, height), ["First part", "Second part", "Third"],
-            budget=60, size=24, color=look.text, max_items=6,
+            "items", (x, top, body_width, height), ["First part", "Second part", "Third"],
+            budget=60, size=24, color=look.text, max_items=6, anchor=anchor,
         )  # fmt: skip
         return "the list of the deck's parts"
     if kind == "bullets":
         page.bullets(
-            "bullets", (MARGIN, top, body_width, height),
+            "bullets", (x, top, body_width, height),
             ["A key point in one line", "Another point, with a detail", "A third point"],
-            budget=110, size=22, color=look.text, max_items=6,
+            budget=110 if not narrow else 90, size=22 if not narrow else 20, color=look.text,
+            max_items=6, anchor=anchor,
         )  # fmt: skip
         return "a title and up to six points"
     if kind == "comparison":
-        half = (body_width - Inches(0.5)) // 2
-        for side, x in (("left", MARGIN), ("right", MARGIN + half + Inches(0.5))):
-            page.rect(f"deco-{side}-panel", x, top, half, height, look.accent_soft)
-            page.text(
-                f"{side}_heading", (x + Inches(0.3), top + Inches(0.2), half - Inches(0.6),
-                Inches(0.7)), f"{side.title()} option", budget=30, size=24, color=look.accent,
-                heading=True,
-            )  # fmt: skip
-            page.bullets(
-                f"{side}_points", (x + Inches(0.3), top + Inches(1.0), half - Inches(0.6),
-                height - Inches(1.2)), ["A strength", "A weakness"], budget=80, size=18,
-                color=look.text, max_items=4,
-            )  # fmt: skip
+        _comparison(page, (x, top, body_width, height))
         return "two things side by side, a heading and up to four points each"
     if kind == "image_text":
-        visual = Inches(4.6)
-        page.rect("deco-visual", MARGIN, top, visual, height, look.accent)
-        page.rect(
-            "deco-visual-inset", MARGIN + Inches(0.3), top + Inches(0.3), visual - Inches(0.6),
-            height - Inches(0.6), look.accent_soft,
-        )  # fmt: skip
-        page.text(
-            "caption", (MARGIN + Inches(0.5), top + height - Inches(1.3), visual - Inches(1.0),
-            Inches(0.8)), "A short caption", budget=60, size=16,
-            color=look.text if look.frame == "band" else look.dark,
-            anchor=MSO_ANCHOR.BOTTOM,
-        )  # fmt: skip
-        x = MARGIN + visual + Inches(0.5)
-        page.text(
-            "body", (x, top, body_width - visual - Inches(0.5), height),
-            "A paragraph that explains the idea the visual stands for.", budget=320, size=20,
-            color=look.text,
-        )  # fmt: skip
-        return "a highlighted statement panel with a caption beside a paragraph"
-    page.table((MARGIN, top, body_width, height), rows=6, columns=4, budget=40)
+        _image_text(page, (x, top, body_width, height), pictured)
+        return (
+            "a picture (or, with none, a highlighted statement panel) with a short caption,"
+            " beside a paragraph"
+        )
+    if kind == "chart":
+        page.chart((x, top, body_width, height))
+        return "a chart of numbers: categories and one to three series of values"
+    page.table((x, top, body_width, height), rows=6, columns=4, budget=40 if not narrow else 30)
     return "a table of data: a header row and up to five rows, up to four columns"
+
+
+def _comparison(page: PageBuilder, box: Box) -> None:
+    """Two panels the height of the body, their points in the middle of what is left."""
+    look = page.look
+    x0, top, width, height = box
+    half = (width - Inches(0.5)) // 2
+    for side, x in (("left", x0), ("right", x0 + half + Inches(0.5))):
+        page.rect(f"deco-{side}-panel", x, top, half, height, look.accent_soft)
+        page.rect(f"deco-{side}-edge", x, top, half, Inches(0.08), look.accent)
+        heading_color = look.accent if look.frame != "side" else look.text
+        page.text(
+            f"{side}_heading", (x + Inches(0.35), top + Inches(0.3), half - Inches(0.7),
+            Inches(0.8)), f"{side.title()} option", budget=30, size=26, color=heading_color,
+            heading=True,
+        )  # fmt: skip
+        page.bullets(
+            f"{side}_points", (x + Inches(0.35), top + Inches(1.2), half - Inches(0.7),
+            height - Inches(1.5)), ["A strength", "A weakness"], budget=80, size=20,
+            color=look.text, max_items=4, anchor=MSO_ANCHOR.MIDDLE,
+        )  # fmt: skip
+
+
+def _image_text(page: PageBuilder, box: Box, pictured: bool) -> None:
+    """A framed picture area with its caption under it, or (no picture) the caption as a
+    large statement on a panel of the accent colour; the paragraph beside either."""
+    look = page.look
+    x0, top, width, height = box
+    visual = min(Inches(4.6), width // 2)
+    if pictured:
+        page.rect("deco-visual", x0, top, visual, height, look.accent)
+        page.rect(
+            "deco-visual-inset", x0 + Inches(0.3), top + Inches(0.3), visual - Inches(0.6),
+            height - Inches(1.6), look.accent_soft,
+        )  # fmt: skip
+        page.text(
+            "caption", (x0 + Inches(0.3), top + height - Inches(1.2), visual - Inches(0.6),
+            Inches(1.0)), "A short caption", budget=60, size=16, color="FFFFFF",
+            anchor=MSO_ANCHOR.MIDDLE,
+        )  # fmt: skip
+    else:
+        page.rect("deco-statement", x0, top, visual, height, look.accent)
+        page.rect("deco-quote", x0 + Inches(0.45), top + Inches(0.5), Inches(0.7), Inches(0.1),
+                  "FFFFFF")  # fmt: skip
+        page.text(
+            "caption", (x0 + Inches(0.45), top + Inches(0.8), visual - Inches(0.9),
+            height - Inches(1.3)), "A short statement", budget=60, size=30, color="FFFFFF",
+            heading=True, anchor=MSO_ANCHOR.MIDDLE,
+        )  # fmt: skip
+    x = x0 + visual + Inches(0.5)
+    page.text(
+        "body", (x, top, width - visual - Inches(0.5), height),
+        "A paragraph that explains the idea the visual stands for.", budget=320,
+        size=20 if look.frame != "side" else 18, color=look.text, anchor=MSO_ANCHOR.MIDDLE,
+    )  # fmt: skip
 
 
 def build_template(look: Look, folder: Path) -> TemplateSpec:
@@ -378,6 +448,11 @@ def build_template(look: Look, folder: Path) -> TemplateSpec:
                 page_type=kind, index=index, purpose=purpose, fields=page.fields, picture=picture
             )
         )
+    # The picture page's text version, last: drawn for a picture slide with no picture.
+    text_version = PageBuilder(look, deck.slides.add_slide(deck.slide_layouts[BLANK_LAYOUT]))
+    _page(look, "image_text", text_version, pictured=False)
+    pictured = next(p for p in pages if p.page_type == "image_text")
+    pictured.text_index = len(PAGE_TYPES)
     spec = TemplateSpec(
         code=look.code,
         name=look.name,

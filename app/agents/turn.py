@@ -153,6 +153,8 @@ class Turn:
     """The request's `toolApproval`; None: the settings' policy alone."""
     review_plan: bool = False
     """Deep research: each round's plan waits for the user's decision (`reviewPlan`)."""
+    template_file_id: str | None = None
+    """PPT builder: the uploaded .pptx a new deck is built on (`templateFileId`)."""
     resumed: StoredTurn | None = None
     """The paused turn this run goes on with (its row is `row_id`), decided by `answer`."""
     answer: ApprovalAnswer | None = None

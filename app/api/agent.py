@@ -123,6 +123,15 @@ class StreamParams(BaseModel):
         description="Deep research: each round's plan waits for the user's `approval`"
         " (approve, edit with `arguments: {tasks}`, reject with `message`).",
     )
+    template_file_id: str | None = Field(
+        default=None,
+        alias="templateFileId",
+        max_length=64,
+        description="PPT builder: an uploaded .pptx whose masters, layouts and theme the new"
+        " deck is built on (its layouts matched to the slide kinds by their placeholders)."
+        " Not the caller's: 404; not a readable .pptx, or another agent: 400; without a"
+        " layout the builder needs: 400 `PPT_TEMPLATE_UNUSABLE`, naming it.",
+    )
     approval: ApprovalParams | None = Field(
         default=None,
         description="`{approvalId, decision: approve|reject|edit, arguments?, message?}` (a JSON"
@@ -145,6 +154,7 @@ class StreamParams(BaseModel):
             model=self.model,
             tool_approval=self.tool_approval,
             review_plan=bool(self.review_plan),
+            template_file_id=self.template_file_id,
             approval=self.approval.answer() if self.approval else None,
         )
 
@@ -227,8 +237,10 @@ def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
         200: {"content": {"text/event-stream": {}}, "description": "The event stream"},
         404: {"description": "Unknown fileId, or a parentId/regenerate not a turn of the caller's"},
         400: {
-            "description": "Bad input, a `webhook` URL that may not be called, or an unknown"
-            " `model` (`data.error`: `MODEL_UNKNOWN`)"
+            "description": "Bad input, a `webhook` URL that may not be called, an unknown"
+            " `model` (`data.error`: `MODEL_UNKNOWN`), or a `templateFileId` that is not a"
+            " readable .pptx or lacks a layout the builder needs (`data.error`:"
+            " `PPT_TEMPLATE_UNUSABLE`)"
         },
         409: {
             "description": "A task is already running (`multitaskStrategy: reject`), or no"

@@ -266,6 +266,19 @@ class DeckVersion(_Wire):
     url: str
 
 
+@dataclass(frozen=True, slots=True)
+class DeckLayout(_Wire):
+    """Where a slide kind goes on a user's own template: the layout that holds it."""
+
+    __pydantic_config__ = WIRE
+
+    page_type: str
+    layout: str
+    """The layout's name in the template."""
+    placeholders: list[str]
+    """The fields it fills, each in a placeholder of that layout."""
+
+
 @dataclass(slots=True)
 class DeckEvent(_Wire):
     """A deck's slides: `outline` once planned (no file yet), `ready` once stored, with
@@ -283,6 +296,13 @@ class DeckEvent(_Wire):
     versions: list[DeckVersion] = field(default_factory=list)
     thumbnails: list[str] = field(default_factory=list)
     """Download URLs of one PNG per slide, when the service can draw them."""
+    layouts: list[DeckLayout] | None = None
+    """On a user's template (`templateFileId`): its layout for each slide kind; None on a
+    shipped template."""
+    pdf: str | None = None
+    """`ready`: the download URL of this version's PDF (also sent as a `file` event)."""
+    pdf_error: str | None = None
+    """`ready`: why there is no PDF (LibreOffice missing or failing); the deck is still there."""
 
 
 @dataclass(slots=True)

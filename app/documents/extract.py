@@ -1,7 +1,8 @@
 """Reading uploaded documents: what a file really is, and its text with locations.
 
 A file's type is decided by its name and confirmed by its content (magic
-bytes; for docx and xlsx, the zip's `word/document.xml` or `xl/workbook.xml`;
+bytes; for docx, xlsx and pptx, the zip's `word/document.xml`, `xl/workbook.xml` or
+`ppt/presentation.xml`;
 for text, that it decodes),
 so a renamed binary is refused rather than stored as something it is not.
 Text comes out in sections that know where they are (page of a pdf,
@@ -23,8 +24,12 @@ and each PDF page without a text layer is rendered and read, so a PDF with
 some typed and some scanned pages gets both, each under its own number;
 `Document.ocr` says whether any text came that way.
 
-Left out: image description (no vision model), legacy .doc and .xls,
-slides, formulas (a workbook's cached values are read), and pdf/docx
+A pptx is read for its slides' text (a template may have none: it is then
+`ready` with no text) and, for the deck builder, for its layouts
+(`readers.layouts`).
+
+Left out: image description (no vision model), legacy .doc, .xls and .ppt,
+formulas (a workbook's cached values are read), and pdf/docx
 headers and footers.
 """
 
@@ -43,7 +48,7 @@ DETECT_BYTES = 256 * 1024
 PDF_HEADER_WITHIN = 1024
 """Readers accept `%PDF-` anywhere in the first kilobyte, after junk some writers prepend."""
 
-Kind = Literal["pdf", "docx", "xlsx", "text", "image"]
+Kind = Literal["pdf", "docx", "xlsx", "pptx", "text", "image"]
 Unit = Literal["page", "paragraph", "line", "row"]
 
 
@@ -74,6 +79,13 @@ XLSX = FileType(
     "an Excel workbook",
     "row",
 )
+PPTX = FileType(
+    "pptx",
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "a PowerPoint deck",
+    "page",
+)
+"""Read for its slides' text, and usable as a deck template (its layouts: readers.layouts)."""
 PNG = FileType("image", "image/png", "a PNG image", "page")
 JPEG = FileType("image", "image/jpeg", "a JPEG image", "page")
 
@@ -86,6 +98,7 @@ TYPES_BY_EXTENSION: dict[str, FileType] = {
     ".csv": CSV,
     ".tsv": TSV,
     ".xlsx": XLSX,
+    ".pptx": PPTX,
     ".png": PNG,
     ".jpg": JPEG,
     ".jpeg": JPEG,
@@ -162,6 +175,8 @@ def content_matches(path: Path, expected: FileType) -> bool:
         return _zip_holds(path, head, "word/document.xml")
     if expected is XLSX:
         return _zip_holds(path, head, "xl/workbook.xml")
+    if expected is PPTX:
+        return _zip_holds(path, head, "ppt/presentation.xml")
     if expected is PNG:
         return head.startswith(_PNG_SIGNATURE)
     if expected is JPEG:

@@ -26,9 +26,11 @@ import resource
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import app
 from app.documents.extract import (
+    PPTX,
     TYPES_BY_EXTENSION,
     Budget,
     Document,
@@ -60,7 +62,23 @@ class ParseLimits:
 
 async def extract_isolated(path: Path, file_type: FileType, limits: ParseLimits) -> Document:
     """`extract` in a child process; raises `UnreadableFile`, also when a limit stopped it."""
+    answer = await _ask_child("extract", path, file_type, limits)
+    return Document(
+        answer["unit"], [Section(*s) for s in answer["sections"]], bool(answer.get("ocr"))
+    )
+
+
+async def layouts_isolated(path: Path, limits: ParseLimits) -> dict[str, Any]:
+    """`readers.layouts` of a pptx in a child process, under the same limits as its text."""
+    answer = await _ask_child("layouts", path, PPTX, limits)
+    return dict(answer["layouts"])
+
+
+async def _ask_child(
+    task: str, path: Path, file_type: FileType, limits: ParseLimits
+) -> dict[str, Any]:
     request = {
+        "task": task,
         "path": str(path),
         "mime_type": file_type.mime_type,
         "budget": asdict(limits.budget),
@@ -93,7 +111,7 @@ async def extract_isolated(path: Path, file_type: FileType, limits: ParseLimits)
 
 def _answer(
     output: bytes, returncode: int | None, file_type: FileType, limits: ParseLimits
-) -> Document:
+) -> dict[str, Any]:
     try:
         answer = json.loads(output)
     except ValueError:
@@ -112,33 +130,17 @@ def _answer(
             f"Reading {file_type.label} needed more than {megabytes} MB of memory, "
             "the limit: it may be damaged or built to overload the reader."
         )
-    return Document(
-        answer["unit"], [Section(*s) for s in answer["sections"]], bool(answer.get("ocr"))
-    )
+    return dict(answer)
 
 
 def _child() -> None:
-    """Read one request from stdin, answer on stdout: the document, an error, or `memory`."""
+    """Read one request from stdin, answer on stdout: the result, an error, or `memory`."""
     request = json.load(sys.stdin)
     memory = request["memory_bytes"]
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
     answer: dict[str, object]
-    # Here: the parsers load in this child only, never in the server.
-    from app.documents.readers import extract
-
     try:
-        ocr = OcrSettings(**request["ocr"]) if request.get("ocr") else None
-        document = extract(
-            Path(request["path"]),
-            _BY_MIME[request["mime_type"]],
-            Budget(**request["budget"]),
-            ocr,
-        )
-        answer = {
-            "unit": document.unit,
-            "sections": [(s.first, s.last, s.text) for s in document.sections],
-            "ocr": document.ocr,
-        }
+        answer = _work(request)
     except UnreadableFile as exc:
         answer = {"error": str(exc)}
     except MemoryError:
@@ -148,6 +150,22 @@ def _child() -> None:
     sys.stdout.buffer.write(json.dumps(answer, ensure_ascii=False).encode("utf-8", "replace"))
     sys.stdout.buffer.flush()
     os._exit(0)
+
+
+def _work(request: dict[str, Any]) -> dict[str, object]:
+    # Here: the parsers load in this child only, never in the server.
+    from app.documents.readers import extract, layouts
+
+    path, budget = Path(request["path"]), Budget(**request["budget"])
+    if request["task"] == "layouts":
+        return {"layouts": layouts(path, budget)}
+    ocr = OcrSettings(**request["ocr"]) if request.get("ocr") else None
+    document = extract(path, _BY_MIME[request["mime_type"]], budget, ocr)
+    return {
+        "unit": document.unit,
+        "sections": [(s.first, s.last, s.text) for s in document.sections],
+        "ocr": document.ocr,
+    }
 
 
 if __name__ == "__main__":

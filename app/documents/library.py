@@ -1,7 +1,7 @@
 """The file library: what happens to an uploaded document, from upload to deletion.
 
-Upload: the name decides the type (only pdf, docx, xlsx, txt, md, csv, tsv,
-png and jpg), the bytes are copied to the blob store under a generated key
+Upload: the name decides the type (only pdf, docx, xlsx, pptx, txt, md, csv,
+tsv, png and jpg), the bytes are copied to the blob store under a generated key
 with the size capped, the content must be what the name says, then the text
 is extracted in a child process with limits (documents/isolated.py, at most
 `parse_workers` at once) and cut into passages, embedded when an embeddings
@@ -41,7 +41,7 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from app.config import SettingsPart
 from app.core.events import FileEvent
@@ -53,7 +53,7 @@ from app.documents.extract import (
     content_matches,
     type_for_name,
 )
-from app.documents.isolated import ParseLimits, extract_isolated
+from app.documents.isolated import ParseLimits, extract_isolated, layouts_isolated
 from app.documents.ocr import OcrSettings, tesseract_path, usable_languages
 from app.documents.office import RenderLimits
 from app.documents.previews import FilePreviews
@@ -231,6 +231,12 @@ class DocumentLibrary:
 
     async def content(self, user_id: str, file_id: str) -> str | None:
         return await self._store.file_content(user_id, file_id)
+
+    async def layouts(self, file: StoredFile) -> dict[str, Any]:
+        """A pptx's slide size and layouts (`readers.layouts`), read in the child process
+        under the upload's limits; raises `UnreadableFile`."""
+        async with self._parsing, self._blobs.local_path(file.blob_key) as path:
+            return await layouts_isolated(path, self._settings.parsing)
 
     async def download(self, file: StoredFile) -> AsyncIterator[bytes]:
         """The stored bytes; raises `BlobNotFound` if they are gone."""

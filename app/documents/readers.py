@@ -13,9 +13,12 @@ from pathlib import Path
 
 import docx
 import openpyxl
+import pptx
 import pypdf
 import pypdfium2
 from docx.text.paragraph import Paragraph
+from pptx.enum.shapes import PP_PLACEHOLDER
+from pptx.shapes.placeholder import LayoutPlaceholder
 from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import LimitReachedError
 from pypdf.filters import decode_stream_data
@@ -24,6 +27,7 @@ from pypdf.generic import ArrayObject, StreamObject
 from app.documents.extract import (
     DOCX,
     PDF,
+    PPTX,
     TEXT_PARAGRAPH_MAX_LINES,
     XLSX,
     Budget,
@@ -53,6 +57,8 @@ def extract(
         return _docx(path, budget)
     if file_type.kind == "xlsx":
         return _xlsx(path, budget)
+    if file_type.kind == "pptx":
+        return _pptx(path, budget)
     return _image(path, file_type, budget, ocr)
 
 
@@ -274,6 +280,95 @@ def _xlsx(path: Path, budget: Budget) -> Document:
     if not sections:
         raise UnreadableFile("The Excel workbook contains no data.")
     return Document("row", sections)
+
+
+def _pptx(path: Path, budget: Budget) -> Document:
+    """Each slide's text, one section a slide; a deck with none (a template) has no sections."""
+    sections: list[Section] = []
+    chars = 0
+    try:
+        _check_unpacked(path, PPTX, budget)
+        deck = pptx.Presentation(str(path))
+        for number, slide in enumerate(deck.slides, 1):
+            if number > budget.pages:
+                raise UnreadableFile(f"This is {PPTX.label} of more than {budget.pages} slides.")
+            texts = [shape.text_frame.text for shape in slide.shapes if shape.has_text_frame]
+            text = clean("\n".join(t for t in texts if t.strip()))
+            chars += len(text)
+            budget.check_chars(chars, PPTX)
+            if text:
+                sections.append(Section(number, number, text))
+    except (UnreadableFile, MemoryError):
+        raise
+    except Exception as exc:
+        raise UnreadableFile("The PowerPoint deck could not be read: it may be damaged.") from exc
+    return Document("page", sections)
+
+
+def layouts(path: Path, budget: Budget) -> dict[str, object]:
+    """A deck's slide size and every layout of every master with its placeholders, as JSON.
+
+    What the deck builder matches its slide kinds to (agents/pptx/layouts.py).
+    Positions are EMU; a placeholder's kind is `title`, `subtitle`, `body`
+    (text or any content), `picture`, or `other`. Only the placeholders a new
+    slide gets are listed (not date, footer or slide number), and `idx` is a
+    placeholder's place among them, which is its place on a slide made from
+    the layout: the file's own `idx` cannot name it (LibreOffice writes none,
+    so every one is 0).
+    """
+    try:
+        _check_unpacked(path, PPTX, budget)
+        deck = pptx.Presentation(str(path))
+        found = []
+        for master_number, master in enumerate(deck.slide_masters):
+            for layout_number, layout in enumerate(master.slide_layouts):
+                placeholders = [
+                    {
+                        "kind": _placeholder_kind(shape),
+                        "idx": number,
+                        "box": [
+                            shape.left or 0,
+                            shape.top or 0,
+                            shape.width or 0,
+                            shape.height or 0,
+                        ],
+                    }
+                    for number, shape in enumerate(layout.iter_cloneable_placeholders())
+                ]
+                found.append(
+                    {
+                        "master": master_number,
+                        "index": layout_number,
+                        "name": layout.name,
+                        "placeholders": placeholders,
+                    }
+                )
+    except (UnreadableFile, MemoryError):
+        raise
+    except Exception as exc:
+        raise UnreadableFile("The PowerPoint deck could not be read: it may be damaged.") from exc
+    return {"width": deck.slide_width, "height": deck.slide_height, "layouts": found}
+
+
+_PLACEHOLDER_KINDS = {
+    PP_PLACEHOLDER.TITLE: "title",
+    PP_PLACEHOLDER.CENTER_TITLE: "title",
+    PP_PLACEHOLDER.SUBTITLE: "subtitle",
+    PP_PLACEHOLDER.BODY: "body",
+    PP_PLACEHOLDER.OBJECT: "body",
+    PP_PLACEHOLDER.CHART: "body",
+    PP_PLACEHOLDER.TABLE: "body",
+    PP_PLACEHOLDER.PICTURE: "picture",
+}
+"""What the deck builder can put in each kind of placeholder."""
+
+
+def _placeholder_kind(shape: LayoutPlaceholder) -> str:
+    """Its kind; a vertical one (East Asian vertical text) is `other`: no deck slide fits it."""
+    ph = shape._element.ph
+    if ph is not None and ph.get("orient") == "vert":
+        return "other"
+    return _PLACEHOLDER_KINDS.get(shape.placeholder_format.type, "other")
 
 
 def _check_unpacked(path: Path, file_type: FileType, budget: Budget) -> None:

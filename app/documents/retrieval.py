@@ -56,6 +56,8 @@ class Embedder(Protocol):
 def chunk(document: Document, size: int, overlap: int, whole: int) -> list[FileChunk]:
     text = document.text
     sections = document.sections
+    if not sections:
+        return []  # a deck template: no slide has text
     starts: list[int] = []
     offset = 0
     for section in sections:

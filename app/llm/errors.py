@@ -107,6 +107,7 @@ USER_MESSAGES: dict[str, str] = {
         " as failed at that step. Say “retry” to try it again."
     ),
     "PPT_RENDER_FAILED": "The deck could not be drawn. Say “retry” to try again.",
+    "PPT_TEMPLATE_UNUSABLE": "The deck cannot be built on this template.",
     "PPT_RENDER_TIMEOUT": (
         "Drawing the deck took longer than its time limit. Say “retry” to try again."
     ),

@@ -2,7 +2,9 @@
 
 TurnRefused          base: the message says what to change
 ├── BadRequest       the request itself is wrong (HTTP 400)
-│   └── ModelUnknown  it names a model the catalog does not list (400 `MODEL_UNKNOWN`)
+│   ├── ModelUnknown  it names a model the catalog does not list (400 `MODEL_UNKNOWN`)
+│   └── TemplateUnusable  its deck template lacks a layout the builder needs
+│                         (400 `PPT_TEMPLATE_UNUSABLE`)
 ├── TooLong          the question is over the limit (413)
 ├── NotFound         a conversation, run or file that is not the caller's (404)
 ├── Busy             a turn already runs on the conversation (409)
@@ -26,6 +28,10 @@ class BadRequest(TurnRefused):
 
 class ModelUnknown(BadRequest):
     code = "MODEL_UNKNOWN"
+
+
+class TemplateUnusable(BadRequest):
+    code = "PPT_TEMPLATE_UNUSABLE"
 
 
 class TooLong(TurnRefused):

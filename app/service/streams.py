@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.registry import AgentEntry
 from app.config import DisconnectPolicy, SettingsPart
+from app.documents.extract import PPTX, UnreadableFile
 from app.documents.library import DocumentLibrary
 from app.limits import LimitExceeded, UserLimits
 from app.llm.models import ModelCatalog, UnknownModel
@@ -27,6 +28,7 @@ from app.service.errors import (
     NotAvailable,
     NotFound,
     OverLimit,
+    TemplateUnusable,
     TooLong,
     Unavailable,
 )
@@ -74,6 +76,8 @@ class TurnRequest:
     """A decision on the conversation's paused turn, which goes on: `query` is not needed."""
     review_plan: bool = False
     """Deep research: each round's plan waits for the user's decision."""
+    template_file_id: str | None = None
+    """PPT builder: the uploaded .pptx to build the deck on."""
 
 
 class StreamSettings(SettingsPart):
@@ -127,6 +131,7 @@ class StreamService:
         if len(request.query or "") > limit:
             raise TooLong(f"query is longer than {limit} characters")
         await self._check_file(entry, request.file_id, user)
+        await self._check_template(entry, request.template_file_id, user)
         try:
             model_id = self._models.choose(entry.kind, request.model)
         except UnknownModel as exc:
@@ -157,6 +162,7 @@ class StreamService:
                 tool_approval=request.tool_approval,
                 answer=request.approval,
                 review_plan=request.review_plan,
+                template_file_id=request.template_file_id,
             )
         except BaseException:
             await slot.release()
@@ -212,6 +218,33 @@ class StreamService:
                 raise NotFound("File not found")
         elif entry.needs_file:
             raise BadRequest(f"fileId is required for the {entry.kind} agent")
+
+    async def _check_template(self, entry: AgentEntry, file_id: str | None, user: str) -> None:
+        """A deck template must be the caller's readable .pptx, for the PPT builder, with
+        the layouts the builder needs.
+
+        Its layouts are read here in the isolated reader (a fraction of a second), so an
+        unusable template is refused before anything is stored; the build reads them again
+        when it first uses them (after a restart, say), and fails the same way."""
+        if not file_id:
+            return
+        if entry.kind != "pptx":
+            raise BadRequest("templateFileId is for the pptx agent only")
+        file = await self._files.get(user, file_id)
+        if file is None:
+            raise NotFound("File not found")
+        if file.mime_type != PPTX.mime_type:
+            raise BadRequest("templateFileId must name a .pptx file")
+        if file.status != "ready":
+            raise BadRequest(f"The template could not be read: {file.error or file.status}")
+        # Here, not at the top: the deck builder's package (python-pptx, Pillow, pdfium)
+        # loads only once a deck is asked for, as the agents do (agents/on_demand.py).
+        from app.agents.pptx.layouts import TemplateLayouts, UnusableTemplate, match
+
+        try:
+            match(TemplateLayouts.model_validate(await self._files.layouts(file)), "", "")
+        except (UnreadableFile, UnusableTemplate) as exc:
+            raise TemplateUnusable(str(exc)) from exc
 
 
 def _turn_id(value: int | str | None, name: str) -> int | None:

@@ -152,6 +152,7 @@ class TurnService:
         tool_approval: ApprovalMode | None = None,
         answer: ApprovalAnswer | None = None,
         review_plan: bool = False,
+        template_file_id: str | None = None,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
 
@@ -183,6 +184,7 @@ class TurnService:
             tool_approval=tool_approval,
             answer=answer,
             review_plan=review_plan,
+            template_file_id=template_file_id,
         )
         # Listed in the same step as the claim: one round trip less before the first event.
         ticket = _ticket(claim, question, "running")

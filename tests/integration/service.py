@@ -54,6 +54,8 @@ def service_settings(
         "deep_report_formats": "none",
         "api_keys": "",
         "log_level": "WARNING",
+        # A deck's PDF starts LibreOffice (seconds of CPU a deck): only the tests of it ask.
+        "pptx_pdf": False,
     }
     values.update(overrides)
     return Settings(_env_file=None, **values)

@@ -22,6 +22,7 @@ from tests.support.documents import (
     pdf_bomb_bytes,
     pdf_nested_bytes,
     pdf_of_large_streams,
+    pptx_bomb_bytes,
     xlsx_bomb_bytes,
 )
 from tests.support.processes import ServiceProcess
@@ -54,8 +55,13 @@ async def upload_and_read(client: httpx.AsyncClient, name: str, data: bytes) -> 
 
 @pytest.mark.parametrize(
     ("name", "build"),
-    [("bomb.docx", docx_bomb_bytes), ("bomb.pdf", pdf_bomb_bytes), ("bomb.xlsx", xlsx_bomb_bytes)],
-    ids=["docx", "pdf", "xlsx"],
+    [
+        ("bomb.docx", docx_bomb_bytes),
+        ("bomb.pdf", pdf_bomb_bytes),
+        ("bomb.xlsx", xlsx_bomb_bytes),
+        ("bomb.pptx", pptx_bomb_bytes),
+    ],
+    ids=["docx", "pdf", "xlsx", "pptx"],
 )
 async def test_a_decompression_bomb_ends_failed_and_the_server_stays_small(
     tmp_path: Path, sqlite_url: str, name: str, build: Any

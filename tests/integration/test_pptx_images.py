@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from PIL import Image
 from pptx import Presentation
@@ -116,7 +117,7 @@ async def test_an_image_slide_gets_a_picture_from_the_provider(
     assert fake.auth == ["Bearer img-secret"]
 
 
-async def test_without_a_picture_the_slide_keeps_its_panel_never_a_broken_one(
+async def test_without_a_picture_the_slide_is_a_text_statement_never_an_empty_frame(
     tmp_path: Path, sqlite_url: str, images: tuple[FakeImages, str]
 ) -> None:
     fake, base_url = images
@@ -127,7 +128,9 @@ async def test_without_a_picture_the_slide_keeps_its_panel_never_a_broken_one(
     assert not [
         s for slide in slides for s in slide.shapes if s.shape_type == MSO_SHAPE_TYPE.PICTURE
     ]
-    assert "deco-visual-inset" in {s.name for s in slides[PICTURE_SLIDE].shapes}
+    names = {s.name for s in slides[PICTURE_SLIDE].shapes}
+    assert "deco-visual-inset" not in names
+    assert {"deco-statement", "caption", "body"} <= names
 
 
 async def test_a_picture_named_by_a_local_url_is_not_fetched(
@@ -152,3 +155,32 @@ async def test_a_picture_named_by_a_url_the_allowlist_names_is_fetched(
     assert fake.downloads == 1
     expected = [["picture"] if n == PICTURE_SLIDE else [] for n in range(len(TITLES))]
     assert pictures_of(slides) == expected
+
+
+async def test_changing_another_slide_keeps_the_picture_without_drawing_it_again(
+    tmp_path: Path, sqlite_url: str, images: tuple[FakeImages, str]
+) -> None:
+    fake, base_url = images
+    settings = service_settings(
+        tmp_path,
+        sqlite_url,
+        pptx_previews=False,
+        pptx_image_base_url=base_url,
+        pptx_image_api_key="img-secret",
+    )
+    model = DeckModel(TITLES)
+    changed = {"pageType": "bullets", "fields": {"title": "New points", "bullets": ["One", "Two"]}}
+    model.answers["SLIDE"] = [orjson.dumps(changed).decode()]
+    async with agent_core(settings, ScriptedModel(*[model.scripted] * 10)) as core:
+        agent = pptx.build(core, settings)
+        first = await deck_bytes(core, await run_turn(agent, "8 friendly slides on solar power"))
+        edited = await run_turn(agent, "Change slide 4: other points")
+        second = await deck_bytes(core, edited)
+
+    assert len(fake.prompts) == 1  # drawn for the first version only
+    old, new = (list(Presentation(io.BytesIO(d)).slides) for d in (first, second))
+    assert pictures_of(new) == pictures_of(old)
+    [old_picture] = [s for s in old[PICTURE_SLIDE].shapes if s.name == "picture"]
+    [new_picture] = [s for s in new[PICTURE_SLIDE].shapes if s.name == "picture"]
+    assert new_picture.image.blob == old_picture.image.blob
+    assert [s.text_frame.text for s in new[3].shapes if s.name == "title"] == ["New points"]

@@ -3,6 +3,7 @@ that reopen (python-pptx) and convert (LibreOffice) with every named shape fille
 
 from __future__ import annotations
 
+import io
 import subprocess
 from pathlib import Path
 
@@ -33,11 +34,15 @@ def test_at_least_three_templates_each_with_every_page_type() -> None:
 def test_every_field_of_the_spec_is_a_named_shape_of_its_template_slide(code: str) -> None:
     spec = LIBRARY.templates[code]
     slides = list(Presentation(str(LIBRARY.path(code))).slides)
-    assert len(slides) == len(spec.pages)
+    text_versions = [p.text_index for p in spec.pages if p.text_index is not None]
+    assert len(slides) == len(spec.pages) + len(text_versions)
     for page in spec.pages:
-        names = {shape.name for shape in slides[page.index].shapes}
-        assert {f.name for f in page.fields} <= names
-        assert all(n.startswith("deco-") for n in names - {f.name for f in page.fields})
+        for index in (page.index, page.text_index):
+            if index is None:
+                continue
+            names = {shape.name for shape in slides[index].shapes}
+            assert {f.name for f in page.fields} <= names
+            assert all(n.startswith("deco-") for n in names - {f.name for f in page.fields})
 
 
 @pytest.mark.parametrize("code", sorted(LIBRARY.templates))
@@ -66,6 +71,49 @@ def test_a_deck_reopens_with_its_slides_titles_and_every_field_filled(code: str)
             assert text.strip()
             assert all(len(line) <= field.budget for line in text.split("\n"))
             assert not set(text.split("\n")) & samples
+
+
+def test_two_templates_differ_in_structure_not_only_colour() -> None:
+    """Ocean titles its content slides across the top, Ember in a column down the left."""
+
+    def title_box(code: str) -> tuple[int, int, int, int]:
+        spec = LIBRARY.templates[code]
+        page = spec.page("bullets")
+        assert page is not None
+        slide = Presentation(str(LIBRARY.path(code))).slides[page.index]
+        [title] = [s for s in slide.shapes if s.name == "title"]
+        return title.left, title.top, title.width, title.height
+
+    width = int(Presentation(str(LIBRARY.path("ocean"))).slide_width or 0)
+    ocean, ember = title_box("ocean"), title_box("ember")
+    # A wide band on top, and a tall column at the side.
+    assert ocean[2] > width * 0.7
+    assert ocean[3] < ocean[2] / 5
+    assert ember[2] < width * 0.35
+    assert ember[3] > ember[2]
+
+
+@pytest.mark.parametrize("code", sorted(LIBRARY.templates))
+def test_slides_fill_the_page_and_a_picture_slide_without_a_picture_has_no_empty_frame(
+    code: str,
+) -> None:
+    spec = LIBRARY.templates[code]
+    titles = TITLES[:9]
+    data = render_deck(
+        LIBRARY.path(code), spec, DeckSchema.model_validate(deck(titles)), lambda: False
+    )
+    prs = Presentation(io.BytesIO(data))
+    height = int(prs.slide_height or 0)
+    by_kind = dict(zip([s["pageType"] for s in deck(titles)["slides"]], prs.slides, strict=True))
+    [table] = [s for s in by_kind["table"].shapes if s.has_table]
+    assert table.top + table.height > height * 0.85  # two rows still fill the page
+    [chart] = [s for s in by_kind["chart"].shapes if s.has_chart]
+    assert chart.top + chart.height > height * 0.85
+    panels = [s for s in by_kind["comparison"].shapes if s.name.endswith("-panel")]
+    assert all(p.top + p.height > height * 0.85 for p in panels)
+    names = {s.name for s in by_kind["image_text"].shapes}
+    assert "deco-visual-inset" not in names  # no frame waiting for a picture
+    assert {"title", "caption", "body"} <= names
 
 
 @pytest.mark.parametrize("code", sorted(LIBRARY.templates))

@@ -113,6 +113,7 @@ async def served(
             "TAVILY_BASE_URL": fake_search.base_url,
             "RECOMMENDATIONS_ENABLED": "false",
             "PPTX_PREVIEWS": "false",
+            "PPTX_PDF": "false",
         },
     )
     # The host agent's remote agent is this same service, over A2A on loopback.

@@ -78,10 +78,11 @@ async def run_turn(
     conversation_id: str = "c1",
     user_id: str = "u1",
     file_id: str | None = None,
+    template_file_id: str | None = None,
 ) -> list[Event]:
     """One whole turn, question stored first, as the runner drives it; every event."""
     key = ConversationKey(user_id, conversation_id)
-    turn = Turn(key, question, uuid.uuid4().hex, file_id=file_id)
+    turn = Turn(key, question, uuid.uuid4().hex, file_id=file_id, template_file_id=template_file_id)
     await agent.begin(turn)
     program = agent.start(turn)
     events = [event async for event in program.events(NeverStopped())]

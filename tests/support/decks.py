@@ -33,6 +33,13 @@ _FIELDS: dict[PageType, dict[str, Any]] = {
     "table": {
         "table": {"header": ["Year", "Cost per watt"], "rows": [["2010", "$2"], ["2020", "$0.3"]]}
     },
+    "chart": {
+        "chart": {
+            "chartType": "bar",
+            "categories": ["2010", "2015", "2020"],
+            "series": [{"name": "Cost per watt ($)", "values": [2, 0.8, 0.3]}],
+        }
+    },
     "closing": {"subtitle": "Questions welcome"},
 }
 
@@ -54,15 +61,22 @@ def outline(titles: list[str]) -> dict[str, Any]:
     }
 
 
-def deck(titles: list[str]) -> dict[str, Any]:
-    """A deck schema filling every field of the page type each title gets."""
+def deck(titles: list[str], *, own_template: bool = False) -> dict[str, Any]:
+    """A deck schema filling every field of the page type each title gets; `own_template`:
+    as for a user's template matched from python-pptx's default layouts (no caption)."""
     types = page_types(len(titles))
     return {
         "slides": [
-            {"pageType": p, "fields": {"title": t, **_FIELDS[p]}}
-            for t, p in zip(titles, types, strict=True)
+            slide(t, p, own_template=own_template) for t, p in zip(titles, types, strict=True)
         ]
     }
+
+
+def slide(title: str, page_type: PageType, *, own_template: bool = False) -> dict[str, Any]:
+    fields = {"title": title, **_FIELDS[page_type]}
+    if own_template:
+        fields.pop("caption", None)
+    return {"pageType": page_type, "fields": fields}
 
 
 STEP_PROMPTS = {
@@ -72,6 +86,7 @@ STEP_PROMPTS = {
     "OUTLINE": "Write the outline",
     "SCHEMA": "Write every slide",
     "MODIFY": "You edit an existing",
+    "SLIDE": "You rewrite one slide",
 }
 FULL_REQUIREMENT = {
     "topic": "solar power",
@@ -97,6 +112,8 @@ class DeckModel:
     modified: list[str] = field(default_factory=list)
     template: str = "ocean"
     intent: str = "modify"
+    own_template: bool = False
+    """Slides as for a user's template (`deck(own_template=True)`)."""
     answers: dict[str, list[str | Reply]] = field(default_factory=dict)
     asked: dict[str, int] = field(default_factory=dict)
     waiting: dict[str, asyncio.Event] = field(default_factory=dict)
@@ -125,7 +142,7 @@ class DeckModel:
             "REQUIREMENT": lambda: {**FULL_REQUIREMENT, "slideCount": len(self.titles)},
             "TEMPLATE": lambda: {"templateCode": self.template, "reason": "fits"},
             "OUTLINE": lambda: outline(self.titles),
-            "SCHEMA": lambda: deck(self.titles),
+            "SCHEMA": lambda: deck(self.titles, own_template=self.own_template),
             "MODIFY": lambda: deck(self.modified),
         }
         return orjson.dumps(answers[step]()).decode()

@@ -1,5 +1,5 @@
 """Real documents for tests, written by real libraries: pdf (fpdf2), docx (python-docx),
-xlsx (openpyxl), images.
+xlsx (openpyxl), pptx (python-pptx), images.
 
 Nothing here is a fixture file checked into the repo: each test makes the
 document it reads, so what it contains is visible next to the assertion.
@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Sequence
 
 import docx
+import pptx
 from fpdf import FPDF
 from openpyxl import Workbook
 from PIL import Image, ImageDraw, ImageFont
@@ -115,6 +116,17 @@ def xlsx_bomb_bytes(inflated_mb: int) -> bytes:
     row = b"<row><c><v>1</v></c></row>"
     source = xlsx_bytes({"Bomb": [["Bomb"]]})
     return _office_bomb(source, "xl/worksheets/sheet1.xml", b"sheetData", row, inflated_mb)
+
+
+def pptx_bomb_bytes(inflated_mb: int) -> bytes:
+    """A PowerPoint deck (a template) whose first layout unpacks to `inflated_mb` MB of shapes."""
+    shape = b'<p:sp><p:nvSpPr><p:cNvPr id="99" name="boom"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr></p:sp>'
+    shape = shape.ljust(1024)  # mostly blanks, so 300 MB of it packs under a megabyte
+    source = io.BytesIO()
+    pptx.Presentation().save(source)
+    return _office_bomb(
+        source.getvalue(), "ppt/slideLayouts/slideLayout1.xml", b"p:spTree", shape, inflated_mb
+    )
 
 
 def _office_bomb(

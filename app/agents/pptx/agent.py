@@ -27,7 +27,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 
 from app.agents.base import BaseAgent
-from app.agents.pptx import preview, prompts
+from app.agents.pptx import prompts
 from app.agents.pptx.answer import answer_text, deck_event
 from app.agents.pptx.builds import (
     CONTINUE_WORDS,
@@ -40,10 +40,12 @@ from app.agents.pptx.builds import (
     of_turns,
     on_path,
     resume_step,
+    slide_edit_of,
 )
 from app.agents.pptx.images import configured_images
-from app.agents.pptx.schema import Intent
-from app.agents.pptx.steps import DeckSettings, DeckSteps
+from app.agents.pptx.preview import ConversionFailed
+from app.agents.pptx.schema import Intent, Outline
+from app.agents.pptx.steps import UPLOADED, DeckSettings, DeckSteps
 from app.agents.pptx.templates import TemplateLibrary
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import Settings
@@ -94,7 +96,9 @@ class PptAgent(BaseAgent):
             build.failed_step = build.error_msg = None
         else:
             base = last_success(seen) if intent == "modify" else None
-            build = new_build(turn, versions, base)
+            build = new_build(turn, versions, base, one_slide=_one_slide(turn.question, base))
+            if turn.template_file_id:
+                build.template_code = f"{UPLOADED}{turn.template_file_id}"
             if intent == "resume" and latest is not None:
                 # A regenerated answer to a paused or failed build: its request, built anew.
                 paused = latest.status == PAUSED
@@ -123,6 +127,8 @@ class PptAgent(BaseAgent):
             return "resume"
         words = turn.question.casefold()
         unfinished = latest.status != SUCCESS
+        if not unfinished and slide_edit_of(turn.question) is not None:
+            return "modify"
         if unfinished and any(word in words for word in CONTINUE_WORDS):
             return "resume"
         messages = [
@@ -144,6 +150,11 @@ class PptAgent(BaseAgent):
     ) -> AsyncIterator[Event]:
         """Run the steps from the build's status until it succeeds, pauses or fails."""
         steps = self._steps
+        try:
+            await steps.load_template(build)
+        except AgentFailure as exc:
+            await self._fail(build, build.status, exc)
+            raise
         by_status = {
             "REQUIREMENT": steps.requirement,
             "SEARCH": steps.research,
@@ -151,6 +162,7 @@ class PptAgent(BaseAgent):
             "OUTLINE": steps.outline,
             "SCHEMA": steps.write_slides,
             "MODIFY": steps.modify,
+            "SLIDE": steps.edit_slide,
             "RENDER": steps.render,
         }
         while build.status in by_status:
@@ -169,16 +181,31 @@ class PptAgent(BaseAgent):
             state.pause()
         elif build.status == SUCCESS:
             earlier = [v for v in versions if v.id != build.id and v.status == SUCCESS]
-            ready = deck_event("ready", build, steps.template(build), [*earlier, build])
-            if steps.settings.previews and preview.available():
+            template = steps.template(build)
+            ready = deck_event("ready", build, template, [*earlier, build], steps.layouts(build))
+            pdf_event, pdf = None, b""
+            if steps.settings.pdf or steps.settings.previews:
+                yield ThinkingEvent("Making the PDF…\n")
+                try:
+                    pdf_event, pdf = await steps.pdf(turn, build, store=steps.settings.pdf)
+                except ConversionFailed as exc:
+                    # The deck is stored and linked: without its PDF the turn still hands it over.
+                    if steps.settings.pdf:
+                        ready.pdf_error = f"No PDF of the deck: {exc}."
+                        pdf_event = await steps.unmade_pdf(turn, build, ready.pdf_error)
+            if pdf_event is not None:
+                if pdf_event.status != "failed":
+                    ready.pdf = pdf_event.url
+                yield pdf_event
+            if steps.settings.previews and pdf:
                 yield ThinkingEvent("Drawing slide previews…\n")
                 try:
-                    ready.thumbnails = await steps.thumbnails(turn, build)
+                    ready.thumbnails = await steps.thumbnails(turn, build, pdf)
                 except Exception:
                     # The deck is stored and linked: a preview that fails is only missing.
                     log.warning("no previews for deck build %s", build.id, exc_info=True)
             yield ready
-            yield TextEvent(answer_text(build, steps.template(build), earlier))
+            yield TextEvent(answer_text(build, template, earlier, ready))
 
     async def _fail(self, build: DeckBuild, step: str, exc: Exception) -> None:
         """Store the build FAILED at `step` with why, in words the user can read."""
@@ -215,6 +242,14 @@ class PptAgent(BaseAgent):
             log.warning("could not list the deck templates in ai_ppt_template", exc_info=True)
             return
         self._templates_listed = True
+
+
+def _one_slide(message: str, base: DeckBuild | None) -> bool:
+    """Whether the message changes one slide of `base`: "change slide N: …", N in the deck."""
+    number = slide_edit_of(message)
+    if base is None or number is None:
+        return False
+    return number <= len(Outline.model_validate_json(base.outline or "{}").slides)
 
 
 def build(core: AgentCore, settings: Settings) -> PptAgent:

@@ -11,9 +11,10 @@ import re
 from typing import Literal
 
 from app.agents.pptx.builds import file_name
+from app.agents.pptx.layouts import LayoutPlan
 from app.agents.pptx.schema import Outline
 from app.agents.pptx.templates import TemplateSpec
-from app.core.events import DeckEvent, DeckSlide, DeckVersion
+from app.core.events import DeckEvent, DeckLayout, DeckSlide, DeckVersion
 from app.store.deck_builds import DeckBuild
 
 _SLIDE_SO_FAR = re.compile(r'\{\s*"title"\s*:\s*"((?:[^"\\]|\\.)*)"\s*,\s*"pageType"\s*:\s*"(\w+)"')
@@ -39,6 +40,7 @@ def deck_event(
     build: DeckBuild,
     template: TemplateSpec,
     downloadable: list[DeckBuild],
+    layouts: LayoutPlan | None = None,
 ) -> DeckEvent:
     outline = Outline.model_validate_json(build.outline or "{}")
     return DeckEvent(
@@ -48,15 +50,25 @@ def deck_event(
         template=template.name,
         slides=[DeckSlide(s.title, s.page_type) for s in outline.slides],
         versions=[DeckVersion(b.version, file_name(b), b.file_url or "") for b in downloadable],
-    )
+        layouts=None if layouts is None else [
+            DeckLayout(p.page_type, p.name, [f for f in p.slots if f != "picture"])
+            for p in layouts.pages.values()
+        ],
+    )  # fmt: skip
 
 
-def answer_text(build: DeckBuild, template: TemplateSpec, earlier: list[DeckBuild]) -> str:
-    """The answer text: the download link (the original client shows only links in text)."""
+def answer_text(
+    build: DeckBuild, template: TemplateSpec, earlier: list[DeckBuild], ready: DeckEvent
+) -> str:
+    """The answer text: the download links (the original client shows only links in text)."""
     outline = Outline.model_validate_json(build.outline or "{}")
-    lines = [
-        f"Your deck is ready: [{file_name(build)}]({build.file_url})",
-        "",
+    links = f"[{file_name(build)}]({build.file_url})"
+    if ready.pdf:
+        links += f" · [{file_name(build).removesuffix('.pptx')}.pdf]({ready.pdf})"
+    lines = [f"Your deck is ready: {links}", ""]
+    if ready.pdf_error:
+        lines += [ready.pdf_error, ""]
+    lines += [
         f"Version {build.version}, template {template.name}, {len(outline.slides)} slides:",
         "",
         *(f"{n}. {s.title} ({s.page_type})" for n, s in enumerate(outline.slides, 1)),

@@ -7,6 +7,7 @@ failed build resumes at the step it had reached.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
@@ -20,8 +21,13 @@ from app.store.base import GoneTurn
 from app.store.deck_builds import DeckBuild, TemplateRow
 from app.store.models import StoredTurn
 
-STEPS = ("REQUIREMENT", "SEARCH", "TEMPLATE", "OUTLINE", "SCHEMA", "MODIFY", "RENDER")
+STEPS = ("REQUIREMENT", "SEARCH", "TEMPLATE", "OUTLINE", "SCHEMA", "MODIFY", "SLIDE", "RENDER")
 PAUSED, SUCCESS, FAILED = "PAUSED", "SUCCESS", "FAILED"
+_SLIDE_EDIT = re.compile(
+    r"\b(?:change|edit|modify|update|rewrite|redo|fix|improve)\s+slide\s+(?:no\.?\s*|#)?(\d{1,2})\b"
+    r"|(?:修改|更改|改|重写|调整)\s*第\s*(\d{1,2})\s*[页张]",
+    re.IGNORECASE,
+)
 CONTINUE_WORDS = ("继续", "重试", "再试", "resume", "retry", "continue", "go on", "try again")
 
 
@@ -100,6 +106,14 @@ def of_turns(
     return [b for b, turn in zip(versions, begun_by(versions, asked), strict=True) if turn in ids]
 
 
+def slide_edit_of(message: str) -> int | None:
+    """The slide number (from 1) a "change slide N: …" message asks to change, else None."""
+    found = _SLIDE_EDIT.search(message)
+    if found is None:
+        return None
+    return int(found.group(1) or found.group(2)) or None
+
+
 def resume_step(build: DeckBuild) -> str:
     if build.status == PAUSED:
         return "REQUIREMENT"
@@ -112,8 +126,12 @@ def last_success(versions: list[DeckBuild]) -> DeckBuild | None:
     return next((v for v in reversed(versions) if v.status == SUCCESS), None)
 
 
-def new_build(turn: Turn, versions: list[DeckBuild], base: DeckBuild | None) -> DeckBuild:
-    """A new version: from scratch, or (`base`) a change of a finished deck."""
+def new_build(
+    turn: Turn, versions: list[DeckBuild], base: DeckBuild | None, *, one_slide: bool = False
+) -> DeckBuild:
+    """A new version: from scratch, or (`base`) a change of a finished deck, of the slide
+    the message names when `one_slide` (until rendered, `file_id` is then the base's deck,
+    whose other slides' pictures it keeps)."""
     version = (versions[-1].version if versions else 0) + 1
     build = DeckBuild(
         user_id=turn.user_id,
@@ -127,6 +145,8 @@ def new_build(turn: Turn, versions: list[DeckBuild], base: DeckBuild | None) -> 
         build.template_code, build.requirement = base.template_code, base.requirement
         build.search_info, build.outline = base.search_info, base.outline
         build.ppt_schema = base.ppt_schema
+        if one_slide:
+            build.status, build.file_id = "SLIDE", base.file_id
     return build
 
 

@@ -43,7 +43,9 @@ SCHEMA = f"""Write every slide of the deck from its outline, in {{language}}.
 For each slide give its pageType and "fields": exactly the fields of its page type below,
 every one filled, each text within its character budget (write shorter, never cut words).
 A "text" field is a string, a "bullets" field a list of strings, a "table" field
-{{{{"header": [...], "rows": [[...], ...]}}}} (one cell per header column).
+{{{{"header": [...], "rows": [[...], ...]}}}} (one cell per header column), a "chart" field
+{{{{"chartType": "bar" | "line" | "pie", "categories": [...], "series": [{{{{"name": "...",
+"values": [numbers, one per category]}}}}]}}}} with real figures (a pie has one series).
 Page types and their fields:
 {{pages}}
 Outline:
@@ -61,6 +63,18 @@ The deck now:
 {JSON_ONLY} Answer with the whole edited deck, in the same format."""
 
 
+SLIDE = f"""You rewrite one slide of an existing PowerPoint deck as the user asks, in {{language}}.
+This is slide {{number}} of {{count}}; the other slides stay as they are:
+{{titles}}
+Its fields must be exactly the fields of its page type below, every one filled and within
+its character budget. Keep its page type unless the user asks for another.
+Page types and their fields:
+{{pages}}
+The slide now:
+{{slide}}
+{JSON_ONLY} Format: {{{{"pageType": "...", "fields": {{{{"title": "...", ...}}}}}}}}"""
+
+
 def describe_pages(template: TemplateSpec) -> str:
     """The page types with their purpose and fields, as the model reads them."""
     lines = []
@@ -76,6 +90,11 @@ def _describe_field(field: FieldSpec) -> str:
         return f"{name} (text, ≤{budget} chars)"
     if field.kind == "bullets":
         return f"{name} (bullets, 1-{field.max_items} items, each ≤{budget} chars)"
+    if field.kind == "chart":
+        return (
+            f"{name} (chart, ≤{field.max_items} categories, ≤{field.max_columns} series,"
+            f" labels ≤{budget} chars)"
+        )
     return (
         f"{name} (table, ≤{field.max_columns} columns, ≤{field.max_items - 1} rows under"
         f" the header, cells ≤{budget} chars)"

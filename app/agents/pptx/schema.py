@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
-from app.agents.pptx.templates import PageType, TemplateSpec
+from app.agents.pptx.templates import FieldSpec, PageType, TemplateSpec
 
 
 class Wire(BaseModel):
@@ -66,7 +66,20 @@ class TableData(Wire):
     rows: list[list[str]] = Field(min_length=1)
 
 
-FieldValue = str | list[str] | TableData
+class ChartSeries(Wire):
+    name: str = Field(min_length=1)
+    values: list[float] = Field(min_length=1)
+
+
+class ChartData(Wire):
+    """A native chart: one value per category in each series."""
+
+    chart_type: Literal["bar", "line", "pie"] = "bar"
+    categories: list[str] = Field(min_length=1)
+    series: list[ChartSeries] = Field(min_length=1)
+
+
+FieldValue = str | list[str] | TableData | ChartData
 
 
 class SlideSchema(Wire):
@@ -121,6 +134,8 @@ def check_deck(deck: DeckSchema, outline: Outline, template: TemplateSpec) -> li
                     problems.append(f"{where}: {len(value)} characters, at most {spec.budget}.")
             elif spec.kind == "bullets":
                 problems.extend(_check_items(where, value, spec.max_items, spec.budget))
+            elif spec.kind == "chart":
+                problems.extend(_check_chart(where, value, spec))
             elif not isinstance(value, TableData):
                 problems.append(f"{where}: give a table as {{header, rows}}.")
             else:
@@ -163,9 +178,35 @@ def _check_table(where: str, table: TableData, max_rows: int, max_columns: int) 
     return problems
 
 
+def _check_chart(where: str, value: FieldValue | None, spec: FieldSpec) -> list[str]:
+    if not isinstance(value, ChartData):
+        return [
+            f"{where}: give a chart as {{chartType: bar|line|pie, categories: [...],"
+            " series: [{name, values: [numbers]}]}."
+        ]
+    problems = []
+    if len(value.categories) > spec.max_items:
+        problems.append(f"{where}: at most {spec.max_items} categories.")
+    if len(value.series) > spec.max_columns:
+        problems.append(f"{where}: at most {spec.max_columns} series.")
+    if value.chart_type == "pie" and len(value.series) != 1:
+        problems.append(f"{where}: a pie chart has exactly one series.")
+    if any(len(s.values) != len(value.categories) for s in value.series):
+        problems.append(f"{where}: every series needs one value per category.")
+    problems.extend(
+        f"{where}: the label {label!r} is over {spec.budget} characters."
+        for label in [*value.categories, *(s.name for s in value.series)]
+        if len(label) > spec.budget
+    )
+    return problems
+
+
 def only_over_budget(problems: list[str]) -> bool:
     """Whether every problem is a text that is too long (so shortening it is enough)."""
-    return all((" at most " in p and "characters" in p) or " is over " in p for p in problems)
+    return all(
+        (" at most " in p and "characters" in p) or (" is over " in p and "characters" in p)
+        for p in problems
+    )
 
 
 def shorten(text: str, budget: int) -> str:
@@ -193,6 +234,15 @@ def fit_deck(deck: DeckSchema, template: TemplateSpec) -> DeckSchema:
                 fields[spec.name] = TableData(
                     header=[shorten(c, spec.budget) for c in value.header],
                     rows=[[shorten(c, spec.budget) for c in row] for row in value.rows],
+                )
+            elif isinstance(value, ChartData):
+                fields[spec.name] = ChartData(
+                    chart_type=value.chart_type,
+                    categories=[shorten(c, spec.budget) for c in value.categories],
+                    series=[
+                        ChartSeries(name=shorten(s.name, spec.budget), values=s.values)
+                        for s in value.series
+                    ],
                 )
         slides.append(slide.model_copy(update={"fields": fields}))
     return DeckSchema(slides=slides)

@@ -12,6 +12,8 @@ import asyncio
 import threading
 import time
 from collections.abc import AsyncIterator, Callable
+from functools import partial
+from pathlib import PurePath
 from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict
@@ -28,13 +30,23 @@ from app.agents.pptx.builds import (
     outline_of,
     requirement_of,
     research_text,
+    slide_edit_of,
 )
 from app.agents.pptx.images import ImageMaker
-from app.agents.pptx.render import RenderError, RenderTimeout, read_deck, render_deck
+from app.agents.pptx.layouts import LayoutPlan, TemplateLayouts, UnusableTemplate, match
+from app.agents.pptx.render import (
+    RenderError,
+    RenderTimeout,
+    kept_pictures,
+    read_deck,
+    render_deck,
+)
+from app.agents.pptx.render_layouts import render_on_layouts
 from app.agents.pptx.schema import (
     DeckSchema,
     Outline,
     Requirement,
+    SlideSchema,
     TemplateChoice,
     check_deck,
     check_outline,
@@ -45,14 +57,20 @@ from app.agents.pptx.templates import TemplateLibrary, TemplateSpec
 from app.agents.react import act
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import SettingsPart
-from app.core.events import DeckEvent, Event, TextEvent, ThinkingEvent
+from app.core.events import DeckEvent, Event, FileEvent, TextEvent, ThinkingEvent
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
+from app.documents.extract import UnreadableFile
 from app.documents.library import generated_event
 from app.llm.structured import StructuredOutputInvalid, structured
 from app.store.deck_builds import DeckBuild
 from app.tools.base import Tool
 
 PPTX_MIME = "application/vnd.openxmlformats-officedocument.presentationml.presentation"
+PDF_MIME = "application/pdf"
+UPLOADED = "file:"
+"""A build's `template_code` for a user's template: this, then the file's id."""
+UPLOADED_KEPT = 32
+"""Users' templates kept matched in memory; one dropped is read again when next used."""
 
 Answer = TypeVar("Answer", bound=BaseModel)
 Events = AsyncIterator[Event]
@@ -63,6 +81,7 @@ class DeckSettings(SettingsPart, prefix="pptx_"):
     max_slides: int
     search_queries: int
     previews: bool
+    pdf: bool
 
 
 class InvalidPlan(AgentFailure):
@@ -101,6 +120,8 @@ class DeckSteps:
         self._search = search
         self._images = images
         self.settings = settings
+        self._uploaded: dict[str, tuple[TemplateSpec, LayoutPlan]] = {}
+        """Users' templates matched so far, by template code, the oldest dropped first."""
 
     async def requirement(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
         yield ThinkingEvent("Checking the request…\n")
@@ -154,7 +175,35 @@ class DeckSteps:
             await self._builds.save(build)
         build.status = "TEMPLATE"
 
+    async def load_template(self, build: DeckBuild) -> None:
+        """Read a user's template's layouts (in the isolated reader) and match them to the
+        slide kinds, once a process; raises `AgentFailure` naming what the template lacks."""
+        code = build.template_code or ""
+        if not code.startswith(UPLOADED) or code in self._uploaded:
+            return
+        documents = self.core.documents
+        file = await documents.get(build.user_id, code.removeprefix(UPLOADED))
+        if file is None:
+            raise AgentFailure("PPT_TEMPLATE_UNUSABLE", "The template file is gone.")
+        try:
+            found = TemplateLayouts.model_validate(await documents.layouts(file))
+            matched = match(found, code, PurePath(file.file_name).stem)
+        except (UnreadableFile, UnusableTemplate) as exc:
+            raise AgentFailure("PPT_TEMPLATE_UNUSABLE", str(exc)) from exc
+        if len(self._uploaded) >= UPLOADED_KEPT:
+            self._uploaded.pop(next(iter(self._uploaded)))
+        self._uploaded[code] = matched
+
+    def layouts(self, build: DeckBuild) -> LayoutPlan | None:
+        """The layout plan of a build on a user's template (None on a shipped one)."""
+        matched = self._uploaded.get(build.template_code or "")
+        return matched[1] if matched else None
+
     async def choose_template(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
+        if build.template_code and build.template_code.startswith(UPLOADED):
+            build.status = "OUTLINE"
+            yield ThinkingEvent(f"Template: {self.template(build).name} (yours)\n")
+            return
         library = self.templates.templates
         listing = "\n".join(spec.summary() for spec in library.values())
         requirement = requirement_of(build)
@@ -215,7 +264,7 @@ class DeckSteps:
             planning.cancel()
             await asyncio.gather(planning, return_exceptions=True)
         build.outline, build.status = outline.model_dump_json(by_alias=True), "SCHEMA"
-        yield deck_event("outline", build, template, [])
+        yield deck_event("outline", build, template, [], self.layouts(build))
         yield ThinkingEvent(
             f"Outline: {len(outline.slides)} slides\n"
             + "".join(f"{n}. {s.title} ({s.page_type})\n" for n, s in enumerate(outline.slides, 1))
@@ -255,25 +304,68 @@ class DeckSteps:
         build.outline = outline_of(title, deck).model_dump_json(by_alias=True)
         build.ppt_schema, build.status = deck.model_dump_json(by_alias=True), "RENDER"
 
+    async def edit_slide(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
+        """Ask the model for the one slide the message names; the others are kept as they are."""
+        number = slide_edit_of(build.query) or 0
+        yield ThinkingEvent(f"Changing slide {number}…\n")
+        requirement, template = requirement_of(build), self.template(build)
+        deck = DeckSchema.model_validate_json(build.ppt_schema or "{}")
+        system = prompts.SLIDE.format(
+            language=requirement.language or "the user's language",
+            number=number,
+            count=len(deck.slides),
+            titles="\n".join(f"{n}. {s.title}" for n, s in enumerate(deck.slides, 1)),
+            pages=prompts.describe_pages(template),
+            slide=deck.slides[number - 1].model_dump_json(by_alias=True),
+        )
+        messages = [Msg.text("system", system), Msg.text("user", build.query)]
+
+        def fits(slide: SlideSchema) -> list[str]:
+            one = DeckSchema(slides=[slide])
+            return check_deck(one, outline_of("-", one), template)
+
+        try:
+            slide = await self._plan(turn, state, "SLIDE", messages, SlideSchema, fits)
+        except InvalidPlan as exc:
+            if not isinstance(exc.value, SlideSchema) or not only_over_budget(exc.problems):
+                raise
+            slide = fit_deck(DeckSchema(slides=[exc.value]), template).slides[0]
+        slides = [*deck.slides[: number - 1], slide, *deck.slides[number:]]
+        title = Outline.model_validate_json(build.outline or "{}").title
+        edited = DeckSchema(slides=slides)
+        build.outline = outline_of(title, edited).model_dump_json(by_alias=True)
+        build.ppt_schema, build.status = edited.model_dump_json(by_alias=True), "RENDER"
+
     async def render(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
         yield ThinkingEvent("Rendering…\n")
         template = self.template(build)
         deck = DeckSchema.model_validate_json(build.ppt_schema or "{}")
+        edited = slide_edit_of(build.query)
         pictures: dict[int, bytes] = {}
+        if edited is not None and build.file_id:
+            # One slide changed: the others keep the pictures they had, none drawn again.
+            pictures = await asyncio.to_thread(kept_pictures, await self._bytes(build), edited - 1)
         wanted = _picture_prompts(deck, template, requirement_of(build).style)
+        wanted = {i: p for i, p in wanted.items() if edited is None or i == edited - 1}
         if self._images is not None and wanted:
             yield ThinkingEvent(f"Drawing pictures for {len(wanted)} slides…\n")
-            pictures = await _draw(self._images, wanted)
+            pictures |= await _draw(self._images, wanted)
         limit = self.settings.render_timeout_seconds
-        path = self.templates.path(template.code)
         deadline, given_up = time.monotonic() + limit, threading.Event()
 
         def expired() -> bool:
             return given_up.is_set() or time.monotonic() > deadline
 
+        layouts = self.layouts(build)
+        if layouts is None:
+            path = self.templates.path(template.code)
+            draw = partial(render_deck, path, template, deck, expired, pictures)
+        else:
+            source = await self._bytes(build, (build.template_code or "").removeprefix(UPLOADED))
+            draw = partial(render_on_layouts, source, layouts, deck, expired, pictures)
         try:
             async with asyncio.timeout(limit):
-                data = await asyncio.to_thread(render_deck, path, template, deck, expired, pictures)
+                data = await asyncio.to_thread(draw)
                 slides = await asyncio.to_thread(read_deck, data)
         except (TimeoutError, RenderTimeout) as exc:
             raise AgentFailure("PPT_RENDER_TIMEOUT", f"over {limit:g}s") from exc
@@ -291,23 +383,52 @@ class DeckSteps:
         build.file_id, build.file_url, build.status = stored.id, event.url, SUCCESS
         yield event
 
-    async def thumbnails(self, turn: Turn, build: DeckBuild) -> list[str]:
-        """Store a PNG per slide of the stored deck; their URLs (none when it cannot)."""
+    async def pdf(
+        self, turn: Turn, build: DeckBuild, *, store: bool
+    ) -> tuple[FileEvent | None, bytes]:
+        """The stored deck as PDF (LibreOffice): its `file` event once stored (`store`), and
+        its bytes, which the thumbnails are drawn from. Raises `ConversionFailed` with the
+        reason there is none."""
         documents = self.core.documents
-        assert build.file_id is not None
-        stored = await documents.get(turn.user_id, build.file_id)
-        if stored is None:
-            return []
-        deck = b"".join([chunk async for chunk in await documents.download(stored)])
-        pages = await preview.thumbnails(deck, self.settings.render_timeout_seconds)
+        made = await preview.to_pdf(await self._bytes(build), self.settings.render_timeout_seconds)
+        if not store:
+            return None, made
+        name = file_name(build).removesuffix(".pptx") + ".pdf"
+        stored = await documents.add_generated(
+            turn.user_id, turn.conversation_id, name, made, PDF_MIME
+        )
+        return generated_event(stored), made
+
+    async def unmade_pdf(self, turn: Turn, build: DeckBuild, reason: str) -> FileEvent:
+        """The PDF that could not be made, as a `failed` file: listed, with why, where the
+        version's files are (as a report's is, agents/deep/files.py)."""
+        name = file_name(build).removesuffix(".pptx") + ".pdf"
+        unmade = await self.core.documents.add_unmade(
+            turn.user_id, turn.conversation_id, name, PDF_MIME, reason
+        )
+        return generated_event(unmade)
+
+    async def thumbnails(self, turn: Turn, build: DeckBuild, pdf: bytes) -> list[str]:
+        """Store a PNG per page of the deck's PDF; their URLs."""
+        documents = self.core.documents
         urls = []
-        for number, png in enumerate(pages, 1):
+        limit = self.settings.render_timeout_seconds
+        for number, png in enumerate(await preview.pages(pdf, limit), 1):
             name = f"{file_name(build).removesuffix('.pptx')} slide {number}.png"
             image = await documents.add_generated(
                 turn.user_id, turn.conversation_id, name, png, "image/png"
             )
             urls.append(generated_event(image).url)
         return urls
+
+    async def _bytes(self, build: DeckBuild, file_id: str | None = None) -> bytes:
+        """A file's bytes: the build's deck, or the file `file_id` of the build's user."""
+        documents = self.core.documents
+        wanted = file_id or build.file_id or ""
+        stored = await documents.get(build.user_id, wanted)
+        if stored is None:
+            raise AgentFailure("PPT_RENDER_FAILED", "a file the deck needs is gone")
+        return b"".join([chunk async for chunk in await documents.download(stored)])
 
     async def _fitted_plan(
         self,
@@ -369,6 +490,9 @@ class DeckSteps:
         )
 
     def template(self, build: DeckBuild) -> TemplateSpec:
+        uploaded = self._uploaded.get(build.template_code or "")
+        if uploaded is not None:
+            return uploaded[0]
         template = self.templates.get(build.template_code or "")
         if template is None:
             # Only a template removed from the package since the build began gets here.

@@ -1,11 +1,14 @@
 """The deck templates shipped with the package, and what the model may put in them.
 
 A template is two files in `templates/`: `<code>.pptx`, one slide per page
-type, and `<code>.json`, its `TemplateSpec`. Both are written by
+type (and a text version of a picture page, drawn when no picture is), and
+`<code>.json`, its `TemplateSpec`. Both are written by
 `scripts/design_templates.py`, so they are rebuilt from code, never
 edited by hand. Every fillable shape on a template slide has a name (the
 field's name) and a budget in the spec; the renderer copies a page's slide
 and fills those shapes, and the schema check holds the model to the budgets.
+A user's own template (an uploaded .pptx) gets a `TemplateSpec` of the same
+shape from its layouts (layouts.py).
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from pydantic import BaseModel, Field
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
 
 PageType = Literal[
-    "cover", "agenda", "section", "bullets", "comparison", "image_text", "table", "closing"
+    "cover",
+    "agenda",
+    "section",
+    "bullets",
+    "comparison",
+    "image_text",
+    "table",
+    "chart",
+    "closing",
 ]
 PAGE_TYPES: tuple[PageType, ...] = (
     "cover",
@@ -29,9 +40,10 @@ PAGE_TYPES: tuple[PageType, ...] = (
     "comparison",
     "image_text",
     "table",
+    "chart",
     "closing",
 )
-FieldKind = Literal["text", "bullets", "table"]
+FieldKind = Literal["text", "bullets", "table", "chart"]
 
 
 class FieldSpec(BaseModel):
@@ -40,11 +52,11 @@ class FieldSpec(BaseModel):
     name: str
     kind: FieldKind
     budget: int = Field(gt=0)
-    """Most characters of the text, of each bullet, or of each table cell."""
+    """Most characters of the text, of each bullet, of each table cell or chart label."""
     max_items: int = 1
-    """Most bullets, or most table rows (the header included)."""
+    """Most bullets, most table rows (the header included), or most chart categories."""
     max_columns: int = 1
-    """Most table columns."""
+    """Most table columns, or most chart series."""
 
 
 class PageSpec(BaseModel):
@@ -56,6 +68,9 @@ class PageSpec(BaseModel):
     fields: list[FieldSpec]
     picture: str | None = None
     """A decorative shape a generated picture may cover (cropped to its box), when images are on."""
+    text_index: int | None = None
+    """The template slide copied instead of `index` when no picture is drawn for the slide
+    (a page with a `picture`): a text layout, not an empty frame."""
 
 
 class TemplateSpec(BaseModel):

@@ -335,6 +335,9 @@ class RunTasks(RequestHandler):
             model=str(metadata["model"]) if metadata.get("model") else None,
             approval=answer,
             review_plan=metadata.get("reviewPlan") is True,
+            template_file_id=str(metadata["templateFileId"])
+            if metadata.get("templateFileId")
+            else None,
             tool_approval=_approval_mode(metadata.get("toolApproval")),
         )
         try:

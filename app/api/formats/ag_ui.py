@@ -68,6 +68,7 @@ FORWARDED_FIELDS = (
     "model",
     "toolApproval",
     "reviewPlan",
+    "templateFileId",
     "approval",
 )
 """Our own stream fields a client may pass in `forwardedProps`."""

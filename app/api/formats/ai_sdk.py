@@ -80,6 +80,7 @@ class ChatRequest(BaseModel):
     )
     tool_approval: str | None = Field(default=None, alias="toolApproval")
     review_plan: bool | None = Field(default=None, alias="reviewPlan")
+    template_file_id: str | None = Field(default=None, alias="templateFileId")
     approval: Any = Field(
         default=None,
         description="Our `approval` decision; else read from the last assistant message's"
@@ -295,6 +296,7 @@ def _stream_params(request: ChatRequest, regenerate: int | str | None = None) ->
         "model": request.model,
         "toolApproval": request.tool_approval,
         "reviewPlan": request.review_plan,
+        "templateFileId": request.template_file_id,
         "approval": _approval(request),
     }
     try:
