@@ -10,7 +10,8 @@ rule). Every look gets the same nine page types, so any outline fits any
 template, and a text version of the picture page (`PageSpec.text_index`),
 drawn when no picture is: a statement panel, not an empty frame. Content
 fills its page: a table's rows share the page's height, comparison points
-sit in the middle of their panels, a chart takes the whole body. Shapes the model fills are
+start under their headings, lists are sized and spaced to their box by the
+renderer, a chart takes the whole body. Shapes the model fills are
 named after their field and listed, with their budgets, in the template's
 JSON spec; decorative shapes are named `deco-…` and never touched. The
 sample text on each shape shows a designer what goes there.
@@ -343,8 +344,9 @@ def _page(look: Look, kind: PageType, page: PageBuilder, *, pictured: bool = Tru
         }[kind]
     x, top, body_width, height = _content_frame(page, {"agenda": "Agenda"}.get(kind, "Slide title"))
     narrow = look.frame == "side"
-    # Beside a title column, a short list sits in the middle of the height, not at its top.
-    anchor = MSO_ANCHOR.MIDDLE if narrow else MSO_ANCHOR.TOP
+    # The renderer sizes and spaces a list to its box (app/agents/pptx/spread.py); what is
+    # left sits above and below it, so a short list is not crowded under the title.
+    anchor = MSO_ANCHOR.MIDDLE
     if kind == "agenda":
         page.bullets(
             "items", (x, top, body_width, height), ["First part", "Second part", "Third"],
@@ -376,7 +378,8 @@ def _page(look: Look, kind: PageType, page: PageBuilder, *, pictured: bool = Tru
 
 
 def _comparison(page: PageBuilder, box: Box) -> None:
-    """Two panels the height of the body, their points in the middle of what is left."""
+    """Two panels the height of the body, their points under the heading (the renderer
+    spaces them down the panel)."""
     look = page.look
     x0, top, width, height = box
     half = (width - Inches(0.5)) // 2
@@ -392,7 +395,7 @@ def _comparison(page: PageBuilder, box: Box) -> None:
         page.bullets(
             f"{side}_points", (x + Inches(0.35), top + Inches(1.2), half - Inches(0.7),
             height - Inches(1.5)), ["A strength", "A weakness"], budget=80, size=20,
-            color=look.text, max_items=4, anchor=MSO_ANCHOR.MIDDLE,
+            color=look.text, max_items=4,
         )  # fmt: skip
 
 

@@ -64,6 +64,10 @@ class DeckRecord(WireModel):
     versions: list[DeckVersionRecord] = Field(default_factory=list)
     thumbnails: list[str] = Field(default_factory=list)
     """Download URLs of one PNG per slide, when the service could draw them."""
+    pdf: str | None = None
+    """The version's PDF, as the `deck` event gave it."""
+    pdf_error: str | None = None
+    """Why that version has no PDF, as the `deck` event gave it."""
 
 
 class PlanTask(WireModel):

@@ -1,17 +1,26 @@
 """The PowerPoint agent on our chat page: the deck's slides, large on demand, its one
-download, and the same deck when the conversation is opened again."""
+download (and its PDF, or why there is none), and the same deck when the conversation is
+opened again."""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from playwright.async_api import Locator, Page, Response, expect
 from pptx import Presentation
+from pypdf import PdfReader
 
 from app.agents.pptx import preview
+from app.config import Settings
+from app.main import create_app
+from tests.conftest import require_binary
 from tests.e2e.conftest import LOOP, Upstreams, artifact
 from tests.e2e.test_chat_page import ask
 from tests.support.decks import DeckModel
+from tests.support.server import serve
 
 pytestmark = LOOP
 
@@ -30,6 +39,7 @@ async def assert_deck_shown(page: Page, turn: Locator) -> None:
     await expect(turn.locator(".answer")).to_be_hidden()
     await expect(turn.locator("a.download:visible")).to_have_count(1)
     await expect(turn).not_to_contain_text("image_text")
+    await expect(deck).not_to_contain_text("null")  # a part the deck lacks is left out
     if not preview.available():
         return
     thumbnails = deck.locator("img.thumbnail")
@@ -83,3 +93,64 @@ async def test_a_deck_shows_its_slides_downloads_and_comes_back_on_reload(
     await assert_deck_shown(page, page.locator(".turn").last)
     # No request for a URL the page made up (a slide without a thumbnail yet, say).
     assert missing == []
+
+
+async def assert_pdf_offered(turn: Locator) -> None:
+    """The PDF beside the deck's download, and not again in the turn's files."""
+    downloads = turn.locator(".deck-download a.download")
+    await expect(downloads).to_have_text(["Download Solar power v1.pptx", "PDF"])
+    await expect(turn.locator("a.download:visible")).to_have_count(2)
+    await expect(turn.locator(".deck")).not_to_contain_text("null")
+
+
+async def test_the_decks_pdf_is_offered_beside_its_download(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    require_binary("soffice", "LibreOffice (Debian's libreoffice-impress)")
+    upstreams.llm.responder = DeckModel(TITLES)
+    async with serve(create_app(app_settings(pptx_pdf=True))) as url:
+        await page.goto(url)
+        await page.locator("#agent").select_option("pptx")
+        turn = await ask(page, "6 friendly slides on solar power for students")
+        await expect(turn).to_have_attribute("data-status", "completed", timeout=60_000)
+        await assert_pdf_offered(turn)
+        await expect(turn.locator(".deck-pdf-error")).to_have_count(0)
+        await turn.locator(".deck-download").scroll_into_view_if_needed()
+        await page.screenshot(path=artifact("chat-page-deck-pdf.png"))
+        async with page.expect_download() as downloading:
+            await turn.locator(".deck-download a.download", has_text="PDF").click()
+        download = await downloading.value
+        assert download.suggested_filename.endswith(".pdf")
+        assert len(PdfReader(await download.path()).pages) == len(TITLES)
+
+        await page.reload()
+        await assert_pdf_offered(page.locator(".turn").last)
+
+
+async def test_a_deck_without_its_pdf_says_why_once(
+    page: Page,
+    app_settings: Callable[..., Settings],
+    upstreams: Upstreams,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nothing = tmp_path / "no-programs"
+    nothing.mkdir()
+    monkeypatch.setenv("PATH", str(nothing))  # no LibreOffice: the PDF cannot be made
+    upstreams.llm.responder = DeckModel(TITLES)
+    async with serve(create_app(app_settings(pptx_pdf=True))) as url:
+        await page.goto(url)
+        await page.locator("#agent").select_option("pptx")
+        turn = await ask(page, "6 friendly slides on solar power for students")
+        await expect(turn).to_have_attribute("data-status", "completed")
+        for shown in (turn, page.locator(".turn").last):
+            if shown is not turn:
+                await page.reload()
+            reason = shown.locator(".deck .deck-pdf-error")
+            await expect(reason).to_contain_text("No PDF of the deck")
+            await expect(reason).to_contain_text("LibreOffice")
+            # Said once: the files list does not repeat it, and no PDF link is offered.
+            await expect(shown.locator(".unmade:visible")).to_have_count(0)
+            await expect(shown.locator("a.download:visible")).to_have_count(1)
+            await expect(shown.locator(".deck")).not_to_contain_text("null")
+        await page.screenshot(path=artifact("chat-page-deck-no-pdf.png"))

@@ -7,6 +7,7 @@ import io
 import subprocess
 from pathlib import Path
 
+import pypdfium2
 import pytest
 from pptx import Presentation
 from pypdf import PdfReader
@@ -132,3 +133,52 @@ def test_a_deck_converts_to_pdf_with_libreoffice_page_for_page(code: str, tmp_pa
         check=True, capture_output=True, timeout=120,
     )  # fmt: skip
     assert len(PdfReader(tmp_path / "deck.pdf").pages) == len(TITLES)
+
+
+@pytest.mark.parametrize("code", sorted(LIBRARY.templates))
+def test_three_short_points_are_set_larger_and_spread_down_the_body(
+    code: str, tmp_path: Path
+) -> None:
+    """Measured on the PDF LibreOffice draws: the points take most of the body's height,
+    not its top quarter, in a larger size than the template's."""
+    require_binary("soffice", "LibreOffice (Debian's libreoffice-impress)")
+    points = ["Silicon cells turn light into current", "Inverters make AC", "Batteries store"]
+    spec = LIBRARY.templates[code]
+    schema = DeckSchema.model_validate(
+        {"slides": [{"pageType": "bullets", "fields": {"title": "Panels", "bullets": points}}]}
+    )
+    data = render_deck(LIBRARY.path(code), spec, schema, lambda: False)
+    [box] = [s for s in Presentation(io.BytesIO(data)).slides[0].shapes if s.name == "bullets"]
+
+    (tmp_path / "deck.pptx").write_bytes(data)
+    subprocess.run(
+        ["soffice", f"-env:UserInstallation=file://{tmp_path}/profile", "--headless",
+         "--convert-to", "pdf", "--outdir", str(tmp_path), str(tmp_path / "deck.pptx")],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    page = pypdfium2.PdfDocument(tmp_path / "deck.pdf")[0]
+    text = page.get_textpage()
+    height = page.get_height()
+
+    def span(words: str) -> tuple[float, float]:
+        """The top and bottom of `words` on the page, in points from the page's top."""
+        search = text.search(words)
+        found = search.get_next()
+        assert found is not None, words
+        start, count = found
+        boxes = [text.get_charbox(i) for i in range(start, start + count)]
+        return height - max(b[3] for b in boxes), height - min(b[1] for b in boxes)
+
+    top, bottom = span(points[0])[0], span(points[-1])[1]
+    body = box.height / 12700
+    assert bottom - top > 0.55 * body
+    # Not crowded at the top: about as much room above the points as below them.
+    above, below = top - box.top / 12700, (box.top + box.height) / 12700 - bottom
+    assert abs(above - below) < 0.25 * body
+    assert bottom < (box.top + box.height) / 12700  # nothing past the box
+    page_spec = spec.page("bullets")
+    assert page_spec is not None
+    template = Presentation(str(LIBRARY.path(code))).slides[page_spec.index]
+    [original] = [s for s in template.shapes if s.name == "bullets"]
+    size = original.text_frame.paragraphs[0].runs[0].font.size
+    assert box.text_frame.paragraphs[0].runs[0].font.size > size

@@ -35,6 +35,7 @@ from pptx.slide import Slide
 from pptx.util import Emu, Pt
 
 from app.agents.pptx.schema import ChartData, DeckSchema, TableData
+from app.agents.pptx.spread import spread
 from app.agents.pptx.templates import TemplateSpec
 
 
@@ -178,6 +179,8 @@ def _fill(shape: BaseShape, value: str | list[str] | TableData) -> None:
         paragraph = copy.deepcopy(prototype)
         _set_text(paragraph, line)
         body.append(paragraph)
+    if isinstance(value, list):
+        spread(body, (shape.width, shape.height), lines)
 
 
 def _fill_table(shape: BaseShape, data: TableData) -> None:

@@ -1,6 +1,7 @@
 // A deck the PowerPoint agent builds: its slides as a grid of thumbnails (each opens
 // large), and one download per version, the newest first. Fed by the `deck` event live
 // and by the turn's stored `deck` on reload, so a reopened conversation looks the same.
+// The version's PDF is offered beside its download, or why there is none said under it.
 // The slide list lives here only: the answer text, which repeats it for the original
 // client, is not shown beside it.
 
@@ -13,8 +14,10 @@ export class DeckView {
   /** `downloadLink(url, name, label)` makes a link that saves a file with the key. */
   constructor(downloadLink) {
     this.downloadLink = downloadLink;
-    /** The download URLs of the deck's versions: the turn lists no other link to them. */
+    /** The download URLs of the deck's versions and PDF: the turn lists no other link to them. */
     this.urls = new Set();
+    /** The name of the PDF that could not be made: said here, not again in the files list. */
+    this.unmade = null;
     this.el = h('section', { class: 'deck', hidden: true, 'aria-label': 'Slides' });
   }
 
@@ -23,11 +26,15 @@ export class DeckView {
     const thumbnails = deck.thumbnails ?? [];
     const title = deck.title || 'Deck';
     const versions = (deck.versions ?? []).filter((v) => safeUrl(v.url));
-    this.urls = new Set(versions.map((v) => safeUrl(v.url)));
     const current = versions.find((v) => v.version === deck.version);
+    const pdf = current ? safeUrl(deck.pdf) : null;
+    const pdfName = current ? current.name.replace(/\.pptx$/i, '') + '.pdf' : '';
+    this.urls = new Set([...versions.map((v) => safeUrl(v.url)), ...(pdf ? [pdf] : [])]);
+    this.unmade = current && deck.pdfError ? pdfName : null;
     const earlier = versions.filter((v) => v !== current).reverse();
     const facts = [`Version ${deck.version}`, deck.template, `${slides.length} slides`];
-    this.el.replaceChildren(
+    // Parts a deck lacks are null: left out, not shown as the word "null".
+    const parts = [
       h('h3', {}, deck.stage === 'ready' ? title : `Outline of ${title}`),
       h('p', { class: 'muted deck-facts' }, facts.filter(Boolean).join(' · ')),
       h(
@@ -40,8 +47,10 @@ export class DeckView {
             'p',
             { class: 'deck-download' },
             this.downloadLink(safeUrl(current.url), current.name, `Download ${current.name}`),
+            pdf ? this.downloadLink(pdf, pdfName, 'PDF') : null,
           )
         : null,
+      current && deck.pdfError ? h('p', { class: 'muted deck-pdf-error' }, deck.pdfError) : null,
       earlier.length
         ? h(
             'p',
@@ -53,7 +62,8 @@ export class DeckView {
             ]),
           )
         : null,
-    );
+    ];
+    this.el.replaceChildren(...parts.filter((part) => part !== null));
     this.el.hidden = false;
   }
 

@@ -356,7 +356,8 @@ export class TurnView {
     if (!url) return;
     const name = file.name || 'file';
     if (file.status === 'failed') {
-      this.files.append(h('li', { class: 'unmade' }, `${name}: ${file.error ?? 'not made'}`));
+      const reason = `${name}: ${file.error ?? 'not made'}`;
+      this.files.append(h('li', { class: 'unmade', 'data-name': name }, reason));
       this.showFiles();
       return;
     }
@@ -382,9 +383,13 @@ export class TurnView {
     });
   }
 
-  /** The generated files the deck does not already offer (it lists its own versions). */
+  /** The generated files the deck does not already offer (it lists its own versions, its
+   * PDF and why that PDF is missing). */
   showFiles() {
-    for (const row of this.files.children) row.hidden = this.deckView.urls.has(row.dataset.url);
+    const deck = this.deckView;
+    for (const row of this.files.children) {
+      row.hidden = deck.urls.has(row.dataset.url) || row.dataset.name === deck.unmade;
+    }
     this.files.hidden = ![...this.files.children].some((row) => !row.hidden);
   }
 
