@@ -108,6 +108,9 @@ def service_env(data_dir: Path, upstream: str) -> dict[str, str]:
         "TAVILY_API_KEY": "",
         "RECOMMENDATIONS_ENABLED": "false",
         "LOG_LEVEL": "WARNING",
+        # The host agent is offered only with a remote agent; this one has no card (the fake
+        # model's server), so the host answers alone, as with a remote agent that is down.
+        "A2A_AGENTS": upstream,
     }
 
 
