@@ -4,14 +4,18 @@ list by keyboard, and files the agents cannot read or can cite."""
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 
 import httpx
 from PIL import Image
 from playwright.async_api import FilePayload, Page, expect
 
+from app.config import Settings
+from app.main import create_app
 from tests.e2e.conftest import DESKTOP, LOOP, PHONE, Upstreams, artifact
 from tests.e2e.test_chat_page import ask, assert_fits_width
 from tests.fakes.scripted_server import Reply
+from tests.support.server import serve
 
 pytestmark = LOOP
 
@@ -126,34 +130,40 @@ async def test_a_picture_the_agent_cannot_read_is_refused_at_upload(
 
 
 async def test_a_file_conversation_names_its_file_and_cites_the_passage(
-    page: Page, app_url: str, upstreams: Upstreams
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
 ) -> None:
     upstreams.llm.script(
         Reply.tool_calls([("search_document", {"query": "warranty"})]),
         Reply.text("The warranty lasts two years [1]."),
     )
-    await page.goto(app_url)
-    await page.locator("#agent").select_option("file")
-    manual = FilePayload(
-        name="manual.txt",
-        mimeType="text/plain",
-        buffer=b"Setup takes ten minutes.\nThe warranty lasts two years from purchase.\n",
-    )
-    await page.locator("#file-input").set_input_files(files=[manual])
-    await expect(page.locator("#file-name")).to_have_text("manual.txt")
+    text = b"Setup takes ten minutes.\nThe warranty lasts two years from purchase.\n"
+    # Signed in: the whole file comes with the page's key, as a plain link could not send it.
+    async with serve(create_app(app_settings(api_keys="key-alice:alice"))) as url:
+        await page.goto(url)
+        await page.locator("#api-key").fill("key-alice")
+        await page.locator("#api-key").press("Enter")
+        await expect(page.locator("#auth")).to_be_hidden()
+        await page.locator("#agent").select_option("file")
+        manual = FilePayload(name="manual.txt", mimeType="text/plain", buffer=text)
+        await page.locator("#file-input").set_input_files(files=[manual])
+        await expect(page.locator("#file-name")).to_have_text("manual.txt")
 
-    turn = await ask(page, "How long is the warranty?")
-    await expect(turn).to_have_attribute("data-status", "completed")
-    source = turn.locator(".references li").first
-    await expect(source).to_contain_text("manual.txt")
-    await expect(source).not_to_contain_text("127.0.0.1")
-    await turn.locator(".answer a.citation").click()
-    viewer = page.locator("dialog.viewer")
-    await expect(viewer.locator(".passage")).to_contain_text("The warranty lasts two years")
-    link = viewer.get_by_role("link", name="Open the file here")
-    assert "#line=" in (await link.get_attribute("href") or "")
-    await page.keyboard.press("Escape")
+        turn = await ask(page, "How long is the warranty?")
+        await expect(turn).to_have_attribute("data-status", "completed")
+        source = turn.locator(".references li").first
+        await expect(source).to_contain_text("manual.txt")
+        await expect(source).not_to_contain_text("127.0.0.1")
+        await turn.locator(".answer a.citation").click()
+        viewer = page.locator("dialog.viewer")
+        await expect(viewer.locator(".passage")).to_contain_text("The warranty lasts two years")
+        link = viewer.get_by_role("link", name="Download the file")
+        assert "#line=" in (await link.get_attribute("href") or "")
+        async with page.expect_download() as downloading:
+            await link.click()
+        saved = await (await downloading.value).path()
+        assert saved.read_bytes() == text
+        await page.keyboard.press("Escape")
 
-    await page.reload()
-    await expect(page.locator("#file-name")).to_have_text("manual.txt")
-    await expect(page.locator(".turn .references li").first).to_contain_text("manual.txt")
+        await page.reload()
+        await expect(page.locator("#file-name")).to_have_text("manual.txt")
+        await expect(page.locator(".turn .references li").first).to_contain_text("manual.txt")

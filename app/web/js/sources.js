@@ -1,9 +1,10 @@
 // Where an answer's facts come from: the reference list, and the `[n]` citations in the
 // answer that point into it. A web source opens in a new tab; a passage of an uploaded
 // document (a `/file/download/{id}#page=N&passage=S` reference) opens in place, its text
-// shown with a link to the file at that place, so a reader sees the passage itself, not
+// shown with a download of the whole file, so a reader sees the passage itself, not
 // the whole file, and never the service's own host name as if it were a website.
 
+import { download } from './api.js';
 import { h } from './dom.js';
 import { safeUrl } from './markdown.js';
 import { view } from './viewer.js';
@@ -36,12 +37,32 @@ export function sourceLink(ref, label) {
         view(
           title,
           h('blockquote', { class: 'passage' }, ref.content || 'No text was kept of this passage.'),
-          h('p', {}, h('a', { href: url, target: '_blank', rel: 'noopener' }, 'Open the file here')),
+          h('p', {}, fileLink(url, ref.title || 'file')),
         );
       },
     },
     label,
   );
+}
+
+/** The whole file of a passage, fetched with the page's credential: a plain link would
+ * reach the service without it, and a signed-in user would get a 401 page. */
+function fileLink(url, name) {
+  const link = h(
+    'a',
+    {
+      href: url,
+      download: name,
+      onclick: (event) => {
+        event.preventDefault();
+        download(url, name).catch((error) => {
+          link.replaceWith(h('span', { class: 'muted' }, error.message));
+        });
+      },
+    },
+    'Download the file',
+  );
+  return link;
 }
 
 /** The items of a reference list: a link each, with the website's host after it. */
