@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -32,17 +32,8 @@ PageType = Literal[
     "chart",
     "closing",
 ]
-PAGE_TYPES: tuple[PageType, ...] = (
-    "cover",
-    "agenda",
-    "section",
-    "bullets",
-    "comparison",
-    "image_text",
-    "table",
-    "chart",
-    "closing",
-)
+PAGE_TYPES: tuple[PageType, ...] = get_args(PageType)
+"""The page types in the order a template's slides hold them."""
 FieldKind = Literal["text", "bullets", "table", "chart"]
 
 
