@@ -159,3 +159,33 @@ async def test_a_batch_cancelled_before_it_leaves_cancels_its_callers_and_the_ne
 
         assert answer is True
         assert await client.get("lost") is None
+
+
+async def test_new_connections_do_not_read_the_installed_packages_each(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """redis-py looks its own version up in site-packages' metadata for every connection it
+    opens (a millisecond each, paid by each connection a burst of turns opens): ours is
+    read once for the process."""
+    import redis.utils
+
+    looked_up = 0
+    version = redis.utils.metadata.version
+
+    def counted(package: str) -> str:
+        nonlocal looked_up
+        looked_up += 1
+        return version(package)
+
+    monkeypatch.setattr(redis.utils.metadata, "version", counted)
+    clients = [connect(redis_server.url, timeout=2.0, read_timeout=2.0) for _ in range(3)]
+    try:
+        # Ten connections of each client open at once.
+        await asyncio.gather(
+            *(c.blpop(["nothing"], timeout=0.05) for c in clients for _ in range(10))
+        )
+        assert await connections_received(redis_server) >= 31
+    finally:
+        for client in clients:
+            await client.aclose()
+    assert looked_up <= 1
