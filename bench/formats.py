@@ -28,8 +28,8 @@ from typing import Any
 
 import httpx
 
+from bench.harness import QUICK, Bench
 from bench.procs import proc_stat
-from bench.run import QUICK, Bench
 
 Request = Callable[[str], tuple[str, dict[str, Any]]]
 

@@ -13,329 +13,28 @@ Each target is started, measured alone and stopped before the next one
 starts; the upstream runs throughout. Server CPU and memory come
 from `/proc/<pid>/stat` around each scenario; memory per open stream is the
 peak RSS while 1,000 streams are open, less the RSS before, divided by 1,000.
+Then the first burst, on a server started afresh for each of several rounds
+(`bench.burst`), and a worker's start-up and memory at rest (`bench.startup`);
+their rows join the same table.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
-import time
-import urllib.error
-import urllib.request
-import uuid
-from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from app.api.head_timeout import UVICORN_FLAGS
-from bench.procs import free_port, proc_stat, raise_open_files_limit
+from bench import burst, startup
+from bench.harness import FULL, QUICK, Bench, Sizes
+from bench.procs import raise_open_files_limit
 from bench.servers import DEFAULT_REDIS_URL, delete_redis_keys, postgres
-from bench.table import print_report
-
-ROOT = Path(__file__).resolve().parents[1]
-
-SERVED_AS = UVICORN_FLAGS
-"""The service's uvicorn flag in scripts/run and the Dockerfile (beside host, port and the
-graceful shutdown): the request-head timeout, so the benchmark runs the product as served."""
-
-
-@dataclass(frozen=True, slots=True)
-class Sizes:
-    first_event: tuple[tuple[int, int], ...]
-    """(concurrent streams, streams in all) for the time to first event."""
-    first_event_tokens: int
-    delay_ms: float
-    """The upstream's inter-token delay, for every scenario but saturation."""
-    saturation: tuple[int, int]
-    saturation_tokens: int
-    long_answers: tuple[int, int]
-    """(streams, tokens each) at saturation's concurrency: where fixed costs matter less."""
-    wide: int
-    """Concurrent streams in the wide scenario (1,000 in the full run)."""
-    wide_tokens: int
-    stops: int
-    floor_turns: int
-    """Turns of storage and Redis work alone (bench.floor)."""
-
-
-FULL = Sizes(
-    first_event=((1, 30), (50, 200), (200, 600)),
-    first_event_tokens=20,
-    delay_ms=20,
-    saturation=(64, 3000),
-    saturation_tokens=20,
-    long_answers=(1000, 200),
-    wide=1000,
-    wide_tokens=100,
-    stops=30,
-    floor_turns=2000,
-)
-QUICK = Sizes(
-    first_event=((1, 3), (5, 10), (10, 20)),
-    first_event_tokens=5,
-    delay_ms=5,
-    saturation=(4, 20),
-    saturation_tokens=5,
-    long_answers=(10, 20),
-    wide=10,
-    wide_tokens=10,
-    stops=3,
-    floor_turns=20,
-)
-
-
-@dataclass(slots=True)
-class Target:
-    """One column of the table: a server the load generator reads."""
-
-    name: str
-    kind: str
-    """How the load generator reads it: `openai`, `proxy` or `service` (see bench.loadgen)."""
-    url: str
-    pid: int
-    path: str
-    stop_urls: dict[str, str] = field(default_factory=dict)
-    """Where stops go: "same" (this instance) and, with Redis, "across" (another one)."""
-    counts_statements: bool = False
-
-
-class Bench:
-    def __init__(self, sizes: Sizes, workdir: Path) -> None:
-        self.sizes = sizes
-        self.workdir = workdir
-        self.run_id = uuid.uuid4().hex[:8]
-        self.procs: list[subprocess.Popen[bytes]] = []
-        self.upstream_url = ""
-
-    # -- processes --------------------------------------------------------
-
-    def spawn(self, name: str, args: list[str], env: dict[str, str] | None = None) -> int:
-        """Start a server on a free port and return that port once it answers HTTP."""
-        port = free_port()
-        log = self.workdir / f"{name}.log"
-        with log.open("wb") as output:  # the child holds its own copy
-            proc = subprocess.Popen(
-                [sys.executable, *(a.replace("{port}", str(port)) for a in args)],
-                cwd=ROOT,
-                env={**os.environ, **(env or {})},
-                stdout=output,
-                stderr=subprocess.STDOUT,
-            )
-        self.procs.append(proc)
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"{name} exited at start-up; see {log}")
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).close()
-            except urllib.error.HTTPError:
-                return port  # it answers: up, just without a health route
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"{name} did not start within 60 s") from None
-                time.sleep(0.1)
-            else:
-                return port
-
-    def uvicorn(
-        self, name: str, module: str, env: dict[str, str], flags: tuple[str, ...] = ()
-    ) -> tuple[str, int]:
-        port = self.spawn(
-            name,
-            [
-                *("-m", "uvicorn", module, "--host", "127.0.0.1", "--port", "{port}"),
-                *("--workers", "1", "--log-level", "warning", "--backlog", "4096"),
-                *flags,
-            ],
-            env,
-        )
-        return f"http://127.0.0.1:{port}", self.procs[-1].pid
-
-    def stop(self, keep: int = 0) -> None:
-        """Stop the processes started after the first `keep` ones (all of them by default)."""
-        stopping, self.procs = self.procs[keep:], self.procs[:keep]
-        for proc in stopping:
-            proc.terminate()
-        for proc in stopping:
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-    @contextlib.contextmanager
-    def alone(self) -> Iterator[None]:
-        """What starts in the block stops at its end, so each target is measured alone."""
-        keep = len(self.procs)
-        try:
-            yield
-        finally:
-            self.stop(keep)
-
-    def configure_upstream(self, tokens: int, delay_ms: float) -> None:
-        query = f"/config?tokens={tokens}&delay_ms={delay_ms}"
-        urllib.request.urlopen(self.upstream_url + query, timeout=5).close()
-
-    # -- targets ----------------------------------------------------------
-
-    def start_upstream(self) -> Target:
-        port = self.spawn("upstream", ["-m", "bench.upstream", "--port", "{port}"])
-        self.upstream_url = f"http://127.0.0.1:{port}"
-        return Target(
-            "upstream", "openai", self.upstream_url, self.procs[-1].pid, "/v1/chat/completions"
-        )
-
-    def start_proxy(self, name: str, httpx: str) -> Target:
-        env = {"BENCH_UPSTREAM_URL": self.upstream_url + "/v1", "BENCH_HTTPX": httpx}
-        url, pid = self.uvicorn(name, "bench.proxy:app", env)
-        return Target(name, "proxy", url, pid, "")
-
-    def start_service(self, name: str, database_url: str, redis_url: str, httpx: str) -> Target:
-        env = {
-            "DATABASE_URL": database_url,
-            "REDIS_URL": redis_url,
-            "REDIS_PREFIX": f"bench-{self.run_id}:",
-            "LLM_PROVIDER": "openai",
-            "LLM_BASE_URL": self.upstream_url + "/v1",
-            "LLM_API_KEY": "bench-key",
-            "LLM_MODEL": "bench",
-            "TAVILY_API_KEY": "",
-            "RECOMMENDATIONS_ENABLED": "false",
-            "API_KEYS": "",
-            # Its thousand streams all come from the one local user: no per-user limits.
-            "MAX_STREAMS_PER_USER": "0",
-            "STREAMS_PER_MINUTE": "0",
-            "DATA_DIR": str(self.workdir / name.replace(" ", "-")),
-            "LOG_LEVEL": "WARNING",
-            "BENCH_HTTPX": httpx,
-        }
-        module = "bench.service:bench_app"
-        url, pid = self.uvicorn(name, module, env, SERVED_AS)
-        target = Target(name, "service", url, pid, "", {"same": url}, counts_statements=True)
-        if redis_url:
-            second = env | {"AUTO_MIGRATE": "0"}
-            other, _ = self.uvicorn(f"{name}-b", module, second, SERVED_AS)
-            target.stop_urls["across"] = other
-        return target
-
-    # -- scenarios --------------------------------------------------------
-
-    def load(
-        self,
-        target: Target,
-        *,
-        concurrency: int,
-        streams: int,
-        timeout: float,
-        stop_url: str = "",
-        sample_rss: bool = False,
-    ) -> dict[str, Any]:
-        """One load-generator run against `target`, with the server's CPU and memory around it."""
-        argv = [
-            sys.executable,
-            "-m",
-            "bench.loadgen",
-            "--url",
-            target.url,
-            "--kind",
-            target.kind,
-            "--run-id",
-            f"{self.run_id}-{uuid.uuid4().hex[:6]}",
-            "--concurrency",
-            str(concurrency),
-            "--streams",
-            str(streams),
-            "--timeout",
-            str(timeout),
-        ]
-        if target.path:
-            argv += ["--path", target.path]
-        if stop_url:
-            argv += ["--stop-url", stop_url]
-        statements = self.statements(target)
-        before = proc_stat(target.pid)
-        peak = before.rss_bytes
-        with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE) as proc:
-            while proc.poll() is None:
-                if sample_rss:
-                    peak = max(peak, proc_stat(target.pid).rss_bytes)
-                time.sleep(0.05 if sample_rss else 0.2)
-            after = proc_stat(target.pid)
-            assert proc.stdout is not None
-            report: dict[str, Any] = json.loads(proc.stdout.read())
-        report["cpu_seconds"] = after.cpu_seconds - before.cpu_seconds
-        report["rss_before"] = before.rss_bytes
-        report["rss_peak"] = max(peak, after.rss_bytes)
-        if statements is not None:
-            now = self.statements(target) or {}
-            report["statements"] = {k: v - statements.get(k, 0) for k, v in now.items()}
-        print(
-            f"  {report['completed']}/{streams} in {report['wall_seconds']:.1f} s,"
-            f" first event p50 {report['first_token_ms']['p50']:.1f} ms,"
-            f" {report['turns_per_second']:.0f} turns/s, errors {report['errors']}",
-            file=sys.stderr,
-            flush=True,
-        )
-        return report
-
-    def statements(self, target: Target) -> dict[str, int] | None:
-        if not target.counts_statements:
-            return None
-        with urllib.request.urlopen(target.url + "/_bench/statements", timeout=5) as response:
-            counts: dict[str, int] = json.loads(response.read())
-        return counts
-
-    def measure(self, target: Target) -> dict[str, Any]:
-        sizes = self.sizes
-        print(f"measuring {target.name} ...", file=sys.stderr, flush=True)
-        results: dict[str, Any] = {}
-        self.configure_upstream(sizes.saturation_tokens, 0)
-        self.load(target, concurrency=10, streams=50, timeout=60)  # warm-up
-        self.configure_upstream(sizes.first_event_tokens, sizes.delay_ms)
-        for concurrency, streams in sizes.first_event:
-            results[f"first_event_{concurrency}"] = self.load(
-                target, concurrency=concurrency, streams=streams, timeout=120
-            )
-        self.configure_upstream(sizes.saturation_tokens, 0)
-        concurrency, streams = sizes.saturation
-        results["saturation"] = self.load(
-            target, concurrency=concurrency, streams=streams, timeout=180
-        )
-        streams, tokens = sizes.long_answers
-        self.configure_upstream(tokens, 0)
-        results["long_answers"] = self.load(
-            target, concurrency=concurrency, streams=streams, timeout=180
-        )
-        self.configure_upstream(sizes.wide_tokens, sizes.delay_ms)
-        results["wide"] = self.load(
-            target, concurrency=sizes.wide, streams=sizes.wide, timeout=180, sample_rss=True
-        )
-        self.configure_upstream(1_000_000, sizes.delay_ms)
-        for where, url in target.stop_urls.items():
-            results[f"stop_{where}"] = self.load(
-                target, concurrency=1, streams=sizes.stops, timeout=120, stop_url=url
-            )
-        return results
-
-    def floor(self, database_url: str, redis_url: str) -> dict[str, Any]:
-        """What a turn's storage and Redis work cost alone (bench.floor), in its own process."""
-        print("measuring the floor ...", file=sys.stderr, flush=True)
-        argv = [
-            *(sys.executable, "-m", "bench.floor", "--database-url", database_url),
-            *("--redis-url", redis_url, "--prefix", f"bench-{self.run_id}:floor:"),
-            *("--turns", str(self.sizes.floor_turns)),
-        ]
-        output = subprocess.run(argv, cwd=ROOT, check=True, stdout=subprocess.PIPE).stdout
-        floor: dict[str, Any] = json.loads(output)
-        return floor
+from bench.table import attach_burst, attach_startup, print_report
 
 
 def columns(compare_httpx: bool) -> list[tuple[str, str, str]]:
@@ -360,8 +59,14 @@ def run(
     postgres_url: str | None = None,
     redis_url: str = DEFAULT_REDIS_URL,
     logs: Path | None = None,
+    burst_rounds: int = 0,
+    startup_runs: int = 0,
 ) -> dict[str, Any]:
-    """Measure every column and return the raw results (`bench.table` prints them)."""
+    """Measure every column and return the raw results (`bench.table` prints them).
+
+    Then, with `burst_rounds`, the first burst on a fresh server round after round
+    (bench.burst), and with `startup_runs`, a worker's start-up (bench.startup).
+    """
     raise_open_files_limit()
     results: dict[str, Any] = {"sizes": asdict(sizes), "targets": {}, "clients": {}}
     with tempfile.TemporaryDirectory(prefix="dodo-bench-") as tmp:
@@ -384,9 +89,18 @@ def run(
                         results["clients"][name] = client
                     if kind == "service" and "floor" not in results:
                         results["floor"] = bench.floor(database_url, redis_url)
+                measured = tuple(name for name in burst.TARGETS if name in results["targets"])
+                if burst_rounds and measured:
+                    results["burst"] = burst.rounds(
+                        bench, burst_rounds, measured, database_url, redis_url
+                    )
+                    attach_burst(results)
         finally:
             bench.stop()
             delete_redis_keys(redis_url, f"bench-{bench.run_id}:")
+        if startup_runs and "service (embedded)" in results["targets"]:
+            results["startup"] = startup.measure(startup_runs)
+            attach_startup(results)
         results["tracebacks"] = sum(
             log.read_text(errors="replace").count("Traceback") for log in Path(tmp).glob("*.log")
         )
@@ -411,6 +125,17 @@ def main(argv: list[str] | None = None) -> None:
         help="comma-separated columns or kinds (proxy, service, embedded) to measure;"
         " the upstream is always measured",
     )
+    parser.add_argument(
+        "--burst-rounds",
+        type=int,
+        help="rounds of the first burst on a fresh server (bench.burst); 0: none"
+        " (default 5, 1 with --quick)",
+    )
+    parser.add_argument(
+        "--startup-runs",
+        type=int,
+        help="cold starts of a worker (bench.startup); 0: none (default 5, 1 with --quick)",
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else FULL
     # A SIGTERM ends the run like Ctrl-C does: the servers it started are stopped.
@@ -422,6 +147,8 @@ def main(argv: list[str] | None = None) -> None:
         postgres_url=os.environ.get("BENCH_POSTGRES_URL"),
         redis_url=os.environ.get("BENCH_REDIS_URL", DEFAULT_REDIS_URL),
         logs=args.logs,
+        burst_rounds=(1 if args.quick else 5) if args.burst_rounds is None else args.burst_rounds,
+        startup_runs=(1 if args.quick else 5) if args.startup_runs is None else args.startup_runs,
     )
     if args.json is not None:
         args.json.write_text(json.dumps(results, indent=1))

@@ -39,6 +39,13 @@ from bench.procs import free_port, proc_stat
 
 ROOT = Path(__file__).resolve().parents[1]
 KINDS = ("chat", "deep", "pptx", "skills", "host")
+TARGETS = {
+    "import_s": ("import app.main, s", 1.0),
+    "import_mb": ("import app.main, MB RSS", 100.0),
+    "health_s": ("start to /health, s", 1.5),
+    "rest_mb": ("at rest, MB RSS", 120.0),
+}
+"""Issue 43's targets: the most each figure may be."""
 _MB = 1024 * 1024
 _IMPORT = """
 import resource, sys, time
@@ -119,6 +126,9 @@ def measure(runs: int) -> dict[str, dict[str, float]]:
         name: {"import_s": [], "import_mb": [], "health_s": [], "rest_mb": [], "turns_mb": []}
         for name in ("service", "relay")
     }
+    # The app compiled, as scripts/run and the Dockerfile leave it, even where
+    # PYTHONDONTWRITEBYTECODE keeps the measured starts from writing bytecode.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", "app"], cwd=ROOT, check=True)
     upstream_port = free_port()
     upstream = subprocess.Popen(
         [sys.executable, "-m", "bench.upstream", "--port", str(upstream_port)],
@@ -159,17 +169,12 @@ def measure(runs: int) -> dict[str, dict[str, float]]:
 def report(figures: dict[str, dict[str, float]], runs: int) -> None:
     service, relay = figures["service"], figures["relay"]
     print(f"startup (median of {runs} cold start(s))   service    relay   ratio   target")
-    rows = (
-        ("import app.main, s", "import_s", "{:.2f}", "<= 1.0"),
-        ("import app.main, MB RSS", "import_mb", "{:.0f}", "<= 100"),
-        ("start to /health, s", "health_s", "{:.2f}", "<= 1.5"),
-        ("at rest, MB RSS", "rest_mb", "{:.0f}", "<= 120"),
-    )
-    for label, key, shape, target in rows:
+    for key, (label, most) in TARGETS.items():
+        shape = "{:.2f}" if key.endswith("_s") else "{:.0f}"
         ours, theirs = service[key], relay[key]
         print(
             f"  {label:<34}{shape.format(ours):>9}{shape.format(theirs):>9}"
-            f"{ours / theirs:>7.2f}x   {target}"
+            f"{ours / theirs:>7.2f}x   <= {most:g}"
         )
     print(f"  {'after a turn of each kind, MB RSS':<34}{service['turns_mb']:>9.0f}")
     print(json.dumps(figures))

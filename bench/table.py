@@ -8,10 +8,13 @@ of each figure sits in one place, next to its label.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from bench.startup import TARGETS as STARTUP_TARGETS
 
 Result = dict[str, Any]
 THROUGHPUT_TARGET = 0.7
@@ -20,6 +23,10 @@ FLOOR_TARGETS = {"storage": 0.11, "Redis": 0.09}
 """The most of the proxy's CPU per turn a turn's storage and its Redis work may take (issue 22)."""
 FIRST_EVENT_TARGET = (50, 1.5)
 """At this many concurrent streams, the most the first event's p99 may be, times the proxy's."""
+BURST_RELAY = "proxy (httpx2)"
+"""What the first burst is measured against: the relay on the service's own HTTP client."""
+BURST_TARGET = 1.0
+"""Issue 43: the first event's p99 under the first burst no later than the relay's."""
 Figure = Callable[[Result, Result], tuple[float, ...] | None]
 """(the target's results, the upstream's results) -> one or two numbers, or None (n/a)."""
 
@@ -105,6 +112,67 @@ def statements_per_turn(r: Result, _: Result) -> tuple[float, ...] | None:
     return (writes / turns, (sum(counts.values()) - writes) / turns)
 
 
+def first_burst(r: Result, _: Result) -> tuple[float, ...] | None:
+    burst = r.get("burst")
+    return None if burst is None else (burst["p50"], burst["p99"])
+
+
+def startup_figure(*keys: str) -> Figure:
+    def figure(r: Result, _: Result) -> tuple[float, ...] | None:
+        measured = r.get("startup")
+        if measured is None or any(key not in measured for key in keys):
+            return None
+        return tuple(measured[key] for key in keys)
+
+    return figure
+
+
+def burst_summary(burst: Result) -> dict[str, dict[str, float]]:
+    """Each target's median p50 and p99 over the rounds of the first burst."""
+    names = {name for figures in burst["rounds"] for name in figures}
+    out: dict[str, dict[str, float]] = {}
+    for name in names:
+        rows = [figures[name] for figures in burst["rounds"] if name in figures]
+        out[name] = {
+            "p50": statistics.median(row["p50"] for row in rows),
+            "p99": statistics.median(row["p99"] for row in rows),
+            "rounds": len(rows),
+        }
+    return out
+
+
+def burst_lines(summary: dict[str, dict[str, float]]) -> list[str]:
+    """The burst's medians, and each service's p99 against the relay's."""
+    relay = summary.get(BURST_RELAY)
+    out = []
+    for name, row in sorted(summary.items()):
+        line = (
+            f"first burst, {name}: p50 / p99 {_fmt(row['p50'])} / {_fmt(row['p99'])} ms"
+            f" (median of {row['rounds']:.0f} rounds)"
+        )
+        if relay is not None and name != BURST_RELAY and relay["p99"]:
+            ratio = row["p99"] / relay["p99"]
+            verdict = "PASS" if ratio <= BURST_TARGET else "MISS"
+            line += f"; p99 {ratio:.2f} x {BURST_RELAY} (target <= {BURST_TARGET}): {verdict}"
+        out.append(line)
+    return out
+
+
+def attach_burst(results: Result) -> None:
+    """Each measured column gets its burst medians, for the table's row."""
+    for name, row in burst_summary(results["burst"]).items():
+        if name in results["targets"]:
+            results["targets"][name]["burst"] = row
+
+
+def attach_startup(results: Result) -> None:
+    """The start-up is measured on the embedded defaults, beside the relay on httpx2."""
+    measured = results["startup"]
+    for name, key in (("service (embedded)", "service"), (BURST_RELAY, "relay")):
+        if name in results["targets"]:
+            results["targets"][name]["startup"] = measured[key]
+
+
 def figures(sizes: Result) -> list[tuple[str, Figure]]:
     rows: list[tuple[str, Figure]] = []
     wide = sizes["wide"]
@@ -129,6 +197,11 @@ def figures(sizes: Result) -> list[tuple[str, Figure]]:
         ("stop to complete, same instance: p50 / p99 ms", stop("same")),
         ("stop to complete, across instances: p50 / p99 ms", stop("across")),
         ("SQL statements per turn: writes / reads", statements_per_turn),
+        ("first burst, fresh server, median of the rounds: p50 / p99 ms", first_burst),
+        ("start-up: import app.main s / MB peak RSS", startup_figure("import_s", "import_mb")),
+        ("  start to /health s", startup_figure("health_s")),
+        ("  at rest MB RSS", startup_figure("rest_mb")),
+        ("  after a turn of each kind MB RSS", startup_figure("turns_mb")),
     ]
     return rows
 
@@ -193,6 +266,10 @@ def _safe(figure: Figure, result: Result, upstream: Result) -> tuple[float, ...]
         return None
 
 
+def at_most(limit: float) -> Callable[[float], bool]:
+    return lambda value: value <= limit
+
+
 def verdicts(results: Result) -> list[str]:
     """The issue's targets, checked for each service column."""
     targets: dict[str, Result] = results["targets"]
@@ -247,6 +324,20 @@ def verdicts(results: Result) -> list[str]:
         statements = _safe(statements_per_turn, r, upstream)
         if statements is not None:
             checks.append(("2 writes per turn", statements[0], lambda v: v <= 2.0))
+        burst, relay = first_burst(r, upstream), first_burst(targets[base], upstream)
+        if burst is not None and relay is not None and relay[1]:
+            rounds = r["burst"]["rounds"]
+            checks.append(
+                (
+                    f"first burst p99, median of {rounds:.0f} rounds, <= {BURST_TARGET} x {base}",
+                    burst[1] / relay[1],
+                    lambda v: v <= BURST_TARGET,
+                )
+            )
+        measured = r.get("startup", {})
+        for key, (label, limit) in STARTUP_TARGETS.items():
+            if key in measured:
+                checks.append((f"{label} <= {limit:g}", measured[key], at_most(limit)))
         for label, value, ok in checks:
             out.append(f"{name}: {label}: {_fmt(value)} {'PASS' if ok(value) else 'MISS'}")
     return out

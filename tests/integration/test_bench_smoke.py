@@ -16,8 +16,9 @@ import pytest
 from bench.deep import main as deep_bench
 from bench.formats import FORMATS
 from bench.formats import main as formats_bench
-from bench.run import Sizes, run
-from bench.table import figures, floor_lines, render, statements_per_turn
+from bench.harness import Sizes
+from bench.run import run
+from bench.table import figures, floor_lines, render, statements_per_turn, verdicts
 from tests.conftest import POSTGRES_TEST_URL, require_server
 
 TINY = Sizes(
@@ -37,12 +38,16 @@ TINY = Sizes(
 def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
     require_server(POSTGRES_TEST_URL, "PostgreSQL")
 
-    results = run(TINY, postgres_url=POSTGRES_TEST_URL, redis_url=redis_url)
+    results = run(
+        TINY, postgres_url=POSTGRES_TEST_URL, redis_url=redis_url, burst_rounds=1, startup_runs=1
+    )
 
     targets = results["targets"]
     assert list(targets) == ["upstream", "proxy", "proxy (httpx2)", "service", "service (embedded)"]
     for name, scenarios in targets.items():
         for scenario, report in scenarios.items():
+            if scenario in ("burst", "startup"):  # medians over rounds and cold starts
+                continue
             assert report["completed"] == report["streams"], (name, scenario, report["errors"])
     scenarios_run = set(targets["service"])
     assert scenarios_run >= {"saturation", "long_answers", "wide", "stop_same", "stop_across"}
@@ -75,6 +80,16 @@ def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
     # The proxy's CPU is read in clock ticks; a tiny run can use less than one.
     proxy_cpu = results["targets"]["proxy (httpx2)"]["saturation"]["cpu_seconds"]
     assert len(lines) == (4 if proxy_cpu else 1)
+    [burst] = results["burst"]["rounds"]
+    assert list(burst) == ["proxy (httpx2)", "service", "service (embedded)"]
+    for name, row in burst.items():
+        assert row["completed"] == row["streams"] == 6, name
+    startup = results["startup"]
+    assert set(startup["service"]) == {"import_s", "import_mb", "health_s", "rest_mb", "turns_mb"}
+    assert startup["service"]["turns_mb"] > startup["service"]["rest_mb"] > 0
+    checked = "\n".join(verdicts(results))
+    for line in ("service: first burst p99", "service (embedded): import app.main, s <= 1"):
+        assert line in checked
     assert results["tracebacks"] == 0
 
 
