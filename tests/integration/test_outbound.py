@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -20,6 +21,7 @@ from app.core.outbound import (
     OutboundPolicy,
     fetch,
     guarded_client,
+    tls_context,
 )
 from tests.support.tcp import tcp_server
 
@@ -141,3 +143,21 @@ async def test_a_fetch_is_bounded_in_size_and_time() -> None:
             await fetch(client, "file:///etc/passwd", max_bytes=1000, seconds=5)
 
     assert (len(fetched.body), fetched.truncated) == (1000, True)
+
+
+def test_every_client_verifies_with_one_reading_of_the_certificates(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each client used to read the system's CA bundle again (20 ms of every start, per
+    client); where the environment names certificates (SSL_CERT_FILE), the clients that
+    trust it still read those."""
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    shared = tls_context(trust_env=True)
+    assert shared is tls_context(trust_env=False) is tls_context(trust_env=True)
+    assert shared.verify_mode == ssl.CERT_REQUIRED
+    assert shared.check_hostname
+
+    monkeypatch.setenv("SSL_CERT_FILE", ssl.get_default_verify_paths().openssl_cafile)
+    assert tls_context(trust_env=True) is not shared
+    assert tls_context(trust_env=False) is shared
