@@ -46,7 +46,8 @@ from app.api.body_limit import BodyCap, BodyLimit, request_max_bytes
 from app.api.deps import ApiSettings, Services
 from app.api.docs import install_docs
 from app.api.errors import install_error_handlers
-from app.api.formats import ag_ui, ai_sdk
+from app.api.formats import ai_sdk
+from app.api.formats.ag_ui_door import install_ag_ui
 from app.api.head_timeout import HEAD_TIMEOUT_KEY
 from app.api.mcp import MCP_PATH, McpEndpoint, McpSurface
 from app.api.openapi_errors import document_errors
@@ -350,7 +351,7 @@ def create_app(
     app.include_router(usage.router)
     app.include_router(auth_keys.router)
     app.include_router(admin.router)
-    app.include_router(ag_ui.router)
+    install_ag_ui(app)
     app.include_router(ai_sdk.router)
     document_errors(app)
     document_events(app)

@@ -40,6 +40,7 @@ LAZY = (
     "google.protobuf",
     "rich",  # httpx's command line, which the A2A SDK's httpx imports
     "jwt",  # OIDC_ISSUER
+    "ag_ui",  # the AG-UI format, at its first request
 )
 
 _LOADED = """
