@@ -170,6 +170,9 @@ class GuardedNetwork(httpcore2.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
+_CERTIFICATES_FROM_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
 def tls_context(trust_env: bool) -> ssl.SSLContext:
     """The certificates every client verifies servers with, read once for the process.
 
@@ -179,9 +182,6 @@ def tls_context(trust_env: bool) -> ssl.SSLContext:
     without them both kinds of client share one context.
     """
     return _read_certificates(trust_env and any(map(os.environ.get, _CERTIFICATES_FROM_ENV)))
-
-
-_CERTIFICATES_FROM_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 
 
 @cache

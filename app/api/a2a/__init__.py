@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
 
 from app.agents.registry import AgentEntry
+from app.api.first_call import BuiltOnFirstCall
 from app.api.openapi_errors import amend_openapi
 
 if TYPE_CHECKING:
@@ -30,29 +30,13 @@ CARD_PATHS = ("/.well-known/agent-card.json", "/.well-known/agent.json")
 """The card's place, and the one A2A 0.2 clients look at."""
 
 
-class A2aEndpoint:
-    """Every A2A path of one app: the SDK's routes, built at the first call to any of them."""
-
-    def __init__(self, app: FastAPI, entries: Sequence[AgentEntry]) -> None:
-        self._app = app
-        self._entries = entries
-        self._router: Router | None = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._router is None:
-            from app.api.a2a.routes import a2a_router
-
-            self._router = a2a_router(self._app, self._entries)
-        await self._router(scope, receive, send)
-
-
 def install_a2a(app: FastAPI, entries: Sequence[AgentEntry]) -> None:
     """Add the A2A paths, and their operations to the OpenAPI document.
 
     Call after the envelope is documented (`document_errors`): A2A's own errors are
     documented over it.
     """
-    endpoint = A2aEndpoint(app, entries)
+    endpoint = BuiltOnFirstCall(lambda: _sdk_routes(app, entries))
     for path in (*CARD_PATHS, JSONRPC_PATH, REST_PATH + "/{operation:path}"):
         app.router.routes.append(Route(path, endpoint, include_in_schema=False))
 
@@ -62,3 +46,9 @@ def install_a2a(app: FastAPI, entries: Sequence[AgentEntry]) -> None:
         return document_a2a(app, entries, document)
 
     amend_openapi(app, documented)
+
+
+def _sdk_routes(app: FastAPI, entries: Sequence[AgentEntry]) -> Router:
+    from app.api.a2a.routes import a2a_router
+
+    return a2a_router(app, entries)

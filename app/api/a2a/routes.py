@@ -107,7 +107,7 @@ def document_a2a(
 
     The SDK describes them by adding its routes to an app (proto-derived request
     bodies, tags): one made for that alone, since ours answers them through
-    `A2aEndpoint` (api/a2a/__init__.py).
+    the routes `install_a2a` adds (api/a2a/__init__.py).
     """
     card, jsonrpc, rest = _routes(app, entries)
     described = FastAPI()

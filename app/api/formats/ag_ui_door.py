@@ -13,26 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+
+from app.api.first_call import BuiltOnFirstCall
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
 PATH = "/ag-ui/{kind}"
-
-
-class AgUiEndpoint:
-    """`POST /ag-ui/{kind}`, handed to the AG-UI router, imported at the first call."""
-
-    def __init__(self) -> None:
-        self._router: APIRouter | None = None
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self._router is None:
-            from app.api.formats.ag_ui import router
-
-            self._router = router
-        await self._router(scope, receive, send)
 
 
 def install_ag_ui(app: FastAPI) -> None:
@@ -43,20 +30,25 @@ def install_ag_ui(app: FastAPI) -> None:
     one FastAPI builds with them (model names shared with ours resolved the same
     way), and the envelope and event documentation added after describe it too.
     """
-    lazy = Route(PATH, AgUiEndpoint(), methods=["POST"], include_in_schema=False)
+    lazy = Route(PATH, BuiltOnFirstCall(_router), methods=["POST"], include_in_schema=False)
     app.router.routes.append(lazy)
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         routes = app.router.routes
         if app.openapi_schema is None and lazy in routes:
-            from app.api.formats.ag_ui import router
-
-            app.include_router(router)
-            included = routes[len(routes) - len(router.routes) :]
-            del routes[len(routes) - len(included) :]
+            router = _router()
+            app.include_router(router)  # appended last: moved to where the lazy route stood
+            included = routes[-len(router.routes) :]
+            del routes[-len(router.routes) :]
             at = routes.index(lazy)
             routes[at : at + 1] = included
         return build()
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _router() -> APIRouter:
+    from app.api.formats.ag_ui import router
+
+    return router
