@@ -62,7 +62,8 @@ def spread(body: BaseOxmlElement, box: tuple[int, int], lines: list[str]) -> Non
         base,
     )
     scale = size / base
-    gaps = max(len(lines) - 1, 1)
+    # The height the points leave, shared between the gaps between them.
+    gap = (FILL * height - text_height(size)) / max(len(lines) - 1, 1)
     for index, paragraph in enumerate(paragraphs):
         for run in paragraph.iter(qn("a:rPr")):
             run.set("sz", str(round(size * 100)))
@@ -76,6 +77,5 @@ def spread(body: BaseOxmlElement, box: tuple[int, int], lines: list[str]) -> Non
         if after is None:
             continue
         least = int(after.get("val")) / 100
-        gap = (FILL * height - text_height(size)) / gaps
-        gap = min(max(gap, least), size * MOST_GAP)
-        after.set("val", str(round(gap * 100) if index < len(paragraphs) - 1 else 0))
+        spaced = min(max(gap, least), size * MOST_GAP)
+        after.set("val", str(round(spaced * 100) if index < len(paragraphs) - 1 else 0))
