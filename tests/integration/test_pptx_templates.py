@@ -19,6 +19,20 @@ from tests.conftest import require_binary
 from tests.support.decks import deck, outline
 
 LIBRARY = TemplateLibrary()
+
+
+def libreoffice_pdf(data: bytes, folder: Path) -> Path:
+    """The PDF LibreOffice draws of the deck `data`, with a profile of its own in `folder`."""
+    require_binary("soffice", "LibreOffice (Debian's libreoffice-impress)")
+    (folder / "deck.pptx").write_bytes(data)
+    subprocess.run(
+        ["soffice", f"-env:UserInstallation=file://{folder}/profile", "--headless",
+         "--convert-to", "pdf", "--outdir", str(folder), str(folder / "deck.pptx")],
+        check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    return folder / "deck.pdf"
+
+
 TITLES = [f"Slide number {n}" for n in range(1, 11)]
 
 
@@ -119,20 +133,13 @@ def test_slides_fill_the_page_and_a_picture_slide_without_a_picture_has_no_empty
 
 @pytest.mark.parametrize("code", sorted(LIBRARY.templates))
 def test_a_deck_converts_to_pdf_with_libreoffice_page_for_page(code: str, tmp_path: Path) -> None:
-    require_binary("soffice", "LibreOffice (Debian's libreoffice-impress)")
     data = render_deck(
         LIBRARY.path(code),
         LIBRARY.templates[code],
         DeckSchema.model_validate(deck(TITLES)),
         lambda: False,
     )
-    (tmp_path / "deck.pptx").write_bytes(data)
-    subprocess.run(
-        ["soffice", f"-env:UserInstallation=file://{tmp_path}/profile", "--headless",
-         "--convert-to", "pdf", "--outdir", str(tmp_path), str(tmp_path / "deck.pptx")],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    assert len(PdfReader(tmp_path / "deck.pdf").pages) == len(TITLES)
+    assert len(PdfReader(libreoffice_pdf(data, tmp_path)).pages) == len(TITLES)
 
 
 @pytest.mark.parametrize("code", sorted(LIBRARY.templates))
@@ -141,7 +148,6 @@ def test_three_short_points_are_set_larger_and_spread_down_the_body(
 ) -> None:
     """Measured on the PDF LibreOffice draws: the points take most of the body's height,
     not its top quarter, in a larger size than the template's."""
-    require_binary("soffice", "LibreOffice (Debian's libreoffice-impress)")
     points = ["Silicon cells turn light into current", "Inverters make AC", "Batteries store"]
     spec = LIBRARY.templates[code]
     schema = DeckSchema.model_validate(
@@ -150,13 +156,7 @@ def test_three_short_points_are_set_larger_and_spread_down_the_body(
     data = render_deck(LIBRARY.path(code), spec, schema, lambda: False)
     [box] = [s for s in Presentation(io.BytesIO(data)).slides[0].shapes if s.name == "bullets"]
 
-    (tmp_path / "deck.pptx").write_bytes(data)
-    subprocess.run(
-        ["soffice", f"-env:UserInstallation=file://{tmp_path}/profile", "--headless",
-         "--convert-to", "pdf", "--outdir", str(tmp_path), str(tmp_path / "deck.pptx")],
-        check=True, capture_output=True, timeout=120,
-    )  # fmt: skip
-    page = pypdfium2.PdfDocument(tmp_path / "deck.pdf")[0]
+    page = pypdfium2.PdfDocument(libreoffice_pdf(data, tmp_path))[0]
     text = page.get_textpage()
     height = page.get_height()
 
