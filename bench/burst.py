@@ -46,15 +46,11 @@ def _start(bench: Bench, name: str, database_url: str, redis_url: str) -> Target
 
 
 def one_burst(bench: Bench, target: Target, burst: tuple[int, int]) -> dict[str, Any]:
-    """Warm `target` as bench.run does, then the burst; its load report."""
-    sizes = bench.sizes
-    bench.configure_upstream(sizes.saturation_tokens, 0)
-    bench.load(target, concurrency=10, streams=50, timeout=60)
-    bench.configure_upstream(sizes.first_event_tokens, sizes.delay_ms)
-    _, single = sizes.first_event[0]
-    bench.load(target, concurrency=1, streams=single, timeout=120)
-    concurrency, streams = burst
-    return bench.load(target, concurrency=concurrency, streams=streams, timeout=120)
+    """Warm `target` as bench.run does (then its streams one at a time), then the burst;
+    the burst's load report."""
+    bench.warm_up(target)
+    _, report = bench.first_events(target, (bench.sizes.first_event[0], burst))
+    return report
 
 
 def rounds(

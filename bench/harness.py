@@ -18,7 +18,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -279,17 +279,30 @@ class Bench:
             counts: dict[str, int] = json.loads(response.read())
         return counts
 
+    def warm_up(self, target: Target) -> None:
+        """50 short turns at 10 concurrent: the pools and caches every scenario starts with."""
+        self.configure_upstream(self.sizes.saturation_tokens, 0)
+        self.load(target, concurrency=10, streams=50, timeout=60)
+
+    def first_events(
+        self, target: Target, scenarios: Sequence[tuple[int, int]]
+    ) -> list[dict[str, Any]]:
+        """Each (concurrent streams, streams in all) in turn, on the first-event answers."""
+        self.configure_upstream(self.sizes.first_event_tokens, self.sizes.delay_ms)
+        return [
+            self.load(target, concurrency=concurrency, streams=streams, timeout=120)
+            for concurrency, streams in scenarios
+        ]
+
     def measure(self, target: Target) -> dict[str, Any]:
         sizes = self.sizes
         print(f"measuring {target.name} ...", file=sys.stderr, flush=True)
         results: dict[str, Any] = {}
-        self.configure_upstream(sizes.saturation_tokens, 0)
-        self.load(target, concurrency=10, streams=50, timeout=60)  # warm-up
-        self.configure_upstream(sizes.first_event_tokens, sizes.delay_ms)
-        for concurrency, streams in sizes.first_event:
-            results[f"first_event_{concurrency}"] = self.load(
-                target, concurrency=concurrency, streams=streams, timeout=120
-            )
+        self.warm_up(target)
+        for (concurrency, _), report in zip(
+            sizes.first_event, self.first_events(target, sizes.first_event), strict=True
+        ):
+            results[f"first_event_{concurrency}"] = report
         self.configure_upstream(sizes.saturation_tokens, 0)
         concurrency, streams = sizes.saturation
         results["saturation"] = self.load(

@@ -152,7 +152,7 @@ def burst_lines(summary: dict[str, dict[str, float]]) -> list[str]:
         )
         if relay is not None and name != BURST_RELAY and relay["p99"]:
             ratio = row["p99"] / relay["p99"]
-            verdict = "PASS" if ratio <= BURST_TARGET else "MISS"
+            verdict = "PASS" if at_most(BURST_TARGET)(ratio) else "MISS"
             line += f"; p99 {ratio:.2f} x {BURST_RELAY} (target <= {BURST_TARGET}): {verdict}"
         out.append(line)
     return out
@@ -331,7 +331,7 @@ def verdicts(results: Result) -> list[str]:
                 (
                     f"first burst p99, median of {rounds:.0f} rounds, <= {BURST_TARGET} x {base}",
                     burst[1] / relay[1],
-                    lambda v: v <= BURST_TARGET,
+                    at_most(BURST_TARGET),
                 )
             )
         measured = r.get("startup", {})
