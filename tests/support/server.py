@@ -37,12 +37,26 @@ async def serve(app: ASGIApp, *, lifespan: str = "on", port: int = 0) -> AsyncIt
         http=HeadTimeoutProtocol,
     )
     server = uvicorn.Server(config)
-    # `_serve` is `serve` without taking over the process's signal handlers, which
-    # several servers alive at once in one test must not fight over.
-    task = asyncio.create_task(server._serve(sockets=[sock]))
+    task = asyncio.create_task(_run(server, sock))
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         await task
         sock.close()
+
+
+async def _run(server: uvicorn.Server, sock: socket.socket) -> None:
+    """`_serve` is `serve` without taking over the process's signal handlers, which
+    several servers alive at once in one test must not fight over.
+
+    An app that fails to start makes uvicorn raise `SystemExit`, which asyncio lets out
+    of the event loop: it ended pytest's loop and failed every test after this one. It
+    fails this test alone instead, and the socket closes so that clients waiting in its
+    backlog are refused at once rather than waiting for their timeout.
+    """
+    try:
+        await server._serve(sockets=[sock])
+    except SystemExit as exc:
+        sock.close()
+        raise RuntimeError(f"the served app did not start (uvicorn exit {exc.code})") from None
