@@ -32,8 +32,12 @@ from app.agents.pptx.render import render_deck
 from app.agents.pptx.render_layouts import render_on_layouts
 from app.agents.pptx.schema import DeckSchema
 from app.agents.pptx.templates import TemplateLibrary
+from app.config import Settings
 from app.documents.extract import Budget
+from app.documents.office import RenderLimits
+from app.documents.previews import FilePreviews
 from app.documents.readers import layouts
+from app.store.blobs import LocalBlobStore
 from tests.support.decks import deck
 from tests.support.pptx_templates import company_template
 
@@ -70,6 +74,9 @@ def never() -> bool:
 async def measure(slides: int, runs: int, folder: Path) -> dict[str, dict[str, Any]]:
     """Median seconds of each stage, by template; the PDF's page count with them."""
     figures: dict[str, dict[str, Any]] = {}
+    # As the service draws: one worker, the default memory cap of reading a document.
+    memory = Settings.model_fields["file_parse_memory_mb"].default * 2**20
+    previews = FilePreviews(LocalBlobStore(folder / "blobs"), RenderLimits(memory, 300), 1)
     for code, draw in drawers(slides, folder).items():
         times: dict[str, list[float]] = {"render": [], "pdf": [], "thumbnails": []}
         pages = 0
@@ -77,9 +84,9 @@ async def measure(slides: int, runs: int, folder: Path) -> dict[str, dict[str, A
             started = time.perf_counter()
             data = await asyncio.to_thread(draw)
             drawn = time.perf_counter()
-            pdf = await preview.to_pdf(data, 300)
+            pdf = await preview.to_pdf(previews, data, 300)
             converted = time.perf_counter()
-            await preview.pages(pdf, 300)
+            await preview.pages(previews, pdf, 300)
             times["render"].append(drawn - started)
             times["pdf"].append(converted - drawn)
             times["thumbnails"].append(time.perf_counter() - converted)

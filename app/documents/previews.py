@@ -3,7 +3,8 @@
 A pdf's page is drawn by pdfium; a docx, pptx or xlsx is first made a PDF by
 LibreOffice; a png or jpeg is its own only page. Drawing happens in a child
 process with the limits of document reading (`FILE_PARSE_MEMORY_MB`,
-`FILE_PARSE_SECONDS`), at most `PREVIEW_WORKERS` at once (documents/office.py).
+`FILE_PARSE_SECONDS`), at most `PREVIEW_WORKERS` at once (documents/office.py),
+with the PDFs of reports and decks and a deck's thumbnails.
 What it makes is kept in the blob store beside the file's bytes, under
 `previews/<the file's blob key>/`: the page count, the PDF of an office
 file, and each page's PNG as it is first asked for, so a page is drawn once;
@@ -22,7 +23,7 @@ import asyncio
 import io
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from app.documents import office
@@ -120,14 +121,16 @@ class FilePreviews:
         drawn = await self._draw(blob_key, mime_type, [number])
         return Picture(drawn.images[number], "image/png")
 
-    async def pdf_of(self, data: bytes, suffix: str) -> bytes:
-        """LibreOffice's PDF of an office file's bytes (a report's docx): a reason when not."""
-        with tempfile.TemporaryDirectory(prefix="office-pdf-") as folder:
-            work = Path(folder)
-            source = work / f"source{suffix}"
-            await asyncio.to_thread(source.write_bytes, data)
-            rendered = await self._render(source, work, convert=True, pages=[])
-            return await asyncio.to_thread(rendered.pdf.read_bytes)
+    async def pdf_of(self, data: bytes, suffix: str, seconds: float | None = None) -> bytes:
+        """LibreOffice's PDF of an office file's bytes (a report's docx, a deck): a reason
+        when not. `seconds`: the time limit, when not reading's (a deck's own)."""
+        return (await self._made(data, suffix, seconds, convert=True, pages=[]))[0]
+
+    async def pictures_of(
+        self, pdf: bytes, width: int, seconds: float | None = None
+    ) -> list[bytes]:
+        """A PNG of each page of a PDF, `width` pixels across (a deck's thumbnails)."""
+        return (await self._made(pdf, ".pdf", seconds, convert=False, pages=None, width=width))[1]
 
     async def forget(self, blob_key: str) -> None:
         """Remove what was kept of a file's preview (the file is gone)."""
@@ -171,14 +174,44 @@ class FilePreviews:
                 await self._keep(_page_key(blob_key, number), png)
             return rendered
 
+    async def _made(
+        self,
+        data: bytes,
+        suffix: str,
+        seconds: float | None,
+        *,
+        convert: bool,
+        pages: list[int] | None,
+        width: int = PAGE_WIDTH,
+    ) -> tuple[bytes, list[bytes]]:
+        """What is drawn of bytes kept nowhere: the PDF, and the pages' PNGs in order."""
+        with tempfile.TemporaryDirectory(prefix="office-pdf-") as folder:
+            work = Path(folder)
+            source = work / f"source{suffix}"
+            await asyncio.to_thread(source.write_bytes, data)
+            rendered = await self._render(
+                source, work, convert=convert, pages=pages, width=width, seconds=seconds
+            )
+            pdf = await asyncio.to_thread(rendered.pdf.read_bytes)
+            return pdf, [rendered.images[n] for n in sorted(rendered.images)]
+
     async def _render(
-        self, source: Path, work: Path, *, convert: bool, pages: list[int]
+        self,
+        source: Path,
+        work: Path,
+        *,
+        convert: bool,
+        pages: list[int] | None,
+        width: int = PAGE_WIDTH,
+        seconds: float | None = None,
     ) -> office.Rendered:
-        limits = self._limits
+        """Every drawing of the service waits here for one of `PREVIEW_WORKERS`: each is
+        a LibreOffice or pdfium process of up to `FILE_PARSE_MEMORY_MB`."""
+        limits = self._limits if seconds is None else replace(self._limits, seconds=seconds)
         try:
             async with self._drawing:
                 return await office.render(
-                    source, work, convert=convert, pages=pages, width=PAGE_WIDTH, limits=limits
+                    source, work, convert=convert, pages=pages, width=width, limits=limits
                 )
         except office.OfficeMissing as exc:
             raise PreviewUnavailable(str(exc)) from exc

@@ -390,7 +390,8 @@ class DeckSteps:
         its bytes, which the thumbnails are drawn from. Raises `ConversionFailed` with the
         reason there is none."""
         documents = self.core.documents
-        made = await preview.to_pdf(await self._bytes(build), self.settings.render_timeout_seconds)
+        limit = self.settings.render_timeout_seconds
+        made = await preview.to_pdf(documents.previews, await self._bytes(build), limit)
         if not store:
             return None, made
         name = file_name(build).removesuffix(".pptx") + ".pdf"
@@ -413,7 +414,7 @@ class DeckSteps:
         documents = self.core.documents
         urls = []
         limit = self.settings.render_timeout_seconds
-        for number, png in enumerate(await preview.pages(pdf, limit), 1):
+        for number, png in enumerate(await preview.pages(documents.previews, pdf, limit), 1):
             name = f"{file_name(build).removesuffix('.pptx')} slide {number}.png"
             image = await documents.add_generated(
                 turn.user_id, turn.conversation_id, name, png, "image/png"
