@@ -7,6 +7,7 @@ task has no configs, as it has no turns.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -31,11 +32,30 @@ class PushConfig:
     """With the scheme, sent as `Authorization: <scheme> <credentials>`."""
 
 
+def task_id_of(conversation_id: str, row_id: int) -> str:
+    """The A2A task a turn begins: `<conversationId>.<rowId>`."""
+    return f"{conversation_id}.{row_id}"
+
+
 async def delete_push_configs(conn: AsyncConnection, user_id: str, conversation_id: str) -> None:
     """In the caller's transaction: the conversation's turns go, so do its tasks' configs."""
     await conn.execute(
         delete(P).where(P.c.user_id == user_id, P.c.conversation_id == conversation_id)
     )
+
+
+async def delete_turns_push_configs(
+    conn: AsyncConnection, user_id: str, conversation_id: str, row_ids: Iterable[int]
+) -> None:
+    """In the caller's transaction: these turns go, so do the configs of the tasks they began.
+
+    Kept, they would outlive what the user deleted, and on SQLite, which gives the
+    newest row's id again once that row is deleted, tell the next turn's task to a
+    client that set them on the deleted one.
+    """
+    task_ids = [task_id_of(conversation_id, row_id) for row_id in row_ids]
+    if task_ids:
+        await conn.execute(delete(P).where(P.c.user_id == user_id, P.c.task_id.in_(task_ids)))
 
 
 class SqlPushConfigs:

@@ -47,7 +47,7 @@ from app.store.models import AI_CONVERSATION_TITLE as TT
 from app.store.models import AI_FILE as F
 from app.store.models import AI_SESSION as T
 from app.store.models import StoredTurn, TurnOutcome
-from app.store.push_configs import delete_push_configs
+from app.store.push_configs import delete_push_configs, delete_turns_push_configs
 from app.store.records import ToolCall, TurnStatus
 from app.store.titles import delete_title, title_of
 from app.store.tree import ChosenLeaf, ConversationTree
@@ -412,6 +412,7 @@ class SqlSessionStore:
                 conn, user_id, T.c.id.in_(ids), F.c.id.in_(made) & (F.c.source == "generated")
             )
             turns = (await conn.execute(delete(T).where(T.c.id.in_(ids)))).rowcount
+            await delete_turns_push_configs(conn, user_id, conversation_id, ids)
             remaining = [t.id for t in tree.turns if t.id is not None and t.id not in gone]
             if leaf is None or not remaining:
                 await conn.execute(_forget_path(user_id, conversation_id))
@@ -461,9 +462,12 @@ class SqlSessionStore:
             .where(T.c.id == newest, T.c.status.in_(statuses))
             .returning(T.c.id, T.c.create_time, T.c.agent_type)
         )
-        async with self._db.statement() as conn:
+        async with self._db.begin() as conn:
             row = (await conn.execute(stmt)).one_or_none()
-        return None if row is None else GoneTurn(row.id, row.create_time, row.agent_type)
+            if row is None:
+                return None
+            await delete_turns_push_configs(conn, user_id, conversation_id, [row.id])
+        return GoneTurn(row.id, row.create_time, row.agent_type)
 
     async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
         """A paused turn is listed while it is the active leaf (what a plain next message

@@ -3,13 +3,15 @@
 A config set on a running task (on any instance) is told the task's final
 state, signed like our webhooks and carrying the client's token and
 credentials; configs are read, listed and deleted per task and per user; a
-config sent with the message that starts a task works the same; without
-`WEBHOOK_SECRET` push notifications are off and the card says so.
+config sent with the message that starts a task works the same; deleting a
+turn deletes its task's configs; without `WEBHOOK_SECRET` push notifications
+are off and the card says so.
 """
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -194,3 +196,35 @@ async def test_push_is_off_without_a_secret_and_refuses_a_private_address(
 
     assert not card.capabilities.push_notifications
     assert on.capabilities.push_notifications
+
+
+async def test_deleting_a_turn_deletes_its_tasks_configs(
+    tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI, receiver: Receiver
+) -> None:
+    """On SQLite the next turn takes the deleted newest turn's id, so its task took the
+    deleted task's id, and with it a config its client set on the deleted one."""
+    fake_llm.script(Reply.text("First."), Reply.text("Second."))
+    settings = settings_for(
+        Backend(sqlite_url, "", ""),
+        tmp_path,
+        fake_llm,
+        webhook_secret=SECRET,
+        outbound_allowlist="127.0.0.1",
+    )
+    async with running_service(settings) as service, a2a_client(service) as client:
+        first = [r async for r in client.send_message(message("One?", "c-gone"))]
+        task_id = first[0].task.id
+        await client.create_task_push_notification_config(push_config(task_id, receiver.url))
+        turn_id = task_id.rsplit(".", 1)[1]
+        deleted = await service.delete(f"/session/c-gone/turns/{turn_id}")
+        second = [r async for r in client.send_message(message("Two?", "c-gone"))]
+        listed = await client.list_task_push_notification_configs(
+            ListTaskPushNotificationConfigsRequest(task_id=second[0].task.id)
+        )
+    with sqlite3.connect(sqlite_url.split(":///", 1)[1]) as database:
+        (kept,) = database.execute("SELECT count(*) FROM a2a_push_config").fetchone()
+
+    assert deleted.status_code == 200
+    assert second[0].task.id == task_id
+    assert not listed.configs
+    assert kept == 0

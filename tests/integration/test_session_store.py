@@ -644,3 +644,27 @@ async def test_a_push_config_goes_with_its_conversation_and_is_its_users_alone(
     await store.delete_conversation("alice", "conv-1")
     assert await configs.of_task("alice", "conv-1.1") == []
     assert len(await configs.of_task("alice", "keep.2")) == 1
+
+
+async def test_a_deleted_turn_takes_its_tasks_push_configs_with_it(
+    db: Database, store: SessionStore
+) -> None:
+    configs = SqlPushConfigs(db)
+    first, _ = await store.begin_turn(new_turn(), 10, None)
+    await store.finish_turn(first, outcome())
+    second, _ = await store.begin_turn(new_turn(question="And then?"), 10, None)
+    await store.finish_turn(second, outcome(status="stopped"))
+    for row in (first, second):
+        await configs.put("alice", "conv-1", PushConfig(f"conv-1.{row}", "c", "https://h.test/"))
+
+    rolled_back = await store.delete_last_turn("alice", "conv-1", ("stopped",))
+    after_rollback = await configs.of_task("alice", f"conv-1.{second}")
+    kept = await configs.of_task("alice", f"conv-1.{first}")
+    deleted = await store.delete_turns("alice", "conv-1", first)
+
+    assert deleted.turns == 1
+    assert rolled_back is not None
+    assert rolled_back.id == second
+    assert after_rollback == []
+    assert len(kept) == 1
+    assert await configs.of_task("alice", f"conv-1.{first}") == []

@@ -45,6 +45,7 @@ from app.core import events as ev
 from app.core.frames import joined_deltas
 from app.core.urls import absolute
 from app.store.models import StoredTurn
+from app.store.push_configs import task_id_of
 
 TASK_ID = re.compile(r"(?P<conversation>[A-Za-z0-9_-]{1,128})\.(?P<row>[0-9]{1,18})")
 
@@ -75,7 +76,7 @@ class TaskRef:
 
     @property
     def task_id(self) -> str:
-        return f"{self.conversation_id}.{self.row_id}"
+        return task_id_of(self.conversation_id, self.row_id)
 
 
 def parse_task_id(task_id: str) -> TaskRef | None:
