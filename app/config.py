@@ -174,9 +174,13 @@ class Settings(BaseSettings):
     """A header a sign-in proxy names the user in (`X-Forwarded-User`); empty: none."""
     auth_trusted_proxies: str = ""
     """CIDRs the trusted header is believed from; from anywhere else it is ignored."""
+    auth_trusted_groups_header: str = ""
+    """A header the sign-in proxy lists the user's groups in, comma-separated
+    (`X-Forwarded-Groups`); believed with the user's header only; empty: none."""
     admin_users: str = ""
     """Users who may see and stop anyone's runs, read usage and set limits: ids, or
-    `group:<name>` for members of an OIDC group; comma-separated."""
+    `group:<name>` for members of a group (the OIDC groups claim, or the sign-in proxy's
+    groups header); comma-separated."""
     cors_origins: str = "*"
     """Comma-separated origins a browser may call the API from; `*` (any) only without auth."""
 

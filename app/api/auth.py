@@ -34,12 +34,9 @@ async def current_caller(request: Request, services: ServicesDep) -> Caller:
     if known is not None:
         return known
     auth = services.auth
-    header = auth.trusted.header if auth.trusted is not None else None
     try:
         caller = await auth.identify(
-            bearer_token(request),
-            request.headers.get(header) if header else None,
-            request.client.host if request.client else None,
+            bearer_token(request), request.headers, request.client.host if request.client else None
         )
     except NotAuthenticated as exc:
         raise ApiError(401, str(exc), {"WWW-Authenticate": exc.challenge}) from exc

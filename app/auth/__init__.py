@@ -38,6 +38,8 @@ def check_settings(settings: Settings) -> None:
             raise ValueError("OIDC_ISSUER must be an http(s) URL")
         if not (settings.oidc_audience or settings.oidc_client_id):
             raise ValueError("OIDC_ISSUER needs OIDC_AUDIENCE (or OIDC_CLIENT_ID) to check `aud`")
+    if settings.auth_trusted_groups_header and not settings.auth_trusted_header:
+        raise ValueError("AUTH_TRUSTED_GROUPS_HEADER needs AUTH_TRUSTED_HEADER: groups of whom?")
     if settings.auth_trusted_header:
         if not settings.auth_trusted_proxies.strip():
             raise ValueError("AUTH_TRUSTED_HEADER needs AUTH_TRUSTED_PROXIES: the proxies' CIDRs")
@@ -62,7 +64,11 @@ async def open_authenticator(
         )
     trusted = None
     if settings.auth_trusted_header:
-        trusted = TrustedHeader(settings.auth_trusted_header, settings.auth_trusted_proxies)
+        trusted = TrustedHeader(
+            settings.auth_trusted_header,
+            settings.auth_trusted_proxies,
+            settings.auth_trusted_groups_header,
+        )
     try:
         yield Authenticator(
             keys=settings.user_by_key(),

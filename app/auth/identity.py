@@ -2,7 +2,8 @@
 
 Ways in, first match wins:
 
-1. the sign-in proxy's header (`AUTH_TRUSTED_HEADER`), from a trusted address only;
+1. the sign-in proxy's header (`AUTH_TRUSTED_HEADER`), from a trusted address only,
+   with the groups it lists (`AUTH_TRUSTED_GROUPS_HEADER`);
 2. a bearer token (or `?access_token=` on streams, as `EventSource` cannot send
    headers), which is one of `API_KEYS`, a key a user made (`dk_…`,
    app/store/auth_keys.py) or an OIDC access token (a JWT, app/auth/oidc.py).
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -94,13 +96,14 @@ class Authenticator:
             on.append("proxy")
         return on
 
-    async def identify(self, token: str, header_user: str | None, peer: str | None) -> Caller:
+    async def identify(self, token: str, headers: Mapping[str, str], peer: str | None) -> Caller:
+        """`headers`: the request's, where a sign-in proxy names the user (case-insensitive)."""
         if not self.enabled:
             return Caller(LOCAL_USER, f"address:{peer or 'unknown'}")
         if self.trusted is not None:
-            user = self.trusted.user(header_user, peer)
-            if user is not None:
-                return self._caller(user)
+            proxied = self.trusted.user(headers, peer)
+            if proxied is not None:
+                return self._caller(proxied.user, proxied.groups)
         if not token:
             raise NotAuthenticated("A valid API key is required", invalid=False)
         user = self._listed_key(token)

@@ -1,4 +1,4 @@
-"""A sign-in proxy's user header: believed from `AUTH_TRUSTED_PROXIES` only.
+"""A sign-in proxy's user header, and its groups: believed from `AUTH_TRUSTED_PROXIES` only.
 
 The test client connects from 127.0.0.1, so it is the proxy when that
 address is listed, and a stranger when only another range is.
@@ -71,6 +71,39 @@ async def test_the_header_from_elsewhere_is_ignored_and_logged_once(
     ]
 
 
+async def test_the_groups_a_trusted_proxy_lists_make_admins_and_count_for_nothing_alone(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    settings = service_settings(
+        tmp_path,
+        sqlite_url,
+        api_keys="key-bob:bob",
+        auth_trusted_header="X-Forwarded-User",
+        auth_trusted_proxies="127.0.0.1/32",
+        auth_trusted_groups_header="X-Forwarded-Groups",
+        admin_users="group:ops",
+    )
+    ops_member = {**ALICE, "X-Forwarded-Groups": "dev, ops"}
+    not_member = {"X-Forwarded-User": "carol", "X-Forwarded-Groups": "dev,ops-team"}
+    groups_alone = {"Authorization": "Bearer key-bob", "X-Forwarded-Groups": "ops"}
+    async with running_service(settings) as client:
+        me = [
+            (await client.get("/auth/me", headers=headers)).json()["data"]
+            for headers in (ops_member, not_member, groups_alone)
+        ]
+        runs = [
+            (await client.get("/admin/runs", headers=headers)).status_code
+            for headers in (ops_member, not_member, groups_alone)
+        ]
+
+    assert me == [
+        {"userId": "alice", "admin": True},
+        {"userId": "carol", "admin": False},
+        {"userId": "bob", "admin": False},
+    ]
+    assert runs == [200, 404, 404]
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -79,6 +112,7 @@ async def test_the_header_from_elsewhere_is_ignored_and_logged_once(
             {"auth_trusted_header": "X-Forwarded-User", "auth_trusted_proxies": "10.0.0.300/8"},
             "AUTH_TRUSTED_PROXIES: ",
         ),
+        ({"auth_trusted_groups_header": "X-Forwarded-Groups"}, "AUTH_TRUSTED_GROUPS_HEADER needs"),
         ({"oidc_issuer": "https://id.example.com/realms/team"}, "OIDC_ISSUER needs"),
         ({"oidc_issuer": "id.example.com", "oidc_audience": "dodo"}, "must be an http"),
     ],
