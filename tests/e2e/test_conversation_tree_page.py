@@ -288,6 +288,40 @@ async def test_search_finds_the_text_marks_the_match_and_opens_the_conversation(
     await expect(page.locator(".search-results")).to_be_hidden()
 
 
+async def asked_through_the_api(app_url: str, questions: list[str]) -> None:
+    """Each question a conversation of its own, asked as a script would."""
+    async with httpx.AsyncClient(base_url=app_url, timeout=30) as client:
+        for number, question in enumerate(questions):
+            params = {"query": question, "conversationId": f"older-{number}"}
+            async with client.stream("GET", "/agent/chat/stream", params=params) as response:
+                assert response.status_code == 200
+                await response.aread()
+
+
+async def test_search_reads_older_matches_below_the_newest_on_request(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    questions = [f"Zebrafish fact number {n}?" for n in range(1, 24)]
+    upstreams.llm.script(*(Reply.text(f"Fact {n}.") for n in range(1, 24)))
+    await asked_through_the_api(app_url, questions)
+    await page.goto(app_url)
+
+    await page.get_by_label("Search conversations").fill("zebrafish")
+    results = page.locator(".search-results li")
+    status = page.locator("#search-status")
+    older = page.get_by_role("button", name="Show older matches")
+    await expect(results).to_have_count(20)
+    await expect(status).to_have_text("23 matches, the newest 20 shown")
+    await expect(results.first.locator(".title")).to_have_text("Zebrafish fact number 23?")
+    await older.click()
+
+    await expect(results).to_have_count(23)
+    await expect(status).to_have_text("23 matches")
+    await expect(older).to_be_hidden()
+    await expect(results.last.locator(".title")).to_have_text("Zebrafish fact number 1?")
+    await expect(results.nth(20).locator("button")).to_be_focused()
+
+
 async def test_export_downloads_markdown_and_json_from_the_menu(
     page: Page, app_url: str, upstreams: Upstreams, tmp_path: Path
 ) -> None:

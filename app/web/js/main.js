@@ -91,6 +91,7 @@ new ConversationSearch({
   input: $('search-input'),
   results: $('search-results'),
   status: $('search-status'),
+  more: $('more-results'),
   hide: [$('conversations'), $('conversations-empty'), $('more-conversations')],
   onOpen: (conversationId, turnId) => openConversation(conversationId, { turnId }),
   onError: showError,

@@ -25,19 +25,26 @@ export function marked(text, query) {
 
 export class ConversationSearch {
   /**
-   * `hide` are the elements the results stand in for (the list and its buttons);
+   * `hide` are the elements the results stand in for (the list and its buttons); `more`
+   * reads the next, older page of matches below the ones shown;
    * `onOpen(conversationId, turnId)` opens a result, `onError` shows a failure.
    */
-  constructor({ form, input, results, status, hide, onOpen, onError }) {
+  constructor({ form, input, results, status, more, hide, onOpen, onError }) {
     this.input = input;
     this.results = results;
     this.status = status;
+    this.more = more;
     this.hide = hide;
     this.onOpen = onOpen;
     this.onError = onError;
     this.timer = null;
     /** Counts the searches, so an answer that arrives after a newer one's is dropped. */
     this.searches = 0;
+    /** The shown search: its query, the pages read, and the turns listed, since a turn
+     * asked meanwhile moves the older matches one place down the next page. */
+    this.query = '';
+    this.pages = 0;
+    this.listed = new Set();
     form.addEventListener('submit', (event) => {
       event.preventDefault();
       this.run();
@@ -55,6 +62,7 @@ export class ConversationSearch {
         this.run();
       }
     });
+    more.addEventListener('click', () => this.older());
   }
 
   /** Search for what the box holds; an empty box shows the list again. */
@@ -66,26 +74,65 @@ export class ConversationSearch {
       this.show(false);
       return;
     }
-    const params = new URLSearchParams({ q: query, pageSize: String(PAGE_SIZE) });
-    let page;
+    const page = await this.read(search, query, 1);
+    if (!page) return;
+    this.query = query;
+    this.pages = 1;
+    this.listed = new Set();
+    this.results.replaceChildren();
+    this.add(page);
+    this.show(true);
+  }
+
+  /** The next page of the shown search, below it; the keyboard moves to its first match. */
+  async older() {
+    const search = this.searches;
+    this.more.disabled = true;
+    const page = await this.read(search, this.query, this.pages + 1);
+    this.more.disabled = false;
+    if (!page) return;
+    this.pages += 1;
+    const added = this.add(page);
+    added[0]?.querySelector('button')?.focus();
+  }
+
+  /** A page of matches; null when it failed (and was shown) or a newer search came first. */
+  async read(search, query, pageNum) {
+    const params = new URLSearchParams({
+      q: query,
+      pageNum: String(pageNum),
+      pageSize: String(PAGE_SIZE),
+    });
     try {
-      page = await getJson(`/session/search?${params}`);
+      const page = await getJson(`/session/search?${params}`);
+      return search === this.searches ? page : null;
     } catch (error) {
       if (search === this.searches) this.onError(error);
-      return;
+      return null;
     }
-    if (search !== this.searches) return;
-    this.results.replaceChildren(...page.records.map((record) => this.item(record, query)));
+  }
+
+  /** List a page's matches not listed yet, and say how many there are; the items added. */
+  add(page) {
+    const fresh = page.records.filter((record) => !this.listed.has(record.turnId));
+    for (const record of fresh) this.listed.add(record.turnId);
+    const items = fresh.map((record) => this.item(record, this.query));
+    this.results.append(...items);
+    const older = page.total > this.pages * PAGE_SIZE;
     this.status.textContent =
       page.total === 0
         ? 'No matches.'
         : `${page.total} ${page.total === 1 ? 'match' : 'matches'}` +
-          (page.total > page.records.length ? `, the newest ${page.records.length} shown` : '');
-    this.show(true);
+          (older ? `, the newest ${this.listed.size} shown` : '');
+    this.more.hidden = !older;
+    return items;
   }
 
   show(searching) {
-    if (!searching) this.results.replaceChildren();
+    if (!searching) {
+      this.results.replaceChildren();
+      this.more.hidden = true;
+    }
     this.results.hidden = !searching;
     this.status.hidden = !searching;
     for (const element of this.hide) element.classList.toggle('searching', searching);
