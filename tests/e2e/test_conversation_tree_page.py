@@ -1,4 +1,5 @@
-"""The chat page's corrections (API.md §4): edit, regenerate, versions, rename, search, export.
+"""The chat page's corrections (API.md §4): edit, regenerate, versions, delete, rename, search,
+export.
 
 Each test uses the page as a person would, in Chromium, and where it helps reads
 the stored conversation back through the API: what the page shows must be what
@@ -209,6 +210,41 @@ async def test_the_switcher_shows_another_version_and_the_path_below_it(
     await page.reload()
     await expect(turns).to_have_count(1)
     await expect(turns.first.locator(".answer")).to_have_text("One, again.")
+
+
+async def test_delete_takes_a_turn_with_what_follows_and_a_lone_turn_its_conversation(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(
+        Reply.text("Paris."), Reply.text("About 2 million."), Reply.text("The Seine.")
+    )
+    await page.goto(app_url)
+    await answered(page, "Capital of France?", "Paris.")
+    await answered(page, "How many people live in it?", "About 2 million.")
+    await answered(page, "Which river runs through it?", "The Seine.")
+    conversation = conversation_of(page)
+
+    delete = page.locator(".turn").nth(1).get_by_role("button", name="Delete")
+    await delete.click()
+    await expect(delete).to_have_text("Delete this and what follows? Press again")
+    asked_only = await stored(app_url, conversation)
+    await page.screenshot(path=artifact("chat-page-delete-turn.png"))
+    await delete.click()
+
+    turns = page.locator(".turn")
+    await expect(turns).to_have_count(1)
+    await expect(turns.locator(".answer")).to_have_text("Paris.")
+    await expect(page.locator("#question")).to_be_focused()
+    assert len(asked_only) == 3
+    assert [m["question"] for m in await stored(app_url, conversation)] == ["Capital of France?"]
+
+    await turns.get_by_role("button", name="Delete").click()
+    await turns.get_by_role("button", name="Delete this and what follows? Press again").click()
+    await expect(page.locator(".turn")).to_have_count(0)
+    await expect(page.locator(".conversations .open")).to_have_count(0)
+    async with httpx.AsyncClient(base_url=app_url) as client:
+        gone = await client.get(f"/session/{conversation}")
+    assert gone.status_code == 404
 
 
 async def test_a_conversation_is_renamed_from_its_menu(

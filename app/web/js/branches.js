@@ -1,7 +1,8 @@
 // A turn's place in the conversation's tree, and the controls that change it: a pencil
 // that edits the question in place and sends it again (a new turn beside the old one),
-// a button that answers the question again, and a `< 2/3 >` switcher between the
-// versions of a turn (its siblings). The page does the asking and the switching; this
+// a button that answers the question again, a `< 2/3 >` switcher between the
+// versions of a turn (its siblings), and one that deletes the turn with every turn
+// after it (pressed twice: it cannot be undone). The page does the asking and the switching; this
 // draws the controls from the turn's `{id, parentId, siblings}` and hands the reader's
 // choice back. A turn the server has not numbered yet gets no controls.
 
@@ -9,14 +10,16 @@ import { h } from './dom.js';
 
 export class BranchControls {
   /**
-   * `onEdit(text)` sends an edited question, `onRegenerate()` asks for a new answer and
-   * `onSwitch(turnId)` shows another version; each is asked only with a numbered turn.
+   * `onEdit(text)` sends an edited question, `onRegenerate()` asks for a new answer,
+   * `onSwitch(turnId)` shows another version and `onDelete()` deletes the turn and what
+   * follows it; each is asked only with a numbered turn.
    */
-  constructor(turn, { onEdit, onRegenerate, onSwitch }) {
+  constructor(turn, { onEdit, onRegenerate, onSwitch, onDelete }) {
     this.turn = turn;
     this.onEdit = onEdit;
     this.onRegenerate = onRegenerate;
     this.onSwitch = onSwitch;
+    this.onDelete = onDelete;
     this.meta = { id: null, parentId: null, siblings: [] };
   }
 
@@ -63,7 +66,28 @@ export class BranchControls {
         },
         '↻ Regenerate',
       ),
+      this.deleteButton(),
     );
+  }
+
+  /** Deletes on a second press: the first only asks, and leaving the button forgets it. */
+  deleteButton() {
+    const button = h('button', { type: 'button', class: 'button delete-turn' }, 'Delete');
+    const disarm = () => {
+      delete button.dataset.armed;
+      button.textContent = 'Delete';
+    };
+    button.addEventListener('blur', disarm);
+    button.addEventListener('click', () => {
+      if (!button.dataset.armed) {
+        button.dataset.armed = 'true';
+        button.textContent = 'Delete this and what follows? Press again';
+        return;
+      }
+      disarm();
+      this.onDelete();
+    });
+    return button;
   }
 
   /** `< n/m >`: the previous and next version, and where this one stands among them. */

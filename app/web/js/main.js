@@ -168,6 +168,7 @@ function withBranch(turn, meta) {
     onEdit: (text) => edit(turn, text),
     onRegenerate: () => regenerate(turn),
     onSwitch: (turnId) => switchTo(turn, turnId),
+    onDelete: () => deleteTurn(turn),
   });
   if (meta) turn.branch.set(meta);
   return turn;
@@ -458,6 +459,27 @@ async function switchTo(turn, turnId) {
   // The keyboard stays on the switcher, now of the version just shown.
   state.turns[index]?.branch.focusStep(by);
   await followLast(id, detail);
+}
+
+/** Delete `turn` and every turn below it, on every branch; the conversation is drawn
+ * again as the server keeps it (the path moves to the newest version left, or the
+ * parent), or, with nothing left of it, the page starts a new one. */
+async function deleteTurn(turn) {
+  const id = state.conversationId;
+  const turnId = turn.branch.meta.id;
+  if (state.reading || !id || turnId === null) return;
+  const left = state.turns.indexOf(turn) > 0 || turn.branch.meta.siblings.length > 1;
+  try {
+    await send(`/session/${encodeURIComponent(id)}/turns/${turnId}`, { method: 'DELETE' });
+    await conversations.refresh();
+  } catch (error) {
+    showError(error);
+    return;
+  }
+  if (state.conversationId !== id) return;
+  if (left) await openConversation(id);
+  else newChat();
+  ui.question.focus();
 }
 
 async function stop() {
