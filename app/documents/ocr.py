@@ -9,6 +9,13 @@ parent-death signal) when the child is killed at its wall-time limit.
 A page is rendered by pdfium at `DPI` (Tesseract reads best at about 300);
 a picture is given to Tesseract as it is, once its size is checked.
 Tesseract puts spaces between Chinese characters: they are taken out.
+
+Tesseract's first language leads: with `eng` first (as in `OCR_LANGS`'
+default) it read some lines of a Chinese page as Latin letters, or as
+nothing, where `chi_sim` first read them right; with `chi_sim` first it ran
+some English words together. So a picture whose text comes out mostly
+Chinese, Japanese or Korean is read again with that language first, and
+the rest of its document is read that way from the start (`led_by`).
 """
 
 from __future__ import annotations
@@ -20,7 +27,7 @@ import re
 import shutil
 import signal
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,6 +44,14 @@ MAX_PIXELS = 40_000_000
 _PR_SET_PDEATHSIG = 1
 _CJK = "\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef"
 _CJK_GAP = re.compile(rf"(?<=[{_CJK}]) +(?=[{_CJK}])")
+_CJK_CHAR = re.compile(rf"[{_CJK}]")
+_CJK_LANGS = frozenset(
+    f"{lang}{vertical}"
+    for lang in ("chi_sim", "chi_tra", "jpn", "kor")
+    for vertical in ("", "_vert")
+)
+_CJK_SHARE = 0.3
+"""Of a text's characters (but spaces), the share in CJK scripts past which it is theirs."""
 
 
 class OcrFailed(Exception):
@@ -99,14 +114,33 @@ def recognise_file(settings: OcrSettings, path: Path) -> str:
             f"The picture is {width}x{height} pixels, more than text recognition reads "
             f"({MAX_PIXELS // 1_000_000} million pixels)."
         )
-    return _tesseract(settings, path.read_bytes())
+    return _read(settings, path.read_bytes())
 
 
 def recognise_image(settings: OcrSettings, image: Image.Image) -> str:
     """The text of a rendered page; raises `OcrFailed`."""
     out = io.BytesIO()
     image.save(out, "PNG")
-    return _tesseract(settings, out.getvalue())
+    return _read(settings, out.getvalue())
+
+
+def led_by(settings: OcrSettings, text: str) -> OcrSettings:
+    """`settings` with their first CJK language leading, when `text` (read with them) is
+    mostly in CJK scripts and a Latin one leads; else `settings` themselves."""
+    langs = settings.langs.split("+")
+    lead = next((lang for lang in langs if lang in _CJK_LANGS), None)
+    if lead is None or langs[0] in _CJK_LANGS:
+        return settings
+    written = "".join(text.split())
+    if not written or len(_CJK_CHAR.findall(written)) < _CJK_SHARE * len(written):
+        return settings
+    return replace(settings, langs="+".join([lead, *(lang for lang in langs if lang != lead)]))
+
+
+def _read(settings: OcrSettings, picture: bytes) -> str:
+    text = _tesseract(settings, picture)
+    led = led_by(settings, text)
+    return text if led is settings else _tesseract(led, picture)
 
 
 def _tesseract(settings: OcrSettings, picture: bytes) -> str:

@@ -39,7 +39,7 @@ from app.documents.extract import (
     clean,
     decode_text,
 )
-from app.documents.ocr import DPI, OcrFailed, OcrSettings, recognise_file, recognise_image
+from app.documents.ocr import DPI, OcrFailed, OcrSettings, led_by, recognise_file, recognise_image
 
 
 def extract(
@@ -152,6 +152,8 @@ def _pdf_pages(
                     )
                 rendered = rendered or pypdfium2.PdfDocument(str(path))
                 text = clean(_recognise_page(rendered, number, ocr))
+                # One document, one script: the pages after a Chinese one start Chinese-first.
+                ocr = led_by(ocr, text)
             chars += len(text)
             budget.check_chars(chars, PDF)
             if text:

@@ -20,7 +20,7 @@ from app.documents.extract import PDF, PNG, Budget, UnreadableFile
 from app.documents.isolated import ParseLimits, extract_isolated
 from app.documents.library import LibrarySettings
 from app.documents.ocr import OcrSettings
-from tests.conftest import require_binary
+from tests.conftest import require_binary, unavailable
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import ask, running_service, service_settings
@@ -59,6 +59,33 @@ async def test_a_photo_of_a_page_is_read_by_ocr(
     for text in texts:
         assert "warranty of the pump lasts seven years" in text
         assert "Frost damage is not covered" in text
+
+
+@pytest.fixture
+def cjk_font() -> Path:
+    """Debian's fonts-noto-cjk, which scripts/install-office installs."""
+    font = Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc")
+    if not font.exists():
+        unavailable(f"{font.name} (fonts-noto-cjk, scripts/install-office) is not installed")
+    return font
+
+
+async def test_a_photo_of_a_chinese_page_is_read_as_written(
+    tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI, cjk_font: Path
+) -> None:
+    """With `eng` leading (as `OCR_LANGS` has it), the first line came out as "ARAN
+    RMERAtCE.": a page read as mostly Chinese is read again with Chinese leading."""
+    lines = ["水泵的保修期为七年。", "霜冻造成的损坏不在保修范围内。"]
+    settings = service_settings(tmp_path, sqlite_url, llm_base_url=fake_llm.base_url)
+    async with running_service(settings) as client:
+        photo = await upload(client, "page.png", text_picture(lines, font=cjk_font))
+        text = await content(client, photo["fileId"])
+
+    assert (photo["status"], photo["ocr"]) == ("ready", True)
+    read = [line for line in text.splitlines() if line.strip()]
+    # Tesseract may still miss a character: each line's gist is what must come through.
+    for gist, line in zip(("保修期为七年", "霜冻造成的损坏"), read, strict=True):
+        assert gist in line
 
 
 async def test_a_pdf_with_typed_and_scanned_pages_gets_both_with_their_page_numbers(

@@ -12,6 +12,7 @@ import re
 import zipfile
 import zlib
 from collections.abc import Sequence
+from pathlib import Path
 
 import docx
 import pptx
@@ -39,13 +40,14 @@ def scanned_pdf_bytes(pages: int = 2) -> bytes:
     return bytes(pdf.output())
 
 
-def text_picture(lines: Sequence[str], kind: str = "PNG") -> bytes:
-    """A picture of typed lines, as a scanner or a phone makes of a page: black on white."""
-    font = ImageFont.load_default(size=40)
+def text_picture(lines: Sequence[str], kind: str = "PNG", font: Path | None = None) -> bytes:
+    """A picture of typed lines, as a scanner or a phone makes of a page: black on white;
+    in Pillow's own font, or in `font` (a CJK one for Chinese)."""
+    font_face = ImageFont.truetype(font, 40) if font else ImageFont.load_default(size=40)
     image = Image.new("RGB", (1600, 120 + 80 * len(lines)), "white")
     draw = ImageDraw.Draw(image)
     for n, line in enumerate(lines):
-        draw.text((60, 60 + 80 * n), line, fill="black", font=font)
+        draw.text((60, 60 + 80 * n), line, fill="black", font=font_face)
     out = io.BytesIO()
     image.save(out, kind)
     return out.getvalue()
