@@ -31,6 +31,7 @@ from a2a.utils.errors import (
     TaskNotFoundError,
 )
 
+from app.config import Settings
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import Backend, running_service, settings_for
@@ -54,14 +55,19 @@ def push_config(task_id: str, url: str, config_id: str = "cfg-1") -> TaskPushNot
     )
 
 
+def pushing(backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, **more: str) -> Settings:
+    """Push on (a secret to sign with), and the local receiver a URL it may call."""
+    return settings_for(
+        backend, tmp_path, fake_llm, webhook_secret=SECRET, outbound_allowlist="127.0.0.1", **more
+    )
+
+
 async def test_a_config_set_on_a_running_task_is_told_its_final_state(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, receiver: Receiver
 ) -> None:
     gate = asyncio.Event()
     fake_llm.script(Reply.gated("Heat pumps", " move heat.", gate))
-    settings = settings_for(
-        backend, tmp_path, fake_llm, webhook_secret=SECRET, outbound_allowlist="127.0.0.1"
-    )
+    settings = pushing(backend, tmp_path, fake_llm)
     async with running_service(settings) as service, a2a_client(service) as client:
         stream = client.send_message(message("Heat pumps?", "c-push"))
         task_id = (await anext(stream)).task.id
@@ -117,9 +123,7 @@ async def test_a_config_set_on_another_instance_is_told_by_the_one_running_the_t
     gate = asyncio.Event()
     fake_llm.script(Reply.gated("Far", " away.", gate))
     backend = Backend(postgres_url, redis_url, redis_prefix)
-    settings = settings_for(
-        backend, tmp_path, fake_llm, webhook_secret=SECRET, outbound_allowlist="127.0.0.1"
-    )
+    settings = pushing(backend, tmp_path, fake_llm)
     async with running_service(settings) as first, a2a_client(first) as runner:
         stream = runner.send_message(message("Far one", "c-far-push"))
         task_id = (await anext(stream)).task.id
@@ -138,14 +142,7 @@ async def test_a_config_sent_with_the_message_is_told_and_another_user_sees_none
     tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI, receiver: Receiver
 ) -> None:
     fake_llm.script(Reply.text("Done."))
-    settings = settings_for(
-        Backend(sqlite_url, "", ""),
-        tmp_path,
-        fake_llm,
-        webhook_secret=SECRET,
-        outbound_allowlist="127.0.0.1",
-        api_keys="ka:alice,kb:bob",
-    )
+    settings = pushing(Backend(sqlite_url, "", ""), tmp_path, fake_llm, api_keys="ka:alice,kb:bob")
     request = message("Quick one", "c-with")
     request.configuration.CopyFrom(
         SendMessageConfiguration(task_push_notification_config=push_config("", receiver.url))
@@ -204,13 +201,7 @@ async def test_deleting_a_turn_deletes_its_tasks_configs(
     """On SQLite the next turn takes the deleted newest turn's id, so its task took the
     deleted task's id, and with it a config its client set on the deleted one."""
     fake_llm.script(Reply.text("First."), Reply.text("Second."))
-    settings = settings_for(
-        Backend(sqlite_url, "", ""),
-        tmp_path,
-        fake_llm,
-        webhook_secret=SECRET,
-        outbound_allowlist="127.0.0.1",
-    )
+    settings = pushing(Backend(sqlite_url, "", ""), tmp_path, fake_llm)
     async with running_service(settings) as service, a2a_client(service) as client:
         first = [r async for r in client.send_message(message("One?", "c-gone"))]
         task_id = first[0].task.id
