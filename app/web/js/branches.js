@@ -6,7 +6,7 @@
 // draws the controls from the turn's `{id, parentId, siblings}` and hands the reader's
 // choice back. A turn the server has not numbered yet gets no controls.
 
-import { h } from './dom.js';
+import { h, pressTwice } from './dom.js';
 
 export class BranchControls {
   /**
@@ -66,28 +66,13 @@ export class BranchControls {
         },
         '↻ Regenerate',
       ),
-      this.deleteButton(),
+      pressTwice(
+        { class: 'button delete-turn' },
+        'Delete',
+        'Delete this and what follows? Press again',
+        () => this.onDelete(),
+      ),
     );
-  }
-
-  /** Deletes on a second press: the first only asks, and leaving the button forgets it. */
-  deleteButton() {
-    const button = h('button', { type: 'button', class: 'button delete-turn' }, 'Delete');
-    const disarm = () => {
-      delete button.dataset.armed;
-      button.textContent = 'Delete';
-    };
-    button.addEventListener('blur', disarm);
-    button.addEventListener('click', () => {
-      if (!button.dataset.armed) {
-        button.dataset.armed = 'true';
-        button.textContent = 'Delete this and what follows? Press again';
-        return;
-      }
-      disarm();
-      this.onDelete();
-    });
-    return button;
   }
 
   /** `< n/m >`: the previous and next version, and where this one stands among them. */

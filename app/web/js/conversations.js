@@ -9,7 +9,7 @@
 // passes the whole list with one Tab. The open conversation is scrolled into view.
 
 import { download, getJson, send } from './api.js';
-import { h } from './dom.js';
+import { h, pressTwice } from './dom.js';
 
 const PAGE_SIZE = 20;
 const RUN_LABELS = { running: 'running', queued: 'queued', paused: 'waiting for you' };
@@ -223,11 +223,9 @@ export class ConversationList {
       close();
       this.startRenaming(id, title, item, open);
     };
-    const remove = h('button', { type: 'button', class: 'delete' }, 'Delete');
-    remove.addEventListener('click', () => {
-      this.remove(id, remove).catch(this.onError);
+    const remove = pressTwice({ class: 'delete' }, 'Delete', 'Delete? Press again', () => {
+      this.remove(id).catch(this.onError);
     });
-    remove.addEventListener('blur', () => this.disarm(remove));
     panel.append(
       h('button', { type: 'button', class: 'rename', onclick: rename }, 'Rename'),
       ...EXPORTS.map(({ format, extension, label }) =>
@@ -308,17 +306,7 @@ export class ConversationList {
     this.openButton(id)?.focus();
   }
 
-  disarm(button) {
-    delete button.dataset.armed;
-    button.textContent = 'Delete';
-  }
-
-  async remove(id, button) {
-    if (!button.dataset.armed) {
-      button.dataset.armed = 'true';
-      button.textContent = 'Delete? Press again';
-      return;
-    }
+  async remove(id) {
     await send(`/session/${encodeURIComponent(id)}`, { method: 'DELETE' });
     await this.onDeleted(id);
     await this.refresh();

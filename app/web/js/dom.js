@@ -13,6 +13,27 @@ export function h(tag, attributes = {}, ...children) {
   return element;
 }
 
+/**
+ * A button for what cannot be undone: the first press only asks (its text becomes `ask`),
+ * the second calls `act`; leaving the button (blur) forgets the first press.
+ */
+export function pressTwice(attributes, label, ask, act) {
+  const button = h('button', { type: 'button', ...attributes }, label);
+  button.addEventListener('blur', () => {
+    delete button.dataset.armed;
+    button.textContent = label;
+  });
+  button.addEventListener('click', () => {
+    if (button.dataset.armed) {
+      act();
+      return;
+    }
+    button.dataset.armed = 'true';
+    button.textContent = ask;
+  });
+  return button;
+}
+
 /** A JSON array that may arrive as an array or as a JSON string of one. */
 export function jsonList(value) {
   if (Array.isArray(value)) return value;
