@@ -14,6 +14,7 @@
 // takes the old one's place on screen (and everything after it), and the old one stays
 // one step away in the turn's `< n/m >` switcher, which makes another path active.
 
+import { AdminScreen } from './admin.js';
 import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
 import { startSignIn } from './auth.js';
 import { BranchControls } from './branches.js';
@@ -55,6 +56,18 @@ const ui = {
 const composer = new Composer({ question: ui.question, send: ui.send, hint: $('composer-hint') });
 
 const models = new ModelPicker(ui.composer.querySelector('.composer-tools'));
+/** An agent kind's name as the agent picker shows it. */
+function agentName(kind) {
+  return [...ui.agent.options].find((o) => o.value === kind)?.textContent ?? kind;
+}
+
+const admin = new AdminScreen({
+  button: $('admin-button'),
+  panel: $('admin'),
+  chat: [ui.messages, ui.composer],
+  onError: (error) => showError(error),
+  agentName,
+});
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
 const RUNS_POLL_MS = 5000;
 const tabs = 'BroadcastChannel' in window ? new BroadcastChannel('dodo-agent.turns') : null;
@@ -82,7 +95,7 @@ const conversations = new ConversationList({
     if (id === state.conversationId) newChat();
   },
   onError: showError,
-  agentName: (type) => [...ui.agent.options].find((o) => o.value === type)?.textContent ?? type,
+  agentName,
 });
 
 // The search box lives on its own: it only needs a way to open what it finds.
@@ -497,6 +510,7 @@ async function stop() {
 
 /** Open a conversation; with `turnId`, scroll to that turn when it is on the active path. */
 async function openConversation(id, { turnId } = {}) {
+  admin.close();
   stopReading();
   clearNotice();
   closeSidebar();
@@ -562,6 +576,7 @@ async function rejoin(stored, question, id) {
 }
 
 function newChat() {
+  admin.close();
   stopReading();
   setConversation(null);
   clearMessages();
@@ -642,7 +657,7 @@ async function load() {
   // Read first: whatever the reader does while the agents and the list load changes it.
   const hash = location.hash;
   ui.keyButton.hidden = !apiKey();
-  await Promise.all([loadAgents(), models.load(), loadLimits()]);
+  await Promise.all([loadAgents(), models.load(), loadLimits(), admin.load()]);
   showAgentTools();
   try {
     await conversations.refresh();
@@ -710,6 +725,7 @@ $('auth-form').addEventListener('submit', (event) => {
 $('forget-key').addEventListener('click', () => {
   saveApiKey('');
   ui.apiKeyInput.value = '';
+  admin.hide();
   conversations.clear();
   newChat();
   showAuth('The key is forgotten. Enter one to go on.');

@@ -1,0 +1,242 @@
+// The admin screen, for the users `ADMIN_USERS` names (`/auth/me` says `admin`): every
+// user's running turns, with a stop for each; what each user spent over a period; and one
+// user's limits, read and set. It uses the `/admin` API only, and for anyone else its
+// button never shows (those paths answer them 404).
+//
+// While it is open it takes the chat's place; the running turns are looked at again every
+// few seconds while the page is visible, as the conversation list's badges are.
+
+import { getJson } from './api.js';
+import { h, pressTwice } from './dom.js';
+
+const RUNS_POLL_MS = 5000;
+const QUESTION_CHARS = 120;
+/** The limit fields as the API names them, and as the form labels them. */
+const LIMITS = [
+  ['maxStreamsPerUser', 'Streams at once'],
+  ['streamsPerMinute', 'Streams a minute'],
+  ['uploadsPerMinute', 'Uploads a minute'],
+];
+
+const number = (value) => value.toLocaleString();
+
+function shortened(text) {
+  return text.length > QUESTION_CHARS ? `${text.slice(0, QUESTION_CHARS - 1)}…` : text;
+}
+
+function cost(spend) {
+  return spend.costUsd === null ? '—' : `$${spend.costUsd.toFixed(2)}`;
+}
+
+/** Tokens, marked `≈` where some were counted here rather than by the provider. */
+function tokens(count, spend) {
+  return spend.estimated ? `≈ ${number(count)}` : number(count);
+}
+
+function cells(...values) {
+  return values.map((value) => h('td', {}, value));
+}
+
+export class AdminScreen {
+  /**
+   * `button` opens it, `panel` is its section; `chat` are the elements it hides while open;
+   * `onError(error)` shows a failure the way the page shows any other, and `agentName(kind)`
+   * names an agent as the agent picker does.
+   */
+  constructor({ button, panel, chat, onError, agentName }) {
+    this.button = button;
+    this.panel = panel;
+    this.chat = chat;
+    this.onError = onError;
+    this.agentName = agentName;
+    this.timer = null;
+    const $ = (id) => panel.querySelector(`#${id}`);
+    this.runs = $('admin-runs');
+    this.runsEmpty = $('admin-runs-empty');
+    this.usage = $('admin-usage');
+    this.usageEmpty = $('admin-usage-empty');
+    this.period = $('admin-period');
+    this.limitsForm = $('admin-limits');
+    this.limitsUser = $('admin-limits-user');
+    this.limitsFields = $('admin-limits-fields');
+    this.limitsStatus = $('admin-limits-status');
+    this.shownUser = null;
+    this.limitsFields.prepend(
+      ...LIMITS.map(([name, label]) => {
+        const id = `admin-limit-${name}`;
+        const input = h('input', { id, name, type: 'number', min: 0, step: 1 });
+        return h('p', { class: 'field' }, h('label', { for: id }, label), input);
+      }),
+    );
+
+    button.addEventListener('click', () => (this.isOpen() ? this.close() : this.open()));
+    $('admin-close').addEventListener('click', () => this.close());
+    this.period.addEventListener('change', () => this.showUsage().catch(onError));
+    this.limitsForm.addEventListener('submit', (event) => {
+      event.preventDefault();
+      this.showLimits(this.limitsUser.value.trim()).catch(onError);
+    });
+    $('admin-limits-save').addEventListener('click', () => this.saveLimits().catch(onError));
+    document.addEventListener('visibilitychange', () => {
+      if (!document.hidden && this.isOpen()) this.showRuns().catch(onError);
+    });
+  }
+
+  /** Show the button to an admin only; anyone else (or an older server) never sees it. */
+  async load() {
+    let me = null;
+    try {
+      me = await getJson('/auth/me');
+    } catch {
+      // No way to tell: the screen stays out of sight, as for anyone who is not an admin.
+    }
+    this.button.hidden = !me?.admin;
+    if (this.button.hidden) this.close();
+  }
+
+  /** The caller is no longer known (a key forgotten): out of sight until `load` says. */
+  hide() {
+    this.button.hidden = true;
+    this.close();
+  }
+
+  isOpen() {
+    return !this.panel.hidden;
+  }
+
+  open() {
+    this.panel.hidden = false;
+    for (const element of this.chat) element.hidden = true;
+    this.button.setAttribute('aria-expanded', 'true');
+    this.panel.querySelector('h2').focus();
+    this.refresh();
+    this.timer = setInterval(() => {
+      if (!document.hidden) this.showRuns().catch(this.onError);
+    }, RUNS_POLL_MS);
+  }
+
+  close() {
+    if (!this.isOpen()) return;
+    clearInterval(this.timer);
+    this.timer = null;
+    this.panel.hidden = true;
+    for (const element of this.chat) element.hidden = false;
+    this.button.setAttribute('aria-expanded', 'false');
+  }
+
+  refresh() {
+    Promise.all([this.showRuns(), this.showUsage()]).catch(this.onError);
+  }
+
+  async showRuns() {
+    const runs = await getJson('/admin/runs');
+    this.runsEmpty.hidden = runs.length > 0;
+    this.runs.hidden = runs.length === 0;
+    this.runs.tBodies[0].replaceChildren(...runs.map((run) => this.runRow(run)));
+  }
+
+  runRow(run) {
+    const stop = pressTwice(
+      { class: 'button danger', 'aria-label': `Stop ${run.userId}'s turn` },
+      'Stop',
+      'Stop it?',
+      () => this.stop(run).catch(this.onError),
+    );
+    const question = h(
+      'td',
+      { class: 'question-cell', title: run.question },
+      shortened(run.question),
+    );
+    const row = h('tr', { 'data-user': run.userId, 'data-conversation': run.conversationId });
+    row.append(
+      ...cells(run.userId, this.agentName(run.kind)),
+      question,
+      ...cells(new Date(run.startedAt).toLocaleString(), run.status, stop),
+    );
+    return row;
+  }
+
+  async stop(run) {
+    await getJson('/admin/runs/stop', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ userId: run.userId, conversationId: run.conversationId }),
+    });
+    await this.showRuns();
+  }
+
+  async showUsage() {
+    const to = new Date();
+    const from = new Date(to.getTime() - Number(this.period.value) * 86_400_000);
+    const query = new URLSearchParams({ from: from.toISOString(), to: to.toISOString() });
+    const users = await getJson(`/admin/usage?${query}`);
+    this.usageEmpty.hidden = users.length > 0;
+    this.usage.hidden = users.length === 0;
+    this.usage.tBodies[0].replaceChildren(
+      ...users.map(({ userId, usage: { total } }) => {
+        const limits = h(
+          'button',
+          {
+            type: 'button',
+            class: 'button',
+            'aria-label': `${userId}'s limits`,
+            onclick: () => this.showLimits(userId).catch(this.onError),
+          },
+          'Limits',
+        );
+        const row = h('tr', { 'data-user': userId });
+        row.append(
+          ...cells(
+            userId,
+            number(total.turns),
+            tokens(total.promptTokens, total),
+            tokens(total.completionTokens, total),
+            cost(total),
+            limits,
+          ),
+        );
+        return row;
+      }),
+    );
+  }
+
+  /** The user's limits in the form: what an admin set as the value, what is in force as
+   * its placeholder, so a blank field visibly keeps the server's setting. */
+  async showLimits(userId) {
+    if (!userId) return;
+    const shown = await getJson(`/admin/users/${encodeURIComponent(userId)}/limits`);
+    this.shownUser = userId;
+    this.limitsUser.value = userId;
+    for (const [name] of LIMITS) {
+      const input = this.limitsFields.querySelector(`[name="${name}"]`);
+      const set = shown.overridden[name];
+      input.value = set === null ? '' : String(set);
+      input.placeholder = `${shown.limits[name]} (the setting)`;
+    }
+    this.limitsFields.hidden = false;
+    this.limitsStatus.textContent = `${userId}'s limits.`;
+    this.limitsFields.querySelector('input').focus();
+  }
+
+  async saveLimits() {
+    if (!this.shownUser) return;
+    const body = {};
+    for (const [name, label] of LIMITS) {
+      const input = this.limitsFields.querySelector(`[name="${name}"]`);
+      if (!input.checkValidity()) {
+        this.limitsStatus.textContent = `${label}: a whole number, 0 or more, or blank.`;
+        input.focus();
+        return;
+      }
+      body[name] = input.value === '' ? null : Number(input.value);
+    }
+    const userId = this.shownUser;
+    await getJson(`/admin/users/${encodeURIComponent(userId)}/limits`, {
+      method: 'PUT',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    await this.showLimits(userId);
+    this.limitsStatus.textContent = `Saved ${userId}'s limits.`;
+  }
+}
