@@ -177,6 +177,35 @@ async def test_reload_shows_the_conversation_from_history(
     await expect(page.locator("#conversations-empty")).to_be_visible()
 
 
+async def test_an_answer_and_its_code_are_copied_in_one_click(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    gate = asyncio.Event()
+    upstreams.llm.script(Reply.gated("Run **this**:\n\n", "```python\nprint('hi')\n```", gate))
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=app_url)
+    await page.goto(app_url)
+    turn = await ask(page, "How do I greet?")
+    await expect(turn.locator(".answer strong")).to_have_text("this")
+    copy = turn.get_by_role("button", name="Copy answer")
+    # Half an answer is not offered for copying.
+    await expect(copy).to_be_hidden()
+    gate.set()
+    await expect(turn).to_have_attribute("data-status", "completed")
+
+    await copy.click()
+    await expect(copy).to_have_text("Copied")
+    answer = await page.evaluate("navigator.clipboard.readText()")
+    await turn.get_by_role("button", name="Copy code").click()
+    code = await page.evaluate("navigator.clipboard.readText()")
+
+    await page.reload()
+    await page.locator(".turn").get_by_role("button", name="Copy answer").click()
+    reopened = await page.evaluate("navigator.clipboard.readText()")
+
+    assert answer == reopened == "Run **this**:\n\n```python\nprint('hi')\n```"
+    assert code == "print('hi')"
+
+
 INJECTED = (
     'Look: <img src="missing.png" onerror="window.__pwned = true">'
     "<script>window.__pwned = true</script> "

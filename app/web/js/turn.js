@@ -7,6 +7,7 @@ import { download } from './api.js';
 import { h, jsonList } from './dom.js';
 import { renderMarkdown, safeUrl } from './markdown.js';
 import { ApprovalView } from './approvals.js';
+import { addCodeCopy, copyButton } from './clipboard.js';
 import { DeckView } from './deck.js';
 import { PlanView } from './plan.js';
 import { addPreview } from './previews.js';
@@ -131,7 +132,12 @@ export class TurnView {
     this.question = question;
     /** Where the page puts the question's own controls (edit) and the answer's (versions). */
     this.questionTools = h('div', { class: 'question-tools' });
-    this.actions = h('div', { class: 'turn-actions' });
+    this.actions = h('span', { class: 'branch-tools' });
+    this.copy = copyButton(
+      { class: 'button copy-answer', 'aria-label': 'Copy answer', hidden: true },
+      'Copy',
+      () => this.answerText,
+    );
     this.el = h(
       'article',
       { class: 'turn' },
@@ -149,7 +155,7 @@ export class TurnView {
         this.references,
         this.followUps,
         this.status,
-        this.actions,
+        h('div', { class: 'turn-actions' }, this.copy, this.actions),
       ),
     );
     this.setStatus('running');
@@ -264,6 +270,7 @@ export class TurnView {
     if (!this.thinking.hidden) this.thinkingBody.textContent = this.thinkingText;
     renderMarkdown(this.answer, this.answerText);
     linkCitations(this.answer, this.refs);
+    addCodeCopy(this.answer);
   }
 
   /** A tool call: its name and what it was asked (a query, a page), its output on demand,
@@ -427,6 +434,8 @@ export class TurnView {
 
   setStatus(status, totalMs) {
     this.el.dataset.status = status;
+    // Once the answer is whole (or all there will be): copying half an answer helps no one.
+    this.copy.hidden = status === 'running' || !this.answerText.trim();
     let text = STATUS_TEXT[status] ?? status;
     if (status === 'completed' && Number.isFinite(totalMs)) text += ` in ${durationText(totalMs)}`;
     this.status.textContent = text;
