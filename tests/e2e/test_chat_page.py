@@ -193,7 +193,7 @@ async def test_an_answer_and_its_code_are_copied_in_one_click(
     await expect(turn).to_have_attribute("data-status", "completed")
 
     await copy.click()
-    await expect(copy).to_have_text("Copied")
+    await expect(turn.locator(".copy-answer [role=status]")).to_have_text("Copied")
     answer = await page.evaluate("navigator.clipboard.readText()")
     await turn.get_by_role("button", name="Copy code").click()
     code = await page.evaluate("navigator.clipboard.readText()")

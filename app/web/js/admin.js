@@ -3,11 +3,12 @@
 // user's limits, read and set. It uses the `/admin` API only, and for anyone else its
 // button never shows (those paths answer them 404).
 //
-// While it is open it takes the chat's place; the running turns are looked at again every
-// few seconds while the page is visible, as the conversation list's badges are.
+// While it is open it takes the chat's place (a `Screen`); the running turns are looked at
+// again every few seconds while the page is visible, as the conversation list's badges are.
 
 import { getJson } from './api.js';
 import { h, pressTwice } from './dom.js';
+import { Screen, cells, fillPeriods, periodQuery, spendCells } from './screen.js';
 
 const RUNS_POLL_MS = 5000;
 const QUESTION_CHARS = 120;
@@ -18,35 +19,17 @@ const LIMITS = [
   ['uploadsPerMinute', 'Uploads a minute'],
 ];
 
-const number = (value) => value.toLocaleString();
-
 function shortened(text) {
   return text.length > QUESTION_CHARS ? `${text.slice(0, QUESTION_CHARS - 1)}…` : text;
 }
 
-function cost(spend) {
-  return spend.costUsd === null ? '—' : `$${spend.costUsd.toFixed(2)}`;
-}
-
-/** Tokens, marked `≈` where some were counted here rather than by the provider. */
-function tokens(count, spend) {
-  return spend.estimated ? `≈ ${number(count)}` : number(count);
-}
-
-function cells(...values) {
-  return values.map((value) => h('td', {}, value));
-}
-
-export class AdminScreen {
+export class AdminScreen extends Screen {
   /**
-   * `button` opens it, `panel` is its section; `chat` are the elements it hides while open;
-   * `onError(error)` shows a failure the way the page shows any other, and `agentName(kind)`
-   * names an agent as the agent picker does.
+   * As a `Screen`; `onError(error)` shows a failure the way the page shows any other, and
+   * `agentName(kind)` names an agent as the agent picker does.
    */
   constructor({ button, panel, chat, onError, agentName }) {
-    this.button = button;
-    this.panel = panel;
-    this.chat = chat;
+    super({ button, panel, chat });
     this.onError = onError;
     this.agentName = agentName;
     this.timer = null;
@@ -56,6 +39,7 @@ export class AdminScreen {
     this.usage = $('admin-usage');
     this.usageEmpty = $('admin-usage-empty');
     this.period = $('admin-period');
+    fillPeriods(this.period);
     this.limitsForm = $('admin-limits');
     this.limitsUser = $('admin-limits-user');
     this.limitsFields = $('admin-limits-fields');
@@ -69,7 +53,6 @@ export class AdminScreen {
       }),
     );
 
-    button.addEventListener('click', () => (this.isOpen() ? this.close() : this.open()));
     $('admin-close').addEventListener('click', () => this.close());
     this.period.addEventListener('change', () => this.showUsage().catch(onError));
     this.limitsForm.addEventListener('submit', (event) => {
@@ -82,50 +65,23 @@ export class AdminScreen {
     });
   }
 
-  /** Show the button to an admin only; anyone else (or an older server) never sees it. */
-  async load() {
-    let me = null;
-    try {
-      me = await getJson('/auth/me');
-    } catch {
-      // No way to tell: the screen stays out of sight, as for anyone who is not an admin.
-    }
+  /** Show the button to an admin only (`me` from `/auth/me`; null when it could not be
+   * told, as from an older server): anyone else never sees it. */
+  load(me) {
     this.button.hidden = !me?.admin;
     if (this.button.hidden) this.close();
   }
 
-  /** The caller is no longer known (a key forgotten): out of sight until `load` says. */
-  hide() {
-    this.button.hidden = true;
-    this.close();
-  }
-
-  isOpen() {
-    return !this.panel.hidden;
-  }
-
-  open() {
-    this.panel.hidden = false;
-    for (const element of this.chat) element.hidden = true;
-    this.button.setAttribute('aria-expanded', 'true');
-    this.panel.querySelector('h2').focus();
-    this.refresh();
+  opened() {
+    Promise.all([this.showRuns(), this.showUsage()]).catch(this.onError);
     this.timer = setInterval(() => {
       if (!document.hidden) this.showRuns().catch(this.onError);
     }, RUNS_POLL_MS);
   }
 
-  close() {
-    if (!this.isOpen()) return;
+  closed() {
     clearInterval(this.timer);
     this.timer = null;
-    this.panel.hidden = true;
-    for (const element of this.chat) element.hidden = false;
-    this.button.setAttribute('aria-expanded', 'false');
-  }
-
-  refresh() {
-    Promise.all([this.showRuns(), this.showUsage()]).catch(this.onError);
   }
 
   async showRuns() {
@@ -166,10 +122,7 @@ export class AdminScreen {
   }
 
   async showUsage() {
-    const to = new Date();
-    const from = new Date(to.getTime() - Number(this.period.value) * 86_400_000);
-    const query = new URLSearchParams({ from: from.toISOString(), to: to.toISOString() });
-    const users = await getJson(`/admin/usage?${query}`);
+    const users = await getJson(`/admin/usage?${periodQuery(this.period.value)}`);
     this.usageEmpty.hidden = users.length > 0;
     this.usage.hidden = users.length === 0;
     this.usage.tBodies[0].replaceChildren(
@@ -185,16 +138,7 @@ export class AdminScreen {
           'Limits',
         );
         const row = h('tr', { 'data-user': userId });
-        row.append(
-          ...cells(
-            userId,
-            number(total.turns),
-            tokens(total.promptTokens, total),
-            tokens(total.completionTokens, total),
-            cost(total),
-            limits,
-          ),
-        );
+        row.append(...cells(userId), ...spendCells(total), ...cells(limits));
         return row;
       }),
     );

@@ -29,19 +29,23 @@ async function copyText(text) {
   }
 }
 
-/** A button that copies `text()` when pressed and says for a moment whether it did. */
-export function copyButton(attributes, label, text) {
-  const button = h('button', { type: 'button', ...attributes }, label);
+/**
+ * A Copy button (named `name` for screen readers) that copies `text()`, in a `span.copy`
+ * with `className`; beside it, for a moment, a status says whether it did. The button's
+ * own text stays put, so its name always matches what it shows.
+ */
+export function copyButton({ className, name }, text) {
+  const said = h('span', { class: 'copy-said', role: 'status' });
+  const button = h('button', { type: 'button', class: 'button', 'aria-label': name }, 'Copy');
   let timer = null;
   button.addEventListener('click', async () => {
-    const copied = await copyText(text());
-    button.textContent = copied ? 'Copied' : 'Copy failed';
+    said.textContent = (await copyText(text())) ? 'Copied' : 'Copy failed';
     clearTimeout(timer);
     timer = setTimeout(() => {
-      button.textContent = label;
+      said.textContent = '';
     }, SAID_MS);
   });
-  return button;
+  return h('span', { class: `copy ${className}` }, button, said);
 }
 
 /** A copy button on each code block of rendered Markdown (drawn again with each render). */
@@ -50,7 +54,7 @@ export function addCodeCopy(element) {
     const code = pre.querySelector('code') ?? pre;
     pre.classList.add('has-copy');
     pre.prepend(
-      copyButton({ class: 'code-copy', 'aria-label': 'Copy code' }, 'Copy', () =>
+      copyButton({ className: 'code-copy', name: 'Copy code' }, () =>
         code.textContent.replace(/\n$/, ''),
       ),
     );

@@ -15,13 +15,19 @@ export function h(tag, attributes = {}, ...children) {
 
 /**
  * A button for what cannot be undone: the first press only asks (its text becomes `ask`),
- * the second calls `act`; leaving the button (blur) forgets the first press.
+ * the second calls `act`; leaving the button (blur) forgets the first press. A name given
+ * in `aria-label` is kept, after the question, so it always holds what the button shows.
  */
 export function pressTwice(attributes, label, ask, act) {
   const button = h('button', { type: 'button', ...attributes }, label);
+  const name = attributes['aria-label'];
+  const show = (text, accessibleName) => {
+    button.textContent = text;
+    if (name) button.setAttribute('aria-label', accessibleName);
+  };
   button.addEventListener('blur', () => {
     delete button.dataset.armed;
-    button.textContent = label;
+    show(label, name);
   });
   button.addEventListener('click', () => {
     if (button.dataset.armed) {
@@ -29,7 +35,7 @@ export function pressTwice(attributes, label, ask, act) {
       return;
     }
     button.dataset.armed = 'true';
-    button.textContent = ask;
+    show(ask, `${ask} ${name}`);
   });
   return button;
 }

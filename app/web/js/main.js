@@ -14,6 +14,7 @@
 // takes the old one's place on screen (and everything after it), and the old one stays
 // one step away in the turn's `< n/m >` switcher, which makes another path active.
 
+import { AccountScreen } from './account.js';
 import { AdminScreen } from './admin.js';
 import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
 import { startSignIn } from './auth.js';
@@ -24,6 +25,7 @@ import { ConversationSearch } from './search.js';
 import { ModelPicker } from './models.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
+import { closeScreens } from './screen.js';
 import { showWelcome } from './welcome.js';
 
 const $ = (id) => document.getElementById(id);
@@ -61,12 +63,17 @@ function agentName(kind) {
   return [...ui.agent.options].find((o) => o.value === kind)?.textContent ?? kind;
 }
 
-const admin = new AdminScreen({
-  button: $('admin-button'),
-  panel: $('admin'),
+const screenParts = {
   chat: [ui.messages, ui.composer],
   onError: (error) => showError(error),
   agentName,
+};
+const admin = new AdminScreen({ button: $('admin-button'), panel: $('admin'), ...screenParts });
+const account = new AccountScreen({
+  button: $('account-button'),
+  panel: $('account'),
+  ...screenParts,
+  modelName: (id) => models.nameOf(id),
 });
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
 const RUNS_POLL_MS = 5000;
@@ -510,7 +517,7 @@ async function stop() {
 
 /** Open a conversation; with `turnId`, scroll to that turn when it is on the active path. */
 async function openConversation(id, { turnId } = {}) {
-  admin.close();
+  closeScreens();
   stopReading();
   clearNotice();
   closeSidebar();
@@ -576,7 +583,7 @@ async function rejoin(stored, question, id) {
 }
 
 function newChat() {
-  admin.close();
+  closeScreens();
   stopReading();
   setConversation(null);
   clearMessages();
@@ -653,11 +660,22 @@ async function loadLimits() {
   }
 }
 
+/** Who the caller is, for the admin and account screens; either may not be told (an older
+ * server), and then those screens stay out of sight. */
+async function loadCaller() {
+  const [me, config] = await Promise.all([
+    getJson('/auth/me').catch(() => null),
+    getJson('/auth/config').catch(() => null),
+  ]);
+  admin.load(me);
+  account.load(me, (config?.methods ?? []).length > 0);
+}
+
 async function load() {
   // Read first: whatever the reader does while the agents and the list load changes it.
   const hash = location.hash;
   ui.keyButton.hidden = !apiKey();
-  await Promise.all([loadAgents(), models.load(), loadLimits(), admin.load()]);
+  await Promise.all([loadAgents(), models.load(), loadLimits(), loadCaller()]);
   showAgentTools();
   try {
     await conversations.refresh();
@@ -725,7 +743,8 @@ $('auth-form').addEventListener('submit', (event) => {
 $('forget-key').addEventListener('click', () => {
   saveApiKey('');
   ui.apiKeyInput.value = '';
-  admin.hide();
+  admin.load(null);
+  account.load(null, false);
   conversations.clear();
   newChat();
   showAuth('The key is forgotten. Enter one to go on.');

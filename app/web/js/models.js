@@ -102,8 +102,13 @@ export class ModelPicker {
     if (message.model) this.label(turnEl, message.model, message.costUsd);
   }
 
+  /** A model's name as the picker shows it; its id when the catalog does not list it. */
+  nameOf(modelId) {
+    return this.models.find((m) => m.id === modelId)?.label ?? modelId;
+  }
+
   label(turnEl, modelId, cost) {
-    const name = this.models.find((m) => m.id === modelId)?.label ?? modelId;
+    const name = this.nameOf(modelId);
     const text = Number.isFinite(cost) ? `${name} · ${dollars(cost)}` : name;
     let line = turnEl.querySelector('.turn-model');
     if (!line) {

@@ -134,10 +134,10 @@ export class TurnView {
     this.questionTools = h('div', { class: 'question-tools' });
     this.actions = h('span', { class: 'branch-tools' });
     this.copy = copyButton(
-      { class: 'button copy-answer', 'aria-label': 'Copy answer', hidden: true },
-      'Copy',
+      { className: 'copy-answer', name: 'Copy answer' },
       () => this.answerText,
     );
+    this.copy.hidden = true;
     this.el = h(
       'article',
       { class: 'turn' },
