@@ -520,6 +520,47 @@ async def test_file_agent_uploads_a_file_and_asks_about_it(page: Page, app_url: 
     assert (sent["fileId"], sent["query"]) == ("f-123", "Summarise it")
 
 
+DROP = """([kind, target, name, type]) => {
+  const files = new DataTransfer();
+  files.items.add(new File(['Some notes.'], name, { type }));
+  const init = { bubbles: true, cancelable: true };
+  const event = kind === 'drop'
+    ? new DragEvent('drop', { ...init, dataTransfer: files })
+    : new ClipboardEvent('paste', { ...init, clipboardData: files });
+  document.querySelector(target).dispatchEvent(event);
+  return event.defaultPrevented;
+}"""
+
+
+async def test_a_file_dropped_on_the_page_or_a_picture_pasted_is_attached(
+    page: Page, app_url: str
+) -> None:
+    uploaded = {"fileId": "f-123", "fileName": "notes.txt", "size": 11, "mimeType": "text/plain"}
+    body = {"code": 200, "message": "success", "data": uploaded}
+    await page.route("**/file/upload", lambda route: route.fulfill(json=body))
+    await page.goto(app_url)
+    await expect(page.locator('#agent option[value="deep"]')).to_have_count(1)
+    await page.locator("#agent").select_option("deep")
+    taken = await page.evaluate(DROP, ["drop", "#messages", "notes.txt", "text/plain"])
+    notice = page.locator("#notice-text")
+    await expect(notice).to_contain_text("This agent does not read files: pick one that does (")
+    await expect(notice).to_contain_text("Ask a file")
+    await expect(page.locator("#file-chip")).to_be_hidden()
+
+    await page.locator("#agent").select_option("file")
+    async with page.expect_request("**/file/upload") as dropped:
+        await page.evaluate(DROP, ["drop", "#messages", "notes.txt", "text/plain"])
+    await expect(page.locator("#file-name")).to_have_text("notes.txt")
+
+    async with page.expect_request("**/file/upload") as pasted:
+        await page.evaluate(DROP, ["paste", "#question", "image.png", "image/png"])
+
+    # The page is not replaced by the file, as a browser does with a drop nobody takes.
+    assert taken is True
+    assert 'filename="notes.txt"' in ((await dropped.value).post_data or "")
+    assert 'filename="image.png"' in ((await pasted.value).post_data or "")
+
+
 async def test_phone_screen_has_a_drawer_and_no_sideways_scroll(
     page: Page, app_url: str, upstreams: Upstreams
 ) -> None:

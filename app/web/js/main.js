@@ -638,6 +638,25 @@ async function upload(file) {
   }
 }
 
+/** A file dragged onto the page or pasted into the question box, attached as if picked,
+ * where the agent reads files; otherwise the reader is told which agents do. */
+function offerFiles(files) {
+  if (!agentFile().accepts) {
+    const readers = [...ui.agent.options].filter((o) => 'acceptsFile' in o.dataset);
+    const names = readers.map((o) => o.textContent).join(', ');
+    showNotice(
+      readers.length
+        ? `This agent does not read files: pick one that does (${names}) to attach one.`
+        : 'No agent on this server reads files.',
+    );
+    return;
+  }
+  if (files.length > 1) showNotice(`One file at a time: ${files[0].name} is attached.`);
+  upload(files[0]);
+}
+
+const carriesFiles = (transfer) => [...(transfer?.types ?? [])].includes('Files');
+
 /** Show the name of a reopened conversation's file (its history names only its id). */
 async function nameFile(fileId) {
   try {
@@ -708,6 +727,29 @@ ui.stop.addEventListener('click', stop);
 ui.agent.addEventListener('change', showAgentTools);
 ui.fileInput.addEventListener('change', () => {
   if (ui.fileInput.files.length) upload(ui.fileInput.files[0]);
+});
+// A file dropped anywhere on the page is taken, not opened by the browser in the page's place.
+document.addEventListener('dragover', (event) => {
+  if (!carriesFiles(event.dataTransfer)) return;
+  event.preventDefault();
+  event.dataTransfer.dropEffect = 'copy';
+  ui.composer.classList.add('dropping');
+});
+document.addEventListener('dragleave', (event) => {
+  if (event.relatedTarget === null) ui.composer.classList.remove('dropping');
+});
+document.addEventListener('drop', (event) => {
+  ui.composer.classList.remove('dropping');
+  if (!carriesFiles(event.dataTransfer)) return;
+  event.preventDefault();
+  if (event.dataTransfer.files.length) offerFiles([...event.dataTransfer.files]);
+});
+// A pasted picture (a screenshot) is a file; pasted text stays text.
+ui.question.addEventListener('paste', (event) => {
+  const files = [...(event.clipboardData?.files ?? [])];
+  if (!files.length || event.clipboardData.getData('text/plain')) return;
+  event.preventDefault();
+  offerFiles(files);
 });
 $('file-clear').addEventListener('click', () => {
   state.file = null;
