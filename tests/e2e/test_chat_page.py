@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
@@ -204,6 +207,41 @@ async def test_an_answer_and_its_code_are_copied_in_one_click(
 
     assert answer == reopened == "Run **this**:\n\n```python\nprint('hi')\n```"
     assert code == "print('hi')"
+
+
+async def test_the_list_is_headed_by_when_each_conversation_was_last_active(
+    page: Page, tmp_path: Path, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(Reply.text("One."), Reply.text("Two."), Reply.text("Three."))
+    async with serve(create_app(app_settings(recommendations_enabled=False))) as url:
+        await page.goto(url)
+        for question in ("Last month's question", "This week's question", "Today's question"):
+            await page.locator("#new-chat").click()
+            await expect(await ask(page, question)).to_have_attribute("data-status", "completed")
+        now = datetime.now(UTC)
+        long_ago = now - timedelta(days=40)
+        # Turns cannot be asked in the past: their times are moved in the database.
+        with sqlite3.connect(tmp_path / "app.db") as database:
+            for question, when in (
+                ("Last month's", long_ago),
+                ("This week's", now - timedelta(days=3)),
+            ):
+                database.execute(
+                    "UPDATE ai_session SET update_time = ? WHERE question = ?",
+                    (when.strftime("%Y-%m-%d %H:%M:%S.%f"), f"{question} question"),
+                )
+        await page.reload()
+        entries = page.locator(".conversations li").locator("h3, .title")
+        await expect(entries).to_have_text(
+            [
+                "Today",
+                "Today's question",
+                "Previous 7 days",
+                "This week's question",
+                f"{long_ago.astimezone():%B %Y}",
+                "Last month's question",
+            ]
+        )
 
 
 INJECTED = (

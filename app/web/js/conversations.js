@@ -1,4 +1,6 @@
-// The conversation list (`/session/list`), newest activity first, a page at a time.
+// The conversation list (`/session/list`), newest activity first, a page at a time,
+// under headings by when each was last active (Today, Yesterday, the last 7 and 30 days,
+// then by month), in the reader's own time zone.
 // Deleting takes two presses of the same button, so a slip of the finger or the
 // keyboard does not lose a conversation, and no modal dialog is needed. A badge says
 // which conversations have a turn running, queued or waiting for the reader
@@ -18,9 +20,29 @@ const EXPORTS = [
   { format: 'json', extension: 'json', label: 'Download JSON' },
 ];
 
-function when(iso) {
+const DAY_MS = 86_400_000;
+
+/** When, under its heading: the time of day for today and yesterday, else the date. */
+function when(iso, period) {
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? '' : date.toLocaleString();
+  if (Number.isNaN(date.getTime())) return '';
+  return period === 'Today' || period === 'Yesterday'
+    ? date.toLocaleTimeString([], { hour: 'numeric', minute: '2-digit' })
+    : date.toLocaleDateString();
+}
+
+/** The heading a conversation last active at `iso` goes under, as of `now`. */
+function periodOf(iso, now) {
+  const date = new Date(iso);
+  if (Number.isNaN(date.getTime())) return 'Older';
+  const midnight = (d) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+  // Rounded: a day with a clock change is 23 or 25 hours long.
+  const days = Math.round((midnight(now) - midnight(date)) / DAY_MS);
+  if (days <= 0) return 'Today';
+  if (days === 1) return 'Yesterday';
+  if (days < 7) return 'Previous 7 days';
+  if (days < 30) return 'Previous 30 days';
+  return date.toLocaleDateString(undefined, { month: 'long', year: 'numeric' });
 }
 
 export class ConversationList {
@@ -92,7 +114,7 @@ export class ConversationList {
     const focused = this.list.contains(document.activeElement)
       ? document.activeElement.closest('li')?.querySelector('button.open')?.dataset.id
       : null;
-    this.list.replaceChildren(...page.records.map((record) => this.item(record)));
+    this.list.replaceChildren(...this.grouped(page.records));
     this.empty.hidden = page.records.length > 0;
     this.more.hidden = page.records.length >= page.total;
     this.markCurrent(this.current);
@@ -160,7 +182,23 @@ export class ConversationList {
     }
   }
 
-  item(record) {
+  /** The records' items, each group of them after its heading. */
+  grouped(records) {
+    const now = new Date();
+    const items = [];
+    let heading = null;
+    for (const record of records) {
+      const period = periodOf(record.updateTime, now);
+      if (period !== heading) {
+        heading = period;
+        items.push(h('li', { class: 'period' }, h('h3', {}, period)));
+      }
+      items.push(this.item(record, period));
+    }
+    return items;
+  }
+
+  item(record, period) {
     const title = record.title || record.question;
     const open = h(
       'button',
@@ -174,7 +212,7 @@ export class ConversationList {
       h(
         'span',
         { class: 'meta' },
-        `${this.agentName(record.agentType)} · ${when(record.updateTime)}`,
+        `${this.agentName(record.agentType)} · ${when(record.updateTime, period)}`,
       ),
     );
     const item = h('li', {}, open);
