@@ -81,6 +81,7 @@ from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
 from app.store.push_configs import SqlPushConfigs
+from app.store.ratings import SqlRatings
 from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
 from app.store.titles import SqlTitles
@@ -228,6 +229,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             titles=SqlTitles(db),
             search=SqlTurnSearch(db),
             usage=SqlUsage(db),
+            ratings=SqlRatings(db),
             tasks=tasks,
             runs=run_registry,
             turns=turns,

@@ -20,6 +20,7 @@ from app.service.turns import TurnService
 from app.store.auth_keys import SqlAuthKeys
 from app.store.base import ConversationTitles, SessionStore, TurnSearch
 from app.store.push_configs import SqlPushConfigs
+from app.store.ratings import SqlRatings
 from app.store.usage import SqlUsage
 from app.tasks.base import Tasks
 from app.tasks.runs import RunRegistry
@@ -54,6 +55,8 @@ class Services:
     titles: ConversationTitles
     search: TurnSearch
     usage: SqlUsage
+    ratings: SqlRatings
+    """Users' verdicts on answers."""
     tasks: Tasks
     runs: RunRegistry
     turns: TurnService

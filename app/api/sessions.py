@@ -19,6 +19,7 @@ from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
 from app.llm.errors import USER_MESSAGES
 from app.store.models import PUBLIC_CONFIG, TurnBase
+from app.store.records import Rating
 from app.store.titles import title_of
 from app.store.tree import ConversationTree
 
@@ -98,6 +99,22 @@ class Deleted(WireModel):
 
 class ActiveTurn(WireModel):
     turn_id: int = Field(ge=0, le=MAX_TURN_ID)
+
+
+RatingComment = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)]
+
+
+class RatingBody(WireModel):
+    rating: Rating | None = Field(description="`up`, `down`, or null to take the verdict back.")
+    comment: RatingComment | None = Field(
+        default=None, description="What was good or wrong, up to 2,000 characters; optional."
+    )
+
+
+class Rated(WireModel):
+    turn_id: int
+    rating: Rating | None
+    comment: str | None
 
 
 async def _detail(
@@ -205,6 +222,29 @@ async def delete_turns(
     await services.files.discard_blobs(deleted.blob_keys)
     await services.turns.forget_turns(user, conversation_id, deleted.gone)
     return ok(Deleted(conversation_id=conversation_id, deleted=deleted.turns))
+
+
+@router.put(
+    "/{conversation_id}/turns/{turn_id}/rating",
+    summary="Rate a turn's answer",
+    responses={404: {"description": "No such turn in the caller's conversation"}},
+)
+async def rate_turn(
+    conversation_id: ConversationId,
+    turn_id: Annotated[int, Path(ge=0, le=MAX_TURN_ID)],
+    body: RatingBody,
+    user: UserDep,
+    services: ServicesDep,
+) -> Envelope[Rated]:
+    """A thumb up or down, with an optional comment, shown as `messages[].rating` and
+    `ratingComment`; a new verdict replaces the last, null takes it back. The conversation's
+    place in the list does not move."""
+    # A blank comment is none, and a verdict taken back takes its comment with it.
+    comment = (body.comment or None) if body.rating is not None else None
+    rated = await services.ratings.rate(user, conversation_id, turn_id, body.rating, comment)
+    if not rated:
+        raise ApiError(404, "Turn not found in this conversation")
+    return ok(Rated(turn_id=turn_id, rating=body.rating, comment=comment))
 
 
 @router.patch("/{conversation_id}", summary="Rename a conversation")

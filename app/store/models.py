@@ -52,6 +52,7 @@ from app.store.records import (
     ModelUsage,
     Pending,
     PlanRound,
+    Rating,
     ToolCall,
     TurnFile,
     TurnStatus,
@@ -220,6 +221,11 @@ class TurnBase(TurnOutcome):
     question. A conversation is the tree these make; an edit or a regeneration is a sibling."""
     model: str | None = Field(default=None, max_length=64)
     """The catalog id of the model that answered (`MODELS`); None for turns stored before."""
+    rating: Rating | None = Field(default=None, sa_type=String(8))
+    """The user's verdict on the answer, `up` or `down`; None until they give one. Not a
+    write to the conversation's activity: rating an old answer does not bring it to the top."""
+    rating_comment: str | None = Field(default=None, sa_type=Text)
+    """What the user said with their verdict, if anything."""
 
 
 class StoredTurn(TurnBase):
@@ -254,6 +260,13 @@ class AiSession(StoredTurn, table=True):
     __table_args__ = (
         Index("ix_ai_session_session_id", "session_id"),
         Index("ix_ai_session_user_id_update_time", "user_id", "update_time"),
+        # Rated turns only: what admins read back (migration 0015).
+        Index(
+            "ix_ai_session_rated",
+            "create_time",
+            postgresql_where=text("rating IS NOT NULL"),
+            sqlite_where=text("rating IS NOT NULL"),
+        ),
         # Running rows only: the orphan sweep reads it every few seconds (migration 0006).
         Index(
             "ix_ai_session_running_instance",

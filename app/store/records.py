@@ -15,6 +15,8 @@ from app.core.events import OmittedWhenNone
 from app.core.wire import WireModel
 
 TurnStatus = Literal["running", "completed", "stopped", "failed", "paused", "interrupted"]
+Rating = Literal["up", "down"]
+"""A user's verdict on an answer."""
 
 
 class ToolCall(WireModel):

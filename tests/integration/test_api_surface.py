@@ -40,6 +40,7 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/session/{conversation_id}/export": {"get"},
         "/session/{conversation_id}/active": {"post"},
         "/session/{conversation_id}/turns/{turn_id}": {"delete"},
+        "/session/{conversation_id}/turns/{turn_id}/rating": {"put"},
         "/health": {"get"},
         "/ready": {"get"},
         "/metrics": {"get"},
@@ -73,6 +74,7 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/admin/runs": {"get"},
         "/admin/runs/stop": {"post"},
         "/admin/usage": {"get"},
+        "/admin/ratings": {"get"},
         "/admin/users/{user_id}/limits": {"get", "put"},
     }
     assert {path: set(ops) for path, ops in paths.items()} == expected
