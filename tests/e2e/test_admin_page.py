@@ -4,6 +4,7 @@ user spent and sets a user's limits, all from the page; anyone else never sees i
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 
 from playwright.async_api import Browser, Page, expect
@@ -65,13 +66,30 @@ async def test_an_admin_stops_a_users_turn_reads_usage_and_sets_limits(
             await stop.click()
             await expect(root.locator("#admin-runs-empty")).to_be_visible()
             await expect(alice_turn).to_have_attribute("data-status", "stopped")
+            await alice_turn.get_by_role("button", name="Bad answer").click()
+            comment = alice_turn.get_by_label("What was wrong with this answer? (optional)")
+            await comment.fill("Cut short.")
+            await comment.press("Enter")
+            await expect(comment).to_be_hidden()
 
-            # A period chosen again reads the usage again: alice's one turn, now stored.
+            # A period chosen again reads the usage and the ratings again: alice's one turn,
+            # now stored, and what she said of it.
             await root.locator("#admin-period").select_option("7")
             spent = root.locator("#admin-usage tbody tr")
             await expect(spent).to_have_count(1)
             await expect(spent.locator("td").nth(0)).to_have_text("alice")
             await expect(spent.locator("td").nth(1)).to_have_text("1")
+            rated = root.locator("#admin-ratings tbody tr td")
+            await expect(rated).to_have_text(
+                [
+                    "alice",
+                    "Alice's long question",
+                    "Alice's",
+                    "👎 bad",
+                    "Cut short.",
+                    re.compile("."),
+                ]
+            )
 
             await spent.get_by_role("button", name="alice's limits").click()
             at_once = root.get_by_label("Streams at once")

@@ -1,6 +1,6 @@
 // The admin screen, for the users `ADMIN_USERS` names (`/auth/me` says `admin`): every
-// user's running turns, with a stop for each; what each user spent over a period; and one
-// user's limits, read and set. It uses the `/admin` API only, and for anyone else its
+// user's running turns, with a stop for each; what each user spent over a period; the
+// answers users rated (the bad ones first of all); and one user's limits, read and set. It uses the `/admin` API only, and for anyone else its
 // button never shows (those paths answer them 404).
 //
 // While it is open it takes the chat's place (a `Screen`); the running turns are looked at
@@ -40,6 +40,9 @@ export class AdminScreen extends Screen {
     this.usageEmpty = $('admin-usage-empty');
     this.period = $('admin-period');
     fillPeriods(this.period);
+    this.ratings = $('admin-ratings');
+    this.ratingsEmpty = $('admin-ratings-empty');
+    this.ratingFilter = $('admin-rating-filter');
     this.limitsForm = $('admin-limits');
     this.limitsUser = $('admin-limits-user');
     this.limitsFields = $('admin-limits-fields');
@@ -54,7 +57,8 @@ export class AdminScreen extends Screen {
     );
 
     $('admin-close').addEventListener('click', () => this.close());
-    this.period.addEventListener('change', () => this.showUsage().catch(onError));
+    this.period.addEventListener('change', () => this.showSpending().catch(onError));
+    this.ratingFilter.addEventListener('change', () => this.showRatings().catch(onError));
     this.limitsForm.addEventListener('submit', (event) => {
       event.preventDefault();
       this.showLimits(this.limitsUser.value.trim()).catch(onError);
@@ -73,7 +77,7 @@ export class AdminScreen extends Screen {
   }
 
   opened() {
-    Promise.all([this.showRuns(), this.showUsage()]).catch(this.onError);
+    Promise.all([this.showRuns(), this.showSpending()]).catch(this.onError);
     this.timer = setInterval(() => {
       if (!document.hidden) this.showRuns().catch(this.onError);
     }, RUNS_POLL_MS);
@@ -119,6 +123,32 @@ export class AdminScreen extends Screen {
       body: JSON.stringify({ userId: run.userId, conversationId: run.conversationId }),
     });
     await this.showRuns();
+  }
+
+  /** What depends on the period: the usage, and the rated answers. */
+  async showSpending() {
+    await Promise.all([this.showUsage(), this.showRatings()]);
+  }
+
+  async showRatings() {
+    const query = periodQuery(this.period.value);
+    if (this.ratingFilter.value) query.set('rating', this.ratingFilter.value);
+    const rated = await getJson(`/admin/ratings?${query}`);
+    this.ratingsEmpty.hidden = rated.length > 0;
+    this.ratings.hidden = rated.length === 0;
+    this.ratings.tBodies[0].replaceChildren(
+      ...rated.map((r) => {
+        const row = h('tr', { 'data-user': r.userId, 'data-turn': r.turnId });
+        const verdict = r.rating === 'down' ? '👎 bad' : '👍 good';
+        row.append(
+          ...cells(r.userId),
+          h('td', { class: 'question-cell', title: r.question }, shortened(r.question)),
+          h('td', { class: 'question-cell', title: r.answer }, shortened(r.answer)),
+          ...cells(verdict, r.comment ?? '—', new Date(r.createTime).toLocaleString()),
+        );
+        return row;
+      }),
+    );
   }
 
   async showUsage() {

@@ -19,6 +19,7 @@ import { AdminScreen } from './admin.js';
 import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
 import { startSignIn } from './auth.js';
 import { BranchControls } from './branches.js';
+import { RatingControls } from './rating.js';
 import { Composer } from './composer.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
@@ -190,8 +191,24 @@ function withBranch(turn, meta) {
     onSwitch: (turnId) => switchTo(turn, turnId),
     onDelete: () => deleteTurn(turn),
   });
+  turn.verdict = new RatingControls(turn, {
+    rate: (rating, comment) => rate(turn, rating, comment),
+    onError: showError,
+  });
   if (meta) turn.branch.set(meta);
   return turn;
+}
+
+/** Store the reader's verdict on `turn`'s answer (null takes it back). */
+async function rate(turn, rating, comment) {
+  const id = state.conversationId;
+  const turnId = turn.branch.meta.id;
+  if (!id || turnId === null) return;
+  await getJson(`/session/${encodeURIComponent(id)}/turns/${turnId}/rating`, {
+    method: 'PUT',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ rating, comment }),
+  });
 }
 
 /** Take `turn` and every turn after it off the screen: a new version takes their place. */
@@ -557,6 +574,7 @@ function showHistory(id, detail) {
   for (const message of detail.messages) {
     const view = TurnView.fromStored(message, turnHandlers);
     const turn = withBranch(view, message);
+    turn.verdict.set(message.rating, message.ratingComment);
     models.annotateStored(turn.el, message);
     addTurn(turn);
   }

@@ -138,6 +138,10 @@ export class TurnView {
       () => this.answerText,
     );
     this.copy.hidden = true;
+    /** Where the page puts the thumbs up and down (rating.js), and the box a thumb down
+     * opens. */
+    this.ratingTools = h('span', { class: 'rating-tools', hidden: true });
+    this.ratingForm = h('div', { class: 'rating-form-place' });
     this.el = h(
       'article',
       { class: 'turn' },
@@ -155,7 +159,8 @@ export class TurnView {
         this.references,
         this.followUps,
         this.status,
-        h('div', { class: 'turn-actions' }, this.copy, this.actions),
+        h('div', { class: 'turn-actions' }, this.copy, this.ratingTools, this.actions),
+        this.ratingForm,
       ),
     );
     this.setStatus('running');
@@ -436,6 +441,7 @@ export class TurnView {
     this.el.dataset.status = status;
     // Once the answer is whole (or all there will be): copying half an answer helps no one.
     this.copy.hidden = status === 'running' || !this.answerText.trim();
+    this.ratingTools.hidden = this.copy.hidden;
     let text = STATUS_TEXT[status] ?? status;
     if (status === 'completed' && Number.isFinite(totalMs)) text += ` in ${durationText(totalMs)}`;
     this.status.textContent = text;
