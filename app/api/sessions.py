@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query
-from pydantic import StringConstraints
+from pydantic import StrictBool, StringConstraints, model_validator
 from sqlmodel import Field
 
 from app.api.auth import UserDep
@@ -46,6 +46,8 @@ class ConversationRecord(WireModel):
     fileid: str | None
     create_time: WireTime
     update_time: WireTime
+    pinned: bool = False
+    """Pinned by the user: the list gives the pinned conversations first."""
 
 
 class ConversationPage(WireModel):
@@ -80,16 +82,29 @@ class ConversationDetail(WireModel):
     title: str
     agent_type: str
     fileid: str | None
+    pinned: bool = False
     messages: list[MessageRecord]
 
 
-class Rename(WireModel):
-    title: Title
+class ConversationChange(WireModel):
+    """A new title, a pin or both; at least one."""
+
+    title: Title | None = None
+    pinned: StrictBool | None = Field(
+        default=None, description="Pin it first in the list, or unpin it."
+    )
+
+    @model_validator(mode="after")
+    def _something(self) -> ConversationChange:
+        if self.title is None and self.pinned is None:
+            raise ValueError("give a title, pinned, or both")
+        return self
 
 
 class Renamed(WireModel):
     conversation_id: str
-    title: str
+    title: str | None = Field(description="The title the user gave; null: never renamed.")
+    pinned: bool
 
 
 class Deleted(WireModel):
@@ -126,12 +141,13 @@ async def _detail(
     whole: bool = False,
 ) -> ConversationDetail:
     path = list(tree.turns) if whole else tree.path()
-    title = await services.titles.title(user, conversation_id)
+    marks = await services.titles.marks(user, conversation_id)
     return ConversationDetail(
         conversation_id=conversation_id,
-        title=title_of(title, tree.turns[0].question),
+        title=title_of(marks.title, tree.turns[0].question),
         agent_type=tree.turns[0].agent_type,
         fileid=next((t.fileid for t in path if t.fileid), None),
+        pinned=marks.pinned,
         messages=[
             MessageRecord.model_validate(t).model_copy(
                 update={"siblings": tree.siblings(t.id), "error_message": error_sentence(t.error)}
@@ -247,14 +263,19 @@ async def rate_turn(
     return ok(Rated(turn_id=turn_id, rating=body.rating, comment=comment))
 
 
-@router.patch("/{conversation_id}", summary="Rename a conversation")
-async def rename_conversation(
-    conversation_id: ConversationId, body: Rename, user: UserDep, services: ServicesDep
+@router.patch("/{conversation_id}", summary="Rename or pin a conversation")
+async def change_conversation(
+    conversation_id: ConversationId,
+    body: ConversationChange,
+    user: UserDep,
+    services: ServicesDep,
 ) -> Envelope[Renamed]:
-    """The title is trimmed; 404 when the conversation does not exist or is someone else's."""
-    if not await services.titles.rename(user, conversation_id, body.title):
+    """The title is trimmed; what the body leaves out stays as it was. 404 when the
+    conversation does not exist or is someone else's."""
+    marks = await services.titles.mark(user, conversation_id, title=body.title, pinned=body.pinned)
+    if marks is None:
         raise ApiError(404, "Conversation not found")
-    return ok(Renamed(conversation_id=conversation_id, title=body.title))
+    return ok(Renamed(conversation_id=conversation_id, title=marks.title, pinned=marks.pinned))
 
 
 @router.delete("/{conversation_id}", summary="Delete a conversation")

@@ -44,6 +44,8 @@ class ConversationSummary:
     fileid: str | None
     create_time: datetime
     update_time: datetime
+    pinned: bool = False
+    """Pinned by the user: listed before the rest."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,15 +265,33 @@ class FileStore(Protocol):
         ...
 
 
-class ConversationTitles(Protocol):
-    """The titles users gave their conversations (the rest are titled by their first question)."""
+@dataclass(frozen=True, slots=True)
+class Marks:
+    """What a user set on a conversation."""
 
-    async def rename(self, user_id: str, conversation_id: str, title: str) -> bool:
-        """Store the title; False when the user has no such conversation."""
+    title: str | None = None
+    """The title the user gave; None when they never renamed the conversation."""
+    pinned: bool = False
+
+
+class ConversationTitles(Protocol):
+    """What users set on their conversations: titles (the rest are titled by their first
+    question) and pins."""
+
+    async def mark(
+        self,
+        user_id: str,
+        conversation_id: str,
+        *,
+        title: str | None = None,
+        pinned: bool | None = None,
+    ) -> Marks | None:
+        """Store what is given, keep the rest; the marks now, or None when the user has no
+        such conversation."""
         ...
 
-    async def title(self, user_id: str, conversation_id: str) -> str | None:
-        """The title the user gave; None when they never renamed the conversation."""
+    async def marks(self, user_id: str, conversation_id: str) -> Marks:
+        """What the user set on the conversation."""
         ...
 
 

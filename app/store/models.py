@@ -463,10 +463,10 @@ AI_PPT_TEMPLATE: Table = AiPptTemplate.__table__  # type: ignore[attr-defined]
 
 
 class AiConversationTitle(SQLModel, table=True):
-    """A conversation's title, stored only once the user renames it.
+    """What a user set on a conversation: its title, its pin; stored only once they do.
 
     A conversation without a row is titled by its first question, derived when read
-    (`app/store/titles.py`), so a turn writes nothing here.
+    (`app/store/titles.py`), and not pinned, so a turn writes nothing here.
     """
 
     __tablename__ = "ai_conversation_title"
@@ -474,8 +474,10 @@ class AiConversationTitle(SQLModel, table=True):
     user_id: str = Field(sa_column=Column(String(128), primary_key=True))
     """Owner; every query filters on it."""
     conversation_id: str = Field(sa_column=Column(String(128), primary_key=True))
-    title: str = Field(max_length=200)
-    """1 to 200 characters, trimmed."""
+    title: str | None = Field(default=None, max_length=200)
+    """1 to 200 characters, trimmed; None when the user pinned it but never renamed it."""
+    pinned_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    """When the user pinned it to the top of their list; None: not pinned (migration 0016)."""
 
 
 AI_CONVERSATION_TITLE: Table = AiConversationTitle.__table__  # type: ignore[attr-defined]

@@ -28,6 +28,7 @@ from sqlalchemy import (
     Delete,
     Select,
     bindparam,
+    case,
     delete,
     exists,
     func,
@@ -318,6 +319,7 @@ class SqlSessionStore:
             .subquery()
         )
         first = T.alias("first_turn")
+        pinned = case((TT.c.pinned_at.is_not(None), 1), else_=0).label("pinned")
         stmt = (
             select(
                 first.c.session_id,
@@ -328,11 +330,15 @@ class SqlSessionStore:
                 conversations.c.last_time,
                 conversations.c.total,
                 TT.c.title,
+                pinned,
             )
             .join_from(conversations, first, first.c.id == conversations.c.first_id)
             .outerjoin(TT, (TT.c.user_id == user_id) & (TT.c.conversation_id == first.c.session_id))
-            # Ties in time (same instant) fall back to the newest row, so pages never shuffle.
-            .order_by(conversations.c.last_time.desc(), conversations.c.last_id.desc())
+            # Pinned first; ties in time (same instant) fall back to the newest row, so pages
+            # never shuffle.
+            .order_by(
+                pinned.desc(), conversations.c.last_time.desc(), conversations.c.last_id.desc()
+            )
             .limit(size)
             .offset((page - 1) * size)
         )
@@ -355,6 +361,7 @@ class SqlSessionStore:
                 fileid=row["fileid"],
                 create_time=row["create_time"],
                 update_time=row["last_time"],
+                pinned=bool(row["pinned"]),
             )
             for row in rows
         ]

@@ -1,23 +1,27 @@
-"""Conversation titles: the user's own, stored only when they rename one.
+"""What a user set on their conversations: titles and pins, stored only once they set one.
 
 A conversation nobody renamed is titled by its first question cut to
-`DEFAULT_TITLE_CHARS`, derived when it is read: a turn writes nothing here,
-so it keeps its two writes (tests/integration/test_turn_cost.py). A
-rename is one statement that stores the title only if the conversation has
-a turn of the caller's, so another user's conversation is simply not found.
+`DEFAULT_TITLE_CHARS`, derived when it is read, and one nobody pinned is
+not: a turn writes nothing here, so it keeps its two writes
+(tests/integration/test_turn_cost.py). Setting either is one statement that
+stores it only if the conversation has a turn of the caller's, so another
+user's conversation is simply not found; the other mark is left as it was.
 """
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import String, delete, exists, literal, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.store.base import Marks
 from app.store.db import Database
 from app.store.models import AI_CONVERSATION_TITLE as TT
 from app.store.models import AI_SESSION as T
+from app.store.models import UTCDateTime
 
 DEFAULT_TITLE_CHARS = 100
 
@@ -32,7 +36,7 @@ def title_of(stored: str | None, first_question: str) -> str:
 
 
 async def delete_title(conn: AsyncConnection, user_id: str, conversation_id: str) -> None:
-    """In the caller's transaction: the conversation's turns go, so does its title."""
+    """In the caller's transaction: the conversation's turns go, so do its title and pin."""
     await conn.execute(
         delete(TT).where(TT.c.user_id == user_id, TT.c.conversation_id == conversation_id)
     )
@@ -43,25 +47,39 @@ class SqlTitles:
         self._db = db
         self._insert: Any = postgresql.insert if db.dialect.name == "postgresql" else sqlite.insert
 
-    async def rename(self, user_id: str, conversation_id: str, title: str) -> bool:
-        """Store the title; False (nothing stored) when the caller has no such conversation."""
+    async def mark(
+        self,
+        user_id: str,
+        conversation_id: str,
+        *,
+        title: str | None = None,
+        pinned: bool | None = None,
+    ) -> Marks | None:
+        """Store what is given (a title; pinned or not), keep the rest; the marks as they are
+        now, or None (nothing stored) when the caller has no such conversation."""
+        values: dict[str, Any] = {}
+        if title is not None:
+            values["title"] = literal(title, String)
+        if pinned is not None:
+            values["pinned_at"] = literal(datetime.now(UTC) if pinned else None, UTCDateTime())
         has_turn = exists().where(T.c.user_id == user_id, T.c.session_id == conversation_id)
         row = select(
-            literal(user_id, String), literal(conversation_id, String), literal(title, String)
+            literal(user_id, String), literal(conversation_id, String), *values.values()
         ).where(has_turn)
-        stmt = self._insert(TT).from_select(["user_id", "conversation_id", "title"], row)
+        stmt = self._insert(TT).from_select(["user_id", "conversation_id", *values], row)
         stmt = stmt.on_conflict_do_update(
             index_elements=[TT.c.user_id, TT.c.conversation_id],
-            set_={"title": stmt.excluded.title},
-        )
+            set_={name: getattr(stmt.excluded, name) for name in values},
+        ).returning(TT.c.title, TT.c.pinned_at)
         async with self._db.statement() as conn:
-            return bool((await conn.execute(stmt)).rowcount)
+            stored = (await conn.execute(stmt)).one_or_none()
+        return None if stored is None else Marks(stored.title, stored.pinned_at is not None)
 
-    async def title(self, user_id: str, conversation_id: str) -> str | None:
-        """The title the user gave, or None when they never renamed it."""
-        stmt = select(TT.c.title).where(
+    async def marks(self, user_id: str, conversation_id: str) -> Marks:
+        """What the user set on the conversation (nothing, when they never did)."""
+        stmt = select(TT.c.title, TT.c.pinned_at).where(
             TT.c.user_id == user_id, TT.c.conversation_id == conversation_id
         )
         async with self._db.statement() as conn:
-            stored: str | None = (await conn.execute(stmt)).scalar_one_or_none()
-        return stored
+            stored = (await conn.execute(stmt)).one_or_none()
+        return Marks() if stored is None else Marks(stored.title, stored.pinned_at is not None)

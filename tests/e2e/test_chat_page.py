@@ -244,6 +244,31 @@ async def test_the_list_is_headed_by_when_each_conversation_was_last_active(
         )
 
 
+async def test_a_pinned_conversation_leads_the_list_until_unpinned(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(Reply.text("One."), Reply.text("Two."))
+    async with serve(create_app(app_settings(recommendations_enabled=False))) as url:
+        await page.goto(url)
+        for question in ("First question", "Second question"):
+            await page.locator("#new-chat").click()
+            await expect(await ask(page, question)).to_have_attribute("data-status", "completed")
+        entries = page.locator(".conversations li").locator("h3, .title")
+        first = page.locator(".conversations li", has_text="First question")
+
+        await first.locator(".menu-button").click()
+        await first.get_by_role("button", name="Pin").click()
+        pinned = ["Pinned", "First question", "Today", "Second question"]
+        await expect(entries).to_have_text(pinned)
+        await expect(first.locator(".open")).to_be_focused()
+        await page.reload()
+        await expect(entries).to_have_text(pinned)
+
+        await first.locator(".menu-button").click()
+        await first.get_by_role("button", name="Unpin").click()
+        await expect(entries).to_have_text(["Today", "Second question", "First question"])
+
+
 INJECTED = (
     'Look: <img src="missing.png" onerror="window.__pwned = true">'
     "<script>window.__pwned = true</script> "

@@ -1,8 +1,9 @@
-"""Renaming a conversation (API.md §4): the title the list and the history show.
+"""Renaming and pinning a conversation (API.md §4): the title the list and the history show,
+and the pinned conversations first in the list.
 
 Through the HTTP app with the fake model, on SQLite and on PostgreSQL with Redis.
 A conversation never renamed is titled by its first question, cut to 100
-characters; a rename is the caller's alone, and goes with the conversation.
+characters; a rename or a pin is the caller's alone, and goes with the conversation.
 """
 
 from __future__ import annotations
@@ -46,7 +47,11 @@ async def test_a_conversation_is_titled_by_its_first_question_until_renamed(
     assert before == {"long": LONG_QUESTION[:100], "short": "What is SSE?"}
     assert len(before["long"]) == 100
     assert renamed.status_code == 200
-    assert renamed.json()["data"] == {"conversationId": "short", "title": "Streams, compared"}
+    assert renamed.json()["data"] == {
+        "conversationId": "short",
+        "title": "Streams, compared",
+        "pinned": False,
+    }
     assert after == {"long": LONG_QUESTION[:100], "short": "Streams, compared"}
     assert detail["title"] == "Streams, compared"
     assert unrenamed["title"] == LONG_QUESTION[:100]
@@ -99,3 +104,46 @@ async def test_only_the_owner_renames_and_a_deleted_conversation_takes_its_title
     assert alice_titles == {"shared-id": "Alice's question"}
     # Deleted with the conversation: the same id begun again is titled afresh.
     assert bob_titles == {"shared-id": "A fresh start", "bobs": "Bob only"}
+
+
+async def listing(client: httpx.AsyncClient) -> list[tuple[str, str, bool]]:
+    records = (await client.get("/session/list")).json()["data"]["records"]
+    return [(r["conversationId"], r["title"], r["pinned"]) for r in records]
+
+
+async def test_a_pinned_conversation_leads_the_list_until_unpinned_and_keeps_its_title(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.script(Reply.text("One."), Reply.text("Two."), Reply.text("Three."))
+    async with running_service(settings_for(backend, tmp_path, fake_llm)) as client:
+        for conversation in ("oldest", "older", "newest"):
+            await ask(client, f"The {conversation} question", conversation)
+        pinned = await client.patch("/session/oldest", json={"pinned": True})
+        await client.patch("/session/older", json={"pinned": True, "title": "Kept"})
+        pinned_list = await listing(client)
+        renamed = await client.patch("/session/oldest", json={"title": "Still pinned"})
+        detail = (await client.get("/session/oldest")).json()["data"]
+        unpinned = await client.patch("/session/older", json={"pinned": False})
+        after = await listing(client)
+        refused = await client.patch("/session/oldest", json={"pinned": "yes"})
+
+    assert pinned.json()["data"] == {"conversationId": "oldest", "title": None, "pinned": True}
+    # Pinned first, each group newest first; a pin alone leaves the title to the question.
+    assert pinned_list == [
+        ("older", "Kept", True),
+        ("oldest", "The oldest question", True),
+        ("newest", "The newest question", False),
+    ]
+    assert renamed.json()["data"] == {
+        "conversationId": "oldest",
+        "title": "Still pinned",
+        "pinned": True,
+    }
+    assert (detail["title"], detail["pinned"]) == ("Still pinned", True)
+    assert unpinned.json()["data"] == {"conversationId": "older", "title": "Kept", "pinned": False}
+    assert after == [
+        ("oldest", "Still pinned", True),
+        ("newest", "The newest question", False),
+        ("older", "Kept", False),
+    ]
+    assert refused.status_code == 422

@@ -1,6 +1,7 @@
-// The conversation list (`/session/list`), newest activity first, a page at a time,
-// under headings by when each was last active (Today, Yesterday, the last 7 and 30 days,
-// then by month), in the reader's own time zone.
+// The conversation list (`/session/list`), newest activity first, a page at a time:
+// the pinned ones under their own heading first, the rest under headings by when each
+// was last active (Today, Yesterday, the last 7 and 30 days, then by month), in the
+// reader's own time zone.
 // Deleting takes two presses of the same button, so a slip of the finger or the
 // keyboard does not lose a conversation, and no modal dialog is needed. A badge says
 // which conversations have a turn running, queued or waiting for the reader
@@ -119,11 +120,7 @@ export class ConversationList {
     this.more.hidden = page.records.length >= page.total;
     this.markCurrent(this.current);
     this.markRuns();
-    const refocus = focused ? this.openButton(focused) : null;
-    if (refocus) {
-      this.tabStop(refocus);
-      refocus.focus();
-    }
+    if (focused) this.focusOn(focused);
   }
 
   /** Show `runs` (conversationId -> status) as badges; a running one outranks the rest. */
@@ -188,12 +185,13 @@ export class ConversationList {
     const items = [];
     let heading = null;
     for (const record of records) {
-      const period = periodOf(record.updateTime, now);
-      if (period !== heading) {
-        heading = period;
-        items.push(h('li', { class: 'period' }, h('h3', {}, period)));
+      const active = periodOf(record.updateTime, now);
+      const group = record.pinned ? 'Pinned' : active;
+      if (group !== heading) {
+        heading = group;
+        items.push(h('li', { class: 'period' }, h('h3', {}, group)));
       }
-      items.push(this.item(record, period));
+      items.push(this.item(record, active));
     }
     return items;
   }
@@ -216,12 +214,13 @@ export class ConversationList {
       ),
     );
     const item = h('li', {}, open);
-    item.append(this.menu(record.conversationId, title, item, open));
+    item.append(this.menu(record, title, item, open));
     return item;
   }
 
-  /** The conversation's menu: rename, and its downloads. */
-  menu(id, title, item, open) {
+  /** The conversation's menu: rename, pin, its downloads, delete. */
+  menu(record, title, item, open) {
+    const id = record.conversationId;
     const panel = h('div', { class: 'menu', id: `menu-${id}`, hidden: true });
     const toggle = h(
       'button',
@@ -264,8 +263,13 @@ export class ConversationList {
     const remove = pressTwice({ class: 'delete' }, 'Delete', 'Delete? Press again', () => {
       this.remove(id).catch(this.onError);
     });
+    const pin = () => {
+      close();
+      this.change(id, { pinned: !record.pinned }).catch(this.onError);
+    };
     panel.append(
       h('button', { type: 'button', class: 'rename', onclick: rename }, 'Rename'),
+      h('button', { type: 'button', class: 'pin', onclick: pin }, record.pinned ? 'Unpin' : 'Pin'),
       ...EXPORTS.map(({ format, extension, label }) =>
         h(
           'button',
@@ -284,6 +288,27 @@ export class ConversationList {
       remove,
     );
     return wrapper;
+  }
+
+  /** Rename, pin or unpin the conversation (`PATCH /session/{id}` with `change`), and keep
+   * the keyboard on it in its new place. */
+  async change(id, change) {
+    await getJson(`/session/${encodeURIComponent(id)}`, {
+      method: 'PATCH',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify(change),
+    });
+    await this.refresh();
+    this.focusOn(id);
+  }
+
+  /** The keyboard on a conversation of the list (the list's one tab stop), if it is there. */
+  focusOn(id) {
+    const button = this.openButton(id);
+    if (button) {
+      this.tabStop(button);
+      button.focus();
+    }
   }
 
   /** The title becomes a box: Enter saves (`PATCH /session/{id}`), Escape gives up. */
@@ -316,7 +341,7 @@ export class ConversationList {
       const wanted = input.value.trim();
       if (!wanted) return;
       close();
-      this.rename(id, wanted).catch(this.onError);
+      this.change(id, { title: wanted }).catch(this.onError);
     });
     form.addEventListener('focusout', (event) => {
       if (!form.contains(event.relatedTarget)) close();
@@ -334,15 +359,6 @@ export class ConversationList {
     input.select();
   }
 
-  async rename(id, title) {
-    await getJson(`/session/${encodeURIComponent(id)}`, {
-      method: 'PATCH',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ title }),
-    });
-    await this.refresh();
-    this.openButton(id)?.focus();
-  }
 
   async remove(id) {
     await send(`/session/${encodeURIComponent(id)}`, { method: 'DELETE' });
