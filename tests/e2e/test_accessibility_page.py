@@ -74,3 +74,33 @@ async def test_a_deck_passes_axe(page: Page, app_url: str, upstreams: Upstreams)
 
     found = await serious_violations(page)
     assert found == [], str(found)
+
+
+CODE = """Here it is:
+
+```python
+# Greets everyone, twice.
+def greet(names: list[str]) -> None:
+    for name in names * 2:
+        print(f"Hello, {name}!", len(name), True)
+```
+"""
+
+
+async def test_coloured_code_is_readable_in_both_schemes(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(Reply.text(CODE), Reply.text('{"questions": ["One?", "Two?", "Three?"]}'))
+    await page.goto(app_url)
+    turn = await ask(page, "Show me a greeting in Python")
+    await expect(turn).to_have_attribute("data-status", "completed")
+    code = turn.locator(".answer pre code")
+    await expect(code).to_have_attribute("data-highlighted", "yes")
+    kinds = await code.evaluate(
+        "c => [...new Set([...c.querySelectorAll('span')].map(s => s.className))].sort()"
+    )
+    found = await serious_violations(page)
+    await page.screenshot(path=artifact("code-answer.png"))
+
+    assert {"hljs-keyword", "hljs-string", "hljs-comment", "hljs-title function_"} <= set(kinds)
+    assert found == [], str(found)

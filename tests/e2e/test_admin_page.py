@@ -85,7 +85,7 @@ async def test_an_admin_stops_a_users_turn_reads_usage_and_sets_limits(
                     "alice",
                     "Alice's long question",
                     "Alice's",
-                    "👎 bad",
+                    "Bad",
                     "Cut short.",
                     re.compile("."),
                 ]

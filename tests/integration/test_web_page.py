@@ -12,14 +12,14 @@ import httpx
 from app.api.web import WEB_DIR
 from tests.integration.service import running_service, service_settings
 
-LOCAL_REFERENCE = re.compile(r"""(?:src|href)="([^"]+)"|from '([^']+)'""")
+LOCAL_REFERENCE = re.compile(r"""(?:src|href)="([^"]+)"|from '([^']+)'|import\('([^']+)'\)""")
 SOURCES = ["index.html", "app.css", *(f"js/{p.name}" for p in (WEB_DIR / "js").glob("*.js"))]
 
 
 def local_references(name: str) -> list[str]:
-    """The files `name` loads: src/href attributes, and ES module imports."""
+    """The files `name` loads: src/href attributes, and ES module imports, static or not."""
     text = (WEB_DIR / name).read_text()
-    found = [a or b for a, b in LOCAL_REFERENCE.findall(text)]
+    found = ["".join(groups) for groups in LOCAL_REFERENCE.findall(text)]
     return [posixpath.normpath(posixpath.join(posixpath.dirname(name), ref)) for ref in found]
 
 
@@ -32,7 +32,11 @@ def test_page_sources_name_no_other_host() -> None:
 def test_vendored_files_are_the_recorded_npm_files() -> None:
     readme = (WEB_DIR / "vendor" / "README.md").read_text()
     rows = re.findall(r"\| `([\w/.]+\.js)` \|[^\n]*\| `([0-9a-f]{64})` \|", readme)
-    assert {name for name, _ in rows} == {"marked/marked.esm.js", "dompurify/purify.es.js"}
+    assert {name for name, _ in rows} == {
+        "marked/marked.esm.js",
+        "dompurify/purify.es.js",
+        "highlight/highlight.min.js",
+    }
     for name, digest in rows:
         data = (WEB_DIR / "vendor" / name).read_bytes()
         assert hashlib.sha256(data).hexdigest() == digest, name
@@ -59,6 +63,7 @@ async def test_root_serves_the_page_and_everything_it_loads(
     assert "<title>dodo-agent</title>" in page.text
     assert "js/main.js" in assets
     assert "vendor/marked/marked.esm.js" in assets
+    assert "vendor/highlight/highlight.min.js" in assets
     for ref, response in assets.items():
         assert response.status_code == 200, ref
         if ref.endswith(".js"):

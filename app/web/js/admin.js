@@ -139,7 +139,7 @@ export class AdminScreen extends Screen {
     this.ratings.tBodies[0].replaceChildren(
       ...rated.map((r) => {
         const row = h('tr', { 'data-user': r.userId, 'data-turn': r.turnId });
-        const verdict = r.rating === 'down' ? '👎 bad' : '👍 good';
+        const verdict = r.rating === 'down' ? 'Bad' : 'Good';
         row.append(
           ...cells(r.userId),
           h('td', { class: 'question-cell', title: r.question }, shortened(r.question)),

@@ -47,16 +47,3 @@ export function copyButton({ className, name }, text) {
   });
   return h('span', { class: `copy ${className}` }, button, said);
 }
-
-/** A copy button on each code block of rendered Markdown (drawn again with each render). */
-export function addCodeCopy(element) {
-  for (const pre of element.querySelectorAll('pre')) {
-    const code = pre.querySelector('code') ?? pre;
-    pre.classList.add('has-copy');
-    pre.prepend(
-      copyButton({ className: 'code-copy', name: 'Copy code' }, () =>
-        code.textContent.replace(/\n$/, ''),
-      ),
-    );
-  }
-}

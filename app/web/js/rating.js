@@ -5,9 +5,17 @@
 import { h } from './dom.js';
 
 const VERDICTS = [
-  ['up', '👍', 'Good answer'],
-  ['down', '👎', 'Bad answer'],
+  ['up', 'Good answer'],
+  ['down', 'Bad answer'],
 ];
+
+/** A thumb (the page's `#thumb-icon`), drawn rather than an emoji, which not every system
+ * has a font for; the down one is the up one turned over. */
+function thumb(rating) {
+  const icon = document.getElementById('thumb-icon').content.firstElementChild.cloneNode(true);
+  icon.classList.add(rating);
+  return icon;
+}
 
 export class RatingControls {
   /** `rate(rating, comment)` stores a verdict (null takes it back) and rejects on failure;
@@ -18,7 +26,7 @@ export class RatingControls {
     this.rating = null;
     this.comment = null;
     this.buttons = new Map(
-      VERDICTS.map(([rating, face, name]) => [
+      VERDICTS.map(([rating, name]) => [
         rating,
         h(
           'button',
@@ -30,7 +38,7 @@ export class RatingControls {
             'aria-pressed': 'false',
             onclick: () => this.press(rating),
           },
-          face,
+          thumb(rating),
         ),
       ]),
     );

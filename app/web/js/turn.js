@@ -7,7 +7,8 @@ import { download } from './api.js';
 import { h, jsonList } from './dom.js';
 import { renderMarkdown, safeUrl } from './markdown.js';
 import { ApprovalView } from './approvals.js';
-import { addCodeCopy, copyButton } from './clipboard.js';
+import { copyButton } from './clipboard.js';
+import { dressCodeBlocks } from './codeblocks.js';
 import { DeckView } from './deck.js';
 import { PlanView } from './plan.js';
 import { addPreview } from './previews.js';
@@ -267,7 +268,9 @@ export class TurnView {
     this.renderTimer ??= setTimeout(() => this.render(), RENDER_EVERY_MS);
   }
 
-  render() {
+  /** Draw the answer as it stands; `final`: the run has ended (its code is coloured, as
+   * it is in any drawing after the end). */
+  render(final = false) {
     clearTimeout(this.renderTimer);
     this.renderTimer = null;
     // A research plan's checklist shows the progress the thinking lines tell: once is enough.
@@ -275,7 +278,7 @@ export class TurnView {
     if (!this.thinking.hidden) this.thinkingBody.textContent = this.thinkingText;
     renderMarkdown(this.answer, this.answerText);
     linkCitations(this.answer, this.refs);
-    addCodeCopy(this.answer);
+    dressCodeBlocks(this.answer, final || this.el.dataset.status !== 'running');
   }
 
   /** A tool call: its name and what it was asked (a query, a page), its output on demand,
@@ -430,7 +433,7 @@ export class TurnView {
   }
 
   finish(status, totalMs) {
-    this.render();
+    this.render(true);
     for (const { item, state } of this.toolItems.values()) {
       if (item.classList.contains('running')) state.textContent = status;
     }
