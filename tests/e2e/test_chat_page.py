@@ -269,6 +269,22 @@ async def test_a_pinned_conversation_leads_the_list_until_unpinned(
         await expect(entries).to_have_text(["Today", "Second question", "First question"])
 
 
+async def test_keys_start_a_new_chat_and_reach_the_search_box(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(Reply.text("Hello."), Reply.text('{"questions": ["A?", "B?", "C?"]}'))
+    await page.goto(app_url)
+    turn = await ask(page, "Hi")
+    await expect(turn).to_have_attribute("data-status", "completed")
+
+    await page.locator("#question").press("Control+k")
+    await expect(page.locator("#search-input")).to_be_focused()
+    await page.keyboard.press("Control+Shift+O")
+    await expect(page.locator(".turn")).to_have_count(0)
+    await expect(page.locator("#question")).to_be_focused()
+    assert "#c=" not in page.url
+
+
 INJECTED = (
     'Look: <img src="missing.png" onerror="window.__pwned = true">'
     "<script>window.__pwned = true</script> "

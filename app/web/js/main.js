@@ -817,6 +817,19 @@ document.addEventListener('keydown', (event) => {
   if (event.key === 'Escape' && document.body.classList.contains('sidebar-open')) {
     closeSidebar();
     ui.menuButton.focus();
+    return;
+  }
+  // Ctrl (Cmd on a Mac) with Shift+O starts a new chat, with K goes to the search box:
+  // the keys other chat pages use, so hands need not learn ours.
+  const command = (event.ctrlKey || event.metaKey) && !event.altKey;
+  const key = event.key.toLowerCase();
+  if (command && event.shiftKey && key === 'o') {
+    event.preventDefault();
+    newChat();
+  } else if (command && !event.shiftKey && key === 'k') {
+    event.preventDefault();
+    if (window.matchMedia('(max-width: 760px)').matches) openSidebar();
+    $('search-input').focus();
   }
 });
 window.addEventListener('hashchange', () => {
