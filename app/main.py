@@ -46,6 +46,7 @@ from app.api import (
     runs,
     search,
     sessions,
+    shared,
     usage,
 )
 from app.api.a2a import install_a2a
@@ -84,6 +85,7 @@ from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
 from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
+from app.store.shares import SqlShares
 from app.store.titles import SqlTitles
 from app.store.usage import SqlUsage
 from app.store.user_limits import SqlUserLimits
@@ -230,6 +232,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             search=SqlTurnSearch(db),
             usage=SqlUsage(db),
             ratings=SqlRatings(db),
+            shares=SqlShares(db, store),
             tasks=tasks,
             runs=run_registry,
             turns=turns,
@@ -354,6 +357,7 @@ def create_app(
     app.include_router(runs.router)
     app.include_router(search.router)
     app.include_router(sessions.router)
+    app.include_router(shared.router)
     app.include_router(export.router)
     app.include_router(files.router)
     app.include_router(metrics.router)

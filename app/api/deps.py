@@ -21,6 +21,7 @@ from app.store.auth_keys import SqlAuthKeys
 from app.store.base import ConversationTitles, SessionStore, TurnSearch
 from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
+from app.store.shares import SqlShares
 from app.store.usage import SqlUsage
 from app.tasks.base import Tasks
 from app.tasks.runs import RunRegistry
@@ -56,6 +57,8 @@ class Services:
     search: TurnSearch
     usage: SqlUsage
     ratings: SqlRatings
+    shares: SqlShares
+    """Conversations shared by link."""
     """Users' verdicts on answers."""
     tasks: Tasks
     runs: RunRegistry

@@ -20,6 +20,7 @@ from app.core.wire import WireModel, WireTime
 from app.llm.errors import USER_MESSAGES
 from app.store.models import PUBLIC_CONFIG, TurnBase
 from app.store.records import Rating
+from app.store.shares import Share
 from app.store.titles import title_of
 from app.store.tree import ConversationTree
 
@@ -48,6 +49,8 @@ class ConversationRecord(WireModel):
     update_time: WireTime
     pinned: bool = False
     """Pinned by the user: the list gives the pinned conversations first."""
+    shared: bool = False
+    """Shared by link (`POST /session/{id}/share`)."""
 
 
 class ConversationPage(WireModel):
@@ -261,6 +264,67 @@ async def rate_turn(
     if not rated:
         raise ApiError(404, "Turn not found in this conversation")
     return ok(Rated(turn_id=turn_id, rating=body.rating, comment=comment))
+
+
+class ShareLink(WireModel):
+    token: str = Field(description="The link's secret: whoever holds it reads the conversation.")
+    path: str = Field(description="Where this service's page shows it: `/#s=<token>`.")
+    turn_id: int = Field(description="The last turn it shows.")
+    created_at: WireTime
+
+
+def _link(share: Share) -> ShareLink:
+    return ShareLink(
+        token=share.token,
+        path=f"/#s={share.token}",
+        turn_id=share.turn_id,
+        created_at=share.created_at,
+    )
+
+
+@router.post(
+    "/{conversation_id}/share",
+    summary="Share a conversation by link, up to its latest turn",
+    responses={404: {"description": "No such conversation of the caller's"}},
+)
+async def share_conversation(
+    conversation_id: ConversationId, user: UserDep, services: ServicesDep
+) -> Envelope[ShareLink]:
+    """Anyone with the link reads the active path up to now, without signing in (`GET
+    /shared/{token}`): questions, answers and sources, not thinking, tools or files. Shared
+    again, the same link moves to the latest turn."""
+    share = await services.shares.share(user, conversation_id)
+    if share is None:
+        raise ApiError(404, "Conversation not found")
+    return ok(_link(share))
+
+
+@router.get(
+    "/{conversation_id}/share",
+    summary="A conversation's share link",
+    responses={404: {"description": "Not shared, or no such conversation of the caller's"}},
+)
+async def read_share(
+    conversation_id: ConversationId, user: UserDep, services: ServicesDep
+) -> Envelope[ShareLink]:
+    share = await services.shares.of(user, conversation_id)
+    if share is None:
+        raise ApiError(404, "This conversation is not shared")
+    return ok(_link(share))
+
+
+@router.delete(
+    "/{conversation_id}/share",
+    summary="Stop sharing a conversation",
+    responses={404: {"description": "Not shared, or no such conversation of the caller's"}},
+)
+async def unshare_conversation(
+    conversation_id: ConversationId, user: UserDep, services: ServicesDep
+) -> Envelope[None]:
+    """The link answers 404 from now on, on every instance; sharing again makes a new one."""
+    if not await services.shares.unshare(user, conversation_id):
+        raise ApiError(404, "This conversation is not shared")
+    return ok(None)
 
 
 @router.patch("/{conversation_id}", summary="Rename or pin a conversation")

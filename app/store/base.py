@@ -46,6 +46,8 @@ class ConversationSummary:
     update_time: datetime
     pinned: bool = False
     """Pinned by the user: listed before the rest."""
+    shared: bool = False
+    """Shared by link (app/store/shares.py)."""
 
 
 @dataclass(frozen=True, slots=True)

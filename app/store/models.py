@@ -37,6 +37,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     false,
     text,
 )
@@ -481,6 +482,31 @@ class AiConversationTitle(SQLModel, table=True):
 
 
 AI_CONVERSATION_TITLE: Table = AiConversationTitle.__table__  # type: ignore[attr-defined]
+
+
+class AiShare(SQLModel, table=True):
+    """A conversation shared by link, read-only, as it was up to one turn.
+
+    The token is the link's secret (anyone holding it reads the conversation without
+    signing in), so it is random and long; one share per conversation, which sharing
+    again moves to the newest turn (`app/store/shares.py`).
+    """
+
+    __tablename__ = "ai_share"
+    __table_args__ = (
+        UniqueConstraint("user_id", "conversation_id", name="uq_ai_share_conversation"),
+    )
+
+    token: str = Field(sa_column=Column(String(64), primary_key=True))
+    user_id: str = Field(max_length=128)
+    conversation_id: str = Field(max_length=128)
+    turn_id: int = Field(sa_type=_row_id())
+    """The last turn shared: the link shows the path from the first question to it."""
+    created_at: datetime = Field(sa_type=UTCDateTime)
+    """When it was shared (or shared again)."""
+
+
+AI_SHARE: Table = AiShare.__table__  # type: ignore[attr-defined]
 
 
 class A2aPushConfig(SQLModel, table=True):

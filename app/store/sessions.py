@@ -47,9 +47,11 @@ from app.store.models import AI_ACTIVE_PATH as A
 from app.store.models import AI_CONVERSATION_TITLE as TT
 from app.store.models import AI_FILE as F
 from app.store.models import AI_SESSION as T
+from app.store.models import AI_SHARE as S
 from app.store.models import StoredTurn, TurnOutcome
 from app.store.push_configs import delete_push_configs, delete_turns_push_configs
 from app.store.records import ToolCall, TurnStatus
+from app.store.shares import delete_share
 from app.store.titles import delete_title, title_of
 from app.store.tree import ChosenLeaf, ConversationTree
 
@@ -331,9 +333,11 @@ class SqlSessionStore:
                 conversations.c.total,
                 TT.c.title,
                 pinned,
+                S.c.token.is_not(None).label("shared"),
             )
             .join_from(conversations, first, first.c.id == conversations.c.first_id)
             .outerjoin(TT, (TT.c.user_id == user_id) & (TT.c.conversation_id == first.c.session_id))
+            .outerjoin(S, (S.c.user_id == user_id) & (S.c.conversation_id == first.c.session_id))
             # Pinned first; ties in time (same instant) fall back to the newest row, so pages
             # never shuffle.
             .order_by(
@@ -362,6 +366,7 @@ class SqlSessionStore:
                 create_time=row["create_time"],
                 update_time=row["last_time"],
                 pinned=bool(row["pinned"]),
+                shared=bool(row["shared"]),
             )
             for row in rows
         ]
@@ -447,6 +452,7 @@ class SqlSessionStore:
             ).all()
             await conn.execute(_forget_path(user_id, conversation_id))
             await delete_title(conn, user_id, conversation_id)
+            await delete_share(conn, user_id, conversation_id)
             await delete_push_configs(conn, user_id, conversation_id)
         gone = [
             GoneTurn(row.id, row.create_time, row.agent_type)

@@ -3,10 +3,13 @@ a private Redis."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import io
+import logging
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from uvicorn.logging import AccessFormatter
 
 from app.store.db import Database
 from tests.fakes.openai_server import FakeOpenAI
@@ -61,3 +64,23 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.kill()
+
+
+@pytest.fixture
+def access_log() -> Iterator[Callable[[], io.StringIO]]:
+    """Start writing uvicorn's access log, at INFO, as a server would: called once the
+    server runs, since uvicorn sets up its loggers (and drops other handlers) as it starts."""
+    logger = logging.getLogger("uvicorn.access")
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.setFormatter(AccessFormatter('%(client_addr)s - "%(request_line)s" %(status_code)s'))
+    level = logger.level
+
+    def start() -> io.StringIO:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        return out
+
+    yield start
+    logger.removeHandler(handler)
+    logger.setLevel(level)

@@ -3,36 +3,12 @@
 from __future__ import annotations
 
 import io
-import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-
-import pytest
-from uvicorn.logging import AccessFormatter
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import Backend, running_service, settings_for
-
-
-@pytest.fixture
-def access_log() -> Iterator[Callable[[], io.StringIO]]:
-    """Start writing uvicorn's access log, at INFO, as a server would: called once the
-    server runs, since uvicorn sets up its loggers (and drops other handlers) as it starts."""
-    logger = logging.getLogger("uvicorn.access")
-    out = io.StringIO()
-    handler = logging.StreamHandler(out)
-    handler.setFormatter(AccessFormatter('%(client_addr)s - "%(request_line)s" %(status_code)s'))
-    level = logger.level
-
-    def start() -> io.StringIO:
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-        return out
-
-    yield start
-    logger.removeHandler(handler)
-    logger.setLevel(level)
 
 
 async def test_the_access_log_never_shows_what_a_stream_was_asked(

@@ -41,6 +41,8 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/session/{conversation_id}/active": {"post"},
         "/session/{conversation_id}/turns/{turn_id}": {"delete"},
         "/session/{conversation_id}/turns/{turn_id}/rating": {"put"},
+        "/session/{conversation_id}/share": {"get", "post", "delete"},
+        "/shared/{token}": {"get"},
         "/health": {"get"},
         "/ready": {"get"},
         "/metrics": {"get"},
