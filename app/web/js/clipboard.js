@@ -7,7 +7,7 @@ import { h } from './dom.js';
 
 const SAID_MS = 2000;
 
-async function copyText(text) {
+export async function copyText(text) {
   if (navigator.clipboard && window.isSecureContext) {
     try {
       await navigator.clipboard.writeText(text);

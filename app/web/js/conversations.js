@@ -12,6 +12,7 @@
 // passes the whole list with one Tab. The open conversation is scrolled into view.
 
 import { download, getJson, send } from './api.js';
+import { copyText } from './clipboard.js';
 import { h, pressTwice } from './dom.js';
 
 const PAGE_SIZE = 20;
@@ -49,9 +50,11 @@ function periodOf(iso, now) {
 export class ConversationList {
   /**
    * `onOpen(id)` opens a conversation, `onDeleted(id)` follows a deletion, `onError` shows
-   * one, and `agentName(type)` names an agent as the agent picker does.
+   * one and `onNotice` news (a link shared), and `agentName(type)` names an agent as the
+   * agent picker does.
    */
-  constructor({ list, empty, more, onOpen, onDeleted, onError, agentName }) {
+  constructor({ list, empty, more, onOpen, onDeleted, onError, onNotice, agentName }) {
+    this.onNotice = onNotice;
     this.agentName = agentName;
     this.list = list;
     this.empty = empty;
@@ -218,7 +221,7 @@ export class ConversationList {
     return item;
   }
 
-  /** The conversation's menu: rename, pin, its downloads, delete. */
+  /** The conversation's menu: rename, pin, share, its downloads, delete. */
   menu(record, title, item, open) {
     const id = record.conversationId;
     const panel = h('div', { class: 'menu', id: `menu-${id}`, hidden: true });
@@ -267,8 +270,24 @@ export class ConversationList {
       close();
       this.change(id, { pinned: !record.pinned }).catch(this.onError);
     };
+    const share = () => {
+      close();
+      this.share(id).catch(this.onError);
+    };
+    const unshare = () => {
+      close();
+      this.unshare(id).catch(this.onError);
+    };
     panel.append(
       h('button', { type: 'button', class: 'rename', onclick: rename }, 'Rename'),
+      h(
+        'button',
+        { type: 'button', class: 'share', onclick: share },
+        record.shared ? 'Copy share link' : 'Share link',
+      ),
+      record.shared
+        ? h('button', { type: 'button', class: 'unshare', onclick: unshare }, 'Stop sharing')
+        : null,
       h('button', { type: 'button', class: 'pin', onclick: pin }, record.pinned ? 'Unpin' : 'Pin'),
       ...EXPORTS.map(({ format, extension, label }) =>
         h(
@@ -288,6 +307,25 @@ export class ConversationList {
       remove,
     );
     return wrapper;
+  }
+
+  /** Share the conversation by link up to its latest answer (or move its link there), and
+   * copy the link. */
+  async share(id) {
+    const link = await getJson(`/session/${encodeURIComponent(id)}/share`, { method: 'POST' });
+    const url = new URL(link.path, location.href).href;
+    const copied = await copyText(url);
+    await this.refresh();
+    this.onNotice(
+      `${copied ? 'Link copied' : 'The link'}: anyone who has it can read this conversation ` +
+        `up to its latest answer, without signing in. ${url}`,
+    );
+  }
+
+  async unshare(id) {
+    await send(`/session/${encodeURIComponent(id)}/share`, { method: 'DELETE' });
+    await this.refresh();
+    this.onNotice('Not shared any more: the link no longer opens it.');
   }
 
   /** Rename, pin or unpin the conversation (`PATCH /session/{id}` with `change`), and keep

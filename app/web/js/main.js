@@ -27,6 +27,7 @@ import { ModelPicker } from './models.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
 import { closeScreens } from './screen.js';
+import { showShared } from './shared.js';
 import { showWelcome } from './welcome.js';
 
 const $ = (id) => document.getElementById(id);
@@ -77,6 +78,7 @@ const account = new AccountScreen({
   modelName: (id) => models.nameOf(id),
 });
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
+const SHARED_HASH = /^#s=([A-Za-z0-9_-]{16,64})$/;
 const RUNS_POLL_MS = 5000;
 const tabs = 'BroadcastChannel' in window ? new BroadcastChannel('dodo-agent.turns') : null;
 
@@ -103,6 +105,7 @@ const conversations = new ConversationList({
     if (id === state.conversationId) newChat();
   },
   onError: showError,
+  onNotice: (message) => showNotice(message, 'info'),
   agentName,
 });
 
@@ -123,8 +126,10 @@ function newConversationId() {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
 }
 
-function showNotice(message) {
+/** A notice above the conversation: a failure (`error`), or news (`info`). */
+function showNotice(message, kind = 'error') {
   ui.noticeText.textContent = message;
+  ui.notice.dataset.kind = kind;
   ui.notice.hidden = false;
 }
 
@@ -833,6 +838,11 @@ document.addEventListener('keydown', (event) => {
   }
 });
 window.addEventListener('hashchange', () => {
+  // Into a shared link, or out of one: the page starts again as that page.
+  if (SHARED_HASH.test(location.hash) || document.body.classList.contains('shared-view')) {
+    location.reload();
+    return;
+  }
   const match = CONVERSATION_HASH.exec(location.hash);
   if (match && match[1] !== state.conversationId) openConversation(match[1]);
 });
@@ -852,13 +862,19 @@ new MutationObserver(() => {
 }).observe(ui.messages, { childList: true, subtree: true, characterData: true });
 
 composer.useDraft(null);
-startSignIn().then(
-  (needed) => {
-    if (needed) showAuth('Sign in (the button above), or enter an API key.');
-    else load();
-  },
-  (error) => {
-    showNotice(error.message);
-    load();
-  },
-);
+// A shared link is read by anyone, signed in or not: it needs no sign-in.
+const sharedLink = SHARED_HASH.exec(location.hash);
+if (sharedLink) {
+  showShared(sharedLink[1], { messages: ui.messages, welcome: ui.welcome }).catch(showError);
+} else {
+  startSignIn().then(
+    (needed) => {
+      if (needed) showAuth('Sign in (the button above), or enter an API key.');
+      else load();
+    },
+    (error) => {
+      showNotice(error.message);
+      load();
+    },
+  );
+}
