@@ -121,7 +121,8 @@ async def test_every_column_of_a_turn_reaches_its_history(
     }
     # A run writes every column it owns: only what this turn has none of stays empty
     # (it failed in nothing, asked about no upload, is its conversation's first question,
-    # waits for no decision, and its model has no prices).
+    # waits for no decision, and its model has no prices), and the user's verdict, which
+    # the user writes, not the run.
     assert {c.name for c in columns if row[c.name] is None} == {
         "cost_usd",
         "error",
@@ -129,6 +130,8 @@ async def test_every_column_of_a_turn_reaches_its_history(
         "parent_id",
         "pending",
         "approval_id",
+        "rating",
+        "rating_comment",
     }
 
 
