@@ -20,6 +20,7 @@ from app.api.usage import End, Start, UsagePeriod, period
 from app.auth import Caller
 from app.core.wire import WireModel, WireTime
 from app.limits.base import Rates
+from app.store.ratings import RatedTurn
 from app.store.records import Rating
 from app.store.user_limits import LimitOverride
 from app.tasks.base import TaskBackendUnavailable
@@ -54,23 +55,6 @@ class StopRun(WireModel):
 class UserUsage(WireModel):
     user_id: str
     usage: UsagePeriod
-
-
-ANSWER_CHARS = 500
-"""How much of a rated answer the list shows: enough to see what it was about."""
-
-
-class AdminRating(WireModel):
-    user_id: str
-    conversation_id: str
-    turn_id: int
-    kind: str
-    model: str | None
-    question: str
-    answer: str = Field(description=f"The answer's first {ANSWER_CHARS} characters.")
-    rating: Rating
-    comment: str | None
-    create_time: WireTime
 
 
 class UserLimits(WireModel):
@@ -141,28 +125,11 @@ async def list_ratings(
     end: End = None,
     rating: Annotated[Rating | None, Query(description="Only these; default: both.")] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
-) -> Envelope[list[AdminRating]]:
+) -> Envelope[list[RatedTurn]]:
     """Every user's turns asked in the period that their user rated up or down, with what
     they said: `rating=down` lists what users disliked."""
     start, end = period(start, end)
-    rated = await services.ratings.rated(start, end, rating, limit)
-    return ok(
-        [
-            AdminRating(
-                user_id=r.user_id,
-                conversation_id=r.conversation_id,
-                turn_id=r.turn_id,
-                kind=r.kind,
-                model=r.model,
-                question=r.question,
-                answer=r.answer[:ANSWER_CHARS],
-                rating=r.rating,
-                comment=r.comment,
-                create_time=r.create_time,
-            )
-            for r in rated
-        ]
-    )
+    return ok(await services.ratings.rated(start, end, rating, limit))
 
 
 @router.get("/users/{user_id}/limits", summary="A user's limits")

@@ -10,28 +10,33 @@ first, through a partial index that holds the rated turns only (migration
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select, update
+from pydantic import Field
+from sqlalchemy import func, select, update
 
+from app.core.wire import WireModel, WireTime
 from app.store.db import Database
 from app.store.models import AI_SESSION as T
 from app.store.records import Rating
 
+ANSWER_CHARS = 500
+"""How much of a rated answer the admins' list shows: enough to see what it was about."""
 
-@dataclass(frozen=True, slots=True)
-class RatedTurn:
+
+class RatedTurn(WireModel):
+    """A rated turn as the admins' list gives it (`GET /admin/ratings`)."""
+
     user_id: str
     conversation_id: str
     turn_id: int
     kind: str
     model: str | None
     question: str
-    answer: str
+    answer: str = Field(description=f"The answer's first {ANSWER_CHARS} characters.")
     rating: Rating
     comment: str | None
-    create_time: datetime
+    create_time: WireTime
 
 
 class SqlRatings:
@@ -69,7 +74,7 @@ class SqlRatings:
                 T.c.agent_type,
                 T.c.model,
                 T.c.question,
-                T.c.answer,
+                func.substr(T.c.answer, 1, ANSWER_CHARS).label("answer"),
                 T.c.rating,
                 T.c.rating_comment,
                 T.c.create_time,
