@@ -14,8 +14,9 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from typing import Any
 
-from sqlalchemy import Dialect, event, text
+from sqlalchemy import Dialect, Table, event, text
 from sqlalchemy import exc as sa_exc
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
@@ -91,6 +92,12 @@ class Database:
     @property
     def dialect(self) -> Dialect:
         return self.engine.dialect
+
+    def upsert(self, table: Table) -> Any:
+        """An INSERT into `table` in the dialect's own form, the one with
+        `on_conflict_do_update` (PostgreSQL's and SQLite's name it alike)."""
+        insert = postgresql.insert if self.dialect.name == "postgresql" else sqlite.insert
+        return insert(table)
 
     def prepare(self, statement: Statement, keys: Sequence[str] = ()) -> Prepared:
         return Prepared(statement, self.engine.dialect, keys)

@@ -10,10 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.db import Database
@@ -61,7 +59,6 @@ async def delete_turns_push_configs(
 class SqlPushConfigs:
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._insert: Any = postgresql.insert if db.dialect.name == "postgresql" else sqlite.insert
 
     async def put(self, user_id: str, conversation_id: str, config: PushConfig) -> None:
         """Store the config; one with the same task and id is replaced."""
@@ -76,7 +73,7 @@ class SqlPushConfigs:
             "auth_credentials": config.auth_credentials,
             "create_time": datetime.now(UTC),
         }
-        stmt = self._insert(P).values(**values)
+        stmt = self._db.upsert(P).values(**values)
         stmt = stmt.on_conflict_do_update(
             index_elements=[P.c.user_id, P.c.task_id, P.c.config_id],
             set_={

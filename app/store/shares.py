@@ -16,10 +16,8 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.base import SessionStore
@@ -57,7 +55,6 @@ class SqlShares:
     def __init__(self, db: Database, store: SessionStore) -> None:
         self._db = db
         self._store = store
-        self._insert: Any = postgresql.insert if db.dialect.name == "postgresql" else sqlite.insert
 
     async def share(self, user_id: str, conversation_id: str) -> Share | None:
         """Share the conversation up to its active leaf (the same token if it was shared
@@ -66,7 +63,7 @@ class SqlShares:
         leaf = tree.leaf_id
         if leaf is None:
             return None
-        stmt = self._insert(S).values(
+        stmt = self._db.upsert(S).values(
             token=secrets.token_urlsafe(TOKEN_BYTES),
             user_id=user_id,
             conversation_id=conversation_id,

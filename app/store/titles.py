@@ -14,7 +14,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import String, delete, exists, literal, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.base import Marks
@@ -45,7 +44,6 @@ async def delete_title(conn: AsyncConnection, user_id: str, conversation_id: str
 class SqlTitles:
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._insert: Any = postgresql.insert if db.dialect.name == "postgresql" else sqlite.insert
 
     async def mark(
         self,
@@ -66,7 +64,7 @@ class SqlTitles:
         row = select(
             literal(user_id, String), literal(conversation_id, String), *values.values()
         ).where(has_turn)
-        stmt = self._insert(TT).from_select(["user_id", "conversation_id", *values], row)
+        stmt = self._db.upsert(TT).from_select(["user_id", "conversation_id", *values], row)
         stmt = stmt.on_conflict_do_update(
             index_elements=[TT.c.user_id, TT.c.conversation_id],
             set_={name: getattr(stmt.excluded, name) for name in values},

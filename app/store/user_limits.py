@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects import postgresql, sqlite
 
 from app.store.db import Database
 from app.store.models import USER_LIMIT as L
@@ -32,7 +30,6 @@ class LimitOverride:
 class SqlUserLimits:
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._insert: Any = postgresql.insert if db.dialect.name == "postgresql" else sqlite.insert
 
     async def all(self) -> dict[str, LimitOverride]:
         query = select(L.c.user_id, L.c.max_streams, L.c.streams_per_minute, L.c.uploads_per_minute)
@@ -52,6 +49,6 @@ class SqlUserLimits:
                 "uploads_per_minute": override.uploads_per_minute,
                 "updated_at": datetime.now(UTC),
             }
-            stmt = self._insert(L).values(user_id=user_id, **values)
+            stmt = self._db.upsert(L).values(user_id=user_id, **values)
             stmt = stmt.on_conflict_do_update(index_elements=[L.c.user_id], set_=values)
             await conn.execute(stmt)
