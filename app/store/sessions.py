@@ -28,7 +28,6 @@ from sqlalchemy import (
     Delete,
     Select,
     bindparam,
-    case,
     delete,
     exists,
     func,
@@ -321,7 +320,7 @@ class SqlSessionStore:
             .subquery()
         )
         first = T.alias("first_turn")
-        pinned = case((TT.c.pinned_at.is_not(None), 1), else_=0).label("pinned")
+        pinned = TT.c.pinned_at.is_not(None).label("pinned")
         stmt = (
             select(
                 first.c.session_id,

@@ -44,11 +44,11 @@ class SharedConversation:
     """The first question to the shared turn."""
 
 
-async def delete_share(conn: AsyncConnection, user_id: str, conversation_id: str) -> None:
-    """In the caller's transaction: the conversation goes, so does its link."""
-    await conn.execute(
-        delete(S).where(S.c.user_id == user_id, S.c.conversation_id == conversation_id)
-    )
+async def delete_share(conn: AsyncConnection, user_id: str, conversation_id: str) -> bool:
+    """End the conversation's link (in the caller's transaction, when the conversation
+    goes too); False when it had none."""
+    stmt = delete(S).where(S.c.user_id == user_id, S.c.conversation_id == conversation_id)
+    return bool((await conn.execute(stmt)).rowcount)
 
 
 class SqlShares:
@@ -90,8 +90,7 @@ class SqlShares:
     async def unshare(self, user_id: str, conversation_id: str) -> bool:
         """Stop sharing; False when it was not shared."""
         async with self._db.statement() as conn:
-            stmt = delete(S).where(S.c.user_id == user_id, S.c.conversation_id == conversation_id)
-            return bool((await conn.execute(stmt)).rowcount)
+            return await delete_share(conn, user_id, conversation_id)
 
     async def shared(self, token: str) -> SharedConversation | None:
         """What the link shows; None when there is no such link, or its turn is gone."""
