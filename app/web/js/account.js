@@ -3,10 +3,18 @@
 // with a copy button), listed by their first characters, and revoked (pressed twice).
 // A key signs a script or an MCP client in as you.
 
-import { getJson } from './api.js';
+import { getJson, sendJson } from './api.js';
 import { copyButton } from './clipboard.js';
 import { h, pressTwice } from './dom.js';
-import { DAY_MS, Screen, cells, fillPeriods, periodQuery, spendCells } from './screen.js';
+import {
+  DAY_MS,
+  Screen,
+  cells,
+  fillPeriods,
+  periodQuery,
+  showRows,
+  spendCells,
+} from './screen.js';
 
 function when(time) {
   return time ? new Date(time).toLocaleString() : '—';
@@ -27,10 +35,8 @@ export class AccountScreen extends Screen {
     this.period = $('account-period');
     fillPeriods(this.period);
     this.usage = $('account-usage');
-    this.usageEmpty = $('account-usage-empty');
     this.keysSection = $('account-keys-section');
     this.keys = $('account-keys');
-    this.keysEmpty = $('account-keys-empty');
     this.newKey = $('account-new-key');
     this.keyName = $('account-key-name');
     this.keyExpiry = $('account-key-expiry');
@@ -82,11 +88,9 @@ export class AccountScreen extends Screen {
       ...Object.entries(usage.byKind).map(([kind, s]) => [`Agent · ${this.agentName(kind)}`, s]),
       ...Object.entries(usage.byModel).map(([model, s]) => [`Model · ${this.modelName(model)}`, s]),
     ];
-    const any = usage.total.turns > 0;
-    this.usageEmpty.hidden = any;
-    this.usage.hidden = !any;
-    this.usage.tBodies[0].replaceChildren(
-      ...(any ? rows : []).map(([label, spend]) =>
+    showRows(
+      this.usage,
+      (usage.total.turns > 0 ? rows : []).map(([label, spend]) =>
         h('tr', {}, h('th', { scope: 'row' }, label), ...spendCells(spend)),
       ),
     );
@@ -94,10 +98,9 @@ export class AccountScreen extends Screen {
 
   async showKeys() {
     const keys = await getJson('/auth/keys');
-    this.keysEmpty.hidden = keys.length > 0;
-    this.keys.hidden = keys.length === 0;
-    this.keys.tBodies[0].replaceChildren(
-      ...keys.map((key) => {
+    showRows(
+      this.keys,
+      keys.map((key) => {
         const label = key.name ?? `${key.prefix}…`;
         const revoke = pressTwice(
           { class: 'button danger', 'aria-label': `Revoke ${label}` },
@@ -126,11 +129,7 @@ export class AccountScreen extends Screen {
     if (this.keyExpiry.value) {
       body.expiresAt = new Date(Date.now() + Number(this.keyExpiry.value) * DAY_MS).toISOString();
     }
-    const made = await getJson('/auth/keys', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-    });
+    const made = await sendJson('POST', '/auth/keys', body);
     this.keyName.value = '';
     this.keyText.textContent = made.key;
     this.madeKey.hidden = false;

@@ -1,14 +1,15 @@
 // The admin screen, for the users `ADMIN_USERS` names (`/auth/me` says `admin`): every
 // user's running turns, with a stop for each; what each user spent over a period; the
-// answers users rated (the bad ones first of all); and one user's limits, read and set. It uses the `/admin` API only, and for anyone else its
-// button never shows (those paths answer them 404).
+// answers users rated (the bad ones first of all); and one user's limits, read and set.
+// It uses the `/admin` API only, and for anyone else its button never shows (those paths
+// answer them 404).
 //
 // While it is open it takes the chat's place (a `Screen`); the running turns are looked at
 // again every few seconds while the page is visible, as the conversation list's badges are.
 
-import { getJson } from './api.js';
+import { getJson, sendJson } from './api.js';
 import { h, pressTwice } from './dom.js';
-import { Screen, cells, fillPeriods, periodQuery, spendCells } from './screen.js';
+import { Screen, cells, fillPeriods, periodQuery, showRows, spendCells } from './screen.js';
 
 const RUNS_POLL_MS = 5000;
 const QUESTION_CHARS = 120;
@@ -35,13 +36,10 @@ export class AdminScreen extends Screen {
     this.timer = null;
     const $ = (id) => panel.querySelector(`#${id}`);
     this.runs = $('admin-runs');
-    this.runsEmpty = $('admin-runs-empty');
     this.usage = $('admin-usage');
-    this.usageEmpty = $('admin-usage-empty');
     this.period = $('admin-period');
     fillPeriods(this.period);
     this.ratings = $('admin-ratings');
-    this.ratingsEmpty = $('admin-ratings-empty');
     this.ratingFilter = $('admin-rating-filter');
     this.limitsForm = $('admin-limits');
     this.limitsUser = $('admin-limits-user');
@@ -90,9 +88,7 @@ export class AdminScreen extends Screen {
 
   async showRuns() {
     const runs = await getJson('/admin/runs');
-    this.runsEmpty.hidden = runs.length > 0;
-    this.runs.hidden = runs.length === 0;
-    this.runs.tBodies[0].replaceChildren(...runs.map((run) => this.runRow(run)));
+    showRows(this.runs, runs.map((run) => this.runRow(run)));
   }
 
   runRow(run) {
@@ -117,11 +113,8 @@ export class AdminScreen extends Screen {
   }
 
   async stop(run) {
-    await getJson('/admin/runs/stop', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ userId: run.userId, conversationId: run.conversationId }),
-    });
+    const { userId, conversationId } = run;
+    await sendJson('POST', '/admin/runs/stop', { userId, conversationId });
     await this.showRuns();
   }
 
@@ -134,10 +127,9 @@ export class AdminScreen extends Screen {
     const query = periodQuery(this.period.value);
     if (this.ratingFilter.value) query.set('rating', this.ratingFilter.value);
     const rated = await getJson(`/admin/ratings?${query}`);
-    this.ratingsEmpty.hidden = rated.length > 0;
-    this.ratings.hidden = rated.length === 0;
-    this.ratings.tBodies[0].replaceChildren(
-      ...rated.map((r) => {
+    showRows(
+      this.ratings,
+      rated.map((r) => {
         const row = h('tr', { 'data-user': r.userId, 'data-turn': r.turnId });
         const verdict = r.rating === 'down' ? 'Bad' : 'Good';
         row.append(
@@ -153,10 +145,9 @@ export class AdminScreen extends Screen {
 
   async showUsage() {
     const users = await getJson(`/admin/usage?${periodQuery(this.period.value)}`);
-    this.usageEmpty.hidden = users.length > 0;
-    this.usage.hidden = users.length === 0;
-    this.usage.tBodies[0].replaceChildren(
-      ...users.map(({ userId, usage: { total } }) => {
+    showRows(
+      this.usage,
+      users.map(({ userId, usage: { total } }) => {
         const limits = h(
           'button',
           {
@@ -205,11 +196,7 @@ export class AdminScreen extends Screen {
       body[name] = input.value === '' ? null : Number(input.value);
     }
     const userId = this.shownUser;
-    await getJson(`/admin/users/${encodeURIComponent(userId)}/limits`, {
-      method: 'PUT',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-    });
+    await sendJson('PUT', `/admin/users/${encodeURIComponent(userId)}/limits`, body);
     await this.showLimits(userId);
     this.limitsStatus.textContent = `Saved ${userId}'s limits.`;
   }

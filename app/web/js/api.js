@@ -52,6 +52,15 @@ export async function getJson(path, init) {
     : body;
 }
 
+/** The `data` of a `method` request (POST, PUT, PATCH) whose body is `body` as JSON. */
+export function sendJson(method, path, body) {
+  return getJson(path, {
+    method,
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
 const FALLBACK = {
   401: 'This server needs an API key.',
   404: 'Not found.',

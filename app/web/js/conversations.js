@@ -11,9 +11,10 @@
 // Right arrow reaches a conversation's menu (Left comes back), so a keyboard user
 // passes the whole list with one Tab. The open conversation is scrolled into view.
 
-import { download, getJson, send } from './api.js';
+import { download, getJson, send, sendJson } from './api.js';
 import { copyText } from './clipboard.js';
 import { h, pressTwice } from './dom.js';
+import { DAY_MS } from './screen.js';
 
 const PAGE_SIZE = 20;
 const RUN_LABELS = { running: 'running', queued: 'queued', paused: 'waiting for you' };
@@ -21,8 +22,6 @@ const EXPORTS = [
   { format: 'markdown', extension: 'md', label: 'Download Markdown' },
   { format: 'json', extension: 'json', label: 'Download JSON' },
 ];
-
-const DAY_MS = 86_400_000;
 
 /** When, under its heading: the time of day for today and yesterday, else the date. */
 function when(iso, period) {
@@ -259,49 +258,36 @@ export class ConversationList {
         toggle.focus();
       }
     });
-    const rename = () => {
-      close();
-      this.startRenaming(id, title, item, open);
-    };
     const remove = pressTwice({ class: 'delete' }, 'Delete', 'Delete? Press again', () => {
       this.remove(id).catch(this.onError);
     });
-    const pin = () => {
-      close();
-      this.change(id, { pinned: !record.pinned }).catch(this.onError);
-    };
-    const share = () => {
-      close();
-      this.share(id).catch(this.onError);
-    };
-    const unshare = () => {
-      close();
-      this.unshare(id).catch(this.onError);
-    };
-    panel.append(
-      h('button', { type: 'button', class: 'rename', onclick: rename }, 'Rename'),
+    // An entry closes the menu, then does its work; a failure is shown.
+    const entry = (attributes, label, act) =>
       h(
         'button',
-        { type: 'button', class: 'share', onclick: share },
-        record.shared ? 'Copy share link' : 'Share link',
-      ),
-      record.shared
-        ? h('button', { type: 'button', class: 'unshare', onclick: unshare }, 'Stop sharing')
-        : null,
-      h('button', { type: 'button', class: 'pin', onclick: pin }, record.pinned ? 'Unpin' : 'Pin'),
-      ...EXPORTS.map(({ format, extension, label }) =>
-        h(
-          'button',
-          {
-            type: 'button',
-            'data-format': format,
-            onclick: () => {
-              close();
-              const path = `/session/${encodeURIComponent(id)}/export?format=${format}`;
-              download(path, `${id}.${extension}`).catch(this.onError);
-            },
+        {
+          type: 'button',
+          ...attributes,
+          onclick: () => {
+            close();
+            Promise.resolve(act()).catch(this.onError);
           },
-          label,
+        },
+        label,
+      );
+    const path = `/session/${encodeURIComponent(id)}`;
+    panel.append(
+      entry({ class: 'rename' }, 'Rename', () => this.startRenaming(id, title, item, open)),
+      entry({ class: 'share' }, record.shared ? 'Copy share link' : 'Share link', () =>
+        this.share(id),
+      ),
+      record.shared ? entry({ class: 'unshare' }, 'Stop sharing', () => this.unshare(id)) : null,
+      entry({ class: 'pin' }, record.pinned ? 'Unpin' : 'Pin', () =>
+        this.change(id, { pinned: !record.pinned }),
+      ),
+      ...EXPORTS.map(({ format, extension, label }) =>
+        entry({ 'data-format': format }, label, () =>
+          download(`${path}/export?format=${format}`, `${id}.${extension}`),
         ),
       ),
       remove,
@@ -331,11 +317,7 @@ export class ConversationList {
   /** Rename, pin or unpin the conversation (`PATCH /session/{id}` with `change`), and keep
    * the keyboard on it in its new place. */
   async change(id, change) {
-    await getJson(`/session/${encodeURIComponent(id)}`, {
-      method: 'PATCH',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify(change),
-    });
+    await sendJson('PATCH', `/session/${encodeURIComponent(id)}`, change);
     await this.refresh();
     this.focusOn(id);
   }

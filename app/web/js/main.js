@@ -16,7 +16,7 @@
 
 import { AccountScreen } from './account.js';
 import { AdminScreen } from './admin.js';
-import { ApiError, apiKey, getJson, saveApiKey, send } from './api.js';
+import { ApiError, apiKey, getJson, saveApiKey, send, sendJson } from './api.js';
 import { startSignIn } from './auth.js';
 import { BranchControls } from './branches.js';
 import { RatingControls } from './rating.js';
@@ -67,7 +67,7 @@ function agentName(kind) {
 
 const screenParts = {
   chat: [ui.messages, ui.composer],
-  onError: (error) => showError(error),
+  onError: showError,
   agentName,
 };
 const admin = new AdminScreen({ button: $('admin-button'), panel: $('admin'), ...screenParts });
@@ -209,11 +209,8 @@ async function rate(turn, rating, comment) {
   const id = state.conversationId;
   const turnId = turn.branch.meta.id;
   if (!id || turnId === null) return;
-  await getJson(`/session/${encodeURIComponent(id)}/turns/${turnId}/rating`, {
-    method: 'PUT',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify({ rating, comment }),
-  });
+  const path = `/session/${encodeURIComponent(id)}/turns/${turnId}/rating`;
+  await sendJson('PUT', path, { rating, comment });
 }
 
 /** Take `turn` and every turn after it off the screen: a new version takes their place. */
@@ -487,11 +484,7 @@ async function switchTo(turn, turnId) {
   const by = siblings.indexOf(turnId) > siblings.indexOf(shown) ? 1 : -1;
   let detail;
   try {
-    detail = await getJson(`/session/${encodeURIComponent(id)}/active`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ turnId }),
-    });
+    detail = await sendJson('POST', `/session/${encodeURIComponent(id)}/active`, { turnId });
   } catch (error) {
     showError(error);
     return;

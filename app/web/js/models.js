@@ -31,7 +31,7 @@ function remember(conversationId, modelId) {
 }
 
 /** Dollars as a person reads them: cents for most answers, more digits for tiny ones. */
-function dollars(cost) {
+export function dollars(cost) {
   if (cost >= 0.01) return `$${cost.toFixed(2)}`;
   if (cost === 0) return '$0';
   return `$${cost.toPrecision(2)}`;

@@ -3,6 +3,7 @@
 // Also what both show of spending: a period's query and its figures as text.
 
 import { h } from './dom.js';
+import { dollars } from './models.js';
 
 export const DAY_MS = 86_400_000;
 const open = new Set();
@@ -70,14 +71,10 @@ export function periodQuery(days) {
   return new URLSearchParams({ from: from.toISOString(), to: to.toISOString() });
 }
 
-export const number = (value) => value.toLocaleString();
-
-export function cost(spend) {
-  return spend.costUsd === null ? '—' : `$${spend.costUsd.toFixed(2)}`;
-}
+const number = (value) => value.toLocaleString();
 
 /** Tokens, marked `≈` where some were counted here rather than by the provider. */
-export function tokens(count, spend) {
+function tokens(count, spend) {
   return spend.estimated ? `≈ ${number(count)}` : number(count);
 }
 
@@ -87,8 +84,16 @@ export function spendCells(spend) {
     number(spend.turns),
     tokens(spend.promptTokens, spend),
     tokens(spend.completionTokens, spend),
-    cost(spend),
+    spend.costUsd === null ? '—' : dollars(spend.costUsd),
   );
+}
+
+/** `rows` as `table`'s body: the table shows only with some, and its "none" line (the
+ * element `<table id>-empty`) only without. */
+export function showRows(table, rows) {
+  table.tBodies[0].replaceChildren(...rows);
+  table.hidden = rows.length === 0;
+  document.getElementById(`${table.id}-empty`).hidden = rows.length > 0;
 }
 
 export function cells(...values) {
