@@ -60,6 +60,7 @@ from app.api.head_timeout import HEAD_TIMEOUT_KEY
 from app.api.mcp import MCP_PATH, McpEndpoint, McpSurface
 from app.api.openapi_errors import document_errors
 from app.api.openapi_events import document_events
+from app.api.query_model import document_query_models
 from app.api.text_guard import TextGuard
 from app.api.web import WebPage
 from app.auth import check_settings as check_auth_settings
@@ -366,6 +367,7 @@ def create_app(
     app.include_router(admin.router)
     install_ag_ui(app)
     app.include_router(ai_sdk.router)
+    document_query_models(app)
     document_errors(app)
     document_events(app)
     # After the envelope is documented: A2A's own errors are documented over it.

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Annotated, Any, TypeVar
 
 import orjson
-from fastapi import APIRouter, Body, Header, Query
+from fastapi import APIRouter, Body, Depends, Header, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from app.agents.approvals import ApprovalAnswer, ApprovalMode, Decision
@@ -20,6 +20,7 @@ from app.agents.registry import AgentEntry
 from app.api.auth import CallerDep, UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
+from app.api.query_model import QueryModel
 from app.api.sse import EventStreamResponse
 from app.auth import Caller
 from app.config import DisconnectPolicy
@@ -159,6 +160,10 @@ class StreamParams(BaseModel):
         )
 
 
+StreamQuery = Annotated[StreamParams, Depends(QueryModel(StreamParams))]
+"""The query string of every stream request, GET or POST (see api/query_model.py)."""
+
+
 class StopParams(BaseModel):
     model_config = ConfigDict(populate_by_name=True)
 
@@ -254,12 +259,12 @@ def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
     }
 
     async def stream_get(
-        params: Annotated[StreamParams, Query()], caller: CallerDep, services: ServicesDep
+        params: StreamQuery, caller: CallerDep, services: ServicesDep
     ) -> EventStreamResponse:
         return await _stream(entry, params, caller, services)
 
     async def stream_post(
-        query: Annotated[StreamParams, Query()],
+        query: StreamQuery,
         caller: CallerDep,
         services: ServicesDep,
         body: Annotated[StreamParams | None, Body()] = None,

@@ -75,6 +75,29 @@ async def test_hostile_requests_answer_a_4xx_in_the_envelope(
     assert health.status_code == 200
 
 
+async def test_a_stream_parameter_out_of_its_values_is_422_naming_it(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """GET or POST, the query string's fields are checked before anything is stored."""
+    c1 = {"query": "hi", "conversationId": "c1"}
+    async with running_service(service_settings(tmp_path, sqlite_url)) as client:
+        refused = [
+            await client.get("/agent/chat/stream", params={**c1, "onDisconnect": "later"}),
+            await client.post("/agent/chat/stream", params={"toolApproval": "maybe"}, json=c1),
+            await client.get("/agent/chat/stream", params={**c1, "approval": "{not json"}),
+        ]
+        stored = await client.get("/session/c1")
+
+    assert [r.status_code for r in refused] == [422, 422, 422]
+    assert [r.json()["message"].split(":")[1].strip() for r in refused] == [
+        "onDisconnect",
+        "toolApproval",
+        "approval",
+    ]
+    assert refused[0].json()["message"].endswith("Input should be 'continue' or 'cancel'")
+    assert stored.status_code == 404
+
+
 async def test_a_query_string_longer_than_any_query_is_414(tmp_path: Path, sqlite_url: str) -> None:
     settings = service_settings(tmp_path, sqlite_url, query_max_chars=100)
     async with running_service(settings) as client:
