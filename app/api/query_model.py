@@ -54,7 +54,7 @@ def document_query_models(app: FastAPI) -> None:
 def _with_query_models(app: FastAPI, document: dict[str, Any]) -> dict[str, Any]:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
     for route in app.routes:
-        if not isinstance(route, APIRoute):
+        if not isinstance(route, APIRoute) or not route.include_in_schema:
             continue
         for dependency in route.dependant.dependencies:
             if not isinstance(dependency.call, QueryModel):
