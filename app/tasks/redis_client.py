@@ -7,7 +7,8 @@ password; they share this module so the two cannot drift apart.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
 from typing import cast
@@ -15,12 +16,18 @@ from urllib.parse import urlsplit, urlunsplit
 
 import hiredis
 from redis.asyncio import BlockingConnectionPool, Redis
-from redis.asyncio.connection import Connection, SSLConnection, UnixDomainSocketConnection
+from redis.asyncio.connection import (
+    AbstractConnection,
+    Connection,
+    SSLConnection,
+    UnixDomainSocketConnection,
+)
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import DataError, RedisError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
 from app.tasks.base import TaskBackendUnavailable
@@ -55,15 +62,43 @@ class _HiredisPacking:
             raise DataError(str(exc)) from exc
 
 
-class _PackedConnection(_HiredisPacking, Connection):
+class _CancellableWrites(AbstractConnection):
+    """A command's write bounded by `asyncio.timeout`, which hands a cancel on.
+
+    redis-py bounds it with `asyncio.wait_for`, which on Python 3.11 returns
+    normally when its caller is cancelled just as the write ends (CPython
+    gh-86296, fixed in 3.12): the cancel is lost and a task told to stop runs
+    on. A shutdown waited forever that way on the dead-instance sweeper, whose
+    loop went on sweeping; a stop landing on a run's Redis command would have
+    let the run go on.
+    """
+
+    async def send_packed_command(
+        self, command: bytes | str | Iterable[bytes], check_health: bool = True
+    ) -> None:
+        bound = self.socket_timeout
+        if not bound:
+            await super().send_packed_command(command, check_health)
+            return
+        self.socket_timeout = None  # redis-py writes without `wait_for` then
+        try:
+            async with asyncio.timeout(bound):
+                await super().send_packed_command(command, check_health)
+        except TimeoutError:
+            raise RedisTimeoutError("Timeout writing to socket") from None
+        finally:
+            self.socket_timeout = bound
+
+
+class _PackedConnection(_HiredisPacking, _CancellableWrites, Connection):
     pass
 
 
-class _PackedSSLConnection(_HiredisPacking, SSLConnection):
+class _PackedSSLConnection(_HiredisPacking, _CancellableWrites, SSLConnection):
     pass
 
 
-class _PackedUnixConnection(_HiredisPacking, UnixDomainSocketConnection):
+class _PackedUnixConnection(_HiredisPacking, _CancellableWrites, UnixDomainSocketConnection):
     pass
 
 

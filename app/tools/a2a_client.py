@@ -200,7 +200,9 @@ class RemoteAgents:
         """Cancel the remote task, within a bound, whatever cancels this one meanwhile."""
         cancel = asyncio.ensure_future(agent.client.cancel_task(CancelTaskRequest(id=task_id)))
         try:
-            await asyncio.wait_for(asyncio.shield(cancel), CANCEL_SECONDS)
+            # Not `wait_for`: on Python 3.11 it can swallow a cancel of this task (gh-86296).
+            async with asyncio.timeout(CANCEL_SECONDS):
+                await asyncio.shield(cancel)
         except (A2AError, A2AClientError, httpx.HTTPError, TimeoutError) as exc:
             log.warning("could not cancel task %s of %s: %s", task_id, agent.card.name, exc)
 
