@@ -160,7 +160,8 @@ class StreamParams(BaseModel):
         )
 
 
-StreamQuery = Annotated[StreamParams, Depends(QueryModel(StreamParams))]
+STREAM_QUERY = QueryModel(StreamParams)
+StreamQuery = Annotated[StreamParams, Depends(STREAM_QUERY)]
 """The query string of every stream request, GET or POST (see api/query_model.py)."""
 
 
@@ -282,6 +283,7 @@ def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
             status_code=200,
             responses=responses,
             name=f"{kind}_stream_{method.lower()}",
+            openapi_extra=STREAM_QUERY.openapi_extra,
         )
 
 

@@ -10,7 +10,10 @@ once and reports errors with the same `("query", field)` locations.
 
 A dependency that takes the `Request` adds nothing to the OpenAPI document,
 so `document_query_models` puts back the parameters FastAPI itself writes for
-the model, built the first time the document is asked for (never at start-up).
+the model, built the first time the document is asked for (never at start-up),
+into each operation whose route passed `QueryModel.openapi_extra`: the
+document, not FastAPI's routing (whose included routers are its own affair),
+says which operations those are.
 """
 
 from __future__ import annotations
@@ -19,12 +22,16 @@ from typing import Annotated, Any, Generic, TypeVar
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
 
 from app.api.openapi_errors import amend_openapi
 
 Model = TypeVar("Model", bound=BaseModel)
+_MARK = "x-dodo-query-model"
+"""An operation's key naming its model (FastAPI serialises the document before it is amended),
+taken out again once the model's parameters are written in."""
+_MODELS: dict[str, type[BaseModel]] = {}
+"""Each `QueryModel`'s model by the name its routes' operations carry."""
 
 
 class QueryModel(Generic[Model]):
@@ -32,6 +39,10 @@ class QueryModel(Generic[Model]):
 
     def __init__(self, model: type[Model]) -> None:
         self.model = model
+        name = f"{model.__module__}.{model.__qualname__}"
+        _MODELS[name] = model
+        self.openapi_extra: dict[str, Any] = {_MARK: name}
+        """The route's `openapi_extra`: where `document_query_models` puts the parameters."""
 
     async def __call__(self, request: Request) -> Model:
         """`async` though it never awaits: FastAPI runs a plain `def` in a worker thread."""
@@ -47,29 +58,34 @@ class QueryModel(Generic[Model]):
 
 
 def document_query_models(app: FastAPI) -> None:
-    """Make `app.openapi()` list each `QueryModel`'s fields as its routes' query parameters."""
-    amend_openapi(app, lambda document: _with_query_models(app, document))
+    """Make `app.openapi()` list each marked operation's model fields as its query parameters."""
+    amend_openapi(app, _with_query_models)
 
 
-def _with_query_models(app: FastAPI, document: dict[str, Any]) -> dict[str, Any]:
+def _with_query_models(document: dict[str, Any]) -> dict[str, Any]:
     schemas = document.setdefault("components", {}).setdefault("schemas", {})
-    for route in app.routes:
-        if not isinstance(route, APIRoute) or not route.include_in_schema:
-            continue
-        for dependency in route.dependant.dependencies:
-            if not isinstance(dependency.call, QueryModel):
+    documented: dict[type[BaseModel], tuple[list[Any], dict[str, Any], dict[str, Any]]] = {}
+    for path in document.get("paths", {}).values():
+        for operation in path.values():
+            name = operation.pop(_MARK, None)
+            if name is None:
                 continue
-            parameters, components = _as_fastapi_documents(dependency.call.model)
+            model = _MODELS[name]
+            if model not in documented:
+                documented[model] = _as_fastapi_documents(model)
+            parameters, refused, components = documented[model]
             for name, schema in components.items():
                 schemas.setdefault(name, schema)
-            for method in route.methods or ():
-                operation = document["paths"][route.path_format][method.lower()]
-                operation["parameters"] = parameters + operation.get("parameters", [])
+            operation["parameters"] = parameters + operation.get("parameters", [])
+            operation.setdefault("responses", {}).setdefault("422", refused)
     return document
 
 
-def _as_fastapi_documents(model: type[BaseModel]) -> tuple[list[Any], dict[str, Any]]:
-    """The query parameters, and the schemas they refer to, FastAPI writes for `model`."""
+def _as_fastapi_documents(
+    model: type[BaseModel],
+) -> tuple[list[Any], dict[str, Any], dict[str, Any]]:
+    """What FastAPI writes for a route taking `model` from the query string: its parameters,
+    its 422 answer, and the schemas they refer to."""
     probe = FastAPI()
 
     async def endpoint(params: BaseModel) -> None:
@@ -79,8 +95,6 @@ def _as_fastapi_documents(model: type[BaseModel]) -> tuple[list[Any], dict[str, 
     endpoint.__annotations__ = {"params": Annotated[model, Query()], "return": None}
     probe.add_api_route("/", endpoint, methods=["GET"])
     document = probe.openapi()
-    parameters: list[Any] = document["paths"]["/"]["get"]["parameters"]
+    operation = document["paths"]["/"]["get"]
     components: dict[str, Any] = document.get("components", {}).get("schemas", {})
-    for name in ("HTTPValidationError", "ValidationError"):
-        components.pop(name, None)
-    return parameters, components
+    return operation["parameters"], operation["responses"]["422"], components

@@ -81,6 +81,16 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
     }
     assert {path: set(ops) for path, ops in paths.items()} == expected
     assert "text/event-stream" in paths["/agent/chat/stream"]["get"]["responses"]["200"]["content"]
+    for method in ("get", "post"):
+        stream = paths["/agent/chat/stream"][method]
+        assert {p["name"] for p in stream["parameters"] if p["in"] == "query"} >= {
+            "query",
+            "conversationId",
+            "onDisconnect",
+            "multitaskStrategy",
+            "approval",
+        }
+        assert "x-dodo-query-model" not in stream
 
 
 async def test_cors_preflight_allows_the_original_client(tmp_path: Path) -> None:

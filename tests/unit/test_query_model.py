@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import httpx
-from fastapi import Depends, FastAPI, Query
+from fastapi import APIRouter, Depends, FastAPI, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.query_model import QueryModel, document_query_models
@@ -28,38 +28,45 @@ class Params(BaseModel):
     colour: Colour | None = Field(default=None, alias="paintColour")
 
 
-def plain_app() -> FastAPI:
-    app = FastAPI()
+QUERY = QueryModel(Params)
 
-    @app.get("/x")
+
+def plain_app() -> FastAPI:
+    routes = APIRouter(prefix="/a")
+
+    @routes.get("/x")
     async def read(params: Annotated[Params, Query()]) -> dict[str, Any]:
         return params.model_dump(by_alias=True)
 
+    app = FastAPI()
+    app.include_router(routes)
     return app
 
 
 def query_model_app() -> FastAPI:
-    app = FastAPI()
+    """As the service's routes are: on a router of their own, included in the app."""
+    routes = APIRouter(prefix="/a")
 
-    @app.get("/x")
-    async def read(params: Annotated[Params, Depends(QueryModel(Params))]) -> dict[str, Any]:
+    @routes.get("/x", openapi_extra=QUERY.openapi_extra)
+    async def read(params: Annotated[Params, Depends(QUERY)]) -> dict[str, Any]:
         return params.model_dump(by_alias=True)
 
-    @app.get("/hidden", include_in_schema=False)
-    async def hidden(params: Annotated[Params, Depends(QueryModel(Params))]) -> None:
+    @routes.get("/hidden", include_in_schema=False, openapi_extra=QUERY.openapi_extra)
+    async def hidden(params: Annotated[Params, Depends(QUERY)]) -> None:
         """Left out of the document, and no reason for building it to fail."""
 
+    app = FastAPI()
+    app.include_router(routes)
     document_query_models(app)
     return app
 
 
-def test_the_document_lists_the_parameters_fastapi_would() -> None:
+def test_the_document_is_the_one_fastapi_writes() -> None:
     plain, ours = plain_app().openapi(), query_model_app().openapi()
 
-    assert ours["paths"]["/x"]["get"]["parameters"] == plain["paths"]["/x"]["get"]["parameters"]
-    assert [p["name"] for p in ours["paths"]["/x"]["get"]["parameters"]] == ["query", "paintColour"]
-    assert ours["components"]["schemas"]["Colour"] == plain["components"]["schemas"]["Colour"]
-    assert "/hidden" not in ours["paths"]
+    assert ours == plain
+    parameters = ours["paths"]["/a/x"]["get"]["parameters"]
+    assert [p["name"] for p in parameters] == ["query", "paintColour"]
 
 
 async def test_values_and_refusals_read_the_same() -> None:
@@ -74,7 +81,7 @@ async def test_values_and_refusals_read_the_same() -> None:
     async def answers(app: FastAPI) -> list[tuple[int, Any]]:
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
-            responses = [await client.get("/x", params=ask) for ask in asks]
+            responses = [await client.get("/a/x", params=ask) for ask in asks]
         return [(r.status_code, r.json()) for r in responses]
 
     plain, ours = await answers(plain_app()), await answers(query_model_app())
