@@ -74,8 +74,8 @@ def _with_query_models(document: dict[str, Any]) -> dict[str, Any]:
             if model not in documented:
                 documented[model] = _as_fastapi_documents(model)
             parameters, refused, components = documented[model]
-            for name, schema in components.items():
-                schemas.setdefault(name, schema)
+            for schema_name, schema in components.items():
+                schemas.setdefault(schema_name, schema)
             operation["parameters"] = parameters + operation.get("parameters", [])
             operation.setdefault("responses", {}).setdefault("422", refused)
     return document

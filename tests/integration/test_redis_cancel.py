@@ -25,8 +25,8 @@ async def test_a_task_cancelled_mid_command_stops(redis_url: str) -> None:
     key = f"test-cancel:{uuid.uuid4().hex}"
     pick = random.Random(43)
 
+    # Set for a task that did not stop when cancelled, so that it ends after all.
     ran_on = asyncio.Event()
-    """Set for a task that did not stop when cancelled, so that it ends after all."""
 
     async def commands() -> None:
         while not ran_on.is_set():
