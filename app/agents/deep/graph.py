@@ -90,8 +90,15 @@ class TaskResearcher(ReActAgent):
     ) -> tuple[str, list[Source], TurnState]:
         """The task's summary and sources; its tool calls go out tagged with its id."""
         own = TurnState()
-        # Each task runs on the task role's model (`DEEP_TASK_MODEL`), the turn's by default.
-        turn = dataclasses.replace(turn, model_id=self.core.role_model("task", turn.model_id))
+        # Each task runs on the task role's model (`DEEP_TASK_MODEL`), the turn's by default,
+        # and from its own start: the plan review a turn goes on after is no tool call of the
+        # task's loop to go on with (`ReActAgent._go_on`).
+        turn = dataclasses.replace(
+            turn,
+            model_id=self.core.role_model("task", turn.model_id),
+            resumed=None,
+            answer=None,
+        )
         messages = [
             Msg.text("system", prompts.TASK.format(today=_today())),
             Msg.text("user", _task_prompt(task, inputs, brief)),
