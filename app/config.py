@@ -226,6 +226,19 @@ class Settings(BaseSettings):
     """How often each instance stores the turns whose own final store gave up (their outcomes
     kept in Redis meanwhile), once the database answers again. Needs `REDIS_URL`."""
 
+    schedules_per_user: int = Field(default=20, ge=0)
+    """Schedules one user may have; more answer 400. 0: no limit."""
+    schedule_min_seconds: float = Field(default=900.0, ge=0)
+    """Shortest time a schedule may leave between two runs (over its next few dozen due
+    times); shorter answers 400."""
+    schedule_max_failures: int = Field(default=3, ge=0)
+    """Failed runs in a row after which a schedule pauses itself (`pausedReason`); 0: never."""
+    schedule_catch_up: Literal["one", "none"] = "one"
+    """Due times missed while no instance ran: `one` run (the latest of them), or `none`."""
+    schedule_poll_seconds: float = Field(default=10.0, gt=0)
+    """Longest each instance's schedule clock sleeps; it wakes at a due time it knows of
+    sooner, and at once for a schedule made or changed on it."""
+
     memory_max_turns: int = 10
     memory_max_tokens: int = 6000
     react_max_rounds: int = 5

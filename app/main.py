@@ -44,6 +44,7 @@ from app.api import (
     health,
     metrics,
     runs,
+    schedules,
     search,
     sessions,
     shared,
@@ -76,6 +77,7 @@ from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
 from app.llm.models import open_catalog
 from app.llm.tokens import TokenCounter, install_encodings
+from app.service.schedules import ScheduleService, ScheduleSettings
 from app.service.streams import StreamService, StreamSettings
 from app.service.turns import TurnService
 from app.store.auth_keys import SqlAuthKeys
@@ -84,6 +86,7 @@ from app.store.db import Database
 from app.store.file_store import SqlFileStore
 from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
+from app.store.schedules import SqlSchedules
 from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
 from app.store.shares import SqlShares
@@ -92,6 +95,7 @@ from app.store.usage import SqlUsage
 from app.store.user_limits import SqlUserLimits
 from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
 from app.tasks.runs import RunRegistry
+from app.tasks.schedule_clock import ClockSettings
 from app.tasks.sweeper import Sweeper
 from app.tasks.unstored import UnstoredSweeper
 from app.tasks.webhooks import Webhooks
@@ -225,6 +229,28 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         stack.push_async_callback(turns.shutdown)
         made_keys = SqlAuthKeys(db)
         auth = await stack.enter_async_context(open_authenticator(settings, made_keys))
+        streams = StreamService(
+            StreamSettings.from_settings(settings),
+            turns,
+            run_registry,
+            library,
+            limits,
+            webhooks,
+            store,
+            catalog,
+        )
+        schedule_service = ScheduleService(
+            ScheduleSettings.from_settings(settings),
+            ClockSettings.from_settings(settings),
+            SqlSchedules(db),
+            streams,
+            store,
+            {entry.kind: entry for entry in app.state.agents},
+            catalog,
+            webhooks,
+            instance_id,
+            tasks.instances,
+        )
         app.state.services = Services(
             http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
@@ -237,16 +263,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             tasks=tasks,
             runs=run_registry,
             turns=turns,
-            streams=StreamService(
-                StreamSettings.from_settings(settings),
-                turns,
-                run_registry,
-                library,
-                limits,
-                webhooks,
-                store,
-                catalog,
-            ),
+            streams=streams,
+            schedules=schedule_service,
             auth=auth,
             auth_keys=made_keys,
             files=library,
@@ -258,6 +276,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             push_configs=SqlPushConfigs(db),
         )
         app.state.telemetry = telemetry
+        # Stopped first at shutdown: no run starts while the parts runs need are closing.
+        schedule_service.start()
+        stack.push_async_callback(schedule_service.close)
         # After the start, so the first request does not wait for it either.
         codecs = asyncio.create_task(prepare_codecs())
         stack.callback(codecs.cancel)
@@ -338,7 +359,7 @@ def create_app(
     app.add_middleware(
         CORSMiddleware,
         allow_origins=settings.cors_origin_list(),
-        allow_methods=["GET", "POST", "PUT", "DELETE", "OPTIONS"],
+        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
         allow_headers=[
             "Authorization",
             "Content-Type",
@@ -365,6 +386,8 @@ def create_app(
     app.include_router(usage.router)
     app.include_router(auth_keys.router)
     app.include_router(admin.router)
+    app.include_router(schedules.router)
+    app.include_router(schedules.admin_router)
     install_ag_ui(app)
     app.include_router(ai_sdk.router)
     document_query_models(app)

@@ -17,8 +17,10 @@ from alembic import context
 from sqlalchemy import Connection
 from sqlmodel import SQLModel
 
-import app.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
 from app.config import Settings
+
+# Each registers its tables on SQLModel.metadata.
+from app.store import models, schedule_models  # noqa: F401
 from app.store.db import Database
 
 config = context.config

@@ -15,6 +15,7 @@ from app.documents.library import DocumentLibrary
 from app.limits.adjusted import AdjustedLimits
 from app.llm.base import ChatModel
 from app.llm.models import ModelCatalog
+from app.service.schedules import ScheduleService
 from app.service.streams import StreamService
 from app.service.turns import TurnService
 from app.store.auth_keys import SqlAuthKeys
@@ -64,6 +65,7 @@ class Services:
     runs: RunRegistry
     turns: TurnService
     streams: StreamService
+    schedules: ScheduleService
     auth: Authenticator
     """Who a request is (app/api/auth.py); `auth.enabled` False: everyone is one local user."""
     auth_keys: SqlAuthKeys
