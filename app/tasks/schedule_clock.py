@@ -118,8 +118,10 @@ class ScheduleClock:
         self._instances = instances
         self._now = now
         self.grace = timedelta(seconds=max(60.0, 3 * self._poll))
-        """How late a due time may be run with catch-up `none`; also how long a claim may
-        wait for its turn before its claimer's life is asked about."""
+        """How late a due time may be run with catch-up `none`."""
+        self._claim_wait = timedelta(seconds=self._poll)
+        """How long a claim may wait for its turn before its claimer's life is asked about
+        (a living claimer is never judged dead: the wait only saves asking)."""
         self._woken = asyncio.Event()
         self._loop: asyncio.Task[None] | None = None
 
@@ -164,7 +166,7 @@ class ScheduleClock:
 
     async def _interrupt_dead_claims(self, now: datetime) -> None:
         """Claims whose turn never began, of instances that are dead: `interrupted`."""
-        waiting = await self._schedules.unstarted(now - self.grace)
+        waiting = await self._schedules.unstarted(now - self._claim_wait)
         others = {run: instance for run, instance in waiting if instance != self._instance_id}
         if not others:
             return
