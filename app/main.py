@@ -251,6 +251,14 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             instance_id,
             tasks.instances,
         )
+        if webhooks.enabled:
+            # Here, not at the top: push notifications need the secret, and A2A's library
+            # loads only with a configuration (or a call) that uses it.
+            from app.api.a2a.push import PushNotifications, scheduled_runs
+
+            schedule_service.on_started = scheduled_runs(
+                PushNotifications(SqlPushConfigs(db), webhooks, store), settings.a2a_public_url
+            )
         app.state.services = Services(
             http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
