@@ -21,6 +21,7 @@ import { Attachment } from './attach.js';
 import { startSignIn } from './auth.js';
 import { BranchControls } from './branches.js';
 import { RatingControls } from './rating.js';
+import { SchedulesScreen, runEveryButton } from './schedules.js';
 import { Composer } from './composer.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
@@ -87,6 +88,12 @@ const account = new AccountScreen({
   panel: $('account'),
   ...screenParts,
   modelName: (id) => models.nameOf(id),
+});
+const schedules = new SchedulesScreen({
+  button: $('schedules-button'),
+  panel: $('schedules'),
+  agents: ui.agent,
+  ...screenParts,
 });
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
 const SHARED_HASH = /^#s=([A-Za-z0-9_-]{16,64})$/;
@@ -211,6 +218,7 @@ function withBranch(turn, meta) {
     rate: (rating, comment) => rate(turn, rating, comment),
     onError: showError,
   });
+  runEveryButton(turn, { agent: () => ui.agent.value, screen: schedules });
   if (meta) turn.branch.set(meta);
   return turn;
 }
