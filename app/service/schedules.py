@@ -202,8 +202,11 @@ class ScheduleService:
     ) -> ScheduleView:
         """Change the fields named in `changes` (`ScheduleDraft`'s names); naming `rrule` or
         `cron` drops the other unless both are named. A new rule or zone starts its series
-        now; enabling it again clears why it paused, and does not run what it missed."""
+        now; enabling it again clears why it paused, and does not run what it missed.
+        Pausing alone checks nothing: a schedule whose model is gone can still be paused."""
         row = await self._owned(user_id, schedule_id)
+        if dict(changes) == {"enabled": False}:
+            return await self._pause(row, None)
         draft = replace(_draft_of(row), **_with_rule(changes))
         now = self._now()
         times_changed = (draft.rrule, draft.cron, draft.timezone) != (
@@ -226,12 +229,15 @@ class ScheduleService:
     async def set_enabled(self, schedule_id: str, enabled: bool, reason: str) -> ScheduleView:
         """An admin pauses (with `reason`) or resumes any user's schedule."""
         row = await self._owned(None, schedule_id)
-        view = await self.update(row.user_id, schedule_id, {"enabled": enabled})
-        if enabled or not row.enabled:
-            return view
-        paused = replace_row(view.schedule, paused_reason=reason)
-        await self._store.save(paused)
-        return replace(view, schedule=paused)
+        if enabled:
+            return await self.update(row.user_id, schedule_id, {"enabled": True})
+        return await self._pause(row, reason if row.enabled else row.paused_reason)
+
+    async def _pause(self, row: ScheduleRow, reason: str | None) -> ScheduleView:
+        paused = replace_row(row, enabled=False, paused_reason=reason, update_time=self._now())
+        if not await self._store.save(paused):
+            raise NotFound("Schedule not found")
+        return await self._view(paused)
 
     async def delete(self, user_id: str, schedule_id: str) -> None:
         if not await self._store.delete(user_id, schedule_id):

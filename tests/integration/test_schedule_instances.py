@@ -22,7 +22,8 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import TEST_LLM_KEY, history
+from tests.integration.service import history
+from tests.integration.test_instances import instance_env
 from tests.integration.test_schedules import runs_of
 from tests.support.polling import eventually
 from tests.support.processes import ServiceProcess
@@ -67,22 +68,16 @@ async def cluster(
     fake_llm: FakeOpenAI,
     fake_search: FakeTavily,
 ) -> AsyncIterator[Cluster]:
+    env = instance_env(postgres_url, redis_url, redis_prefix, fake_llm, fake_search)
     instances = Cluster(
         tmp_path,
         {
-            "DATABASE_URL": postgres_url,
-            "REDIS_URL": redis_url,
-            "REDIS_PREFIX": redis_prefix,
-            "LLM_BASE_URL": fake_llm.base_url,
-            "LLM_API_KEY": TEST_LLM_KEY,
-            "LLM_MODEL": "fake-model",
-            "TAVILY_API_KEY": "tvly-test",
-            "TAVILY_BASE_URL": fake_search.base_url,
-            "RECOMMENDATIONS_ENABLED": "false",
-            "LOG_LEVEL": "WARNING",
+            **env,
             "SCHEDULE_MIN_SECONDS": "1",
             "SCHEDULE_POLL_SECONDS": "1",
             "INSTANCE_DEAD_SECONDS": "2",
+            # Four instances in a test, on a PostgreSQL other tests share.
+            "DB_POOL_SIZE": "4",
         },
     )
     try:
