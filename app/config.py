@@ -20,9 +20,10 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, dataclass_transform
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Provider = Literal[
@@ -51,9 +52,21 @@ class Settings(BaseSettings):
     db_pool_size: int = 20
 
     redis_url: str = ""
-    """Empty: the in-process task registry (one instance only)."""
+    """Empty: the in-process task registry (one instance only).
+
+    With Sentinels it still gives the database number, the password and the
+    scheme (`rediss://` for TLS), and its host is not used; with a Cluster it
+    names any node (database 0)."""
     redis_prefix: str = "dodo:"
     """Prefix of every Redis key and channel, so several deployments can share one Redis."""
+    redis_sentinels: str = ""
+    """`host:port,host:port` of Redis Sentinels: the primary is asked of them, and
+    found again after they fail it over (needs REDIS_SENTINEL_MASTER)."""
+    redis_sentinel_master: str = ""
+    """The name the Sentinels monitor the primary under (`sentinel monitor <name> ...`)."""
+    redis_cluster: bool = False
+    """REDIS_URL names a node of a Redis Cluster: the others are found from it, and keys
+    carry a hash tag per user, so they spread over the nodes."""
 
     llm_provider: Provider = "openai"
     llm_base_url: str = ""
@@ -335,6 +348,30 @@ class Settings(BaseSettings):
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
 
+    @model_validator(mode="after")
+    def _redis_topology(self) -> Self:
+        """A Redis reached through Sentinels or as a Cluster is refused at start-up when the
+        settings cannot describe it, rather than failing at the first turn."""
+        sentinels = sentinel_addresses(self.redis_sentinels)
+        if not (sentinels or self.redis_cluster):
+            return self
+        if not self.redis_url:
+            raise ValueError(
+                "REDIS_SENTINELS and REDIS_CLUSTER need REDIS_URL too (its password, database"
+                " and scheme; with a Cluster, a node to start from)"
+            )
+        if sentinels and self.redis_cluster:
+            raise ValueError("REDIS_SENTINELS and REDIS_CLUSTER exclude each other: set one")
+        if sentinels and not self.redis_sentinel_master:
+            raise ValueError("REDIS_SENTINELS needs REDIS_SENTINEL_MASTER, the monitored name")
+        if self.redis_cluster and re.search(r"[{}]", self.redis_prefix):
+            raise ValueError(
+                "REDIS_PREFIX must have no { or } with REDIS_CLUSTER: the keys' hash tags follow it"
+            )
+        if self.redis_cluster and urlsplit(self.redis_url).path.strip("/") not in ("", "0"):
+            raise ValueError("a Redis Cluster has database 0 only: REDIS_URL must end /0 or /")
+        return self
+
     def user_by_key(self) -> dict[str, str]:
         """Parse API_KEYS into the SHA-256 (hex) of each key -> user; empty means auth is off.
 
@@ -395,6 +432,17 @@ class Settings(BaseSettings):
 
     def _listed_origins(self) -> list[str]:
         return [o.strip() for o in self.cors_origins.split(",") if o.strip()]
+
+
+def sentinel_addresses(listed: str) -> list[tuple[str, int]]:
+    """REDIS_SENTINELS as (host, port) pairs; `[::1]:26379` for an IPv6 address."""
+    addresses = []
+    for item in filter(None, (part.strip() for part in listed.split(","))):
+        host, _, port = item.rpartition(":")
+        if not (host and port.isdigit() and 0 < int(port) < 65536):
+            raise ValueError(f"REDIS_SENTINELS entry {item!r} must be host:port")
+        addresses.append((host.removeprefix("[").removesuffix("]"), int(port)))
+    return addresses
 
 
 @dataclass_transform(frozen_default=True)

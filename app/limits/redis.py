@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from app.limits.base import UNHELD, Action, Rates, StreamSlot, too_fast, too_many_streams
 from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import redacted, translate_errors
+from app.tasks.redis_client import translate_errors
+from app.tasks.redis_target import RedisTarget
 
 SLOT_SECONDS = 6 * 3600
 """Longest a slot is held without release: far past any turn, short of a lockout."""
@@ -78,18 +79,22 @@ class _Slot:
 
 
 class RedisUserLimits:
-    def __init__(self, url: str, prefix: str, rates: Rates, *, timeout: float = 2.0) -> None:
-        self._where = redacted(url)
+    def __init__(
+        self, target: RedisTarget | str, prefix: str, rates: Rates, *, timeout: float = 2.0
+    ) -> None:
+        target = RedisTarget.of(target)
+        self._where = target.where
         self._prefix = f"{prefix}limits:"
+        self._tagged = target.keys_tagged
         self._rates = rates
-        self._batch = SharedPipeline(url, timeout=timeout)
+        self._batch = SharedPipeline(target, timeout=timeout)
 
     async def open_stream(self, user: str, run_id: str, rates: Rates | None = None) -> StreamSlot:
         rates = rates or self._rates
         if not rates.max_streams:
             await self.take(user, "stream", rates)
             return UNHELD
-        key, bucket = f"{self._prefix}streams:{user}", f"{self._prefix}stream:{user}"
+        key, bucket = self._key("streams", user), self._key("stream", user)
         per_minute = rates.bucket("stream")
         args = (rates.max_streams, run_id, SLOT_SECONDS, per_minute)
         with translate_errors(self._where):
@@ -107,7 +112,7 @@ class RedisUserLimits:
         per_minute = (rates or self._rates).bucket(action)
         if not per_minute:
             return
-        key = f"{self._prefix}{action}:{user}"
+        key = self._key(action, user)
         with translate_errors(self._where):
             wait = float(
                 await self._batch.command(lambda pipe: pipe.eval(_TAKE_LUA, 1, key, per_minute))
@@ -117,3 +122,8 @@ class RedisUserLimits:
 
     async def close(self) -> None:
         await self._batch.close()
+
+    def _key(self, kind: str, user: str) -> str:
+        """`<prefix>limits:<kind>:<user>`; in a Redis Cluster the user is a hash tag, so a
+        user's slots and bucket share the slot the script that takes both needs."""
+        return f"{self._prefix}{kind}:" + (f"{{{user}}}" if self._tagged else user)

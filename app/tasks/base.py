@@ -36,6 +36,7 @@ from app.core.run import ConversationKey
 
 if TYPE_CHECKING:
     from redis.asyncio.client import Pipeline
+    from redis.asyncio.cluster import ClusterPipeline
 
 
 class TaskError(Exception):
@@ -194,7 +195,7 @@ class RunsBoard(Protocol):
 class BatchRelease(Protocol):
     """Releasing a claim as one command of a batch already on its way (Redis only)."""
 
-    def release_in(self, pipe: Pipeline, claim: Claim) -> None:
+    def release_in(self, pipe: Pipeline | ClusterPipeline, claim: Claim) -> None:
         """Queue `Claims.release` on `pipe`, to share a round trip (a run log's last batch)."""
         ...
 

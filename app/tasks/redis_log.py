@@ -44,7 +44,6 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from redis.asyncio.client import Pipeline
 from redis.exceptions import RedisError, ResponseError
 from redis.typing import EncodableT, FieldT
 
@@ -53,7 +52,8 @@ from app.core.frames import encode_frame
 from app.tasks.base import BatchRelease, Claim, Claims, EventsGone, TaskError
 from app.tasks.log import RunLog
 from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
+from app.tasks.redis_client import RedisPipeline, connect, milliseconds, translate_errors
+from app.tasks.redis_target import RedisTarget
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ class RedisRunLogs:
 
     def __init__(
         self,
-        url: str,
+        target: RedisTarget | str,
         prefix: str,
         claims: Claims,
         *,
@@ -104,10 +104,13 @@ class RedisRunLogs:
         timeout: float = 2.0,
         stored: StoredStatus | None = None,
     ) -> None:
-        self._batch = SharedPipeline(url, timeout=timeout, decode=False)
+        target = RedisTarget.of(target)
+        self._batch = SharedPipeline(target, timeout=timeout, decode=False)
         # Its own pool: a blocked XREAD holds a connection for up to `max_idle`.
-        self._reader = connect(url, timeout=timeout, read_timeout=max_idle + timeout, decode=False)
-        self._where = redacted(url)
+        self._reader = connect(
+            target, timeout=timeout, read_timeout=max_idle + timeout, decode=False
+        )
+        self._where = target.where
         self._prefix = prefix
         self._claims = claims
         self._releaser = releaser
@@ -275,7 +278,7 @@ class RedisRunLogs:
         appended: list[int] = []
         """Where the XADD replies are in the batch's replies."""
 
-        def fill(pipe: Pipeline) -> None:
+        def fill(pipe: RedisPipeline) -> None:
             base = len(pipe)  # the batch's pipeline holds other callers' commands before ours
             if ended and self._releaser is not None:
                 self._releaser.release_in(pipe, claim)
