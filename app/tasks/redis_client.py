@@ -19,7 +19,7 @@ import asyncio
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import Any, cast
+from typing import Any, cast, overload
 from urllib.parse import urlsplit
 
 import hiredis
@@ -196,6 +196,18 @@ def _driver() -> DriverInfo:
     paid by every connection a burst of turns opens.
     """
     return DriverInfo()
+
+
+@overload
+def connect(
+    target: str, *, timeout: float, read_timeout: float | None, decode: bool = True
+) -> Redis: ...
+
+
+@overload
+def connect(
+    target: RedisTarget | str, *, timeout: float, read_timeout: float | None, decode: bool = True
+) -> RedisClient: ...
 
 
 def connect(
