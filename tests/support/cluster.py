@@ -44,10 +44,12 @@ def migrate(env: dict[str, str]) -> None:
 
 
 class Cluster:
-    """`count` instances behind HAProxy, all with `env`; clients talk to `url`."""
+    """`count` instances behind HAProxy, all with `env`; clients talk to `url` (on `port`,
+    else a free one)."""
 
-    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
+    def __init__(self, workdir: Path, env: dict[str, str], *, port: int | None = None) -> None:
         self._workdir = workdir
+        self._port = port
         self.env = {"DATA_DIR": str(workdir / "shared-data"), **env}
         """What every instance starts with: a test may add to it before `start()`."""
         self.instances: list[ServiceProcess] = []
@@ -68,7 +70,7 @@ class Cluster:
             ServiceProcess(name, self._workdir, self.env) for name in INSTANCE_NAMES[:count]
         ]
         await asyncio.gather(*(each.start() for each in self.instances))
-        self.haproxy = HAProxy([(each.name, each.port) for each in self.instances])
+        self.haproxy = HAProxy([(each.name, each.port) for each in self.instances], port=self._port)
         self.haproxy.start()
         names = {each.name for each in self.instances}
         await eventually(

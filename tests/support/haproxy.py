@@ -33,10 +33,7 @@ CHECK_MS = 250
 def haproxy_config(
     port: int, backends: Sequence[tuple[str, int]], admin_socket: Path, check_ms: int = CHECK_MS
 ) -> str:
-    """The configuration: `backends` are (name, port) of instances on 127.0.0.1.
-
-    Used by `scripts/cluster` too, so what is tried by hand is what the tests check.
-    """
+    """The configuration: `backends` are (name, port) of instances on 127.0.0.1."""
     servers = "".join(f"  server {name} 127.0.0.1:{each} check\n" for name, each in backends)
     return (
         "global\n"
@@ -72,11 +69,17 @@ def haproxy_config(
 class HAProxy:
     """HAProxy on a free loopback port in front of instances listening on 127.0.0.1."""
 
-    def __init__(self, backends: Sequence[tuple[str, int]], *, check_ms: int = CHECK_MS) -> None:
+    def __init__(
+        self,
+        backends: Sequence[tuple[str, int]],
+        *,
+        port: int | None = None,
+        check_ms: int = CHECK_MS,
+    ) -> None:
         program = shutil.which("haproxy") or HAPROXY
         require_binary(program, "haproxy (scripts/install-cluster-tools)")
         self._program = program
-        self.port = free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._dir = Path(tempfile.mkdtemp(prefix="dodo-haproxy-"))
         self._admin = self._dir / "admin.sock"
@@ -91,6 +94,7 @@ class HAProxy:
                 [self._program, "-db", "-f", str(self._config)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                start_new_session=True,  # a Ctrl-C reaches its owner, which stops it in order
             )
         wait_for_port(self.port)
         deadline = time.monotonic() + 10

@@ -74,6 +74,7 @@ class PgBouncer:
             [self._program, *self._as_user, str(self._config)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl-C reaches its owner, which stops it in order
         )
         wait_for_port(self.port)
 

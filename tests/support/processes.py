@@ -127,6 +127,8 @@ class ServiceProcess:
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                # A Ctrl-C reaches the test (or scripts/cluster), which stops it in order.
+                start_new_session=True,
             )
         process = self._process
         async with httpx.AsyncClient(base_url=self.url, timeout=2.0) as client:
