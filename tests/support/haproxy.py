@@ -44,6 +44,7 @@ def haproxy_config(
         "  mode http\n"
         "  log global\n"
         "  option httplog\n"
+        "  option forwardfor\n"
         "  option log-health-checks\n"
         "  timeout connect 2s\n"
         "  timeout http-request 10s\n"
