@@ -28,11 +28,11 @@ MIGRATION_LOCK_KEY = 0x646F646F
 _REVISION = re.compile(r'^revision: str = "([^"]+)"', re.MULTILINE)
 
 
-POOLER_CONNECT_ARGS: dict[str, Any] = {
+ASYNCPG_POOLER_ARGS: dict[str, Any] = {
     "statement_cache_size": 0,
-    "prepared_statement_cache_size": 0,
+    "server_settings": {"client_encoding": "UTF8"},
 }
-"""asyncpg's and SQLAlchemy's statement caches off, behind a pooler in transaction mode.
+"""asyncpg's connections behind a pooler in transaction mode (`DB_TRANSACTION_POOLER`).
 
 A cached statement is a named one, prepared on whichever server session the
 pooler lent: the next transaction may get another session, where the name is
@@ -40,7 +40,14 @@ unknown, or already taken by another client's (`DuplicatePreparedStatementError`
 on `__asyncpg_stmt_1__`, which every process names its first). Without a cache
 asyncpg prepares an unnamed statement, only to learn its types, and parses it
 again in the same message as its execution, which no pooler splits.
+
+And the encoding as the server names it: asyncpg asks for `utf-8`, which a
+pooler compares as text with the `UTF8` of a session another client used, and
+sets before lending it (three `SET client_encoding` a chat turn behind PgBouncer,
+bench/README.md "What a turn costs the shared engines").
 """
+POOLER_CONNECT_ARGS: dict[str, Any] = {**ASYNCPG_POOLER_ARGS, "prepared_statement_cache_size": 0}
+"""The engine's: SQLAlchemy's own statement cache off too."""
 
 
 def create_engine(url: URL, pool_size: int, *, transaction_pooler: bool = False) -> AsyncEngine:
