@@ -120,6 +120,11 @@ class HAProxy:
             if row["pxname"] == "instances" and row["svname"] not in ("FRONTEND", "BACKEND")
         }
 
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "not started"
+        return self._process.pid
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 

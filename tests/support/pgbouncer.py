@@ -89,6 +89,11 @@ class PgBouncer:
                 self._process.wait()
             self._process = None
 
+    @property
+    def pid(self) -> int:
+        assert self._process is not None, "not started"
+        return self._process.pid
+
     def log(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
