@@ -14,7 +14,7 @@ from uvicorn.logging import AccessFormatter
 from app.store.db import Database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import TEST_LLM_KEY, Backend
+from tests.integration.service import Backend, process_env
 from tests.support.cluster import Cluster
 from tests.support.pgbouncer import PgBouncer
 from tests.support.processes import RedisServer
@@ -104,12 +104,7 @@ async def cluster(
             "AUTO_MIGRATE": "false",
             "REDIS_URL": redis_url,
             "REDIS_PREFIX": redis_prefix,
-            "LLM_BASE_URL": fake_llm.base_url,
-            "LLM_API_KEY": TEST_LLM_KEY,
-            "LLM_MODEL": "fake-model",
-            "TAVILY_API_KEY": "tvly-test",
-            "TAVILY_BASE_URL": fake_search.base_url,
-            "RECOMMENDATIONS_ENABLED": "false",
+            **process_env(fake_llm, fake_search),
             # Each costs a LibreOffice run; the tests of report files and decks turn them on.
             "DEEP_REPORT_FORMATS": "none",
             "PPTX_PDF": "false",

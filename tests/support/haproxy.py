@@ -14,18 +14,12 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
-import shutil
-import signal
-import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.conftest import require_binary
-from tests.support.processes import free_port, wait_for_port
+from tests.support.daemon import Daemon
 
-HAPROXY = "/usr/sbin/haproxy"
 CHECK_MS = 250
 """How often each instance's `/ready` is asked; two failed checks take it out of rotation."""
 
@@ -67,7 +61,7 @@ def haproxy_config(
     )
 
 
-class HAProxy:
+class HAProxy(Daemon):
     """HAProxy on a free loopback port in front of instances listening on 127.0.0.1."""
 
     def __init__(
@@ -77,27 +71,14 @@ class HAProxy:
         port: int | None = None,
         check_ms: int = CHECK_MS,
     ) -> None:
-        program = shutil.which("haproxy") or HAPROXY
-        require_binary(program, "haproxy (scripts/install-cluster-tools)")
-        self._program = program
-        self.port = port or free_port()
+        super().__init__("haproxy", "scripts/install-cluster-tools", port)
         self.url = f"http://127.0.0.1:{self.port}"
-        self._dir = Path(tempfile.mkdtemp(prefix="dodo-haproxy-"))
-        self._admin = self._dir / "admin.sock"
-        self.log_path = self._dir / "haproxy.log"
-        self._config = self._dir / "haproxy.cfg"
+        self._admin = self.dir / "admin.sock"
+        self._config = self.dir / "haproxy.cfg"
         self._config.write_text(haproxy_config(self.port, backends, self._admin, check_ms))
-        self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        with self.log_path.open("ab") as log:
-            self._process = subprocess.Popen(
-                [self._program, "-db", "-f", str(self._config)],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,  # a Ctrl-C reaches its owner, which stops it in order
-            )
-        wait_for_port(self.port)
+        self.launch("-db", "-f", str(self._config), logs_to_file=True)
         deadline = time.monotonic() + 10
         while not self._admin.exists():  # made just after the port is bound
             if time.monotonic() > deadline:
@@ -119,25 +100,3 @@ class HAProxy:
             for row in rows
             if row["pxname"] == "instances" and row["svname"] not in ("FRONTEND", "BACKEND")
         }
-
-    @property
-    def pid(self) -> int:
-        assert self._process is not None, "not started"
-        return self._process.pid
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def stop(self) -> None:
-        if self._process is not None:
-            self._process.send_signal(signal.SIGTERM)
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            self._process = None
-
-    def remove(self) -> None:
-        self.stop()
-        shutil.rmtree(self._dir, ignore_errors=True)

@@ -15,40 +15,32 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
-import tempfile
-from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from tests.conftest import require_binary
-from tests.support.processes import free_port, wait_for_port
-
-PGBOUNCER = "/usr/sbin/pgbouncer"
+from tests.support.daemon import Daemon
 
 
-class PgBouncer:
+class PgBouncer(Daemon):
     """PgBouncer on a free loopback port, passing every database through to `server_url`'s server.
 
     PgBouncer refuses to run as root; as root it switches to the `postgres`
-    system user (`-u`), in a directory of its own that user may write.
+    system user (`-u`), in a folder of its own that user may write.
     """
 
+    stop_signal = signal.SIGINT
+    """PgBouncer's own shutdown, which ends every client and server connection."""
+
     def __init__(self, server_url: str, *, server_connections: int = 8) -> None:
-        program = shutil.which("pgbouncer") or PGBOUNCER
-        require_binary(program, "pgbouncer (scripts/install-cluster-tools)")
-        self._program = program
+        super().__init__("pgbouncer", "scripts/install-cluster-tools")
         server = urlsplit(server_url)
         self._user = server.username or "postgres"
-        self.port = free_port()
-        self._dir = Path(tempfile.mkdtemp(prefix="dodo-pgbouncer-"))
         self._as_user: list[str] = []
         if os.geteuid() == 0:
-            shutil.chown(self._dir, user="postgres")
+            shutil.chown(self.dir, user="postgres")
             self._as_user = ["-u", "postgres"]
-        self.log_path = self._dir / "pgbouncer.log"
-        users = self._dir / "userlist.txt"
+        users = self.dir / "userlist.txt"
         users.write_text(f'"{self._user}" ""\n')
-        self._config = self._dir / "pgbouncer.ini"
+        self._config = self.dir / "pgbouncer.ini"
         self._config.write_text(
             "[databases]\n"
             f"* = host={server.hostname or '127.0.0.1'} port={server.port or 5432}\n"
@@ -59,9 +51,8 @@ class PgBouncer:
             f"default_pool_size = {server_connections}\nmin_pool_size = {server_connections}\n"
             "max_client_conn = 2000\n"
             f"admin_users = {self._user}\n"
-            f"logfile = {self.log_path}\npidfile = {self._dir / 'pgbouncer.pid'}\n"
+            f"logfile = {self.log_path}\npidfile = {self.dir / 'pgbouncer.pid'}\n"
         )
-        self._process: subprocess.Popen[bytes] | None = None
 
     def url(self, database_url: str) -> str:
         """`database_url` (user, database, driver) reached through this PgBouncer."""
@@ -70,33 +61,4 @@ class PgBouncer:
         return urlunsplit(parts._replace(netloc=netloc))
 
     def start(self) -> None:
-        self._process = subprocess.Popen(
-            [self._program, *self._as_user, str(self._config)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # a Ctrl-C reaches its owner, which stops it in order
-        )
-        wait_for_port(self.port)
-
-    def stop(self) -> None:
-        """SIGINT: PgBouncer's own shutdown, which ends every client and server connection."""
-        if self._process is not None:
-            self._process.send_signal(signal.SIGINT)
-            try:
-                self._process.wait(10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait()
-            self._process = None
-
-    @property
-    def pid(self) -> int:
-        assert self._process is not None, "not started"
-        return self._process.pid
-
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-    def remove(self) -> None:
-        self.stop()
-        shutil.rmtree(self._dir, ignore_errors=True)
+        self.launch(*self._as_user, str(self._config))
