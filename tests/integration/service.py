@@ -61,6 +61,19 @@ def service_settings(
     return Settings(_env_file=None, **values)
 
 
+def process_env(fake_llm: FakeOpenAI, fake_search: FakeTavily) -> dict[str, str]:
+    """The environment of the service run as a process (`ServiceProcess`) on the fake model
+    and search, one model call a turn (no follow-up questions)."""
+    return {
+        "LLM_BASE_URL": fake_llm.base_url,
+        "LLM_API_KEY": TEST_LLM_KEY,
+        "LLM_MODEL": "fake-model",
+        "TAVILY_API_KEY": "tvly-test",
+        "TAVILY_BASE_URL": fake_search.base_url,
+        "RECOMMENDATIONS_ENABLED": "false",
+    }
+
+
 @dataclass
 class Backend:
     """Where a test app keeps its state: see the `backend` fixture in conftest.py."""
