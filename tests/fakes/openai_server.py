@@ -54,7 +54,7 @@ def strict_problem(schema: Body, where: str = "()") -> str | None:
                 f"In context={where}, 'required' is required to include every property:"
                 f" {sorted(missing)}."
             )
-    for key in ("default", "minLength", "maxLength"):
+    for key in ("default", "minLength", "maxLength", "prefixItems"):
         if key in schema:
             return f"In context={where}, '{key}' is not permitted."
     children = [*schema.get("properties", {}).values(), *schema.get("$defs", {}).values()]
