@@ -16,6 +16,11 @@ native structured output the request asked for as that vendor's fake read it
 - `Reasoning`: reasoning first, in the vendor's channel (`reasoning_content`,
   thinking blocks, thought parts); `ThinkTags`: in `<think>` tags in the text.
 - `ParallelCalls`: a tool call beside the answer, which no step asked for.
+- `SchemaOnly`: holds to the schema it is sent and to nothing else: every JSON
+  step gets the least instance of the schema (tests/fakes/schema_instances.py),
+  whatever the prompt asked, so a rule the step checks but its schema leaves
+  out shows up as a failure; with no schema sent, `{}`. It alone does not
+  send the answer the test scripted (`keeps_answer`).
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import jsonschema_rs
 import orjson
 
+from tests.fakes.schema_instances import schema_instance
 from tests.fakes.scripted_server import Body, Reply, Requested, ScriptedServer
 
 Answers = Callable[[ScriptedServer, Body], "str | Reply"]
@@ -36,6 +43,9 @@ STRAY_CALL = ("web_search", {"query": "something else"})
 
 
 class Behaviour(ABC):
+    keeps_answer: ClassVar[bool] = True
+    """Whether the JSON answer the test scripted goes out, in some form."""
+
     @abstractmethod
     def reply(self, answer: str, requested: Requested | None) -> Reply:
         """How the JSON `answer` goes out, for a request asking natively for `requested`."""
@@ -108,6 +118,20 @@ class ParallelCalls(Behaviour):
         return Reply.structured(answer, extra_calls=[STRAY_CALL])
 
 
+@dataclass
+class SchemaOnly(Behaviour):
+    keeps_answer: ClassVar[bool] = False
+    pick: int = 0
+    """Which value the first choice of each answer takes (an enum's, by turns after it)."""
+
+    def reply(self, answer: str, requested: Requested | None) -> Reply:
+        if requested is None:
+            return Reply.text("{}")
+        if requested.schema is None:
+            return Reply.structured("{}")
+        return Reply.structured(orjson.dumps(schema_instance(requested.schema, self.pick)).decode())
+
+
 BEHAVIOURS: dict[str, Callable[[], Behaviour]] = {
     "native-only": NativeOnly,
     "ignores-native": IgnoresNative,
@@ -117,7 +141,10 @@ BEHAVIOURS: dict[str, Callable[[], Behaviour]] = {
     "reasoning": Reasoning,
     "think-tags": ThinkTags,
     "parallel-calls": ParallelCalls,
+    "schema-only": SchemaOnly,
 }
+ANSWER_KEEPING = {name: make for name, make in BEHAVIOURS.items() if make().keeps_answer}
+"""The behaviours whose answers carry what the test scripted, in some form."""
 
 
 @dataclass
