@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from app.core.messages import Msg
 from app.llm.base import ChatModel, UsageSink
 from app.llm.errors import ModelError
+from app.llm.json_schema import closed_object, text
 from app.llm.structured import StructuredOutputInvalid, structured
 
 log = logging.getLogger(__name__)
@@ -39,19 +40,16 @@ class FollowUps(BaseModel):
     questions: list[str]
 
 
-SCHEMA = {
-    "type": "object",
-    "properties": {
+SCHEMA = closed_object(
+    {
         "questions": {
             "type": "array",
-            "items": {"type": "string", "minLength": 1, "maxLength": QUESTION_CHARS},
+            "items": text(QUESTION_CHARS),
             "minItems": QUESTIONS,
             "maxItems": QUESTIONS,
         }
-    },
-    "required": ["questions"],
-    "additionalProperties": False,
-}
+    }
+)
 
 
 def _mend(found: FollowUps) -> tuple[FollowUps, list[str]]:

@@ -1,4 +1,5 @@
-"""A JSON Schema as OpenAI's strict structured output takes it, where it can.
+"""A JSON Schema as OpenAI's strict structured output takes it, where it can; and the two
+shapes the steps build their own schemas from (a closed object, a non-empty text).
 
 Strict mode (`response_format.json_schema.strict: true`) holds the answer to
 the schema exactly, but takes only a subset: every object closed
@@ -74,3 +75,21 @@ def _any_of(schemas: list[dict[str, Any]]) -> dict[str, Any]:
     """One schema taking any of `schemas`, each said once."""
     distinct = [s for n, s in enumerate(schemas) if s not in schemas[:n]]
     return distinct[0] if len(distinct) == 1 else {"anyOf": distinct}
+
+
+def closed_object(properties: dict[str, Any]) -> dict[str, Any]:
+    """An object with exactly these properties, every one required: what strict mode takes."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def text(budget: int | None = None) -> dict[str, Any]:
+    """A string with some character that is not a space, of at most `budget` characters."""
+    schema: dict[str, Any] = {"type": "string", "minLength": 1}
+    if budget is not None:
+        schema["maxLength"] = budget
+    return schema

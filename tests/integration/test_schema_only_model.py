@@ -119,9 +119,11 @@ async def test_three_follow_up_questions_come(tmp_path: Path) -> None:
         asked = server.system_text(body).startswith(FOLLOW_UPS)
         return '{"questions": []}' if asked else "Solar panels turn light into current."
 
-    async with app_on(
-        tmp_path, "openai", answers, SchemaOnly(), recommendations_enabled=True
-    ) as (client, _, _):
+    async with app_on(tmp_path, "openai", answers, SchemaOnly(), recommendations_enabled=True) as (
+        client,
+        _,
+        _,
+    ):
         events = await ask(client, "How do solar panels work?", "c-chat", "skills")
 
     [recommend] = [e for e in events if e["type"] == "recommend"]

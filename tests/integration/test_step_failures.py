@@ -21,7 +21,7 @@ from app.agents.deep.rules import STEP_NAMES as RESEARCH_STEPS
 from app.agents.pptx.steps import STEP_NAMES as DECK_STEPS
 from app.agents.recommend import PROMPT as FOLLOW_UPS
 from app.agents.recommend import STEP as FOLLOW_UP_STEP
-from tests.fakes.model_behaviours import IgnoresNative
+from tests.fakes.model_behaviours import Answers, IgnoresNative
 from tests.fakes.scripted_server import Body, Reply, ScriptedServer
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import app_on, ask, history
@@ -56,6 +56,11 @@ def assert_one_line(caplog: pytest.LogCaptureFixture, step: str) -> None:
     assert repr(REFUSAL) in line
 
 
+def deck_answers(model: DeckModel) -> Answers:
+    """The deck model's answers, to a request as any vendor's fake reads it."""
+    return lambda server, body: model.answer(server.system_text(body))
+
+
 def the_error(events: list[Event]) -> Event:
     [error] = [e for e in events if e["type"] == "error"]
     assert events[-1]["status"] == "failed"
@@ -69,11 +74,8 @@ async def test_a_deck_step_that_fails_names_itself(
     model = DeckModel(TITLES)
     model.answers[step] = [REFUSAL, REFUSAL]
 
-    def answers(server: ScriptedServer, body: Body) -> str | Reply:
-        return model.answer(server.system_text(body))
-
     caplog.set_level(logging.WARNING, LOGGER)
-    async with app_on(tmp_path, "openai", answers, IgnoresNative()) as (client, _, _):
+    async with app_on(tmp_path, "openai", deck_answers(model), IgnoresNative()) as (client, _, _):
         events = await ask(client, "5 friendly slides on solar power", "c-deck", "pptx")
         [stored] = await history(client, "c-deck")
 
@@ -98,11 +100,8 @@ async def test_a_change_to_a_deck_that_fails_names_its_step(
     model = DeckModel(TITLES, modified=TITLES)
     model.answers[step] = [REFUSAL, REFUSAL]
 
-    def answers(server: ScriptedServer, body: Body) -> str | Reply:
-        return model.answer(server.system_text(body))
-
     caplog.set_level(logging.WARNING, LOGGER)
-    async with app_on(tmp_path, "openai", answers, IgnoresNative()) as (client, _, _):
+    async with app_on(tmp_path, "openai", deck_answers(model), IgnoresNative()) as (client, _, _):
         built = await ask(client, "5 friendly slides on solar power", "c-deck", "pptx")
         changed = await ask(client, change, "c-deck", "pptx")
         stored = await history(client, "c-deck")
@@ -155,7 +154,8 @@ async def test_follow_ups_that_fail_are_left_out_and_logged_once(
     assert events[-1]["status"] == "completed"
     assert [e for e in events if e["type"] in ("recommend", "error")] == []
     [line] = step_lines(caplog)
-    assert f"structured step {FOLLOW_UP_STEP!r} failed on model default (fake-model) after 1" in line
+    assert f"structured step {FOLLOW_UP_STEP!r} failed on model default (fake-model)" in line
+    assert "after 1 answers" in line
     assert repr(REFUSAL) in line
 
 
@@ -165,11 +165,8 @@ async def test_a_message_that_cannot_be_routed_starts_a_new_deck_and_is_logged_o
     model = DeckModel(TITLES)
     model.answers["INTENT"] = [REFUSAL]
 
-    def answers(server: ScriptedServer, body: Body) -> str | Reply:
-        return model.answer(server.system_text(body))
-
     caplog.set_level(logging.WARNING, LOGGER)
-    async with app_on(tmp_path, "openai", answers, IgnoresNative()) as (client, _, _):
+    async with app_on(tmp_path, "openai", deck_answers(model), IgnoresNative()) as (client, _, _):
         await ask(client, "5 friendly slides on solar power", "c-deck", "pptx")
         second = await ask(client, "Now one on wind power", "c-deck", "pptx")
 

@@ -109,7 +109,7 @@ def test_an_outline_one_short_of_its_closing_slide_or_one_too_long_is_mended() -
                 OutlineSlide(title="Extra", page_type="bullets"),
                 *five.slides[2:],
             ]
-        }  # fmt: skip
+        }
     )
     ends = five.model_copy(
         update={"slides": [s.model_copy(update={"page_type": "bullets"}) for s in five.slides]}
@@ -120,8 +120,13 @@ def test_an_outline_one_short_of_its_closing_slide_or_one_too_long_is_mended() -
     assert mended.slides[-1].title == "Solar power"
     assert notes == ["the outline had no closing slide: one titled as the deck was added."]
     mended, notes = mend_outline(long, 5, OCEAN)
-    assert [s.title for s in mended.slides] == ["Solar power", "Agenda", "Extra", "How it works",
-                                                "Thanks"]  # fmt: skip
+    assert [s.title for s in mended.slides] == [
+        "Solar power",
+        "Agenda",
+        "Extra",
+        "How it works",
+        "Thanks",
+    ]
     assert notes == ["the outline had 6 slides; 1 dropped ('Costs') to make 5."]
     mended, notes = mend_outline(ends, 5, OCEAN)
     assert [s.page_type for s in mended.slides] == [

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.agents.deep.state import ClarifyDecision, Critique, PlanAnswer, PlannedTaskOut
+from app.llm.json_schema import closed_object, text
 
 Schema = dict[str, Any]
 STEP_NAMES = {
@@ -25,27 +26,17 @@ STEP_NAMES = {
 """Each structured step as the user reads it, in the sentence of its failure."""
 
 
-def _closed(properties: dict[str, Schema]) -> Schema:
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
-
-
 def plan_schema(max_tasks: int) -> Schema:
-    name: Schema = {"type": "string", "minLength": 1}
-    task = _closed(
+    task = closed_object(
         {
-            "id": name,
-            "title": name,
+            "id": text(),
+            "title": text(),
             "goal": {"type": "string"},
             "dependsOn": {"type": "array", "items": {"type": "string"}},
         }
     )
     tasks = {"type": "array", "items": task, "minItems": 1, "maxItems": max_tasks}
-    return _closed({"tasks": tasks})
+    return closed_object({"tasks": tasks})
 
 
 def mend_plan(plan: PlanAnswer, max_tasks: int) -> tuple[PlanAnswer, list[str]]:

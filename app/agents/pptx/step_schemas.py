@@ -21,6 +21,8 @@ from typing import Any, get_args
 
 from app.agents.pptx.schema import ChartData
 from app.agents.pptx.templates import FieldSpec, PageSpec, TemplateSpec
+from app.llm.json_schema import closed_object as closed
+from app.llm.json_schema import text
 
 Schema = dict[str, Any]
 MIN_SLIDES = 3
@@ -28,24 +30,6 @@ MAX_SLIDES = 30
 """What a requirement may ask for at all (`Requirement.slide_count`); the setting's own
 limit is asked about by the step, not refused by the schema."""
 CHART_TYPES = list(get_args(ChartData.model_fields["chart_type"].annotation))
-
-
-def text(budget: int | None = None) -> Schema:
-    """A string with some character that is not a space, of at most `budget` characters."""
-    schema: Schema = {"type": "string", "minLength": 1}
-    if budget is not None:
-        schema["maxLength"] = budget
-    return schema
-
-
-def closed(properties: dict[str, Schema]) -> Schema:
-    """An object with exactly these properties, every one required."""
-    return {
-        "type": "object",
-        "properties": properties,
-        "required": list(properties),
-        "additionalProperties": False,
-    }
 
 
 def _nullable(schema: Schema) -> Schema:
