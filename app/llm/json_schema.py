@@ -18,9 +18,10 @@ the rest (`app/llm/structured.py`):
 Pydantic writes optional fields as not required, with a default; made
 required here, the model writes the empty value itself, which the pydantic
 model still reads. An object whose keys are open (a `dict[str, ...]` field)
-cannot be closed, so such a schema gets no strict form, and goes with
-`strict: false` as a guide the server may or may not hold the answer to;
-pydantic checks the answer either way.
+cannot be closed, and the root must be an object (not a choice of several,
+as a slide of any page is), so such a schema gets no strict form, and goes
+with `strict: false` as a guide the server may or may not hold the answer
+to; pydantic and the step's check hold the answer either way.
 """
 
 from __future__ import annotations
@@ -40,6 +41,8 @@ class _OpenObject(Exception):
 
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any] | None:
     """The strict form of `schema`, or None when it has none."""
+    if schema.get("type") != "object":
+        return None
     try:
         return _strict(schema)
     except _OpenObject:

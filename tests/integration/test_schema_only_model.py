@@ -83,6 +83,23 @@ async def test_a_deck_on_each_shipped_template(tmp_path: Path, pick: int) -> Non
     assert_whole_deck(events, page_fields(SHIPPED[CODES[pick]]), build.ppt_schema or "")
 
 
+async def test_one_slide_changed_alone(tmp_path: Path) -> None:
+    """A slide of any page is a choice at the schema's root: OpenAI gets it without strict."""
+    async with app_on(tmp_path, "openai", deck_answers, SchemaOnly()) as (client, fake, _):
+        await ask(client, REQUEST, "c-deck", "pptx")
+        events = await ask(client, "change slide 2: fewer words", "c-deck", "pptx")
+        first, second = await stored_builds(f"sqlite+aiosqlite:///{tmp_path}/app.db", "c-deck")
+
+    assert events[-1]["status"] == "completed", events[-3:]
+    assert fake.requests[-1]["response_format"]["json_schema"]["strict"] is False
+    before = DeckSchema.model_validate_json(first.ppt_schema or "")
+    after = DeckSchema.model_validate_json(second.ppt_schema or "")
+    assert [s for n, s in enumerate(after.slides) if n != 1] == [
+        s for n, s in enumerate(before.slides) if n != 1
+    ]
+    assert all(filled(value) for value in after.slides[1].fields.values())
+
+
 async def test_a_deck_on_an_uploaded_template(tmp_path: Path) -> None:
     async with app_on(tmp_path, "openai", deck_answers, SchemaOnly()) as (client, _, _):
         files = {"file": ("acme.pptx", company_template(), PPTX)}

@@ -93,6 +93,7 @@ STEP_PROMPTS = {
     "ONE_SLIDE": "You write one slide",
 }
 _ONE_SLIDE = re.compile(r'Write slide (\d+): "(.*)", a "(\w+)" page')
+_EDITED_SLIDE = re.compile(r"This is slide (\d+) of (\d+)")
 FULL_REQUIREMENT = {
     "topic": "solar power",
     "audience": "high-school students",
@@ -142,7 +143,7 @@ class DeckModel:
         return queued.pop(0) if queued else self._default(step, system)
 
     def _default(self, step: str, system: str) -> str:
-        asked = _ONE_SLIDE.search(system)
+        asked, edited = _ONE_SLIDE.search(system), _EDITED_SLIDE.search(system)
         answers: dict[str, Callable[[], Any]] = {
             "INTENT": lambda: {"intent": self.intent},
             "REQUIREMENT": lambda: {**FULL_REQUIREMENT, "slideCount": len(self.titles)},
@@ -150,6 +151,7 @@ class DeckModel:
             "OUTLINE": lambda: outline(self.titles),
             "SCHEMA": lambda: deck(self.titles, own_template=self.own_template),
             "MODIFY": lambda: deck(self.modified),
+            "SLIDE": lambda: edited and self._edited(int(edited.group(1)), int(edited.group(2))),
             "ONE_SLIDE": lambda: (
                 asked
                 and slide(
@@ -158,6 +160,11 @@ class DeckModel:
             ),
         }
         return orjson.dumps(answers[step]()).decode()
+
+    def _edited(self, number: int, count: int) -> dict[str, Any]:
+        """Slide `number` of a deck of `count`, titled as `modified` says (else as before)."""
+        titles = self.modified or self.titles
+        return slide(titles[number - 1], page_types(count)[number - 1])
 
 
 async def deck_bytes(core: AgentCore, events: list[Event], user_id: str = "u1") -> bytes:

@@ -71,3 +71,10 @@ def test_what_strict_mode_cannot_say_is_said_as_near_as_it_can() -> None:
         ["closing"],
     ]
     assert all(option["additionalProperties"] is False for option in slides["items"]["anyOf"])
+
+
+def test_a_schema_whose_root_is_a_choice_has_no_strict_form() -> None:
+    cover = {"type": "object", "properties": {"kind": {"type": "string", "enum": ["cover"]}}}
+    closing = {"type": "object", "properties": {"kind": {"type": "string", "enum": ["closing"]}}}
+
+    assert strict_schema({"anyOf": [cover, closing]}) is None
