@@ -43,6 +43,8 @@ _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 def strict_problem(schema: Body, where: str = "()") -> str | None:
     """What OpenAI's strict mode refuses in `schema`, if anything (a few of its rules)."""
+    if where == "()" and schema.get("type") != "object":
+        return "schema must be a JSON Schema of 'type: \"object\"'."
     if schema.get("type") == "object":
         if schema.get("additionalProperties") is not False:
             return (
@@ -55,7 +57,7 @@ def strict_problem(schema: Body, where: str = "()") -> str | None:
                 f"In context={where}, 'required' is required to include every property:"
                 f" {sorted(missing)}."
             )
-    for key in ("default", "minLength", "maxLength"):
+    for key in ("default", "minLength", "maxLength", "prefixItems"):
         if key in schema:
             return f"In context={where}, '{key}' is not permitted."
     children = [*schema.get("properties", {}).values(), *schema.get("$defs", {}).values()]
