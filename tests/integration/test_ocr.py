@@ -24,7 +24,8 @@ from tests.conftest import require_binary, unavailable
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import ask, running_service, service_settings
-from tests.support.documents import mixed_pdf_bytes, text_picture
+from tests.integration.test_file_previews import has_ink, picture
+from tests.support.documents import mixed_pdf_bytes, pillow_pdf_bytes, text_picture
 
 
 @pytest.fixture(autouse=True)
@@ -59,6 +60,23 @@ async def test_a_photo_of_a_page_is_read_by_ocr(
     for text in texts:
         assert "warranty of the pump lasts seven years" in text
         assert "Frost damage is not covered" in text
+
+
+async def test_a_scan_saved_as_pdf_by_pillow_is_read_by_ocr_and_previewed(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """Its content stream has no filter, which the unpacking check took for a damaged
+    file: the scan was stored `failed`, never read, with no preview."""
+    scan = pillow_pdf_bytes(["The warranty of the pump lasts seven years."])
+    async with running_service(service_settings(tmp_path, sqlite_url)) as client:
+        info = await upload(client, "scan.pdf", scan)
+        text = await content(client, info["fileId"])
+        preview = await client.get(f"/file/preview/{info['fileId']}?page=1")
+
+    assert (info["status"], info["ocr"], info["pages"]) == ("ready", True, 1)
+    assert "warranty of the pump lasts seven years" in text
+    assert preview.status_code == 200
+    assert has_ink(picture(preview.content))
 
 
 @pytest.fixture
