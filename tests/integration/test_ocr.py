@@ -106,6 +106,23 @@ async def test_a_photo_of_a_chinese_page_is_read_as_written(
         assert gist in line
 
 
+async def test_a_chinese_line_is_read_as_written_on_a_chinese_or_an_english_page(
+    tmp_path: Path, sqlite_url: str, cjk_font: Path
+) -> None:
+    """A heading-sized "量子计算 测试" came out "量子计算 Mist": alone, even read again with
+    Chinese leading; under English lines, not read again (the page is not mostly Chinese).
+    Each unsure Latin word on a line of Chinese ones is read again by Chinese alone."""
+    english = ["The warranty of the pump lasts seven years.", "Frost damage is not covered."]
+    line = text_picture(["量子计算 测试"], font=cjk_font, size=78)
+    page = text_picture([*english, "量子计算 测试"], font=cjk_font, size=66)
+    async with running_service(service_settings(tmp_path, sqlite_url)) as client:
+        alone = await content(client, (await upload(client, "line.png", line))["fileId"])
+        beside = await content(client, (await upload(client, "page.png", page))["fileId"])
+
+    assert alone == "量子计算测试"
+    assert [line for line in beside.splitlines() if line.strip()] == [*english, "量子计算测试"]
+
+
 async def test_a_pdf_with_typed_and_scanned_pages_gets_both_with_their_page_numbers(
     tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI
 ) -> None:

@@ -50,14 +50,17 @@ def pillow_pdf_bytes(lines: Sequence[str]) -> bytes:
     return out.getvalue()
 
 
-def text_picture(lines: Sequence[str], kind: str = "PNG", font: Path | None = None) -> bytes:
-    """A picture of typed lines, as a scanner or a phone makes of a page: black on white;
-    in Pillow's own font, or in `font` (a CJK one for Chinese)."""
-    font_face = ImageFont.truetype(font, 40) if font else ImageFont.load_default(size=40)
-    image = Image.new("RGB", (1600, 120 + 80 * len(lines)), "white")
+def text_picture(
+    lines: Sequence[str], kind: str = "PNG", font: Path | None = None, size: int = 40
+) -> bytes:
+    """A picture of typed lines, as a scanner or a phone makes of a page: black on white,
+    `size` pixels high; in Pillow's own font, or in `font` (a CJK one for Chinese)."""
+    face = ImageFont.truetype(font, size) if font else ImageFont.load_default(size=size)
+    width = max(1600, 120 + max(int(face.getlength(line)) for line in lines))
+    image = Image.new("RGB", (width, 3 * size + 2 * size * len(lines)), "white")
     draw = ImageDraw.Draw(image)
     for n, line in enumerate(lines):
-        draw.text((60, 60 + 80 * n), line, fill="black", font=font_face)
+        draw.text((60, size * 3 // 2 + 2 * size * n), line, fill="black", font=face)
     out = io.BytesIO()
     image.save(out, kind)
     return out.getvalue()
