@@ -14,7 +14,9 @@ memory is the walk up from that parent, so no other branch reaches the model.
 
 The history list groups turns into conversations in SQL (one grouped
 subquery joined back to each conversation's first row), so a page costs
-the same however long the history is.
+the same however long the history is. A conversation whose first question
+was edited is named by the active path's first question (one more
+statement, for those on the page only: store/active_paths.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from sqlalchemy import (
     Delete,
     Select,
     bindparam,
+    case,
     delete,
     exists,
     func,
@@ -39,6 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.store.active_paths import active_first_questions
 from app.store.base import ConversationSummary, DeletedConversation, DeletedTurns, GoneTurn
 from app.store.db import Database
 from app.store.file_store import delete_file_rows
@@ -312,6 +316,8 @@ class SqlSessionStore:
                 func.min(T.c.id).label("first_id"),
                 func.max(T.c.id).label("last_id"),
                 func.max(T.c.update_time).label("last_time"),
+                # More than one first question: it was edited, the title follows the active one.
+                func.count(case((T.c.parent_id.is_(None), 1))).label("roots"),
                 # Counted over all groups before the outer LIMIT: the total in the same trip.
                 func.count().over().label("total"),
             )
@@ -329,6 +335,7 @@ class SqlSessionStore:
                 first.c.fileid,
                 first.c.create_time,
                 conversations.c.last_time,
+                conversations.c.roots,
                 conversations.c.total,
                 TT.c.title,
                 pinned,
@@ -355,11 +362,13 @@ class SqlSessionStore:
                     T.c.user_id == user_id
                 )
                 total = int((await conn.execute(count)).scalar_one())
+            edited = [row["session_id"] for row in rows if row["roots"] > 1]
+            firsts = await active_first_questions(conn, user_id, edited)
         records = [
             ConversationSummary(
                 conversation_id=row["session_id"],
-                title=title_of(row["title"], row["question"]),
-                question=row["question"],
+                title=title_of(row["title"], question),
+                question=question,
                 agent_type=row["agent_type"],
                 fileid=row["fileid"],
                 create_time=row["create_time"],
@@ -368,6 +377,7 @@ class SqlSessionStore:
                 shared=bool(row["shared"]),
             )
             for row in rows
+            for question in [firsts.get(row["session_id"], row["question"])]
         ]
         return records, total
 
