@@ -13,6 +13,13 @@ The index's cost is paid by the writes, not by the app's statements: on
 PostgreSQL the GIN entries of each inserted or updated text (GIN's pending
 list batches them), on SQLite the triggers that re-index a turn's texts on
 its INSERT and on each UPDATE of its answer.
+
+A hit is a turn with its versions (the turns of one parent: an edited
+question, a regenerated answer), listed once: on the version the active
+path goes through when that one matches, else on the newest that matches.
+Only the conversations with two matching versions of a turn have their
+active path walked (store/active_paths.py), so a search without versions
+costs what it did; `total` counts the hits so listed.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     and_,
+    case,
     func,
     literal,
     literal_column,
@@ -33,6 +41,7 @@ from sqlalchemy import (
     text,
 )
 
+from app.store.active_paths import active_first_questions, active_paths
 from app.store.base import SearchHit
 from app.store.db import Database
 from app.store.models import AI_CONVERSATION_TITLE as TT
@@ -111,26 +120,54 @@ class SqlTurnSearch:
         # Planned apart from the page's LIMIT (MATERIALIZED): with it, PostgreSQL walks the
         # whole table newest first rather than look the text up in its trigram indexes.
         matches = (
-            select(T.c.id)
+            select(T.c.id, T.c.session_id, T.c.parent_id)
             .where(mine)
             .cte("matches")
             .prefix_with("MATERIALIZED", dialect="postgresql")
         )
+        versions = (matches.c.session_id, matches.c.parent_id)
+        counted = select(matches, func.count().over(partition_by=versions).label("versions")).cte(
+            "counted"
+        )
+        # Only a conversation with two matching versions of a turn needs its active path.
+        active = active_paths(user_id, select(counted.c.session_id).where(counted.c.versions > 1))
+        on_path = case((counted.c.id.in_(select(active.c.id)), 0), else_=1)
+        ranked = select(
+            counted.c.id,
+            func.row_number()
+            .over(
+                partition_by=(counted.c.session_id, counted.c.parent_id),
+                order_by=(on_path, counted.c.id.desc()),
+            )
+            .label("rank"),
+        ).cte("ranked")
+        listed = select(ranked.c.id).where(ranked.c.rank == 1).cte("listed")
         hits = (
-            # Counted over every match before the LIMIT: the total in the same trip.
-            select(matches.c.id, func.count().over().label("total"))
-            .order_by(matches.c.id.desc())
+            # Counted over every hit before the LIMIT: the total in the same trip.
+            select(listed.c.id, func.count().over().label("total"))
+            .order_by(listed.c.id.desc())
             .limit(size)
             .offset((page - 1) * size)
             .subquery("hits")
         )
+        roots = T.alias("roots")
         first = T.alias("first_turn")
-        # Only for the page's rows: a conversation's first question, its default title.
+        # Only for the page's rows: a conversation's first question, its default title, and
+        # whether there are others (the first question was edited: the active one titles it).
         first_question = (
             select(first.c.question)
             .where(first.c.user_id == user_id, first.c.session_id == T.c.session_id)
             .order_by(first.c.id)
             .limit(1)
+            .scalar_subquery()
+        )
+        root_count = (
+            select(func.count())
+            .where(
+                roots.c.user_id == user_id,
+                roots.c.session_id == T.c.session_id,
+                roots.c.parent_id.is_(None),
+            )
             .scalar_subquery()
         )
         stmt = (
@@ -143,6 +180,7 @@ class SqlTurnSearch:
                 hits.c.total,
                 TT.c.title,
                 first_question.label("first_question"),
+                root_count.label("roots"),
             )
             .join_from(hits, T, T.c.id == hits.c.id)
             .outerjoin(TT, and_(TT.c.user_id == user_id, TT.c.conversation_id == T.c.session_id))
@@ -154,12 +192,14 @@ class SqlTurnSearch:
                 total = int(rows[0]["total"])
             else:
                 # A page past the end has no row to carry the total.
-                count = select(func.count()).select_from(T).where(mine)
+                count = select(func.count()).select_from(listed)
                 total = int((await conn.execute(count)).scalar_one())
+            edited = {row["session_id"] for row in rows if row["roots"] > 1}
+            firsts = await active_first_questions(conn, user_id, edited)
         records = [
             SearchHit(
                 conversation_id=row["session_id"],
-                title=title_of(row["title"], row["first_question"]),
+                title=title_of(row["title"], firsts.get(row["session_id"], row["first_question"])),
                 turn_id=row["id"],
                 snippet=snippet(row["question"], row["answer"], text),
                 create_time=row["create_time"],
