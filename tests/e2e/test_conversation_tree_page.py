@@ -368,8 +368,8 @@ async def test_export_downloads_markdown_and_json_from_the_menu(
     conversation = conversation_of(page)
     await open_drawer(page)
 
-    async def export(label: str) -> tuple[str, str]:
-        await page.get_by_role("button", name="More for “What should I drink?”").click()
+    async def export(title: str, label: str) -> tuple[str, str]:
+        await page.get_by_role("button", name=f"More for “{title}”").click()
         async with page.expect_download() as started:
             await page.get_by_role("button", name=label).click()
         download = await started.value
@@ -377,13 +377,24 @@ async def test_export_downloads_markdown_and_json_from_the_menu(
         await download.save_as(saved)
         return download.suggested_filename, saved.read_text()
 
-    name, markdown = await export("Download Markdown")
-    assert name == f"{conversation}.md"
+    # Named after the conversation's title (without the "?" a file name cannot hold).
+    name, markdown = await export("What should I drink?", "Download Markdown")
+    assert name == "What should I drink.md"
     assert "## Question\n\nWhat should I drink?" in markdown
     assert "Green *tea*." in markdown
-    name, text = await export("Download JSON")
-    assert name == f"{conversation}.json"
+    name, text = await export("What should I drink?", "Download JSON")
+    assert name == "What should I drink.json"
     exported = json.loads(text)
     assert exported["conversationId"] == conversation
     assert [m["answer"] for m in exported["messages"]] == ["Green *tea*."]
     await expect(page.locator(".menu:visible")).to_have_count(0)
+
+    # A title in any script is kept whole.
+    async with httpx.AsyncClient(base_url=app_url) as client:
+        renamed = await client.patch(f"/session/{conversation}", json={"title": "Thé / 绿茶"})
+        assert renamed.status_code == 200
+    await page.reload()
+    await expect(page.locator(".turn .answer")).to_have_text("Green tea.")
+    await open_drawer(page)
+    name, _ = await export("Thé / 绿茶", "Download Markdown")
+    assert name == "Thé 绿茶.md"
