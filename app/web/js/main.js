@@ -248,6 +248,7 @@ function agentFile() {
 function showAgentTools() {
   ui.attach.hidden = !agentFile().accepts;
   ui.reviewPlanOption.hidden = ui.agent.value !== 'deep';
+  models.forAgent(ui.agent.value);
   const welcome = { text: ui.welcomeText, examples: ui.examples, question: ui.question };
   showWelcome(welcome, ui.agent.selectedOptions[0], (example) => {
     composer.fill(example);
@@ -390,7 +391,7 @@ async function ask(text, branch = {}) {
   else params.set('regenerate', String(branch.regenerate));
   if (branch.parentId !== undefined) params.set('parentId', String(branch.parentId));
   if (state.file && file.accepts) params.set('fileId', state.file.fileId);
-  models.choose(conversationId, params);
+  models.choose(params);
   if (agent === 'deep' && ui.reviewPlan.checked) params.set('reviewPlan', 'true');
   const body = Object.fromEntries(params);
   for (const name of ['regenerate', 'parentId']) {
@@ -576,7 +577,7 @@ function showHistory(id, detail) {
     models.annotateStored(turn.el, message);
     addTurn(turn);
   }
-  models.show(id);
+  models.show(detail.messages);
 }
 
 /** After drawing a history: follow its last turn if it is still answering. */
@@ -607,6 +608,7 @@ function newChat() {
   closeSidebar();
   state.file = null;
   showFile();
+  models.show([]);
   ui.question.focus();
 }
 
