@@ -157,7 +157,7 @@ let button = null;
 async function showButton() {
   if (!button) {
     button = h('button', { type: 'button', id: 'sign-in', class: 'button' });
-    document.querySelector('.topbar')?.append(button);
+    document.getElementById('header-menu')?.append(button);
   }
   const signedIn = Boolean(accessToken());
   button.textContent = signedIn ? 'Sign out' : 'Sign in';

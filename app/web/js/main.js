@@ -23,6 +23,7 @@ import { RatingControls } from './rating.js';
 import { Composer } from './composer.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
+import { headerMenu } from './header-menu.js';
 import { ModelPicker } from './models.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
@@ -56,6 +57,8 @@ const ui = {
   welcomeText: $('welcome-text'),
   examples: $('examples'),
 };
+
+headerMenu($('header-menu-button'), $('header-menu'));
 
 const composer = new Composer({ question: ui.question, send: ui.send, hint: $('composer-hint') });
 
