@@ -10,6 +10,7 @@ import { ApprovalView } from './approvals.js';
 import { copyButton } from './clipboard.js';
 import { dressCodeBlocks } from './codeblocks.js';
 import { DeckView } from './deck.js';
+import { foldButton } from './fold.js';
 import { PlanView } from './plan.js';
 import { addPreview } from './previews.js';
 import { linkCitations, referenceItems } from './sources.js';
@@ -143,10 +144,12 @@ export class TurnView {
      * opens. */
     this.ratingTools = h('span', { class: 'rating-tools', hidden: true });
     this.ratingForm = h('div', { class: 'rating-form-place' });
+    const asked = h('p', { class: 'question' }, question);
     this.el = h(
       'article',
       { class: 'turn' },
-      h('div', { class: 'ask' }, this.questionTools, h('p', { class: 'question' }, question)),
+      h('div', { class: 'ask' }, this.questionTools, asked),
+      foldButton(asked, question),
       h(
         'div',
         { class: 'reply' },
@@ -425,6 +428,8 @@ export class TurnView {
   fail(message) {
     this.errorText.textContent = message;
     this.error.hidden = false;
+    // Its Retry asks again: the Regenerate beside the answer would be a second button for it.
+    this.el.classList.add('has-error');
   }
 
   /** The error shown, or '' when there is none. */
