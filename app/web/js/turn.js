@@ -102,6 +102,8 @@ export class TurnView {
     this.tools = h('ol', { class: 'tools', hidden: true, 'aria-label': 'Tool calls' });
     this.answer = h('div', { class: 'answer markdown' });
     this.files = h('ul', { class: 'files', hidden: true, 'aria-label': 'Generated files' });
+    /** The links of each file row, by the files' name without its extension. */
+    this.fileRows = new Map();
     this.deckView = new DeckView((url, name, label) => this.downloadLink(url, name, label));
     this.deck = this.deckView.el;
     this.errorText = h('span', { class: 'error-text' });
@@ -381,7 +383,17 @@ export class TurnView {
     }
     const link = this.downloadLink(url, name, `Download ${name}`);
     const size = h('span', { class: 'muted' }, ` ${sizeText(file.size)}`);
-    const row = h('li', { 'data-url': url }, link, size);
+    // One document in two formats (a report's .docx and .pdf): one row, one picture of it.
+    const stem = name.replace(/\.[^.]*$/, '');
+    const same = this.fileRows.get(stem);
+    if (same) {
+      same.append(' · ', link, size);
+      this.showFiles();
+      return;
+    }
+    const links = h('span', { class: 'file-links' }, link, size);
+    const row = h('li', { 'data-url': url }, links);
+    this.fileRows.set(stem, links);
     this.files.append(row);
     addPreview(row, file.fileId, name);
     this.showFiles();
