@@ -11,6 +11,7 @@ from playwright.async_api import Locator, Page, expect
 from app.config import Settings
 from app.main import create_app
 from tests.e2e.conftest import LOOP, PHONE, Upstreams, artifact
+from tests.e2e.test_accessibility_page import serious_violations
 from tests.e2e.test_chat_page import ask, assert_fits_width
 from tests.fakes.scripted_server import Reply
 from tests.support.server import serve
@@ -46,6 +47,8 @@ async def test_a_failed_turn_offers_retry_alone(
     failed = page.locator(".turn")
     await assert_one_way_to_ask_again(failed)
     await page.screenshot(path=artifact("failed-turn.png"))
+    found = await serious_violations(page)
+    assert found == [], str(found)
 
     await failed.get_by_role("button", name="Retry").click()
     answered = page.locator(".turn")
@@ -93,6 +96,8 @@ async def test_a_long_question_is_folded_to_its_first_lines(
     turn = await ask(page, LONG_QUESTION)
     await expect(turn).to_have_attribute("data-status", "completed")
     await assert_folded(page, turn)
+    found = await serious_violations(page)
+    assert found == [], str(found)
 
     await page.reload()
     await expect(page.locator(".turn .answer")).to_have_text(["A long read."])
