@@ -28,7 +28,8 @@ async def assert_inside(page: Page, items: list[str], width: int) -> None:
         await expect(item).to_be_visible()
         box = await item.bounding_box()
         assert box is not None
-        assert box["x"] >= 0 and box["x"] + box["width"] <= width, f"{text} cut off: {box}"
+        assert box["x"] >= 0, f"{text} cut off: {box}"
+        assert box["x"] + box["width"] <= width, f"{text} cut off: {box}"
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ shows under each answer the model that wrote it and what it cost."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import orjson
 from playwright.async_api import Browser, Page, expect
@@ -26,25 +27,27 @@ def answering(words: str) -> Callable[[Body], Reply]:
     return respond
 
 
+def catalog(strong: FakeOpenAI, **fields: Any) -> str:
+    """`MODELS`: the fake `strong` as a second model, "Strong", beside the default."""
+    entry = {
+        "id": "strong",
+        "label": "Strong",
+        "provider": "openai",
+        "baseUrl": strong.base_url,
+        "apiKey": "sk-strong-secret",
+        "model": "strong-model",
+        **fields,
+    }
+    return orjson.dumps([entry]).decode()
+
+
 async def test_the_picked_model_answers_is_shown_with_its_cost_and_kept_per_conversation(
     page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
 ) -> None:
     upstreams.llm.responder = answering("Default here.")
     async with FakeOpenAI(answering("Strong here.")) as strong:
-        models = [
-            {
-                "id": "strong",
-                "label": "Strong",
-                "provider": "openai",
-                "baseUrl": strong.base_url,
-                "apiKey": "sk-strong-secret",
-                "model": "strong-model",
-                "vision": True,
-                "inputPricePerMTok": 3.0,
-                "outputPricePerMTok": 15.0,
-            }
-        ]
-        settings = app_settings(models=orjson.dumps(models).decode(), recommendations_enabled=False)
+        models = catalog(strong, vision=True, inputPricePerMTok=3.0, outputPricePerMTok=15.0)
+        settings = app_settings(models=models, recommendations_enabled=False)
         async with serve(create_app(settings)) as url:
             await page.goto(url)
             picker = page.locator("#model")
@@ -91,18 +94,8 @@ async def test_the_users_model_follows_them_to_another_device(
 ) -> None:
     upstreams.llm.responder = answering("Default here.")
     async with FakeOpenAI(answering("Strong here.")) as strong:
-        models = [
-            {
-                "id": "strong",
-                "label": "Strong",
-                "provider": "openai",
-                "baseUrl": strong.base_url,
-                "apiKey": "sk-strong-secret",
-                "model": "strong-model",
-            }
-        ]
         settings = app_settings(
-            models=orjson.dumps(models).decode(),
+            models=catalog(strong),
             agent_models="deep:strong",
             recommendations_enabled=False,
         )
