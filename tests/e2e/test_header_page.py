@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from playwright.async_api import Browser, Page, ViewportSize, expect
+from playwright.async_api import Browser, ViewportSize, expect
 
 from app.config import Settings
 from app.main import create_app
@@ -14,22 +14,12 @@ from tests.e2e.conftest import LOOP, PHONE, WAIT_MS, artifact
 from tests.e2e.test_accessibility_page import serious_violations
 from tests.e2e.test_admin_page import enter_key
 from tests.e2e.test_chat_page import assert_fits_width
+from tests.e2e.test_sign_in_page import assert_inside
 from tests.support.server import serve
 
 pytestmark = LOOP
 
 WIDE = ViewportSize(width=1366, height=900)
-
-
-async def assert_inside(page: Page, items: list[str], width: int) -> None:
-    """Each of the header's `items` (their texts) shown whole, inside the screen."""
-    for text in items:
-        item = page.locator("#header-menu").get_by_role("button", name=text, exact=True)
-        await expect(item).to_be_visible()
-        box = await item.bounding_box()
-        assert box is not None
-        assert box["x"] >= 0, f"{text} cut off: {box}"
-        assert box["x"] + box["width"] <= width, f"{text} cut off: {box}"
 
 
 @pytest.mark.parametrize(
