@@ -116,8 +116,8 @@ async def test_the_users_model_follows_them_to_another_device(
                 await picker.select_option("strong")
             assert (await saved.value).ok
 
-            # The phone, signed in as the same user: a new chat offers Strong, and the
-            # laptop's chat shows the model its last turn used.
+            # The phone, the same user (no sign-in here: everyone is the one local user):
+            # a new chat offers Strong, and the laptop's chat the model its last turn used.
             phone = await browser.new_context(viewport=PHONE)
             phone.set_default_timeout(WAIT_MS)
             try:
