@@ -46,8 +46,8 @@ async def search_turns(
     """Turns whose question or answer contains `q` in any case and any script, newest first.
 
     A turn with versions (an edited question, a regenerated answer: turns of one parent)
-    is one record: the version on the active path when it matches, else the newest that
-    does; `total` counts the records so listed.
+    is one record, in the place of its newest matching version: the version on the active
+    path when it matches, else that newest one; `total` counts the records so listed.
     """
     hits, total = await services.search.search(user, q, page_num, page_size)
     records = [SearchRecord.model_validate(hit, from_attributes=True) for hit in hits]

@@ -1,46 +1,64 @@
-"""The active paths of many conversations at once, in SQL: for a search and for titles.
+"""The active paths of a few conversations at once, in SQL: for a search and for titles.
 
-store/tree.py works on one conversation read whole; a search or a page of the
-list touches many conversations and needs only a little of each: which of
-some turns are on the active path (the version a search should point to),
-and which first question the active path starts from (the default title,
-which follows an edited first question). The walk is a recursive CTE, up
-the parents from each conversation's active leaf, one primary-key lookup a
-step; the active leaf is the chosen one while no newer turn came, else the
-newest turn, as `ConversationTree.leaf_id` has it.
+store/tree.py works on one conversation read whole; a page of search hits or
+of the list touches several conversations and needs only a little of each:
+which version of a turn is on the active path (the one a search hit should
+point to), and which first question the active path starts from (the
+default title, which follows an edited first question). The walk is a
+recursive CTE, up the parents from each conversation's active leaf, one
+primary-key lookup a step; the active leaf is the chosen one while no newer
+turn came, else the newest turn, as `ConversationTree.leaf_id` has it.
+
+The conversations are named by a turn of each, so each is found by primary
+key and its newest turn by the conversation's own index: SQLite, which keeps
+no statistics, would otherwise read a user's every turn to find a few.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
 
-from sqlalchemy import CTE, Select, and_, func, select
+from sqlalchemy import CTE, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.models import AI_ACTIVE_PATH as A
 from app.store.models import AI_SESSION as T
 
 
-def active_paths(user_id: str, conversations: Select[Any]) -> CTE:
-    """`(session_id, id)` of every turn on the active path of each of the user's
-    conversations that `conversations` (a SELECT of conversation ids) names."""
-    newest = (
-        select(T.c.session_id, func.max(T.c.id).label("newest_id"))
-        .where(T.c.user_id == user_id, T.c.session_id.in_(conversations))
-        .group_by(T.c.session_id)
-        .subquery("newest")
+def active_paths(user_id: str, turn_ids: Collection[int]) -> CTE:
+    """`(session_id, id, parent_id)` of every turn on the active path of the conversations
+    that these turns of the user's are of."""
+    named = T.alias("named")
+    # By primary key alone: the turns are the user's (found by the caller's own query), and
+    # every turn read below is checked to be the user's.
+    conversations = (
+        select(named.c.session_id)
+        .where(named.c.id.in_(list(turn_ids)))
+        .distinct()
+        .subquery("conversations")
     )
-    chosen = and_(
-        A.c.user_id == user_id,
-        A.c.conversation_id == newest.c.session_id,
-        A.c.newest_id >= newest.c.newest_id,
+    mine = T.alias("mine")
+    newest = (
+        select(func.max(mine.c.id))
+        .where(mine.c.user_id == user_id, mine.c.session_id == conversations.c.session_id)
+        .correlate(conversations)
+        .scalar_subquery()
+    )
+    chosen = (
+        select(A.c.leaf_id)
+        .where(
+            A.c.user_id == user_id,
+            A.c.conversation_id == conversations.c.session_id,
+            A.c.newest_id >= newest,
+        )
+        .correlate(conversations)
+        .scalar_subquery()
     )
     leaf = T.alias("leaf")
     anchor = (
-        select(newest.c.session_id, leaf.c.id, leaf.c.parent_id)
-        .select_from(newest.outerjoin(A, chosen))
-        .join(leaf, leaf.c.id == func.coalesce(A.c.leaf_id, newest.c.newest_id))
+        select(conversations.c.session_id, leaf.c.id, leaf.c.parent_id)
+        .select_from(conversations)
+        .join(leaf, leaf.c.id == func.coalesce(chosen, newest))
         .where(leaf.c.user_id == user_id)
     )
     path = anchor.cte("active_path", recursive=True)
@@ -53,24 +71,13 @@ def active_paths(user_id: str, conversations: Select[Any]) -> CTE:
 
 
 async def active_first_questions(
-    conn: AsyncConnection, user_id: str, conversation_ids: Collection[str]
+    conn: AsyncConnection, user_id: str, turn_ids: Collection[int]
 ) -> dict[str, str]:
-    """The first question of the active path of each of these conversations whose first
-    question was edited (more than one first question); the others are left out, their
-    one first question being the active one."""
-    if not conversation_ids:
+    """The first question of the active path of each conversation these turns are of (by
+    conversation): for one whose first question was edited, which of them titles it."""
+    if not turn_ids:
         return {}
-    edited = (
-        select(T.c.session_id)
-        .where(
-            T.c.user_id == user_id,
-            T.c.session_id.in_(list(conversation_ids)),
-            T.c.parent_id.is_(None),
-        )
-        .group_by(T.c.session_id)
-        .having(func.count() > 1)
-    )
-    path = active_paths(user_id, edited)
+    path = active_paths(user_id, turn_ids)
     # Ids grow down the tree: a path's smallest is its first question.
     roots = (
         select(path.c.session_id, func.min(path.c.id).label("root_id"))

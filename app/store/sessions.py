@@ -329,6 +329,7 @@ class SqlSessionStore:
         pinned = TT.c.pinned_at.is_not(None).label("pinned")
         stmt = (
             select(
+                first.c.id,
                 first.c.session_id,
                 first.c.question,
                 first.c.agent_type,
@@ -362,7 +363,7 @@ class SqlSessionStore:
                     T.c.user_id == user_id
                 )
                 total = int((await conn.execute(count)).scalar_one())
-            edited = [row["session_id"] for row in rows if row["roots"] > 1]
+            edited = [row["id"] for row in rows if row["roots"] > 1]
             firsts = await active_first_questions(conn, user_id, edited)
         records = [
             ConversationSummary(
