@@ -17,12 +17,36 @@ no statistics, would otherwise read a user's every turn to find a few.
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import Any
 
-from sqlalchemy import CTE, func, select
+from sqlalchemy import CTE, ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.models import AI_ACTIVE_PATH as A
 from app.store.models import AI_SESSION as T
+
+
+def active_leaf(user_id: str, conversation: ColumnElement[str]) -> ColumnElement[Any]:
+    """The id of the active leaf of the user's conversation `conversation` (a column of the
+    query this is part of): the chosen one while no newer turn came, else the newest."""
+    newer = T.alias("newer")
+    newest = (
+        select(func.max(newer.c.id))
+        .where(newer.c.user_id == user_id, newer.c.session_id == conversation)
+        .correlate_except(newer)
+        .scalar_subquery()
+    )
+    chosen = (
+        select(A.c.leaf_id)
+        .where(
+            A.c.user_id == user_id,
+            A.c.conversation_id == conversation,
+            A.c.newest_id >= newest,
+        )
+        .correlate_except(A)
+        .scalar_subquery()
+    )
+    return func.coalesce(chosen, newest)
 
 
 def active_paths(user_id: str, turn_ids: Collection[int]) -> CTE:
@@ -37,28 +61,11 @@ def active_paths(user_id: str, turn_ids: Collection[int]) -> CTE:
         .distinct()
         .subquery("conversations")
     )
-    mine = T.alias("mine")
-    newest = (
-        select(func.max(mine.c.id))
-        .where(mine.c.user_id == user_id, mine.c.session_id == conversations.c.session_id)
-        .correlate(conversations)
-        .scalar_subquery()
-    )
-    chosen = (
-        select(A.c.leaf_id)
-        .where(
-            A.c.user_id == user_id,
-            A.c.conversation_id == conversations.c.session_id,
-            A.c.newest_id >= newest,
-        )
-        .correlate(conversations)
-        .scalar_subquery()
-    )
     leaf = T.alias("leaf")
     anchor = (
         select(conversations.c.session_id, leaf.c.id, leaf.c.parent_id)
         .select_from(conversations)
-        .join(leaf, leaf.c.id == func.coalesce(chosen, newest))
+        .join(leaf, leaf.c.id == active_leaf(user_id, conversations.c.session_id))
         .where(leaf.c.user_id == user_id)
     )
     path = anchor.cte("active_path", recursive=True)

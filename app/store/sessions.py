@@ -42,7 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.store.active_paths import active_first_questions
+from app.store.active_paths import active_first_questions, active_leaf
 from app.store.base import ConversationSummary, DeletedConversation, DeletedTurns, GoneTurn
 from app.store.db import Database
 from app.store.file_store import delete_file_rows
@@ -495,27 +495,12 @@ class SqlSessionStore:
     async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
         """A paused turn is listed while it is the active leaf (what a plain next message
         answers); one on a branch switched away from waits there, unlisted, until switched back."""
-        newer = T.alias("newer")
-        newest = (
-            select(func.max(newer.c.id))
-            .where(newer.c.user_id == user_id, newer.c.session_id == T.c.session_id)
-            .scalar_subquery()
-        )
-        chosen = (
-            select(A.c.leaf_id)
-            .where(
-                A.c.user_id == user_id,
-                A.c.conversation_id == T.c.session_id,
-                A.c.newest_id >= newest,
-            )
-            .scalar_subquery()
-        )
         stmt = (
             select(T)
             .where(
                 T.c.user_id == user_id,
                 T.c.status == "paused",
-                T.c.id == func.coalesce(chosen, newest),
+                T.c.id == active_leaf(user_id, T.c.session_id),
             )
             .order_by(T.c.id.desc())
             .limit(limit)
