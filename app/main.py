@@ -43,6 +43,7 @@ from app.api import (
     files,
     health,
     metrics,
+    preferences,
     runs,
     search,
     sessions,
@@ -82,6 +83,7 @@ from app.store.auth_keys import SqlAuthKeys
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
+from app.store.preferences import SqlPreferences
 from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
 from app.store.search import SqlTurnSearch
@@ -236,6 +238,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             usage=SqlUsage(db),
             ratings=SqlRatings(db),
             shares=SqlShares(db, store),
+            preferences=SqlPreferences(db),
             tasks=tasks,
             runs=run_registry,
             turns=turns,
@@ -372,6 +375,7 @@ def create_app(
     app.include_router(metrics.router)
     app.include_router(usage.router)
     app.include_router(auth_keys.router)
+    app.include_router(preferences.router)
     app.include_router(admin.router)
     install_ag_ui(app)
     app.include_router(ai_sdk.router)

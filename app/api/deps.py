@@ -19,6 +19,7 @@ from app.service.streams import StreamService
 from app.service.turns import TurnService
 from app.store.auth_keys import SqlAuthKeys
 from app.store.base import ConversationTitles, SessionStore, TurnSearch
+from app.store.preferences import SqlPreferences
 from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
 from app.store.shares import SqlShares
@@ -60,6 +61,8 @@ class Services:
     shares: SqlShares
     """Conversations shared by link."""
     """Users' verdicts on answers."""
+    preferences: SqlPreferences
+    """What each user chose for every device (`/account/preferences`)."""
     tasks: Tasks
     runs: RunRegistry
     turns: TurnService

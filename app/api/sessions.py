@@ -41,7 +41,7 @@ Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, ma
 class ConversationRecord(WireModel):
     conversation_id: str
     title: str
-    """The user's title, or the first question cut to 100 characters."""
+    """The user's title, or the active path's first question cut to 100 characters."""
     question: str
     agent_type: str
     fileid: str | None
@@ -144,11 +144,13 @@ async def _detail(
     *,
     whole: bool = False,
 ) -> ConversationDetail:
-    path = list(tree.turns) if whole else tree.path()
+    active = tree.path()
+    path = list(tree.turns) if whole else active
     marks = await services.titles.marks(user, conversation_id)
     return ConversationDetail(
         conversation_id=conversation_id,
-        title=title_of(marks.title, tree.turns[0].question),
+        # An edited first question renames a conversation nobody renamed.
+        title=title_of(marks.title, active[0].question),
         agent_type=tree.turns[0].agent_type,
         fileid=next((t.fileid for t in path if t.fileid), None),
         pinned=marks.pinned,

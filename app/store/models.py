@@ -583,3 +583,20 @@ class UserLimit(SQLModel, table=True):
 
 
 USER_LIMIT: Table = UserLimit.__table__  # type: ignore[attr-defined]
+
+
+class UserPreference(SQLModel, table=True):
+    """What a user chose on one device for every device: the model the page offers first.
+
+    A row only once the user chose something; no row: the service's defaults.
+    """
+
+    __tablename__ = "user_preference"
+
+    user_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    model: str | None = Field(default=None, max_length=64)
+    """The catalog id of the model the user picked last (`MODELS`); None: the agent's own."""
+    updated_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+
+
+USER_PREFERENCE: Table = UserPreference.__table__  # type: ignore[attr-defined]

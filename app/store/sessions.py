@@ -14,7 +14,9 @@ memory is the walk up from that parent, so no other branch reaches the model.
 
 The history list groups turns into conversations in SQL (one grouped
 subquery joined back to each conversation's first row), so a page costs
-the same however long the history is.
+the same however long the history is. A conversation whose first question
+was edited is named by the active path's first question (one more
+statement, for those on the page only: store/active_paths.py).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from sqlalchemy import (
     Delete,
     Select,
     bindparam,
+    case,
     delete,
     exists,
     func,
@@ -39,6 +42,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.store.active_paths import active_first_questions, active_leaf
 from app.store.base import ConversationSummary, DeletedConversation, DeletedTurns, GoneTurn
 from app.store.db import Database
 from app.store.file_store import delete_file_rows
@@ -312,6 +316,8 @@ class SqlSessionStore:
                 func.min(T.c.id).label("first_id"),
                 func.max(T.c.id).label("last_id"),
                 func.max(T.c.update_time).label("last_time"),
+                # More than one first question: it was edited, the title follows the active one.
+                func.count(case((T.c.parent_id.is_(None), 1))).label("roots"),
                 # Counted over all groups before the outer LIMIT: the total in the same trip.
                 func.count().over().label("total"),
             )
@@ -323,12 +329,14 @@ class SqlSessionStore:
         pinned = TT.c.pinned_at.is_not(None).label("pinned")
         stmt = (
             select(
+                first.c.id,
                 first.c.session_id,
                 first.c.question,
                 first.c.agent_type,
                 first.c.fileid,
                 first.c.create_time,
                 conversations.c.last_time,
+                conversations.c.roots,
                 conversations.c.total,
                 TT.c.title,
                 pinned,
@@ -355,11 +363,13 @@ class SqlSessionStore:
                     T.c.user_id == user_id
                 )
                 total = int((await conn.execute(count)).scalar_one())
+            edited = [row["id"] for row in rows if row["roots"] > 1]
+            firsts = await active_first_questions(conn, user_id, edited)
         records = [
             ConversationSummary(
                 conversation_id=row["session_id"],
-                title=title_of(row["title"], row["question"]),
-                question=row["question"],
+                title=title_of(row["title"], question),
+                question=question,
                 agent_type=row["agent_type"],
                 fileid=row["fileid"],
                 create_time=row["create_time"],
@@ -368,6 +378,7 @@ class SqlSessionStore:
                 shared=bool(row["shared"]),
             )
             for row in rows
+            for question in [firsts.get(row["session_id"], row["question"])]
         ]
         return records, total
 
@@ -484,27 +495,12 @@ class SqlSessionStore:
     async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
         """A paused turn is listed while it is the active leaf (what a plain next message
         answers); one on a branch switched away from waits there, unlisted, until switched back."""
-        newer = T.alias("newer")
-        newest = (
-            select(func.max(newer.c.id))
-            .where(newer.c.user_id == user_id, newer.c.session_id == T.c.session_id)
-            .scalar_subquery()
-        )
-        chosen = (
-            select(A.c.leaf_id)
-            .where(
-                A.c.user_id == user_id,
-                A.c.conversation_id == T.c.session_id,
-                A.c.newest_id >= newest,
-            )
-            .scalar_subquery()
-        )
         stmt = (
             select(T)
             .where(
                 T.c.user_id == user_id,
                 T.c.status == "paused",
-                T.c.id == func.coalesce(chosen, newest),
+                T.c.id == active_leaf(user_id, T.c.session_id),
             )
             .order_by(T.c.id.desc())
             .limit(limit)

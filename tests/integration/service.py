@@ -180,6 +180,15 @@ async def ask(
         return await collect(response)
 
 
+async def ask_with(client: httpx.AsyncClient, conversation: str, **fields: Any) -> list[Event]:
+    """One whole turn on the web-search agent with any stream `fields` (`parentId`,
+    `regenerate`, `query`)."""
+    params = {"conversationId": conversation, **fields}
+    async with client.stream("GET", "/agent/chat/stream", params=params) as response:
+        assert response.status_code == 200
+        return await collect(response)
+
+
 async def history(client: httpx.AsyncClient, conversation: str) -> list[dict[str, Any]]:
     response = await client.get(f"/session/{conversation}")
     assert response.status_code == 200

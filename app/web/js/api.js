@@ -108,12 +108,29 @@ export async function objectUrl(url) {
   return URL.createObjectURL(await (await send(url)).blob());
 }
 
-/** Save a download (a generated file), sending the key, which a plain link cannot. */
+/** The file name a response gives in its Content-Disposition (RFC 6266: `filename*` before
+ * `filename`), or null when it gives none. */
+function suggestedName(response) {
+  const header = response.headers.get('Content-Disposition') ?? '';
+  const encoded = /filename\*=UTF-8''([^;\s]+)/i.exec(header);
+  if (encoded) {
+    try {
+      return decodeURIComponent(encoded[1]);
+    } catch {
+      // Not valid percent-encoding: the plain name, or the caller's, will do.
+    }
+  }
+  return /filename="([^"]*)"/i.exec(header)?.[1] || null;
+}
+
+/** Save a download (a generated file, an export), sending the key, which a plain link
+ * cannot; named as the server names it, else `name`. */
 export async function download(url, name) {
-  const blob = await (await send(url)).blob();
+  const response = await send(url);
+  const blob = await response.blob();
   const link = document.createElement('a');
   link.href = URL.createObjectURL(blob);
-  link.download = name;
+  link.download = suggestedName(response) ?? name;
   document.body.append(link);
   link.click();
   link.remove();

@@ -24,6 +24,7 @@ import { RatingControls } from './rating.js';
 import { Composer } from './composer.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
+import { headerMenu } from './header-menu.js';
 import { ModelPicker } from './models.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
@@ -54,6 +55,8 @@ const ui = {
   welcomeText: $('welcome-text'),
   examples: $('examples'),
 };
+
+headerMenu($('header-menu-button'), $('header-menu'));
 
 const composer = new Composer({ question: ui.question, send: ui.send, hint: $('composer-hint') });
 
@@ -248,6 +251,7 @@ function stopReading() {
 function showAgentTools() {
   attachment.show();
   ui.reviewPlanOption.hidden = ui.agent.value !== 'deep';
+  models.forAgent(ui.agent.value);
   const welcome = { text: ui.welcomeText, examples: ui.examples, question: ui.question };
   showWelcome(welcome, ui.agent.selectedOptions[0], (example, attach) => {
     composer.fill(example);
@@ -393,7 +397,7 @@ async function ask(text, branch = {}) {
   else params.set('regenerate', String(branch.regenerate));
   if (branch.parentId !== undefined) params.set('parentId', String(branch.parentId));
   for (const [name, fileId] of Object.entries(attached)) params.set(name, fileId);
-  models.choose(conversationId, params);
+  models.choose(params);
   if (agent === 'deep' && ui.reviewPlan.checked) params.set('reviewPlan', 'true');
   const body = Object.fromEntries(params);
   for (const name of ['regenerate', 'parentId']) {
@@ -577,7 +581,7 @@ function showHistory(id, detail) {
     models.annotateStored(turn.el, message);
     addTurn(turn);
   }
-  models.show(id);
+  models.show(detail.messages);
 }
 
 /** After drawing a history: follow its last turn if it is still answering. */
@@ -607,6 +611,7 @@ function newChat() {
   clearNotice();
   closeSidebar();
   attachment.set(null);
+  models.show([]);
   ui.question.focus();
 }
 
