@@ -52,7 +52,7 @@ does, since unset it falls back to something other than its declared default:
 `.env.example` shows it commented out, so copying the file changes nothing."""
 
 
-class _Section(BaseModel):
+class SettingsSection(BaseModel):
     """A group of settings: its docstring's first line is the group's title, the rest its
     introduction; each field's docstring is the setting's one description. The settings
     reference (docs/operate/settings.md) and `.env.example` are generated from them by
@@ -61,7 +61,7 @@ class _Section(BaseModel):
     model_config = ConfigDict(use_attribute_docstrings=True)
 
 
-class StorageSection(_Section):
+class StorageSection(SettingsSection):
     """Storage
 
     Where conversations, turns and files are kept. The embedded default is a SQLite file
@@ -94,7 +94,7 @@ class StorageSection(_Section):
     here."""
 
 
-class TasksSection(_Section):
+class TasksSection(SettingsSection):
     """Tasks across instances
 
     Who runs which conversation, stopping, resuming and crash recovery. Without Redis the
@@ -131,7 +131,7 @@ class TasksSection(_Section):
     outcomes kept in Redis meanwhile), once the database answers again. Needs `REDIS_URL`."""
 
 
-class LanguageModelSection(_Section):
+class LanguageModelSection(SettingsSection):
     """Language model
 
     The model every turn uses unless `MODELS` offers others (docs/operate/models.md).
@@ -191,7 +191,7 @@ class LanguageModelSection(_Section):
     form only (docs/operate/models.md)."""
 
 
-class ModelsSection(_Section):
+class ModelsSection(SettingsSection):
     """Models
 
     More named models beside the `LLM_*` one, and which agent uses which
@@ -215,7 +215,7 @@ class ModelsSection(_Section):
     """The model id that writes deep research's report; empty: the turn's model."""
 
 
-class WebSearchSection(_Section):
+class WebSearchSection(SettingsSection):
     """Web search"""
 
     tavily_api_key: SecretStr = SecretStr("")
@@ -232,7 +232,7 @@ class WebSearchSection(_Section):
     server."""
 
 
-class McpSection(_Section):
+class McpSection(SettingsSection):
     """MCP tools
 
     Servers whose tools the agents get (docs/integrate/mcp.md).
@@ -259,7 +259,7 @@ class McpSection(_Section):
     """Longest wait between two tries of a server that is down."""
 
 
-class OutboundSection(_Section):
+class OutboundSection(SettingsSection):
     """Outbound requests
 
     URLs that a model, a user or a document chose (page fetches, deck pictures, webhooks,
@@ -277,7 +277,7 @@ class OutboundSection(_Section):
     """Longest one fetch of a chosen URL may take, redirects included."""
 
 
-class FetchSection(_Section):
+class FetchSection(SettingsSection):
     """Reading pages
 
     The `fetch_page` tool of the web-search, deep research, skills and host agents
@@ -302,7 +302,7 @@ class FetchSection(_Section):
     """Pages read at the same time by one instance, all hosts together."""
 
 
-class WebhookSection(_Section):
+class WebhookSection(SettingsSection):
     """Webhooks
 
     A signed POST once a turn ends (docs/integrate/webhooks.md).
@@ -323,7 +323,7 @@ class WebhookSection(_Section):
     """Longest one try may take."""
 
 
-class A2aSection(_Section):
+class A2aSection(SettingsSection):
     """A2A
 
     Our agents to other agents, and other agents to ours (docs/integrate/a2a.md).
@@ -344,7 +344,7 @@ class A2aSection(_Section):
     host)."""
 
 
-class AccessSection(_Section):
+class AccessSection(SettingsSection):
     """Access
 
     Who may call the service, and from which browser origins (docs/operate/sign-in.md).
@@ -397,7 +397,7 @@ class AccessSection(_Section):
     at `/` always works), so list the front ends' origins."""
 
 
-class LimitsSection(_Section):
+class LimitsSection(SettingsSection):
     """Limits
 
     What one request, one user and one instance may cost (docs/operate/limits.md). The
@@ -439,7 +439,7 @@ class LimitsSection(_Section):
     beyond it waits its turn to start, so the streams already running keep flowing."""
 
 
-class TurnsSection(_Section):
+class TurnsSection(SettingsSection):
     """Turns and streams
 
     How every agent's turn runs and streams.
@@ -472,7 +472,7 @@ class TurnsSection(_Section):
     """Characters of a tool result shown in a `tool_end` event (the model gets all of it)."""
 
 
-class DeepResearchSection(_Section):
+class DeepResearchSection(SettingsSection):
     """Deep research
 
     The plan, parallel tasks, critique and report of `/agent/deep/stream`
@@ -499,7 +499,7 @@ class DeepResearchSection(_Section):
     still comes."""
 
 
-class DocumentsSection(_Section):
+class DocumentsSection(SettingsSection):
     """Documents
 
     Uploads: how they are read, cut into passages and searched (the file agent, and every
@@ -553,7 +553,7 @@ class DocumentsSection(_Section):
     """Scanned pages of one document read by OCR; a document with more is `failed`."""
 
 
-class SkillsSection(_Section):
+class SkillsSection(SettingsSection):
     """Skills agent
 
     `/agent/skills/stream`: skills, a workspace and a sandboxed shell (docs/use/skills.md).
@@ -591,7 +591,7 @@ class SkillsSection(_Section):
     summary."""
 
 
-class PptxSection(_Section):
+class PptxSection(SettingsSection):
     """PowerPoint agent
 
     `/agent/pptx/stream`: decks on shipped or uploaded templates (docs/use/powerpoint.md).
@@ -620,10 +620,10 @@ class PptxSection(_Section):
     """The images model."""
 
 
-class TelemetrySection(_Section):
+class TelemetrySection(SettingsSection):
     """Logs, traces and metrics
 
-    docs/operate/observability.md.
+    What the service tells about itself (docs/operate/observability.md).
     """
 
     log_level: str = "INFO"
