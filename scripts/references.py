@@ -434,26 +434,27 @@ def render_http_page(document: dict[str, Any]) -> str:
             )
     out += ["## Schemas", ""]
     for name, schema in schemas.items():
-        out += _schema_entry(name, schema, types, _anchor("schema", name), level="###")
+        out += _object_entry(f"### `{name}`", _anchor("schema", name), schema, types)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
-def _schema_entry(
-    name: str, schema: dict[str, Any], types: _Types, anchor: str, level: str
+def _object_entry(
+    heading: str, anchor: str, schema: dict[str, Any], types: _Types, required: str = "required"
 ) -> list[str]:
-    out = [f"{level} `{name}` {{#{anchor}}}", ""]
+    """A schema's entry: its description, then a table of its fields (or its type)."""
+    out = [f"{heading} {{#{anchor}}}", ""]
     if schema.get("description"):
         out += [inspect.cleandoc(schema["description"]), ""]
     properties = schema.get("properties")
     if properties:
-        required = set(schema.get("required", []))
+        needed = set(schema.get("required", []))
         out += _table(
-            ("field", "type", "required", "meaning"),
+            ("field", "type", required, "meaning"),
             (
                 (
                     f"`{field}`",
                     types(spec),
-                    "yes" if field in required else "no",
+                    "yes" if field in needed else "no",
                     spec.get("description", ""),
                 )
                 for field, spec in properties.items()
@@ -502,38 +503,21 @@ def render_events_page() -> str:
         ),
     )
     for name, wire_type in wire_types.items():
-        out += _event_entry(f"`{wire_type}`", definitions[name], types, wire_type)
+        out += _object_entry(
+            f"## `{wire_type}`", wire_type, definitions[name], types, "always sent"
+        )
         out += [f"Python: `app.core.events.{name}`.", ""]
     out += ["## Records inside events", ""]
     for name, definition in definitions.items():
         if name not in classes:
-            out += _event_entry(f"`{name}`", definition, types, _event_anchor(name, definitions))
+            anchor = _event_anchor(name, definitions)
+            out += _object_entry(f"## `{name}`", anchor, definition, types, "always sent")
     return "\n".join(out).rstrip("\n") + "\n"
 
 
 def _event_anchor(name: str, definitions: dict[str, Any]) -> str:
     wire_type: str | None = definitions[name]["properties"].get("type", {}).get("const")
     return wire_type or _anchor(name)
-
-
-def _event_entry(title: str, schema: dict[str, Any], types: _Types, anchor: str) -> list[str]:
-    out = [f"## {title} {{#{anchor}}}", ""]
-    if schema.get("description"):
-        out += [inspect.cleandoc(schema["description"]), ""]
-    required = set(schema.get("required", []))
-    out += _table(
-        ("field", "type", "always sent", "meaning"),
-        (
-            (
-                f"`{field}`",
-                types(spec),
-                "yes" if field in required else "no",
-                spec.get("description", ""),
-            )
-            for field, spec in schema.get("properties", {}).items()
-        ),
-    )
-    return out
 
 
 def _first_sentence(text: str) -> str:
