@@ -73,9 +73,9 @@ class Section:
 
 SERVING = Section(
     "Serving",
-    "Where `scripts/run` listens; uvicorn takes these, not the service, so they are read by "
-    "the script from the environment or `.env`. docker compose ignores both: change the host "
-    "side of `ports:` in docker-compose.yml instead.",
+    "Where `scripts/run` listens: the script reads these from the environment or `.env` and "
+    "hands them to uvicorn; the service itself does not read them. docker compose ignores "
+    "both: change the host side of `ports:` in docker-compose.yml instead.",
     (
         Variable(
             "HOST",
