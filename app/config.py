@@ -188,8 +188,17 @@ class Settings(BaseSettings):
     task_ttl_seconds: int = Field(default=1800, ge=1)
     """Longest a claim outlives its last refresh: the backstop when Redis alone is left."""
     instance_dead_seconds: float = Field(default=15.0, gt=0)
-    """With Redis: an instance silent this long is dead, and another marks its turns
-    `interrupted` and frees their conversations; it beats five times in that span."""
+    """With Redis: an instance silent this long is dead, and another takes its running turns
+    over (`TURN_TAKEOVERS`) or marks them `interrupted`; it beats five times in that span."""
+    turn_takeovers: int = Field(default=2, ge=0)
+    """With Redis: how many times a running turn may move to another instance (its own died,
+    or drained on a deploy) and be carried on from its last durable point; past that it ends
+    `interrupted`. 0: never (every such turn ends `interrupted`)."""
+    drain_seconds: float = Field(default=20.0, ge=0)
+    """On SIGTERM: how long running turns get to finish while `/ready` answers 503 and new
+    turns are refused (503 `DRAINING`); those still running are then handed to another
+    instance (or, alone, stored `interrupted`). Keep it below the orchestrator's grace period
+    (Kubernetes: 30 s) less a few seconds for the hand-over."""
     query_max_chars: int = Field(default=32000, ge=1)
     upload_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1)
     request_headers_max_bytes: int = Field(default=32 * 1024, ge=1024)

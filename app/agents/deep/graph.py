@@ -40,6 +40,7 @@ from app.agents.deep.state import (
 )
 from app.agents.deep.structured import Emit, ModelSteps
 from app.agents.react import ReActAgent
+from app.agents.tool_history import CONTINUE_NOTE
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.core.events import (
     CritiqueEvent,
@@ -90,8 +91,11 @@ class TaskResearcher(ReActAgent):
     ) -> tuple[str, list[Source], TurnState]:
         """The task's summary and sources; its tool calls go out tagged with its id."""
         own = TurnState()
-        # Each task runs on the task role's model (`DEEP_TASK_MODEL`), the turn's by default.
-        turn = dataclasses.replace(turn, model_id=self.core.role_model("task", turn.model_id))
+        # Each task runs on the task role's model (`DEEP_TASK_MODEL`), the turn's by default;
+        # a task begins afresh even in a turn carried on from another instance.
+        turn = dataclasses.replace(
+            turn, model_id=self.core.role_model("task", turn.model_id), carried=None
+        )
         messages = [
             Msg.text("system", prompts.TASK.format(today=_today())),
             Msg.text("user", _task_prompt(task, inputs, brief)),
@@ -123,6 +127,9 @@ class DeepContext:
     """Who writes the report (`DEEP_REPORT_MODEL`); None: the turn's model."""
     reading: TurnReading | None = None
     """How the turn's tasks read their search results; None: snippets only."""
+    report_so_far: str = ""
+    """The report as far as it was written when the turn moved from another instance: the
+    report goes on from there rather than being written (and shown) twice."""
 
     @property
     def memory(self) -> list[Msg]:
@@ -339,10 +346,19 @@ async def report(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
             f"Task results:\n{_findings(state)}\n\nSources:\n{untrusted(listing, 'sources')}",
         ),
     ]
-    emit(ThinkingEvent("Writing the report…\n"))
+    so_far = ctx.report_so_far
+    if so_far:
+        messages += [Msg.text("assistant", so_far), Msg.text("user", CONTINUE_NOTE)]
+    else:
+        emit(ThinkingEvent("Writing the report…\n"))
     text = await ctx.steps.text(messages, emit, stream=True, model=ctx.report_model)
-    ctx.steps.state.references = {s["url"]: _reference(s) for s in sources}
-    return {"report": text}
+    ctx.steps.state.references = references_of(state)
+    return {"report": so_far + text}
+
+
+def references_of(state: DeepState) -> dict[str, Reference]:
+    """The report's sources as the turn's references."""
+    return {s["url"]: _reference(s) for s in numbered_sources(state)}
 
 
 def numbered_sources(state: DeepState) -> list[Source]:
