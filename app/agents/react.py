@@ -270,8 +270,12 @@ async def act(
     is counted by the telemetry, and adds its references to the turn. `results` is
     filled in call order. If the loop is stopped, the calls still running are
     cancelled before this generator lets go.
+
+    A call runs only once its `tool_start` is durable (`StopSignal.durable`): should
+    the instance die while it runs, the instance that carries the turn on knows of it,
+    and tells the model its outcome is unknown rather than run it a second time.
     """
-    queue: asyncio.Queue[Event | None] = asyncio.Queue()
+    queue: asyncio.Queue[Event | asyncio.Future[None] | None] = asyncio.Queue()
     outputs: list[ToolOutput] = [ToolOutput("") for _ in calls]
     ctx = ToolContext(turn.user_id, turn.conversation_id, queue.put_nowait)
     limit = core.limits.tool_result_display_chars
@@ -283,6 +287,9 @@ async def act(
             if note:
                 queue.put_nowait(ThinkingEvent(note))
             queue.put_nowait(ToolStartEvent(call.name, call.id, _arguments(call)))
+            announced: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            queue.put_nowait(announced)
+            await announced
             with core.observer.tool_call(call.name, call.id) as ended:
                 outputs[index] = await _invoke(tool, call.name, call.input, ctx)
                 ended(outputs[index].is_error)
@@ -295,11 +302,15 @@ async def act(
     try:
         remaining = len(running)
         while remaining:
-            event = await queue.get()
-            if event is None:
+            item = await queue.get()
+            if item is None:
                 remaining -= 1
+            elif isinstance(item, asyncio.Future):
+                await state.stop.durable()  # its `tool_start`, yielded just before
+                if not item.done():
+                    item.set_result(None)
             else:
-                yield event
+                yield item
     finally:
         for task in running:
             task.cancel()

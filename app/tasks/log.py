@@ -74,7 +74,8 @@ class SharedRunLogs(Protocol):
 
     async def history(self, task_id: str) -> list[bytes] | None:
         """Every frame of a run that has not ended, from its first event on: what another
-        instance carries it on from. None when the run ended, or is not kept whole."""
+        instance carries it on from (none yet: it starts over, as nobody saw any). None when
+        the run ended, or is not kept whole."""
         ...
 
     async def close(self) -> None: ...
@@ -124,6 +125,8 @@ class RunLog:
         nothing past what is copied out."""
         self._held: int | None = None
         """The id of the final frame `end()` holds back until `close()`."""
+        self._copied = base
+        """The last id the copier reports copied out."""
         self._gated = False
         self._waiters: list[asyncio.Future[None]] = []
         self._copier_waiters: list[asyncio.Future[None]] = []
@@ -174,12 +177,20 @@ class RunLog:
 
     def copied(self, upto: int) -> None:
         """The events up to `upto` are copied out: gated readers may see them (not a held one)."""
+        self._copied = max(self._copied, upto)
         if not self._gated:
             return
         visible = upto if self._held is None else min(upto, self._held - 1)
         if visible > self._shown:
             self._shown = visible
             self._wake()
+
+    async def durable(self, idle: float = 1.0) -> None:
+        """Return once the events appended so far are copied out (at once when not gated: no
+        copy is waited for, or it is failing)."""
+        target = self.last_id
+        while self._gated and self._copied < target and not self.closed:
+            await self.ready(self._copied, idle)
 
     def ungate(self) -> None:
         """Show everything appended (but a held final event): the copy cannot keep up."""

@@ -303,7 +303,7 @@ class RedisRunLogs:
                 if number != len(frames) + 1:
                     return None  # its start is trimmed: nothing whole to carry on from
                 frames.append(frame)
-        return frames or None
+        return frames
 
     async def is_running(self, user_id: str, conversation_id: str, task_id: str) -> bool:
         """Whether the run still holds its conversation (raises `TaskError` if Redis fails)."""

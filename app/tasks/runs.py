@@ -113,6 +113,9 @@ class Run:
     def stop_requested(self) -> bool:
         return self.stop_reason is not None
 
+    async def durable(self) -> None:
+        await self.log.durable()
+
     def stop(self, reason: StopReason) -> bool:
         """Cancel the run once; the first reason given is the one stored.
 

@@ -12,19 +12,29 @@ tests wait seconds, not the defaults' minutes.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import orjson
 import pytest
 
 from app.agents.base import MOVED_NOTICE
+from app.agents.tool_history import CUT_SHORT_RESULT
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import Body, Reply
+from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import TEST_LLM_KEY, history
+from tests.integration.test_pptx_agent import TITLES
 from tests.support.cluster import Cluster, SlowWriter, answer_for, event_ids, follow, moved
+from tests.support.decks import DeckModel
 from tests.support.polling import eventually
 from tests.support.processes import RedisServer
-from tests.support.sse import Event, text_of
+from tests.support.research import REPORT, over_http, step_named
+from tests.support.sse import Event, text_of, types
 
 pytestmark = [pytest.mark.postgres]
 
@@ -135,3 +145,224 @@ async def test_a_killed_instances_turns_go_on_elsewhere_and_none_is_interrupted(
 
     await assert_whole(cluster, seen, questions)
     assert [moved(s, MOVED_NOTICE) for s in seen] == [n % 3 == 1 for n in range(9)]
+
+
+async def test_a_tool_call_in_flight_at_the_kill_is_closed_not_run_again(
+    cluster: Cluster, fake_llm: FakeOpenAI, fake_search: FakeTavily
+) -> None:
+    await cluster.start(2, TAVILY_API_KEY="tvly-test", TAVILY_BASE_URL=fake_search.base_url)
+    fake_search.hang = True
+    fake_llm.script(Reply.tool_calls([("web_search", {"query": "slow"})]))
+    fake_llm.responder = lambda body: Reply.text("Answered without it.")
+    started = asyncio.Event()
+    params = {"query": "Look it up", "conversationId": "c-tool"}
+    turn = asyncio.create_task(
+        follow(cluster, 0, params, started=started, when=lambda e: e["type"] == "tool_start")
+    )
+    async with asyncio.timeout(30):
+        await started.wait()
+        await fake_search.started.wait()
+    cluster.down.add(0)
+    await cluster.processes[0].kill()
+    seen = await turn
+    stored = (await history(cluster.clients[1], "c-tool"))[0]
+
+    assert fake_search.queries == ["slow"]
+    assert types(seen) == [
+        "start",
+        "thinking",
+        "tool_start",
+        "thinking",
+        "tool_end",
+        "text",
+        "complete",
+    ]
+    [end] = [e for e in seen if e["type"] == "tool_end"]
+    assert (end["result"], end["isError"]) == (CUT_SHORT_RESULT, True)
+    assert seen[-1]["status"] == "completed"
+    assert event_ids(seen) == list(range(1, len(seen) + 1))
+    # The model read that the call was cut short, and answered without running it again.
+    sent = fake_llm.requests[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "tool"] == [CUT_SHORT_RESULT]
+    assert (stored["status"], stored["answer"]) == ("completed", "Answered without it.")
+    assert [(t["name"], t["result"], t["isError"]) for t in stored["tools"]] == [
+        ("web_search", CUT_SHORT_RESULT, True)
+    ]
+
+
+async def test_a_turn_past_its_moves_ends_interrupted(cluster: Cluster) -> None:
+    await cluster.start(2, TURN_TAKEOVERS="1")
+    started = asyncio.Event()
+    turn = asyncio.create_task(
+        follow(cluster, 0, {"query": "Long", "conversationId": "c-moves"}, started=started)
+    )
+    async with asyncio.timeout(30):
+        await started.wait()
+    cluster.down.add(0)
+    await cluster.processes[0].kill()
+
+    async def moved_once() -> bool:
+        return bool((await history(cluster.clients[1], "c-moves"))[0]["answer"].startswith("Long-"))
+
+    await eventually(moved_once, within=DEAD_SECONDS + 5, what="the turn carried on")
+    (third,) = await cluster.start(1, TURN_TAKEOVERS="1")
+    cluster.down.add(1)
+    await cluster.processes[1].kill()
+    seen = await turn
+    stored = (await history(third, "c-moves"))[0]
+
+    assert seen[-1]["type"] == "complete"
+    assert seen[-1]["status"] == "interrupted"
+    assert stored["status"] == "interrupted"
+    assert moved(seen, MOVED_NOTICE)
+
+
+MARKET, COSTS = "Market size", "Running costs"
+CHAINED = {
+    "tasks": [
+        {"id": "a", "title": MARKET, "goal": "How big it is", "dependsOn": []},
+        {"id": "b", "title": COSTS, "goal": "What it costs", "dependsOn": ["a"]},
+    ]
+}
+"""Costs waits for Market: Market's wave is checkpointed before Costs' first call."""
+
+
+class HeldResearch:
+    """A research's answers by step (`over_http`), counted by step and by task; the first
+    call of Costs hangs until its instance dies."""
+
+    def __init__(self, server: FakeOpenAI) -> None:
+        self.server = server
+        self.calls: Counter[str] = Counter()
+        self.held = asyncio.Event()
+
+    def __call__(self, body: Body) -> Reply:
+        step = step_named(self.server.system_text(body))
+        name = step
+        if step == "task":
+            name = MARKET if f"Your task: {MARKET}" in orjson.dumps(body).decode() else COSTS
+        self.calls[name] += 1
+        if name == COSTS and self.calls[name] == 1:
+            self.held.set()
+            return Reply.hang()
+        answer = orjson.dumps(CHAINED).decode() if step == "plan" else over_http(self.server, body)
+        return answer if isinstance(answer, Reply) else Reply.text(answer)
+
+
+async def test_deep_research_goes_on_from_its_last_checkpoint_on_another_instance(
+    cluster: Cluster, fake_llm: FakeOpenAI, fake_search: FakeTavily
+) -> None:
+    research = HeldResearch(fake_llm)
+    fake_llm.responder = research
+    await cluster.start(
+        2,
+        TAVILY_API_KEY="tvly-test",
+        TAVILY_BASE_URL=fake_search.base_url,
+        DEEP_FETCH_PER_TASK="0",
+        DEEP_REPORT_FORMATS="none",
+    )
+    market_done = asyncio.Event()
+    turn = asyncio.create_task(
+        follow(
+            cluster,
+            0,
+            {"query": "How big is the heat pump market?", "conversationId": "c-deep"},
+            kind="deep",
+            started=market_done,
+            when=lambda e: e["type"] == "step" and e["status"] == "completed",
+        )
+    )
+    async with asyncio.timeout(30):
+        await market_done.wait()
+        await research.held.wait()
+    cluster.down.add(0)
+    await cluster.processes[0].kill()
+    seen = await turn
+    stored = (await history(cluster.clients[1], "c-deep"))[0]
+
+    assert seen[-1]["status"] == "completed"
+    assert event_ids(seen) == list(range(1, len(seen) + 1))
+    assert moved(seen, MOVED_NOTICE)
+    assert text_of(seen) == REPORT == stored["answer"]
+    assert stored["status"] == "completed"
+    # Nothing finished before the kill ran again: only Costs, whose call was cut, began anew.
+    assert research.calls == {
+        "clarify": 1,
+        "brief": 1,
+        "plan": 1,
+        MARKET: 2,
+        COSTS: 3,
+        "critique": 1,
+        "report": 1,
+    }
+    assert sorted(fake_search.queries) == sorted([MARKET, COSTS])
+    assert [t["status"] for t in stored["plan"][0]["tasks"]] == ["completed", "completed"]
+
+
+async def test_a_deck_build_goes_on_from_its_last_stored_step_on_another_instance(
+    cluster: Cluster, fake_llm: FakeOpenAI
+) -> None:
+    decks = DeckModel(TITLES, answers={"SCHEMA": [Reply.hang()]})
+    fake_llm.responder = decks
+    await cluster.start(2, PPTX_PREVIEWS="false", PPTX_PDF="false")
+    turn = asyncio.create_task(
+        follow(
+            cluster,
+            0,
+            {"query": "A deck on solar power for students", "conversationId": "c-deck"},
+            kind="pptx",
+        )
+    )
+    async with asyncio.timeout(30):
+        await decks.waiting.setdefault("SCHEMA", asyncio.Event()).wait()
+    cluster.down.add(0)
+    await cluster.processes[0].kill()
+    seen = await turn
+    stored = (await history(cluster.clients[1], "c-deck"))[0]
+
+    assert seen[-1]["status"] == "completed"
+    assert event_ids(seen) == list(range(1, len(seen) + 1))
+    assert moved(seen, MOVED_NOTICE)
+    assert [e["name"] for e in seen if e["type"] == "file"] == ["Solar power v1.pptx"]
+    assert stored["status"] == "completed"
+    assert stored["deck"]["stage"] == "ready"
+    # The steps stored before the kill were not asked again; the one it cut was.
+    assert decks.asked == {"REQUIREMENT": 1, "TEMPLATE": 1, "OUTLINE": 1, "SCHEMA": 2}
+
+
+async def test_an_instance_only_slow_finds_its_turn_taken_over_and_stops_writing_it(
+    cluster: Cluster, fake_llm: FakeOpenAI
+) -> None:
+    await cluster.start(2)
+    started = asyncio.Event()
+    turn = asyncio.create_task(
+        follow(cluster, 0, {"query": "Slow", "conversationId": "c-slow"}, started=started)
+    )
+    async with asyncio.timeout(30):
+        await started.wait()
+    slow = cluster.processes[0]
+    os.kill(slow.pid, signal.SIGSTOP)  # hung, not dead: its sockets stay open
+    watcher_started = asyncio.Event()
+    watcher = asyncio.create_task(
+        follow(
+            cluster,
+            1,
+            {"conversationId": "c-slow"},
+            started=watcher_started,
+            when=lambda e: e["type"] == "thinking" and e["content"] == MOVED_NOTICE,
+        )
+    )
+    async with asyncio.timeout(DEAD_SECONDS + 15):
+        await watcher_started.wait()
+    os.kill(slow.pid, signal.SIGCONT)
+    cluster.down.add(0)
+    seen, watched = await asyncio.gather(turn, watcher)
+    stored = (await history(cluster.clients[1], "c-slow"))[0]
+
+    # What the slow instance did after it woke never reached a client or the row.
+    assert seen == watched
+    assert event_ids(seen) == list(range(1, len(seen) + 1))
+    assert text_of(seen) == answer_for("Slow", WORDS) == stored["answer"]
+    assert (seen[-1]["status"], stored["status"]) == ("completed", "completed")
+    assert fake_llm.disconnected.is_set()  # its model call was dropped, not read on
+    assert "was taken over by another instance: stopping it here" in slow.output()

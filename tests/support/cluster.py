@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,12 +78,14 @@ async def follow(
     *,
     kind: str = "chat",
     started: asyncio.Event | None = None,
+    when: Callable[[Event], bool] = lambda event: event["type"] == "text",
     within: float = 90.0,
 ) -> list[Event]:
     """A turn sent to instance `first` and read to `complete`, resuming on the live instances
-    (in turn) with the last event id each time its stream ends without it.
+    (in turn) with the last event id each time its stream ends without it. Without a
+    `query`, the conversation's running turn is followed from its start.
 
-    `started` is set once the turn has shown its first text.
+    `started` is set once the turn has shown an event `when` holds for (its first text).
     """
     seen: list[Event] = []
     conversation = params["conversationId"]
@@ -96,15 +98,14 @@ async def follow(
         try:
             async for event in events(response):
                 seen.append(event)
-                if event["type"] == "text":
+                if when(event):
                     started.set()
         except httpx.TransportError:
             pass
 
     async with asyncio.timeout(within):
-        async with cluster.clients[first].stream(
-            "GET", f"/agent/{kind}/stream", params=params
-        ) as response:
+        path = f"/agent/{kind}/stream" if "query" in params else "/agent/resume"
+        async with cluster.clients[first].stream("GET", path, params=params) as response:
             await read(response)
         last = first
         for hop in itertools.count():
