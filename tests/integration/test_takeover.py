@@ -366,3 +366,58 @@ async def test_an_instance_only_slow_finds_its_turn_taken_over_and_stops_writing
     assert (seen[-1]["status"], stored["status"]) == ("completed", "completed")
     assert fake_llm.disconnected.is_set()  # its model call was dropped, not read on
     assert "was taken over by another instance: stopping it here" in slow.output()
+
+
+async def test_alone_sigterm_drains_running_turns_and_stores_the_rest_interrupted(
+    tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """No Redis: nobody can carry a turn on, but the drain still lets turns finish."""
+
+    def writer(body: Body) -> Reply:
+        question = body["messages"][-1]["content"]
+        return Reply.text(answer_for(question, 4 if question == "short" else 40), delay=PAUSE)
+
+    fake_llm.responder = writer
+    alone = Cluster(
+        tmp_path,
+        {
+            "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/app.db",
+            "LLM_BASE_URL": fake_llm.base_url,
+            "LLM_API_KEY": TEST_LLM_KEY,
+            "LLM_MODEL": "fake-model",
+            "RECOMMENDATIONS_ENABLED": "false",
+            "LOG_LEVEL": "WARNING",
+            "DRAIN_SECONDS": "4",
+        },
+    )
+    try:
+        (client,) = await alone.start(1)
+        started = {q: asyncio.Event() for q in ("short", "long")}
+        streams = {
+            q: asyncio.create_task(
+                follow(alone, 0, {"query": q, "conversationId": f"c-{q}"}, started=started[q])
+            )
+            for q in started
+        }
+        async with asyncio.timeout(30):
+            await asyncio.gather(*(s.wait() for s in started.values()))
+        alone.processes[0].terminate()
+
+        async def not_ready() -> bool:
+            return (await client.get("/ready")).status_code == 503
+
+        not_ready_after = await eventually(not_ready, within=5, what="/ready answering 503")
+        refused = await client.get("/agent/chat/stream", params={"query": "new"})
+        short, long = await asyncio.gather(streams["short"], streams["long"])
+        exited_after = await alone.processes[0].exited(within=4 + 10)
+        await alone.start(1)
+        stored = {q: (await history(alone.clients[-1], f"c-{q}"))[0] for q in streams}
+    finally:
+        await alone.close()
+
+    assert not_ready_after < 1.0
+    assert (refused.status_code, refused.json()["data"]) == (503, {"error": "DRAINING"})
+    assert (short[-1]["status"], stored["short"]["status"]) == ("completed", "completed")
+    assert text_of(short) == answer_for("short", 4) == stored["short"]["answer"]
+    assert (long[-1]["status"], stored["long"]["status"]) == ("interrupted", "interrupted")
+    assert exited_after < 4 + 10
