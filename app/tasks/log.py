@@ -142,6 +142,11 @@ class RunLog:
         """The id of the last event appended, shown or held."""
         return self.base + len(self._frames)
 
+    @property
+    def shown_id(self) -> int:
+        """The id of the last event readers may see."""
+        return self._shown
+
     def append(self, event: Event) -> int:
         """Number, encode and store the event; wake the readers. Returns its id."""
         if self.ending:

@@ -104,6 +104,8 @@ class Run:
     """Set once the log is closed: the turn is stored and its claim released (or it moved)."""
     program: RunProgram | None = None
     """What the run drives, once launched."""
+    moved: bool = False
+    """It ended here to go on at another instance (handed over, or lost): it did not end."""
 
     @property
     def running(self) -> bool:
@@ -222,10 +224,11 @@ class RunRegistry:
         return None if shared is None else UntilDrained(shared, self._drain)
 
     async def last_event_id(self, user_id: str, conversation_id: str, task_id: str) -> int | None:
-        """The newest event id of that run, from this instance's log or the shared one."""
+        """The newest event id of that run its readers may see, from this instance's log or
+        the shared one."""
         run = self.find(user_id, conversation_id)
         if run is not None and run.claim.task_id == task_id:
-            return run.log.last_id
+            return run.log.shown_id
         return await self._shared.last_event_id(task_id)
 
     def launch(
@@ -411,6 +414,7 @@ class RunRegistry:
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await asyncio.gather(heartbeat, copier)
         run.log.close(show_rest=handed_over)
+        run.moved = True
         run.ended.set()
         run.task = None
         if self._runs.get(run.claim.key) is run:

@@ -33,6 +33,7 @@ from tests.support.cluster import Cluster, SlowWriter, answer_for, event_ids, fo
 from tests.support.decks import DeckModel
 from tests.support.polling import eventually
 from tests.support.processes import RedisServer
+from tests.support.receiver import SECRET, Receiver, running_receiver
 from tests.support.research import REPORT, over_http, step_named
 from tests.support.sse import Event, text_of, types
 
@@ -46,8 +47,18 @@ PAUSE = 0.5
 
 
 @pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    async with running_receiver() as hooks:
+        yield hooks
+
+
+@pytest.fixture
 async def cluster(
-    tmp_path: Path, postgres_url: str, redis_server: RedisServer, fake_llm: FakeOpenAI
+    tmp_path: Path,
+    postgres_url: str,
+    redis_server: RedisServer,
+    fake_llm: FakeOpenAI,
+    receiver: Receiver,
 ) -> AsyncIterator[Cluster]:
     fake_llm.responder = SlowWriter(WORDS, PAUSE)
     cluster = Cluster(
@@ -66,6 +77,10 @@ async def cluster(
             "SSE_PING_SECONDS": "1",
             "STREAMS_PER_MINUTE": "0",
             "MAX_STREAMS_PER_USER": "0",
+            # Every turn's end is announced once, by the instance that ends it.
+            "WEBHOOK_URL": receiver.url,
+            "WEBHOOK_SECRET": SECRET,
+            "OUTBOUND_ALLOWLIST": "127.0.0.1",
         },
     )
     try:
@@ -103,7 +118,7 @@ async def assert_whole(cluster: Cluster, turns: list[list[Event]], questions: li
 
 
 async def test_sigterm_drains_an_instance_and_its_turns_go_on_elsewhere(
-    cluster: Cluster, fake_llm: FakeOpenAI
+    cluster: Cluster, fake_llm: FakeOpenAI, receiver: Receiver
 ) -> None:
     await cluster.start(3)
     turns, questions = await nine_turns(cluster)
@@ -121,6 +136,7 @@ async def test_sigterm_drains_an_instance_and_its_turns_go_on_elsewhere(
     )
     exited_after = await draining.exited(within=DRAIN_SECONDS + 10)
     seen = await asyncio.gather(*turns)
+    announced = [(await receiver.next_call()).json() for _ in questions]
 
     assert not_ready_after < 1.0
     assert refused.status_code == 503
@@ -132,6 +148,11 @@ async def test_sigterm_drains_an_instance_and_its_turns_go_on_elsewhere(
     # The drained instance's three turns moved, and said so; the others ran where they began.
     assert [moved(s, MOVED_NOTICE) for s in seen] == [n % 3 == 0 for n in range(9)]
     assert sorted(fake_llm.responder.continued) == ["q0", "q3", "q6"]  # type: ignore[attr-defined]
+    # Once each, when it ended: not by the drained instance as its turns moved away.
+    assert receiver.calls.empty()
+    assert sorted(c["conversationId"] for c in announced) == sorted(f"c-{q}" for q in questions)
+    assert {c["status"] for c in announced} == {"completed"}
+    assert {c["taskId"] for c in announced} == {s[0]["taskId"] for s in seen}
 
 
 async def test_a_killed_instances_turns_go_on_elsewhere_and_none_is_interrupted(
