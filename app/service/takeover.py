@@ -35,12 +35,12 @@ from app.core.frames import decode_frames
 from app.core.run import ConversationKey
 from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.llm.models import ModelCatalog
-from app.service.turns import RunObserver
+from app.service.turns import TurnService
 from app.store.base import SessionStore, StoreError
 from app.store.models import StoredTurn
 from app.tasks.base import Claim, Claims, TakeOvers, TaskError
 from app.tasks.log import RunLog, SharedRunLogs
-from app.tasks.runs import Run, RunRegistry
+from app.tasks.runs import Run
 from app.tasks.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
@@ -56,8 +56,7 @@ class TurnSuccessor:
         claims: Claims,
         takeovers: TakeOvers,
         logs: SharedRunLogs,
-        runs: RunRegistry,
-        observer: RunObserver,
+        turns: TurnService,
         models: ModelCatalog,
         webhooks: Webhooks,
         drain: Drain,
@@ -71,8 +70,7 @@ class TurnSuccessor:
         self._claims = claims
         self._takeovers = takeovers
         self._logs = logs
-        self._runs = runs
-        self._observer = observer
+        self._turns = turns
         self._models = models
         self._webhooks = webhooks
         self._drain = drain
@@ -133,14 +131,7 @@ class TurnSuccessor:
             dead,
             taken.takeovers,
         )
-        run = Run(claim, RunLog(base=len(frames)))
-        launched = self._observer.launch(
-            claim.agent_type,
-            turn,
-            agent.start(turn),
-            lambda program: self._runs.launch(claim, program, None, run),
-        )
-        launched.row_id = taken.id
+        launched = self._turns.run(agent, claim, turn, run=Run(claim, RunLog(base=len(frames))))
         if turn.webhook is not None:
             self._webhooks.notify(launched, turn.webhook)
         return True

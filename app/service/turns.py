@@ -247,15 +247,28 @@ class TurnService:
                     if isinstance(exc, StoreError):
                         raise Unavailable(DATABASE_DOWN) from exc
                     raise
-                launched = self._observer.launch(
-                    claim.agent_type,
-                    turn,
-                    agent.start(turn),
-                    lambda program: self._runs.launch(claim, program, on_end, run),
-                )
-        launched.row_id = turn.row_id
+                launched = self.run(agent, claim, turn, on_end, run)
         if not posted:
             await self._show(_ticket(claim, turn.question, "running"))
+        return launched
+
+    def run(
+        self,
+        agent: BaseAgent,
+        claim: Claim,
+        turn: Turn,
+        on_end: OnEnd | None = None,
+        run: Run | None = None,
+    ) -> Run:
+        """Launch the stored turn's run under `claim`, as the telemetry watches runs (a turn
+        begun here, or one carried on from another instance: app/service/takeover.py)."""
+        launched = self._observer.launch(
+            claim.agent_type,
+            turn,
+            agent.start(turn),
+            lambda program: self._runs.launch(claim, program, on_end, run),
+        )
+        launched.row_id = turn.row_id
         return launched
 
     async def _take_over(self, claim: Claim, strategy: Strategy, ticket: Ticket) -> bool:

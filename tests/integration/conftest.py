@@ -1,5 +1,5 @@
 """Fixtures the integration tests share: databases and backends to run on, fake upstreams,
-a private Redis."""
+a private Redis, a webhook receiver."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import Backend
 from tests.support.processes import RedisServer
+from tests.support.receiver import Receiver, running_receiver
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -53,6 +54,12 @@ async def fake_llm() -> AsyncIterator[FakeOpenAI]:
 async def fake_search() -> AsyncIterator[FakeTavily]:
     async with FakeTavily().running() as fake:
         yield fake
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    async with running_receiver() as hooks:
+        yield hooks
 
 
 @pytest.fixture

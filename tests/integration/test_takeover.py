@@ -33,7 +33,7 @@ from tests.support.cluster import Cluster, SlowWriter, answer_for, event_ids, fo
 from tests.support.decks import DeckModel
 from tests.support.polling import eventually
 from tests.support.processes import RedisServer
-from tests.support.receiver import SECRET, Receiver, running_receiver
+from tests.support.receiver import SECRET, Receiver
 from tests.support.research import REPORT, over_http, step_named
 from tests.support.sse import Event, text_of, types
 
@@ -44,12 +44,6 @@ DEAD_SECONDS = 2.0
 WORDS = 20
 PAUSE = 0.5
 """Twenty words half a second apart: ten-second turns."""
-
-
-@pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
-    async with running_receiver() as hooks:
-        yield hooks
 
 
 @pytest.fixture
@@ -77,6 +71,8 @@ async def cluster(
             "SSE_PING_SECONDS": "1",
             "STREAMS_PER_MINUTE": "0",
             "MAX_STREAMS_PER_USER": "0",
+            # The PostgreSQL is shared with the rest of the run: a few connections each.
+            "DB_POOL_SIZE": "3",
             # Every turn's end is announced once, by the instance that ends it.
             "WEBHOOK_URL": receiver.url,
             "WEBHOOK_SECRET": SECRET,
