@@ -29,8 +29,8 @@ from tests.fakes.scripted_server import Body, Reply
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import TEST_LLM_KEY, history
 from tests.integration.test_pptx_agent import TITLES
-from tests.support.cluster import Cluster, SlowWriter, answer_for, event_ids, follow, moved
 from tests.support.decks import DeckModel
+from tests.support.moving_turns import Instances, SlowWriter, answer_for, event_ids, follow, moved
 from tests.support.polling import eventually
 from tests.support.processes import RedisServer
 from tests.support.receiver import SECRET, Receiver
@@ -53,9 +53,9 @@ async def cluster(
     redis_server: RedisServer,
     fake_llm: FakeOpenAI,
     receiver: Receiver,
-) -> AsyncIterator[Cluster]:
+) -> AsyncIterator[Instances]:
     fake_llm.responder = SlowWriter(WORDS, PAUSE)
-    cluster = Cluster(
+    cluster = Instances(
         tmp_path,
         {
             "DATABASE_URL": postgres_url,
@@ -85,7 +85,7 @@ async def cluster(
         await cluster.close()
 
 
-async def nine_turns(cluster: Cluster) -> tuple[list[asyncio.Task[list[Event]]], list[str]]:
+async def nine_turns(cluster: Instances) -> tuple[list[asyncio.Task[list[Event]]], list[str]]:
     """Nine turns, three on each instance, each showing text before this returns."""
     questions = [f"q{n}" for n in range(9)]
     started = [asyncio.Event() for _ in questions]
@@ -100,7 +100,7 @@ async def nine_turns(cluster: Cluster) -> tuple[list[asyncio.Task[list[Event]]],
     return turns, questions
 
 
-async def assert_whole(cluster: Cluster, turns: list[list[Event]], questions: list[str]) -> None:
+async def assert_whole(cluster: Instances, turns: list[list[Event]], questions: list[str]) -> None:
     """Each turn ended `completed`, with the answer it would have had uncut, stored as shown,
     its event ids going on one by one from 1."""
     client = cluster.clients[cluster.live()[0]]
@@ -114,7 +114,7 @@ async def assert_whole(cluster: Cluster, turns: list[list[Event]], questions: li
 
 
 async def test_sigterm_drains_an_instance_and_its_turns_go_on_elsewhere(
-    cluster: Cluster, fake_llm: FakeOpenAI, receiver: Receiver
+    cluster: Instances, fake_llm: FakeOpenAI, receiver: Receiver
 ) -> None:
     await cluster.start(3)
     turns, questions = await nine_turns(cluster)
@@ -152,7 +152,7 @@ async def test_sigterm_drains_an_instance_and_its_turns_go_on_elsewhere(
 
 
 async def test_a_killed_instances_turns_go_on_elsewhere_and_none_is_interrupted(
-    cluster: Cluster,
+    cluster: Instances,
 ) -> None:
     await cluster.start(3)
     turns, questions = await nine_turns(cluster)
@@ -165,7 +165,7 @@ async def test_a_killed_instances_turns_go_on_elsewhere_and_none_is_interrupted(
 
 
 async def test_a_tool_call_in_flight_at_the_kill_is_closed_not_run_again(
-    cluster: Cluster, fake_llm: FakeOpenAI, fake_search: FakeTavily
+    cluster: Instances, fake_llm: FakeOpenAI, fake_search: FakeTavily
 ) -> None:
     await cluster.start(2, TAVILY_API_KEY="tvly-test", TAVILY_BASE_URL=fake_search.base_url)
     fake_search.hang = True
@@ -207,7 +207,7 @@ async def test_a_tool_call_in_flight_at_the_kill_is_closed_not_run_again(
     ]
 
 
-async def test_a_turn_past_its_moves_ends_interrupted(cluster: Cluster) -> None:
+async def test_a_turn_past_its_moves_ends_interrupted(cluster: Instances) -> None:
     await cluster.start(2, TURN_TAKEOVERS="1")
     started = asyncio.Event()
     turn = asyncio.create_task(
@@ -267,7 +267,7 @@ class HeldResearch:
 
 
 async def test_deep_research_goes_on_from_its_last_checkpoint_on_another_instance(
-    cluster: Cluster, fake_llm: FakeOpenAI, fake_search: FakeTavily
+    cluster: Instances, fake_llm: FakeOpenAI, fake_search: FakeTavily
 ) -> None:
     research = HeldResearch(fake_llm)
     fake_llm.responder = research
@@ -317,7 +317,7 @@ async def test_deep_research_goes_on_from_its_last_checkpoint_on_another_instanc
 
 
 async def test_a_deck_build_goes_on_from_its_last_stored_step_on_another_instance(
-    cluster: Cluster, fake_llm: FakeOpenAI
+    cluster: Instances, fake_llm: FakeOpenAI
 ) -> None:
     decks = DeckModel(TITLES, answers={"SCHEMA": [Reply.hang()]})
     fake_llm.responder = decks
@@ -348,7 +348,7 @@ async def test_a_deck_build_goes_on_from_its_last_stored_step_on_another_instanc
 
 
 async def test_an_instance_only_slow_finds_its_turn_taken_over_and_stops_writing_it(
-    cluster: Cluster, fake_llm: FakeOpenAI
+    cluster: Instances, fake_llm: FakeOpenAI
 ) -> None:
     await cluster.start(2)
     started = asyncio.Event()
@@ -395,7 +395,7 @@ async def test_alone_sigterm_drains_running_turns_and_stores_the_rest_interrupte
         return Reply.text(answer_for(question, 4 if question == "short" else 40), delay=PAUSE)
 
     fake_llm.responder = writer
-    alone = Cluster(
+    alone = Instances(
         tmp_path,
         {
             "DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/app.db",

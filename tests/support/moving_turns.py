@@ -1,7 +1,8 @@
-"""Several instances of the service as deployed, and clients that follow a turn across them.
+"""Turns that move between instances, as clients and the model see them.
 
-`Cluster` starts uvicorn processes (`ServiceProcess`) on one Redis and one
-PostgreSQL; a test stops, kills or drains them. `follow` is a client that
+`Instances` starts uvicorn processes (`ServiceProcess`) on one Redis and one
+PostgreSQL, each reached directly (tests/support/cluster.py puts HAProxy in
+front); a test stops, kills or drains them. `follow` is a client that
 reads a turn's stream and, when its connection ends without `complete` (its
 instance drained, or died), resumes it on another instance with its last event
 id, as the page and a load balancer do together. `SlowWriter` is the model:
@@ -29,7 +30,7 @@ RESUME_PAUSE_SECONDS = 0.2
 """How long a client waits before it resumes a stream that ended without `complete`."""
 
 
-class Cluster:
+class Instances:
     """Instances of the service with one environment, each with a client; stopped on `close`."""
 
     def __init__(self, workdir: Path, env: dict[str, str]) -> None:
@@ -72,7 +73,7 @@ async def read_into(response: httpx.Response, seen: list[Event]) -> None:
 
 
 async def follow(
-    cluster: Cluster,
+    cluster: Instances,
     first: int,
     params: dict[str, str],
     *,
