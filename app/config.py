@@ -48,7 +48,14 @@ class Settings(BaseSettings):
     database_url: str = "sqlite+aiosqlite:///./data/app.db"
     auto_migrate: bool = True
     """Apply Alembic migrations at start-up; turn off where deployments migrate separately."""
+    migrate_database_url: str = ""
+    """Where migrations run (`alembic upgrade head`, and the start-up's with `AUTO_MIGRATE`):
+    the database itself when `DATABASE_URL` is a pooler's; empty: `DATABASE_URL`."""
     db_pool_size: int = 20
+    db_transaction_pooler: bool = False
+    """`DATABASE_URL` is a pooler in transaction mode (PgBouncer's `pool_mode = transaction`):
+    no prepared statement or session state outlives a transaction. Migrations then run on a
+    direct connection: `MIGRATE_DATABASE_URL`, or a deploy step with `AUTO_MIGRATE=false`."""
 
     redis_url: str = ""
     """Empty: the in-process task registry (one instance only)."""
@@ -393,6 +400,15 @@ class Settings(BaseSettings):
         if self.authenticated():
             return [o for o in origins if o != "*"]
         return origins
+
+    def migration_url(self) -> str:
+        return self.migrate_database_url or self.database_url
+
+    def migrates_through_pooler(self) -> bool:
+        """Whether the start-up would migrate through the transaction pooler, which it refuses:
+        a migration may need what a pooler does not keep (a session, a statement outside a
+        transaction), and every instance starting would hold a pooled connection for it."""
+        return self.db_transaction_pooler and self.auto_migrate and not self.migrate_database_url
 
     def cors_wildcard_refused(self) -> bool:
         return self.authenticated() and "*" in self._listed_origins()

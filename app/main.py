@@ -132,6 +132,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
                 settings.database_url,
                 pool_size=settings.db_pool_size,
                 migrate=settings.auto_migrate,
+                migrate_url=settings.migrate_database_url or None,
+                transaction_pooler=settings.db_transaction_pooler,
             )
         )
         if tracer is not None:
@@ -379,6 +381,12 @@ def create_app(
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
+    if settings.migrates_through_pooler():
+        raise ValueError(
+            "DB_TRANSACTION_POOLER=true: migrations need a direct connection. Set"
+            " MIGRATE_DATABASE_URL to the database's own address, or set AUTO_MIGRATE=false"
+            " and run `alembic upgrade head` on it as a deploy step (docs/operate/scaling.md)"
+        )
     # Checked now, so a bad catalog stops the service before it serves (a ValueError).
     app.state.catalog = read_catalog(settings)
     check_auth_settings(settings)

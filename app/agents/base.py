@@ -262,6 +262,7 @@ class BaseAgent(ABC):
             if status == "paused" and state.pending
             else None,
             error=error.code if error else None,
+            error_message=error.message if error else None,
             first_response_time=state.first_response_ms,
             total_response_time=state.elapsed_ms(),
             prompt_tokens=state.usage.prompt_tokens,
@@ -405,9 +406,9 @@ class AgentTurn:
                 if state.recommend:
                     yield RecommendEvent.of(state.recommend)
         except ModelError as exc:
-            self._error = ErrorEvent(exc.code, user_message(exc.code), exc.describe())
+            self._error = ErrorEvent(exc.code, exc.user_text, exc.describe())
         except AgentFailure as exc:
-            self._error = ErrorEvent(exc.code, user_message(exc.code), exc.detail)
+            self._error = ErrorEvent(exc.code, exc.message or user_message(exc.code), exc.detail)
         except Exception as exc:
             log.exception("agent %s failed in %s", agent.agent_type, turn.conversation_id)
             self._error = ErrorEvent(

@@ -15,7 +15,6 @@ a model without vision answers from that text, and the user is told so.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Sequence
 
 from app.agents.picture import AttachedPicture, attached_picture
@@ -23,7 +22,7 @@ from app.agents.react import ReActAgent, act
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
 from app.core.events import Event, TextEvent, ThinkingEvent
-from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
+from app.core.messages import Msg, ToolResultBlock, ToolUseBlock, new_call_id
 from app.documents.library import DocumentLibrary
 from app.tools.base import Tool
 from app.tools.documents import SCHEMA, DocumentSearch, unreadable_reason
@@ -73,7 +72,7 @@ class FileQaAgent(ReActAgent):
             async for event in self.loop(turn, state, tools, self._first(turn, state, picture)):
                 yield event
             return
-        search = ToolUseBlock(f"call_{uuid.uuid4().hex}", SCHEMA.name, {"query": turn.question})
+        search = ToolUseBlock(new_call_id(), SCHEMA.name, {"query": turn.question})
         results: list[ToolResultBlock] = []
         async for event in act(self.core, turn, state, tools, [search], results):
             yield event

@@ -332,12 +332,14 @@ class TurnState:
 class AgentFailure(Exception):
     """An agent's own failure (a plan still invalid after a retry, a render past its limit).
 
-    The turn ends `failed` with an `error` whose text comes from the fixed
-    table of user messages under `code`; `detail` is the agent's own short
-    description, never upstream text.
+    The turn ends `failed` with an `error` whose text is `message` where the
+    agent wrote one (which step failed and why, in the user's words), else the
+    fixed one of `code`; `detail` is the agent's own short description, never
+    upstream text.
     """
 
-    def __init__(self, code: str, detail: str = "") -> None:
+    def __init__(self, code: str, detail: str = "", message: str = "") -> None:
         super().__init__(detail or code)
         self.code = code
         self.detail = detail
+        self.message = message

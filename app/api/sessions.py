@@ -71,13 +71,14 @@ class MessageRecord(TurnBase):
     create_time: WireTime
     siblings: list[int] = Field(default_factory=list)
     """The turns with the same parent (this one included), oldest first: its other versions."""
-    error_message: str | None = None
-    """A failed turn's `error` as the sentence its stream's `error.message` said."""
 
 
-def error_sentence(error: str | None) -> str | None:
-    """The sentence a stored error code stands for; text stored before codes, as it is."""
-    return USER_MESSAGES.get(error, error) if error else None
+def error_sentence(turn: TurnBase) -> str | None:
+    """What the turn's stream said in `error.message`; for a turn stored before that was
+    kept, its code's fixed text (or the text stored before codes, as it is)."""
+    if turn.error_message or not turn.error:
+        return turn.error_message
+    return USER_MESSAGES.get(turn.error, turn.error)
 
 
 class ConversationDetail(WireModel):
@@ -153,7 +154,7 @@ async def _detail(
         pinned=marks.pinned,
         messages=[
             MessageRecord.model_validate(t).model_copy(
-                update={"siblings": tree.siblings(t.id), "error_message": error_sentence(t.error)}
+                update={"siblings": tree.siblings(t.id), "error_message": error_sentence(t)}
             )
             for t in path
             if t.id is not None

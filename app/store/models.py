@@ -189,7 +189,10 @@ class TurnOutcome(SQLModel):
     deck: DeckRecord | None = Field(default=None, sa_type=JsonRecord(DeckRecord), nullable=True)
     """A deck turn's slides as its last `deck` event showed them; None otherwise."""
     error: str | None = Field(default=None, sa_type=Text)
-    """What went wrong, for a `failed` turn; user-facing text, never a raw provider message."""
+    """What went wrong, for a `failed` turn: its `error.code` (older turns: a sentence)."""
+    error_message: str | None = Field(default=None, sa_type=Text)
+    """The sentence the stream's `error.message` said (the step that failed and why); None
+    on turns stored before it was kept, which show their code's fixed text."""
     first_response_time: int | None = None
     """Milliseconds from the question to the first streamed byte of the answer."""
     total_response_time: int | None = None

@@ -8,7 +8,7 @@ request asked that the row does not hold otherwise (the tool approval mode,
 the webhook), so the instance that carries the turn on honours it too.
 
 Revision ID: 0019_turn_takeovers
-Revises: 0017_shared_conversations
+Revises: 0018_turn_error_message
 """
 
 from collections.abc import Sequence
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0019_turn_takeovers"
-down_revision: str | Sequence[str] | None = "0017_shared_conversations"
+down_revision: str | Sequence[str] | None = "0018_turn_error_message"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -20,7 +20,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import TEST_LLM_KEY, ask, history, resume
+from tests.integration.service import ask, history, process_env, resume
 from tests.support.polling import eventually
 from tests.support.processes import ServiceProcess
 from tests.support.sse import Event, collect, events, text_of, types
@@ -68,12 +68,7 @@ async def instances(
             "DATABASE_URL": postgres_url,
             "REDIS_URL": redis_url,
             "REDIS_PREFIX": redis_prefix,
-            "LLM_BASE_URL": fake_llm.base_url,
-            "LLM_API_KEY": TEST_LLM_KEY,
-            "LLM_MODEL": "fake-model",
-            "TAVILY_API_KEY": "tvly-test",
-            "TAVILY_BASE_URL": fake_search.base_url,
-            "RECOMMENDATIONS_ENABLED": "false",
+            **process_env(fake_llm, fake_search),
             "LOG_LEVEL": "WARNING",
         },
     )

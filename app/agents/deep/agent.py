@@ -329,7 +329,11 @@ def build(core: AgentCore, settings: Settings) -> DeepResearchAgent:
     """With a Tavily key, each task searches the web; without one, tasks use the model alone."""
     return DeepResearchAgent(
         core,
-        partial(open_checkpointer, settings.database_url),
+        partial(
+            open_checkpointer,
+            settings.database_url,
+            transaction_pooler=settings.db_transaction_pooler,
+        ),
         core.search,
         DeepSettings.from_settings(settings),
         core.fetch_page,

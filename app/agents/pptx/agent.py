@@ -49,7 +49,7 @@ from app.agents.pptx.builds import (
 from app.agents.pptx.images import configured_images
 from app.agents.pptx.preview import ConversionFailed
 from app.agents.pptx.schema import Intent, Outline
-from app.agents.pptx.steps import UPLOADED, DeckSettings, DeckSteps
+from app.agents.pptx.steps import STEP_NAMES, UPLOADED, DeckSettings, DeckSteps
 from app.agents.pptx.templates import TemplateLibrary
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import Settings
@@ -160,7 +160,9 @@ class PptAgent(BaseAgent):
             Msg.text("user", turn.question),
         ]
         try:
-            intent = (await self._steps.ask(turn, state, messages, Intent, attempts=1)).intent
+            step = STEP_NAMES["INTENT"]
+            asked = await self._steps.ask(turn, state, messages, Intent, step=step, attempts=1)
+            intent = asked.intent
         except ModelOutputInvalid:
             return "create"
         # Nothing is left to resume of a finished deck: the message changes it. A change
@@ -236,7 +238,8 @@ class PptAgent(BaseAgent):
         code = exc.code if isinstance(exc, AgentFailure | ModelError) else "INTERNAL_ERROR"
         detail = exc.detail if isinstance(exc, AgentFailure) else ""
         build.status, build.failed_step = FAILED, step
-        build.error_msg = f"{user_message(code)} {detail}".strip()
+        told = exc.message if isinstance(exc, AgentFailure) else ""
+        build.error_msg = told or f"{user_message(code)} {detail}".strip()
         try:
             await self._builds.save(build)
         except StoreError:

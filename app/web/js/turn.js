@@ -25,6 +25,10 @@ const STATUS_TEXT = {
   interrupted: 'Interrupted: the server stopped while answering',
 };
 
+/** What a call the user rejected answers (app/agents/approvals.py `DECLINED`): it did not
+ * run, so it did not fail either. */
+const DECLINED = 'Declined by the user';
+
 /** A tool's output without the tags that mark it as read from outside (API.md). */
 function readable(result) {
   return (result ?? '').replace(/<\/?untrusted-content\b[^>]*>/g, '').trim();
@@ -322,10 +326,13 @@ export class TurnView {
   toolEnded(id, name, result, isError) {
     if (!this.toolItems.has(id)) this.toolStarted(id, name, '');
     const entry = this.toolItems.get(id);
+    const text = readable(result);
+    let outcome = isError ? 'failed' : 'done';
+    if (isError && text.startsWith(DECLINED)) outcome = 'declined';
     entry.item.classList.remove('running');
-    entry.item.classList.add(isError ? 'failed' : 'done');
-    entry.state.textContent = isError ? 'failed' : 'done';
-    entry.result.textContent = readable(result);
+    entry.item.classList.add(outcome);
+    entry.state.textContent = outcome;
+    entry.result.textContent = text;
     entry.result.hidden = !entry.result.textContent;
     const page = name === 'fetch_page' && !isError ? readPage(result) : null;
     if (page) entry.hint.replaceChildren(pageLink(page));
