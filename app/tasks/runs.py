@@ -357,12 +357,10 @@ class RunRegistry:
         conclusion: Conclusion | None = None
         try:
             stopped = await self._events(run, program)
-            if run.stop_reason in MOVED:
-                await self._moved(run, program, copier, heartbeat, on_end)
-                return
-            conclusion = await program.conclude(stopped, run.log.append)
-            for event in conclusion.events:
-                run.log.append(event)
+            if run.stop_reason not in MOVED:
+                conclusion = await program.conclude(stopped, run.log.append)
+                for event in conclusion.events:
+                    run.log.append(event)
         except Exception:
             log.exception("run %s ended with an unhandled error", run.claim.task_id)
         finally:
@@ -370,52 +368,41 @@ class RunRegistry:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
+            if run.stop_reason in MOVED:
+                await self._moved(run, program, copier)
             if on_end is not None:
                 try:
                     await on_end()
                 except Exception:
                     log.exception("run %s: its end hook failed", run.claim.task_id)
-            run.complete = conclusion.complete if conclusion is not None else None
-            run.log.end(run.complete)
-            if not await self._copied(run, copier):
-                await self._release(run.claim)
-            run.log.close()
-            run.ended.set()
-            self._keep(run)
+            if run.moved:
+                run.ended.set()
+            else:
+                run.complete = conclusion.complete if conclusion is not None else None
+                run.log.end(run.complete)
+                if not await self._copied(run, copier):
+                    await self._release(run.claim)
+                run.log.close()
+                run.ended.set()
+                self._keep(run)
 
-    async def _moved(
-        self,
-        run: Run,
-        program: RunProgram,
-        copier: asyncio.Task[bool],
-        heartbeat: asyncio.Task[None],
-        on_end: OnEnd | None,
-    ) -> None:
+    async def _moved(self, run: Run, program: RunProgram, copier: asyncio.Task[bool]) -> None:
         """End here a run that goes on at another instance: no store, no `complete`, the claim
         kept for the instance that takes it over. Handed over, the log is copied out to its
         last event first; lost, nothing more is written and what was not copied is not shown."""
         handed_over = run.stop_reason == "handover"
-        heartbeat.cancel()
         try:
             await program.moved(handed_over)
         except Exception:
             log.exception("run %s: letting go of it failed", run.claim.task_id)
-        if on_end is not None:
-            try:
-                await on_end()
-            except Exception:
-                log.exception("run %s: its end hook failed", run.claim.task_id)
         if handed_over:
             run.log.hand_over()
-            with contextlib.suppress(Exception):
-                await copier
         else:
             copier.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
-            await asyncio.gather(heartbeat, copier)
+            await copier
         run.log.close(show_rest=handed_over)
         run.moved = True
-        run.ended.set()
         run.task = None
         if self._runs.get(run.claim.key) is run:
             del self._runs[run.claim.key]
