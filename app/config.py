@@ -112,8 +112,17 @@ class TasksSection(SettingsSection):
     (with Redis a dead instance is noticed far sooner, see `INSTANCE_DEAD_SECONDS`)."""
     instance_dead_seconds: float = Field(default=15.0, gt=0)
     """With Redis: an instance silent this long after its last heartbeat (it beats five
-    times in this span) is dead; another marks its running turns `interrupted` and frees
-    their conversations."""
+    times in this span) is dead; another takes its running turns over (`TURN_TAKEOVERS`)
+    or marks them `interrupted` and frees their conversations."""
+    turn_takeovers: int = Field(default=2, ge=0)
+    """With Redis: how many times a running turn may move to another instance (its own died,
+    or drained on a deploy) and be carried on from its last durable point; past that it ends
+    `interrupted`. 0: never (every such turn ends `interrupted`)."""
+    drain_seconds: float = Field(default=20.0, ge=0)
+    """On SIGTERM: how long running turns get to finish while `/ready` answers 503 and new
+    turns are refused (503 `DRAINING`); those still running are then handed to another
+    instance (or, alone, stored `interrupted`). Keep it below the orchestrator's grace period
+    (Kubernetes: 30 s) less a few seconds for the hand-over."""
     resume_retention_seconds: int = 300
     """How long a finished run's events stay readable by `/agent/resume`."""
     resume_max_events: int = Field(default=10000, ge=1)

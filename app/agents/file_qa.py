@@ -56,7 +56,7 @@ class FileQaAgent(ReActAgent):
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         picture = await attached_picture(self.core, turn)
-        if picture is not None and picture.notice:
+        if picture is not None and picture.notice and turn.carried is None:
             yield ThinkingEvent(picture.notice)
         seen = picture is not None and picture.image is not None
         file = picture.file if picture is not None else None
@@ -67,6 +67,11 @@ class FileQaAgent(ReActAgent):
                 yield event
             return
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
+        if turn.carried is not None:
+            # Its first search is in the run's log: the loop goes on from it.
+            async for event in self.loop(turn, state, tools, self._first(turn, state, picture)):
+                yield event
+            return
         search = ToolUseBlock(new_call_id(), SCHEMA.name, {"query": turn.question})
         results: list[ToolResultBlock] = []
         async for event in act(self.core, turn, state, tools, [search], results):

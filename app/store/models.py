@@ -47,6 +47,7 @@ from sqlmodel._compat import SQLModelConfig
 
 from app.core.wire import WIRE_CONFIG
 from app.store.records import (
+    CarryOn,
     DeckRecord,
     FileSource,
     FileStatus,
@@ -254,7 +255,12 @@ class StoredTurn(TurnBase):
     update_time: datetime = Field(default_factory=_utc_now, sa_type=UTCDateTime)
     """Latest write to the row (aware UTC); a conversation's activity is its newest."""
     instance_id: str | None = Field(default=None, max_length=32)
-    """The instance that ran the turn: while `running`, whose death makes it `interrupted`."""
+    """The instance that runs the turn: while `running`, whose death hands it to another
+    (or, past `TURN_TAKEOVERS` moves, makes it `interrupted`)."""
+    takeovers: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    """Times another instance took the running turn over and carried it on."""
+    carry_on: CarryOn | None = Field(default=None, sa_type=JsonRecord(CarryOn), nullable=True)
+    """What the request asked beyond the row, for the instance that carries the turn on."""
 
 
 class AiSession(StoredTurn, table=True):

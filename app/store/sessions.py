@@ -36,6 +36,7 @@ from sqlalchemy import (
     func,
     insert,
     literal,
+    or_,
     select,
     true,
     update,
@@ -148,12 +149,19 @@ def _question_with_memory() -> Select[Any]:
 
 class SqlSessionStore:
     """`instance_id` names the running instance in each question's row: when that instance
-    dies, another finds its running turns by it (`interrupt_instance`)."""
+    dies, another finds its running turns by it (`running_turns`) and takes them over
+    (`take_over`) or marks them `interrupted` (`interrupt_instance`).
+
+    A turn is written by the instance its row names: once another took it over, this one's
+    late writes (an instance that was only slow, not dead) change nothing.
+    """
 
     def __init__(self, db: Database, instance_id: str | None = None) -> None:
         self._db = db
         self._instance_id = instance_id
-        self._finish_turn = db.prepare(_FINISH_TURN, [*_OUTCOME, "update_time"])
+        owned = [] if instance_id is None else [_owned_by(instance_id)]
+        self._finish_turn = db.prepare(_FINISH_TURN.where(*owned), [*_OUTCOME, "update_time"])
+        self._save_partial = _SAVE_PARTIAL.where(*owned)
         self._insert_question = db.prepare(_INSERT_QUESTION)
         self._path_from = db.prepare(_PATH_FROM)
         self._question_with_memory = (
@@ -237,7 +245,7 @@ class SqlSessionStore:
         if tools is not None:
             params["tools"] = tools
         async with self._db.statement() as conn:
-            await conn.execute(_SAVE_PARTIAL, params)
+            await conn.execute(self._save_partial, params)
 
     async def mark_interrupted(
         self,
@@ -281,6 +289,38 @@ class SqlSessionStore:
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).all()
         return sorted({(row.user_id, row.session_id) for row in rows})
+
+    async def running_turns(self, instance_id: str) -> list[StoredTurn]:
+        """The instance's turns stored `running`, oldest first."""
+        stmt = (
+            select(T)
+            .where(T.c.status == "running", T.c.instance_id == instance_id)
+            .order_by(T.c.id)
+        )
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [_turn(row) for row in rows]
+
+    async def take_over(self, turn_id: int, dead: str, takeovers: int) -> StoredTurn | None:
+        """Make the `dead` instance's running turn this instance's, as its move `takeovers + 1`.
+
+        One conditional UPDATE: of instances racing for the same move, one gets the row
+        back, the others None (as does a turn that ended or moved meanwhile).
+        """
+        stmt = (
+            update(T)
+            .where(
+                T.c.id == turn_id,
+                T.c.status == "running",
+                T.c.instance_id == dead,
+                T.c.takeovers == takeovers,
+            )
+            .values(instance_id=self._instance_id, takeovers=takeovers + 1, update_time=_now())
+            .returning(*T.c)
+        )
+        async with self._db.statement() as conn:
+            row = (await conn.execute(stmt)).mappings().one_or_none()
+        return None if row is None else _turn(row)
 
     async def latest_status(self, user_id: str, conversation_id: str) -> TurnStatus | None:
         """How the conversation's newest turn is stored (`running` while it runs); None if none."""
@@ -536,6 +576,11 @@ class SqlSessionStore:
 
     async def ping(self) -> None:
         await self._db.ping()
+
+
+def _owned_by(instance_id: str) -> ColumnElement[bool]:
+    """The row is this instance's to write: its own turn, or one stored before rows named one."""
+    return or_(T.c.instance_id.is_(None), T.c.instance_id == instance_id)
 
 
 def _now() -> datetime:

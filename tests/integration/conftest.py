@@ -1,5 +1,6 @@
 """Fixtures the integration tests share: databases and backends to run on, fake upstreams,
-a private Redis, and instances behind a load balancer on a transaction pooler."""
+a private Redis, a webhook receiver, and instances behind a load balancer on a transaction
+pooler."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from tests.integration.service import Backend, process_env
 from tests.support.cluster import Cluster
 from tests.support.pgbouncer import PgBouncer
 from tests.support.processes import RedisServer
+from tests.support.receiver import Receiver, running_receiver
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -55,6 +57,12 @@ async def fake_llm() -> AsyncIterator[FakeOpenAI]:
 async def fake_search() -> AsyncIterator[FakeTavily]:
     async with FakeTavily().running() as fake:
         yield fake
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    async with running_receiver() as hooks:
+        yield hooks
 
 
 @pytest.fixture

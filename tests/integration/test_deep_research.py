@@ -362,7 +362,9 @@ async def test_research_cut_by_a_shutdown_is_interrupted_and_continues_on_the_ne
 ) -> None:
     researcher = Researcher(orjson.dumps(INDEPENDENT).decode())
     researcher.hold[COSTS] = asyncio.Event()
-    settings = deep_settings(backend, tmp_path, fake_search)
+    # No moves: with Redis the next instance would carry the research on by itself
+    # (test_takeover.py); here it waits for the user's "retry".
+    settings = deep_settings(backend, tmp_path, fake_search, turn_takeovers=0)
     async with (
         research_service(settings, researcher) as first,
         market_done_costs_held(first, researcher, "c-crash"),

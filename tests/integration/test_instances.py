@@ -224,10 +224,15 @@ DEAD_SECONDS = 2.0
 async def test_a_killed_instance_is_noticed_in_seconds_and_its_turns_end_interrupted(
     instances: Instances, fake_llm: FakeOpenAI
 ) -> None:
+    """With no moves left (here `TURN_TAKEOVERS=0`) a dead instance's turns are not carried
+    on (test_takeover.py): they end `interrupted`, their conversations free."""
     # The claim TTL stays at its default (30 min): only the instance heartbeat can free them.
     # No rate limit: the test asks again every 50 ms until the conversation is free.
     on_a, on_b = await instances.start(
-        INSTANCE_DEAD_SECONDS=str(DEAD_SECONDS), PARTIAL_SAVE_SECONDS="0.2", STREAMS_PER_MINUTE="0"
+        INSTANCE_DEAD_SECONDS=str(DEAD_SECONDS),
+        PARTIAL_SAVE_SECONDS="0.2",
+        STREAMS_PER_MINUTE="0",
+        TURN_TAKEOVERS="0",
     )
     fake_llm.script(
         Reply.hang(first_text="Half an answer"),

@@ -151,6 +151,23 @@ class ServiceProcess:
             await self._process.wait()
             self._process = None
 
+    def terminate(self) -> None:
+        """SIGTERM, as an orchestrator ends an instance (a deploy, a scale-in): it drains."""
+        assert self._process is not None, f"{self.name} is not running"
+        self._process.send_signal(signal.SIGTERM)
+
+    async def exited(self, within: float) -> float:
+        """Wait for the process to end; the seconds that took. Fails the test past `within`."""
+        assert self._process is not None, f"{self.name} is not running"
+        began = time.monotonic()
+        try:
+            async with asyncio.timeout(within):
+                await self._process.wait()
+        except TimeoutError:
+            pytest.fail(f"{self.name} did not exit within {within:g} s:\n{self.output()}")
+        self._process = None
+        return time.monotonic() - began
+
     async def stop(self) -> None:
         if self._process is None:
             return

@@ -48,6 +48,7 @@ from app.agents.deep.state import (
 )
 from app.agents.deep.structured import Emit, ModelSteps
 from app.agents.react import ReActAgent
+from app.agents.tool_history import CONTINUE_NOTE
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.core.events import (
     CritiqueEvent,
@@ -100,12 +101,14 @@ class TaskResearcher(ReActAgent):
         own = TurnState()
         # Each task runs on the task role's model (`DEEP_TASK_MODEL`), the turn's by default,
         # and from its own start: the plan review a turn goes on after is no tool call of the
-        # task's loop to go on with (`ReActAgent._go_on`).
+        # task's loop to go on with (`ReActAgent._go_on`), nor is the turn's answer so far
+        # when it was carried on from another instance.
         turn = dataclasses.replace(
             turn,
             model_id=self.core.role_model("task", turn.model_id),
             resumed=None,
             answer=None,
+            carried=None,
         )
         messages = [
             Msg.text("system", prompts.TASK.format(today=_today())),
@@ -138,6 +141,9 @@ class DeepContext:
     """Who writes the report (`DEEP_REPORT_MODEL`); None: the turn's model."""
     reading: TurnReading | None = None
     """How the turn's tasks read their search results; None: snippets only."""
+    report_so_far: str = ""
+    """The report as far as it was written when the turn moved from another instance: the
+    report goes on from there rather than being written (and shown) twice."""
 
     @property
     def memory(self) -> list[Msg]:
@@ -365,10 +371,19 @@ async def report(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
             f"Task results:\n{_findings(state)}\n\nSources:\n{untrusted(listing, 'sources')}",
         ),
     ]
-    emit(ThinkingEvent("Writing the report…\n"))
+    so_far = ctx.report_so_far
+    if so_far:
+        messages += [Msg.text("assistant", so_far), Msg.text("user", CONTINUE_NOTE)]
+    else:
+        emit(ThinkingEvent("Writing the report…\n"))
     text = await ctx.steps.text(messages, emit, stream=True, model=ctx.report_model)
-    ctx.steps.state.references = {s["url"]: _reference(s) for s in sources}
-    return {"report": text}
+    ctx.steps.state.references = references_of(state)
+    return {"report": so_far + text}
+
+
+def references_of(state: DeepState) -> dict[str, Reference]:
+    """The report's sources as the turn's references."""
+    return {s["url"]: _reference(s) for s in numbered_sources(state)}
 
 
 def numbered_sources(state: DeepState) -> list[Source]:

@@ -9,11 +9,15 @@ import { accessToken } from './auth.js';
 const KEY_STORAGE = 'dodo-agent.apiKey';
 
 export class ApiError extends Error {
-  /** `status` is the HTTP status, or 0 when the server could not be reached. */
-  constructor(status, message) {
+  /**
+   * `status` is the HTTP status, or 0 when the server could not be reached; `code` the
+   * machine-readable reason the envelope gives (`data.error`: `DRAINING`, ...), if any.
+   */
+  constructor(status, message, code = null) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
+    this.code = code;
   }
 }
 
@@ -70,15 +74,18 @@ const FALLBACK = {
   503: 'The service is unavailable right now. Try again in a moment.',
 };
 
-/** The server's own message in an error body: the envelope's `message`, or FastAPI's `detail`. */
-function messageIn(text) {
-  let body;
+function parsed(text) {
   try {
-    body = JSON.parse(text);
+    const body = JSON.parse(text);
+    return body !== null && typeof body === 'object' ? body : null;
   } catch {
-    return ''; // Not JSON (a proxy's error page, say): the status tells enough.
+    return null; // Not JSON (a proxy's error page, say): the status tells enough.
   }
-  if (body === null || typeof body !== 'object') return '';
+}
+
+/** The server's own message in an error body: the envelope's `message`, or FastAPI's `detail`. */
+function messageIn(body) {
+  if (body === null) return '';
   if (typeof body.message === 'string') return body.message;
   return typeof body.detail === 'string' ? body.detail : '';
 }
@@ -92,14 +99,17 @@ async function errorOf(response) {
   } catch (error) {
     if (error.name === 'AbortError') throw error;
   }
-  let message = messageIn(text);
+  const body = parsed(text);
+  let message = messageIn(body);
   if (response.status === 401) {
     if (accessToken()) message = 'Your sign-in was not accepted: sign out and in again.';
     else message = apiKey() ? 'The API key was not accepted.' : FALLBACK[401];
   }
+  const code = typeof body?.data?.error === 'string' ? body.data.error : null;
   return new ApiError(
     response.status,
     message || FALLBACK[response.status] || `The server answered with status ${response.status}.`,
+    code,
   );
 }
 
