@@ -100,7 +100,8 @@ def markdown(detail: ConversationDetail, base_url: str) -> str:
         lines += ["## Question", "", turn.question, "", "## Answer", ""]
         lines += [turn.answer or "_No answer._", ""]
         if turn.status != "completed":
-            ended = f"{turn.status}: {turn.error}" if turn.error else turn.status
+            said = turn.error_message or turn.error
+            ended = f"{turn.status}: {said}" if said else turn.status
             lines += [f"_({_line(ended)})_", ""]
         if turn.reference:
             lines += ["Sources:", ""]

@@ -17,7 +17,7 @@ from app.api.auth import UserDep
 from app.api.deps import Services, ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.llm.errors import USER_MESSAGES
+from app.llm.errors import stored_error_message
 from app.store.models import PUBLIC_CONFIG, TurnBase
 from app.store.records import Rating
 from app.store.shares import Share
@@ -71,14 +71,6 @@ class MessageRecord(TurnBase):
     create_time: WireTime
     siblings: list[int] = Field(default_factory=list)
     """The turns with the same parent (this one included), oldest first: its other versions."""
-
-
-def error_sentence(turn: TurnBase) -> str | None:
-    """What the turn's stream said in `error.message`; for a turn stored before that was
-    kept, its code's fixed text (or the text stored before codes, as it is)."""
-    if turn.error_message or not turn.error:
-        return turn.error_message
-    return USER_MESSAGES.get(turn.error, turn.error)
 
 
 class ConversationDetail(WireModel):
@@ -156,7 +148,10 @@ async def _detail(
         pinned=marks.pinned,
         messages=[
             MessageRecord.model_validate(t).model_copy(
-                update={"siblings": tree.siblings(t.id), "error_message": error_sentence(t)}
+                update={
+                    "siblings": tree.siblings(t.id),
+                    "error_message": stored_error_message(t.error, t.error_message),
+                }
             )
             for t in path
             if t.id is not None

@@ -126,3 +126,12 @@ USER_MESSAGES: dict[str, str] = {
 
 def user_message(code: str) -> str:
     return USER_MESSAGES.get(code, USER_MESSAGES["INTERNAL_ERROR"])
+
+
+def stored_error_message(code: str | None, message: str | None) -> str | None:
+    """What a stored turn's stream said in `error.message`: `message`, as it was kept; for a
+    turn stored before it was, its code's fixed text (or the text stored before codes, as it
+    is). Every reader of a stored turn shows this, so a reload says what the stream said."""
+    if message or not code:
+        return message
+    return USER_MESSAGES.get(code, code)

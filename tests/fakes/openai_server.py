@@ -198,8 +198,8 @@ class FakeOpenAI(ScriptedServer):
     def system_text(self, body: Body) -> str:
         return next((str(m["content"]) for m in body["messages"] if m["role"] == "system"), "")
 
-    def has_tool_results(self, body: Body) -> bool:
-        return any(m["role"] == "tool" for m in body["messages"])
+    def tool_result_count(self, body: Body) -> int:
+        return sum(m["role"] == "tool" for m in body["messages"])
 
     def is_chat(self, request: Request) -> bool:
         # Exactly under the base path, as a real server: `/chat/completions` without

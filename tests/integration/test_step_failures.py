@@ -4,8 +4,9 @@ Each step is made to fail (the model answers it with no JSON, twice) over
 HTTP on a vendor's fake: the turn's `error.code` stays the code it always
 was, its `error.message` names the step and why in the user's words, the
 history of the conversation shows the same sentence (`errorMessage`, as the
-page shows it after a reload), and the server logs exactly one WARNING line
-naming the step, the model, the problem and the start of the answer. The
+page shows it after a reload), AG-UI's `RUN_ERROR` and the AI SDK's `error`
+part say it too, and the server logs exactly one WARNING line naming the
+step, the model, the problem and the start of the answer. The
 steps whose failure a turn absorbs (routing a message about a deck, the
 follow-up questions) log their line and go on.
 """
@@ -14,7 +15,10 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
+import httpx
+import orjson
 import pytest
 
 from app.agents.deep.rules import STEP_NAMES as RESEARCH_STEPS
@@ -29,6 +33,7 @@ from tests.support.decks import DeckModel
 from tests.support.research import over_http, step_named
 from tests.support.sse import Event
 
+QUESTION = "How big is the heat pump market?"
 REFUSAL = "I would rather not say."
 """What the model answers the failing step, each time it is asked."""
 UNREADABLE = "The answer must be one JSON object"
@@ -128,7 +133,7 @@ async def test_a_research_step_that_fails_names_itself(
         _,
         _,
     ):
-        events = await ask(client, "How big is the heat pump market?", "c-deep", "deep")
+        events = await ask(client, QUESTION, "c-deep", "deep")
         [stored] = await history(client, "c-deep")
 
     error = the_error(events)
@@ -136,6 +141,39 @@ async def test_a_research_step_that_fails_names_itself(
     assert (error["code"], error["message"]) == ("LLM_INVALID_OUTPUT", sentence)
     assert (stored["error"], stored["errorMessage"]) == ("LLM_INVALID_OUTPUT", sentence)
     assert_one_line(caplog, RESEARCH_STEPS[step])
+
+
+async def test_the_sentence_is_the_error_of_every_wire_format(
+    tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    """AG-UI's `RUN_ERROR` and the AI SDK's `error` part say what `error.message` says."""
+
+    def answers(server: ScriptedServer, body: Body) -> str | Reply:
+        return (
+            REFUSAL if step_named(server.system_text(body)) == "plan" else over_http(server, body)
+        )
+
+    message = {"id": "u-1", "role": "user"}
+    ag_ui = {"threadId": "c-ag-ui", "runId": "r-1", "messages": [message | {"content": QUESTION}]}
+    ai_sdk = {
+        "id": "c-ai-sdk",
+        "messages": [message | {"parts": [{"type": "text", "text": QUESTION}]}],
+    }
+    async with app_on(tmp_path, "openai", answers, IgnoresNative(), fake_search) as (client, _, _):
+        ag_ui_events = data_of(await client.post("/ag-ui/deep", json=ag_ui))
+        ai_sdk_parts = data_of(await client.post("/ai-sdk/deep", json=ai_sdk))
+
+    sentence = failed_sentence(RESEARCH_STEPS["plan"])
+    assert (ag_ui_events[-1]["type"], ag_ui_events[-1]["message"]) == ("RUN_ERROR", sentence)
+    [error] = [part for part in ai_sdk_parts if part["type"] == "error"]
+    assert error["errorText"] == sentence
+
+
+def data_of(response: httpx.Response) -> list[dict[str, Any]]:
+    """The JSON `data:` lines of an SSE answer, in order."""
+    assert response.status_code == 200, response.text
+    lines = [line[6:] for line in response.text.splitlines() if line.startswith("data: ")]
+    return [orjson.loads(line) for line in lines if line != "[DONE]"]
 
 
 async def test_follow_ups_that_fail_are_left_out_and_logged_once(
