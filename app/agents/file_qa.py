@@ -15,7 +15,6 @@ a model without vision answers from that text, and the user is told so.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Sequence
 
 from app.agents.picture import AttachedPicture, attached_picture
@@ -23,7 +22,7 @@ from app.agents.react import ReActAgent, act
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
 from app.core.events import Event, TextEvent, ThinkingEvent
-from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
+from app.core.messages import Msg, ToolResultBlock, ToolUseBlock, new_call_id
 from app.documents.library import DocumentLibrary
 from app.tools.base import Tool
 from app.tools.documents import SCHEMA, DocumentSearch, unreadable_reason
@@ -57,7 +56,7 @@ class FileQaAgent(ReActAgent):
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         picture = await attached_picture(self.core, turn)
-        if picture is not None and picture.notice:
+        if picture is not None and picture.notice and turn.carried is None:
             yield ThinkingEvent(picture.notice)
         seen = picture is not None and picture.image is not None
         file = picture.file if picture is not None else None
@@ -68,7 +67,12 @@ class FileQaAgent(ReActAgent):
                 yield event
             return
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
-        search = ToolUseBlock(f"call_{uuid.uuid4().hex}", SCHEMA.name, {"query": turn.question})
+        if turn.carried is not None:
+            # Its first search is in the run's log: the loop goes on from it.
+            async for event in self.loop(turn, state, tools, self._first(turn, state, picture)):
+                yield event
+            return
+        search = ToolUseBlock(new_call_id(), SCHEMA.name, {"query": turn.question})
         results: list[ToolResultBlock] = []
         async for event in act(self.core, turn, state, tools, [search], results):
             yield event

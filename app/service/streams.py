@@ -163,6 +163,7 @@ class StreamService:
                 answer=request.approval,
                 review_plan=request.review_plan,
                 template_file_id=request.template_file_id,
+                webhook=webhook,
             )
         except BaseException:
             await slot.release()

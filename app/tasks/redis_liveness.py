@@ -18,6 +18,17 @@ key is read by every turn. A claim with no `until` (written by an older
 version during a rolling update) counts as alive; the sweep frees it once
 its instance is dead.
 
+An instance that drains hands its running turns over and resigns
+(`RESIGN_LUA`, and `RESIGNED_CLAIM_LUA` on each claim it holds): it counts as
+dead at once. A dead instance's running turn is taken over by another
+(`TAKE_OVER_LUA`) in one step, so of instances racing for it one wins: the
+claim must still name the dead instance. That the instance is dead is the
+sweep's judgement, from the hash; the step cannot read the hash again (in a
+Cluster it is in another slot), so an instance that beat again between the
+two, being only slow, finds its claim another's at its next heartbeat and
+at its next copy of the run's log, and stops, while the run goes on at the
+other. The run keeps its task id and the claim names the new instance.
+
 The sweep finds the dead from the hash: any instance holding turns stored
 `running` that the hash does not know is entered with a deadline `grace`
 away (Redis may have restarted empty, and a live instance beats again
@@ -83,17 +94,16 @@ KEEP_LUA = (
     + """
 -- KEYS: claim, the user's list of runs. ARGV: claim value, TTL in ms, the turn as listed
 -- ('' for none), '1' when Redis lost this instance (take a missing claim again), the
--- instance's life in ms. 1: ours (this task, this instance), its deadline pushed out;
--- 2: taken again; 3: gone (expired); 0: another's now.
+-- instance's life in ms. 1: ours, its deadline pushed out; 2: taken again; 3: gone
+-- (expired); 0: another task's now; 4: another instance's (it took the run over).
 local mine = cjson.decode(ARGV[1])
 local held = redis.call('GET', KEYS[1])
 if held then
   local claim = cjson.decode(held)
-  if claim['task_id'] == mine['task_id'] and claim['instance'] == mine['instance'] then
-    redis.call('SET', KEYS[1], with_deadline(ARGV[1], ARGV[5]), 'PX', ARGV[2])
-    return 1
-  end
-  return 0
+  if claim['task_id'] ~= mine['task_id'] then return 0 end
+  if claim['instance'] ~= mine['instance'] then return 4 end
+  redis.call('SET', KEYS[1], with_deadline(ARGV[1], ARGV[5]), 'PX', ARGV[2])
+  return 1
 end
 if ARGV[4] ~= '1' then return 3 end
 redis.call('SET', KEYS[1], with_deadline(ARGV[1], ARGV[5]), 'PX', ARGV[2])
@@ -147,3 +157,53 @@ if held and cjson.decode(held)['instance'] == ARGV[1] then
 end
 return 0
 """
+
+
+TAKE_OVER_LUA = (
+    HOLDER_LUA
+    + """
+-- KEYS: claim, the conversation's latest run. ARGV: the dead instance, the run's agent type,
+-- this instance, TTL in ms, this instance's life in ms. Takes the claim when the dead
+-- instance holds it, or nobody does and the latest run is kept; the run's task id, or nil:
+-- another instance holds it (took it over first, or a new turn took the conversation), or
+-- nothing of the run is kept.
+local held = redis.call('GET', KEYS[1])
+local task_id
+if held then
+  local claim = cjson.decode(held)
+  if claim['instance'] ~= ARGV[1] then return false end
+  task_id = claim['task_id']
+else
+  task_id = redis.call('GET', KEYS[2])
+  if not task_id then return false end
+end
+local value = cjson.encode({task_id = task_id, agent_type = ARGV[2], instance = ARGV[3]})
+redis.call('SET', KEYS[1], with_deadline(value, ARGV[5]), 'PX', ARGV[4])
+return task_id
+"""
+)
+
+RESIGN_LUA = (
+    _NOW
+    + """
+-- KEYS: instances. ARGV: this instance. Its deadline is now: the others count it dead at
+-- once, and take over the turns it handed over (a drain), as they would a dead one's.
+redis.call('HSET', KEYS[1], ARGV[1], now_ms() - 1)
+return 1
+"""
+)
+
+RESIGNED_CLAIM_LUA = (
+    _NOW
+    + """
+-- KEYS: claim. ARGV: this instance. A claim it holds counts as held by the dead from now,
+-- as the instance itself does (`RESIGN_LUA`); 1 when it was this instance's.
+local held = redis.call('GET', KEYS[1])
+if not held then return 0 end
+local claim = cjson.decode(held)
+if claim['instance'] ~= ARGV[1] then return 0 end
+claim['until'] = now_ms() - 1
+redis.call('SET', KEYS[1], cjson.encode(claim), 'KEEPTTL')
+return 1
+"""
+)

@@ -4,14 +4,18 @@
     <prefix>queue:<user>:<conversation>  the conversation's queue: task ids, oldest first
     <prefix>queued:<task_id>             a queued turn's ticket, alive while its waiter keeps it
     <prefix>board:<user>                 the user's list of runs: task id -> the turn as listed
+    <prefix>run:<user>:<conversation>    the conversation's latest run's task id (`redis_log`)
+    <prefix>events:<task_id>             the run's log, a Stream (`redis_log`)
     <prefix>instances                    each instance's deadline (`redis_liveness`)
 
-In a Redis Cluster the user is a hash tag, `{<user>}`, and a ticket names
-its user (`<prefix>queued:{<user>}:<task_id>`): a claim, its list of runs,
-its queue and the queue's tickets are read and written together in one
-script or transaction, which a cluster allows only within one slot. One
-tag per user (never one for the whole prefix) spreads the users over the
-nodes. A single server keeps the names without tags (`RedisTarget.keys_tagged`).
+In a Redis Cluster the user is a hash tag, `{<user>}`, and a ticket and a
+run's log name their user (`<prefix>queued:{<user>}:<task_id>`,
+`<prefix>events:{<user>}:<task_id>`): a claim, its list of runs, its queue
+and the queue's tickets, a run's log and its pointer are read and written
+together in one script or transaction, which a cluster allows only within
+one slot. One tag per user (never one for the whole prefix) spreads the
+users over the nodes. A single server keeps the names without tags
+(`RedisTarget.keys_tagged`).
 
 Channels: `<prefix>stop` (a stop for a conversation's owner), `<prefix>done`
 (a claim released), `<prefix>queue` (a queue changed: a ticket left, a stop
@@ -79,14 +83,22 @@ class TaskKeys:
         user = key.removeprefix(f"{self.prefix}board:")
         return user[1:-1] if self.tagged else user
 
-    def _user(self, user_id: str) -> str:
-        return f"{{{user_id}}}" if self.tagged else user_id
+    def latest_run(self, user_id: str, conversation_id: str) -> str:
+        return f"{self.prefix}run:{self._user(user_id)}:{conversation_id}"
+
+    def events(self, user_id: str, task_id: str) -> str:
+        if self.tagged:
+            return f"{self.prefix}events:{self._user(user_id)}:{task_id}"
+        return f"{self.prefix}events:{task_id}"
 
     def claim_value(self, claim: Claim) -> str:
         """What the claim key holds: the instance names who runs the conversation."""
         return json.dumps(
             {"task_id": claim.task_id, "agent_type": claim.agent_type, "instance": self.instance_id}
         )
+
+    def _user(self, user_id: str) -> str:
+        return f"{{{user_id}}}" if self.tagged else user_id
 
 
 ConversationPair = tuple[str, str]

@@ -29,7 +29,8 @@ async def test_each_agent_explains_itself_with_examples_to_pick(page: Page, app_
     )
     await page.locator("#agent").select_option("pptx")
     await expect(page.locator("#welcome-text")).to_have_text(
-        "Builds a PowerPoint deck on a topic: you see the slides, then download it."
+        "Builds a PowerPoint deck on a topic, in its own designs or on your template (attach a"
+        " .pptx): you see the slides, then download it."
     )
     await expect(page.locator("#question")).to_have_attribute(
         "placeholder", "Describe the deck: its topic, audience and number of slides…"

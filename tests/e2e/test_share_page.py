@@ -63,3 +63,30 @@ async def test_a_shared_link_is_read_by_a_stranger_until_the_owner_stops_sharing
 
     assert link.startswith(f"{url}/#s=")
     assert found == [], str(found)
+
+
+async def test_the_menu_offers_stop_sharing_only_once_shared_and_no_stray_word(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(Reply.text("Paris."))
+    settings = app_settings(recommendations_enabled=False)
+    async with serve(create_app(settings)) as url:
+        await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=url)
+        await page.goto(url)
+        turn = await ask(page, "Capital of France?")
+        await expect(turn).to_have_attribute("data-status", "completed")
+        item = page.locator(".conversations li", has_text="Capital of France?")
+        menu = item.locator(".menu")
+        entries = ["Rename", "Pin", "Download Markdown", "Download JSON", "Delete"]
+
+        await item.locator(".menu-button").click()
+        await expect(menu).to_be_visible()
+        await expect(menu.locator("button")).to_have_text([entries[0], "Share link", *entries[1:]])
+        await expect(menu).to_have_text("".join([entries[0], "Share link", *entries[1:]]))
+        await menu.get_by_role("button", name="Share link").click()
+        await expect(page.locator("#notice-text")).to_contain_text("Link copied")
+
+        await item.locator(".menu-button").click()
+        shared = [entries[0], "Copy share link", "Stop sharing", *entries[1:]]
+        await expect(menu.locator("button")).to_have_text(shared)
+        await expect(menu).to_have_text("".join(shared))

@@ -1,7 +1,13 @@
 // What waits for your yes before the agent acts (API.md, "Asking before acting"): a tool
 // call, shown with its arguments (a diff for `edit_file`), or a research plan, shown as
-// an editable checklist. Approve, Edit or Reject (with a reason) hands the decision to
+// a checklist. Approve, Reject (with a reason) or a changed call hands the decision to
 // `onDecide`, which sends it as a new stream on the same turn.
+//
+// What runs is what the card shows. The arguments (the plan) are read-only until Edit
+// makes them editable, so a stray keystroke changes nothing; once changed, Approve says
+// "Approve changes" and sends them as an `edit` decision. There is no separate button to
+// send an edit: one that ran the original beside a box showing a change is how a user
+// ends up running what they did not see.
 
 import { h } from './dom.js';
 
@@ -36,6 +42,14 @@ export class ApprovalView {
     });
     const plan = request.kind === 'plan';
     this.body = plan ? this.checklist(request) : this.call(request);
+    /** The arguments as asked, to tell a change from them. */
+    this.asked = JSON.stringify(this.edited());
+    this.body.addEventListener('input', () => this.showChanged());
+    this.body.addEventListener('change', () => this.showChanged());
+    const button = (name, className, act) =>
+      h('button', { type: 'button', class: `button ${className}`, onclick: act }, name);
+    this.approveButton = button('Approve', 'primary approve', () => this.approve());
+    this.editButton = button('Edit', 'edit', () => this.startEditing());
     this.el = h(
       'section',
       { class: 'approval', role: 'group', 'aria-label': plan ? 'Plan review' : 'Approval' },
@@ -49,9 +63,9 @@ export class ApprovalView {
       h(
         'div',
         { class: 'approval-actions' },
-        h('button', { type: 'button', class: 'approve', onclick: () => this.decide('approve') }, 'Approve'),
-        h('button', { type: 'button', class: 'edit', onclick: () => this.decide('edit') }, 'Edit'),
-        h('button', { type: 'button', class: 'reject', onclick: () => this.decide('reject') }, 'Reject'),
+        this.approveButton,
+        this.editButton,
+        button('Reject', 'reject', () => this.decide({ decision: 'reject' })),
       ),
     );
   }
@@ -60,6 +74,7 @@ export class ApprovalView {
     this.editor = h('textarea', {
       class: 'approval-arguments',
       rows: 6,
+      readonly: true,
       'aria-label': 'Arguments',
     });
     this.editor.value = pretty(request.arguments);
@@ -74,12 +89,33 @@ export class ApprovalView {
 
   checklist(request) {
     this.rows = (request.arguments?.tasks ?? []).map((task) => {
-      const keep = h('input', { type: 'checkbox', checked: true, 'aria-label': `Keep ${task.title}` });
-      const title = h('input', { type: 'text', class: 'approval-task', 'aria-label': 'Task' });
+      const keep = h('input', {
+        type: 'checkbox',
+        checked: true,
+        disabled: true,
+        'aria-label': `Keep ${task.title}`,
+      });
+      const title = h('input', {
+        type: 'text',
+        class: 'approval-task',
+        readonly: true,
+        'aria-label': 'Task',
+      });
       title.value = task.title;
       return { task, keep, title, el: h('li', {}, keep, ' ', title) };
     });
     return h('ol', { class: 'approval-plan' }, ...this.rows.map((row) => row.el));
+  }
+
+  /** The arguments (the tasks) become editable, and the keyboard goes to them. */
+  startEditing() {
+    const fields = this.rows ? this.rows.flatMap((row) => [row.keep, row.title]) : [this.editor];
+    for (const field of fields) {
+      field.readOnly = false;
+      field.disabled = false;
+    }
+    this.editButton.hidden = true;
+    (this.rows?.[0]?.title ?? this.editor)?.focus();
   }
 
   /** The arguments as the user left them: the edited JSON, or the kept and renamed tasks. */
@@ -98,19 +134,42 @@ export class ApprovalView {
     return JSON.parse(this.editor.value);
   }
 
-  decide(decision) {
-    const answer = { approvalId: this.request.approvalId, decision };
+  /** Whether what the card shows differs from what was asked (JSON that does not parse
+   * does). */
+  changed() {
+    try {
+      return JSON.stringify(this.edited()) !== this.asked;
+    } catch {
+      return true;
+    }
+  }
+
+  showChanged() {
+    this.editor?.setCustomValidity('');
+    this.approveButton.textContent = this.changed() ? 'Approve changes' : 'Approve';
+  }
+
+  /** Run what the card shows: the call as asked, or as changed (an `edit`). */
+  approve() {
+    if (!this.changed()) {
+      this.decide({ decision: 'approve' });
+      return;
+    }
+    let args;
+    try {
+      args = this.edited();
+    } catch {
+      this.editor.setCustomValidity('The arguments are not valid JSON.');
+      this.editor.reportValidity();
+      return;
+    }
+    this.decide({ decision: 'edit', arguments: args });
+  }
+
+  decide(choice) {
+    const answer = { approvalId: this.request.approvalId, ...choice };
     const reason = this.reason.value.trim();
     if (reason) answer.message = reason;
-    if (decision === 'edit') {
-      try {
-        answer.arguments = this.edited();
-      } catch {
-        this.reason.setCustomValidity('The arguments are not valid JSON.');
-        this.reason.reportValidity();
-        return;
-      }
-    }
     this.el.remove();
     this.onDecide(answer);
   }

@@ -1,7 +1,8 @@
 // The question box's guards: what is typed is kept (a draft per conversation, in this
 // browser, so a reload or a refusal never loses it), its length is counted as the limit
 // nears, and when Send cannot be used a line under the box says why (too long; an answer
-// still coming), instead of a button that silently does nothing.
+// still coming; the file it goes with still on its way), instead of a button that silently
+// does nothing.
 
 const DRAFT_STORAGE = 'dodo-agent.draft:';
 const COUNT_FROM = 0.8;
@@ -22,6 +23,8 @@ export class Composer {
     this.hint = hint;
     this.maxChars = DEFAULT_MAX_CHARS;
     this.busy = false;
+    /** The file a sent question waits for, or ''. */
+    this.waiting = '';
     this.draftKey = `${DRAFT_STORAGE}new`;
     question.setAttribute('aria-describedby', hint.id);
     question.addEventListener('input', () => {
@@ -37,6 +40,13 @@ export class Composer {
 
   setBusy(busy) {
     this.busy = busy;
+    this.update();
+  }
+
+  /** Say that the question waits for `fileName` (uploading, or being read) before it goes;
+   * '' once it no longer does. */
+  setWaiting(fileName) {
+    this.waiting = fileName;
     this.update();
   }
 
@@ -59,13 +69,15 @@ export class Composer {
     const reason = this.blocked();
     const count = length(this.question.value);
     let text = reason;
-    if (!text && count >= this.maxChars * COUNT_FROM) {
+    if (!text && this.waiting) {
+      text = `Waiting for ${this.waiting}… the question is sent once it is read.`;
+    } else if (!text && count >= this.maxChars * COUNT_FROM) {
       text = `${count.toLocaleString()} of ${this.maxChars.toLocaleString()} characters`;
     }
     this.hint.textContent = text;
     this.hint.hidden = !text;
     this.hint.classList.toggle('blocked', Boolean(reason));
-    this.send.disabled = Boolean(reason) || this.busy;
+    this.send.disabled = Boolean(reason) || this.busy || Boolean(this.waiting);
     this.question.setAttribute('aria-invalid', String(count > this.maxChars));
   }
 

@@ -281,7 +281,10 @@ export class ConversationList {
       entry({ class: 'share' }, record.shared ? 'Copy share link' : 'Share link', () =>
         this.share(id),
       ),
-      record.shared ? entry({ class: 'unshare' }, 'Stop sharing', () => this.unshare(id)) : null,
+      // Only a shared conversation has this entry (append() would write a null as "null").
+      ...(record.shared
+        ? [entry({ class: 'unshare' }, 'Stop sharing', () => this.unshare(id))]
+        : []),
       entry({ class: 'pin' }, record.pinned ? 'Unpin' : 'Pin', () =>
         this.change(id, { pinned: !record.pinned }),
       ),

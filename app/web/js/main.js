@@ -17,12 +17,14 @@
 import { AccountScreen } from './account.js';
 import { AdminScreen } from './admin.js';
 import { ApiError, apiKey, getJson, saveApiKey, send, sendJson } from './api.js';
+import { Attachment } from './attach.js';
 import { startSignIn } from './auth.js';
 import { BranchControls } from './branches.js';
 import { RatingControls } from './rating.js';
 import { Composer } from './composer.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
+import { headerMenu } from './header-menu.js';
 import { ModelPicker } from './models.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
@@ -42,9 +44,6 @@ const ui = {
   attach: $('attach'),
   reviewPlan: $('review-plan'),
   reviewPlanOption: $('review-plan-option'),
-  fileInput: $('file-input'),
-  fileChip: $('file-chip'),
-  fileName: $('file-name'),
   notice: $('notice'),
   noticeText: $('notice-text'),
   auth: $('auth'),
@@ -57,9 +56,24 @@ const ui = {
   examples: $('examples'),
 };
 
+headerMenu($('header-menu-button'), $('header-menu'));
+
 const composer = new Composer({ question: ui.question, send: ui.send, hint: $('composer-hint') });
 
 const models = new ModelPicker(ui.composer.querySelector('.composer-tools'));
+const attachment = new Attachment({
+  agent: ui.agent,
+  attach: ui.attach,
+  button: $('attach-button'),
+  label: $('attach-label'),
+  input: $('file-input'),
+  chip: $('file-chip'),
+  name: $('file-name'),
+  clear: $('file-clear'),
+  readsImages: () => models.seesImages(),
+  onNotice: showNotice,
+  onError: showError,
+});
 /** An agent kind's name as the agent picker shows it. */
 function agentName(kind) {
   return [...ui.agent.options].find((o) => o.value === kind)?.textContent ?? kind;
@@ -84,8 +98,8 @@ const tabs = 'BroadcastChannel' in window ? new BroadcastChannel('dodo-agent.tur
 
 const state = {
   conversationId: null,
-  /** `{fileId, fileName}` attached for the agents that read a file. */
-  file: null,
+  /** A question waits for its file (still uploading or being read) before it is sent. */
+  waiting: false,
   /** The AbortController of the stream being read, while one is. */
   reading: null,
   /** Whether the view follows new content (the reader has not scrolled up). */
@@ -234,24 +248,16 @@ function stopReading() {
   setBusy(false);
 }
 
-function showFile() {
-  ui.fileChip.hidden = !state.file;
-  ui.fileName.textContent = state.file ? state.file.fileName : '';
-}
-
-/** What the picked agent does with a file: `{needs, accepts}` (from its option's data). */
-function agentFile() {
-  const data = ui.agent.selectedOptions[0]?.dataset ?? {};
-  return { needs: 'needsFile' in data, accepts: 'acceptsFile' in data };
-}
-
 function showAgentTools() {
-  ui.attach.hidden = !agentFile().accepts;
+  attachment.show();
   ui.reviewPlanOption.hidden = ui.agent.value !== 'deep';
+  models.forAgent(ui.agent.value);
   const welcome = { text: ui.welcomeText, examples: ui.examples, question: ui.question };
-  showWelcome(welcome, ui.agent.selectedOptions[0], (example) => {
+  showWelcome(welcome, ui.agent.selectedOptions[0], (example, attach) => {
     composer.fill(example);
-    ui.question.focus();
+    // The file the example goes with, unless one is attached: its picker opens at once.
+    if (attach && !attachment.current()) attachment.pick();
+    else ui.question.focus();
   });
 }
 
@@ -371,10 +377,11 @@ async function ask(text, branch = {}) {
     ui.question.focus();
     return;
   }
-  if (state.reading) return;
+  if (state.reading || state.waiting) return;
+  if (attachment.waitingFor && !(await waitForFile())) return;
   const agent = ui.agent.value;
-  const file = agentFile();
-  if (file.needs && !state.file) {
+  const attached = attachment.fields();
+  if (attachment.use().needs && !Object.keys(attached).length) {
     showNotice('Attach a file first: this agent answers questions about it.');
     return;
   }
@@ -389,8 +396,8 @@ async function ask(text, branch = {}) {
   if (branch.regenerate === undefined) params.set('query', question);
   else params.set('regenerate', String(branch.regenerate));
   if (branch.parentId !== undefined) params.set('parentId', String(branch.parentId));
-  if (state.file && file.accepts) params.set('fileId', state.file.fileId);
-  models.choose(conversationId, params);
+  for (const [name, fileId] of Object.entries(attached)) params.set(name, fileId);
+  models.choose(params);
   if (agent === 'deep' && ui.reviewPlan.checked) params.set('reviewPlan', 'true');
   const body = Object.fromEntries(params);
   for (const name of ['regenerate', 'parentId']) {
@@ -404,7 +411,7 @@ async function ask(text, branch = {}) {
   if (branch.replaces) removeFrom(branch.replaces);
   else if (typed.trim() === question) composer.clear();
   const turn = withBranch(new TurnView(question, turnHandlers));
-  if (state.file && file.accepts) turn.addUpload(state.file.fileId);
+  if (attached.fileId) turn.addUpload(attached.fileId);
   addTurn(turn);
   const onStart = (event) =>
     turn.branch.set({ id: event.sessionId, parentId, siblings: [...versions, event.sessionId] });
@@ -566,9 +573,7 @@ function showHistory(id, detail) {
     ui.agent.value = detail.agentType;
   }
   showAgentTools();
-  state.file = detail.fileid ? { fileId: detail.fileid, fileName: 'Attached file' } : null;
-  showFile();
-  if (detail.fileid) nameFile(detail.fileid);
+  attachment.restore(detail.fileid);
   for (const message of detail.messages) {
     const view = TurnView.fromStored(message, turnHandlers);
     const turn = withBranch(view, message);
@@ -576,7 +581,7 @@ function showHistory(id, detail) {
     models.annotateStored(turn.el, message);
     addTurn(turn);
   }
-  models.show(id);
+  models.show(detail.messages);
 }
 
 /** After drawing a history: follow its last turn if it is still answering. */
@@ -605,86 +610,26 @@ function newChat() {
   clearMessages();
   clearNotice();
   closeSidebar();
-  state.file = null;
-  showFile();
+  attachment.set(null);
+  models.show([]);
   ui.question.focus();
 }
 
-const READ_WAITS_MS = [200, 400, 800, 1500, 3000, 5000, 5000, 5000, 5000];
-
-/** A file's `/file/info` once it is read (or could not be); null when that takes too long. */
-async function readFile(fileId) {
-  for (const wait of [0, ...READ_WAITS_MS]) {
-    if (wait) await new Promise((resolve) => setTimeout(resolve, wait));
-    const info = await getJson(`/file/info/${encodeURIComponent(fileId)}`);
-    if (info.status !== 'processing') return info;
-  }
-  return null;
-}
-
-/** Attach a file, once it is known that the agent can read it: one it cannot (a photo
- * with no text and no model that sees images) is refused now, with the reason, rather
- * than by the answer after a question has been spent on it. */
-async function upload(file) {
-  const form = new FormData();
-  form.append('file', file);
-  ui.fileName.textContent = `Uploading ${file.name}…`;
-  ui.fileChip.hidden = false;
-  state.file = null;
+/** Send waits for a file still uploading or being read, and says so under the box; false
+ * when the file did not come (it could not be read, or was taken off): the question stays
+ * in the box, and the notice says why. */
+async function waitForFile() {
+  state.waiting = true;
+  composer.setWaiting(attachment.waitingFor);
   try {
-    const data = await getJson('/file/upload', { method: 'POST', body: form });
-    const fileName = data.fileName ?? file.name;
-    ui.fileName.textContent = `Reading ${fileName}…`;
-    const info = await readFile(data.fileId).catch(() => null);
-    const image = (data.mimeType ?? '').startsWith('image/');
-    if (info?.status === 'failed' && !(image && models.seesImages())) {
-      showNotice(`${fileName} cannot be read: ${info.error || 'no text could be found in it.'}`);
-      return;
-    }
-    state.file = { fileId: data.fileId, fileName };
-  } catch (error) {
-    if (error instanceof ApiError && [404, 405, 501].includes(error.status)) {
-      showNotice('File upload is not available on this server.');
-    } else {
-      showError(error);
-    }
+    return (await attachment.ready()) !== null;
   } finally {
-    ui.fileInput.value = '';
-    showFile();
+    state.waiting = false;
+    composer.setWaiting('');
   }
-}
-
-/** A file dragged onto the page or pasted into the question box, attached as if picked,
- * where the agent reads files; otherwise the reader is told which agents do. */
-function offerFiles(files) {
-  if (!agentFile().accepts) {
-    const readers = [...ui.agent.options].filter((o) => 'acceptsFile' in o.dataset);
-    const names = readers.map((o) => o.textContent).join(', ');
-    showNotice(
-      readers.length
-        ? `This agent does not read files: pick one that does (${names}) to attach one.`
-        : 'No agent on this server reads files.',
-    );
-    return;
-  }
-  if (files.length > 1) showNotice(`One file at a time: ${files[0].name} is attached.`);
-  upload(files[0]);
 }
 
 const carriesFiles = (transfer) => [...(transfer?.types ?? [])].includes('Files');
-
-/** Show the name of a reopened conversation's file (its history names only its id). */
-async function nameFile(fileId) {
-  try {
-    const info = await getJson(`/file/info/${encodeURIComponent(fileId)}`);
-    if (state.file?.fileId === fileId && info.fileName) {
-      state.file.fileName = info.fileName;
-      showFile();
-    }
-  } catch {
-    // A file deleted since keeps the generic name; asking about it will say it is gone.
-  }
-}
 
 /** The question-length limit the server sets; its default until it says. */
 async function loadLimits() {
@@ -741,9 +686,6 @@ ui.question.addEventListener('keydown', (event) => {
 });
 ui.stop.addEventListener('click', stop);
 ui.agent.addEventListener('change', showAgentTools);
-ui.fileInput.addEventListener('change', () => {
-  if (ui.fileInput.files.length) upload(ui.fileInput.files[0]);
-});
 // A file dropped anywhere on the page is taken, not opened by the browser in the page's place.
 document.addEventListener('dragover', (event) => {
   if (!carriesFiles(event.dataTransfer)) return;
@@ -758,18 +700,14 @@ document.addEventListener('drop', (event) => {
   ui.composer.classList.remove('dropping');
   if (!carriesFiles(event.dataTransfer)) return;
   event.preventDefault();
-  if (event.dataTransfer.files.length) offerFiles([...event.dataTransfer.files]);
+  if (event.dataTransfer.files.length) attachment.offer([...event.dataTransfer.files]);
 });
 // A pasted picture (a screenshot) is a file; pasted text stays text.
 ui.question.addEventListener('paste', (event) => {
   const files = [...(event.clipboardData?.files ?? [])];
   if (!files.length || event.clipboardData.getData('text/plain')) return;
   event.preventDefault();
-  offerFiles(files);
-});
-$('file-clear').addEventListener('click', () => {
-  state.file = null;
-  showFile();
+  attachment.offer(files);
 });
 $('new-chat').addEventListener('click', newChat);
 // The skip links move the keyboard without touching the URL, which names the conversation.

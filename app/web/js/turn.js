@@ -10,6 +10,7 @@ import { ApprovalView } from './approvals.js';
 import { copyButton } from './clipboard.js';
 import { dressCodeBlocks } from './codeblocks.js';
 import { DeckView } from './deck.js';
+import { foldButton } from './fold.js';
 import { PlanView } from './plan.js';
 import { addPreview } from './previews.js';
 import { linkCitations, referenceItems } from './sources.js';
@@ -24,6 +25,10 @@ const STATUS_TEXT = {
   paused: 'Waiting for your reply',
   interrupted: 'Interrupted: the server stopped while answering',
 };
+
+/** What a call the user rejected answers (app/agents/approvals.py `DECLINED`): it did not
+ * run, so it did not fail either. */
+const DECLINED = 'Declined by the user';
 
 /** A tool's output without the tags that mark it as read from outside (API.md). */
 function readable(result) {
@@ -101,6 +106,8 @@ export class TurnView {
     this.tools = h('ol', { class: 'tools', hidden: true, 'aria-label': 'Tool calls' });
     this.answer = h('div', { class: 'answer markdown' });
     this.files = h('ul', { class: 'files', hidden: true, 'aria-label': 'Generated files' });
+    /** The links of each file row, by the files' name without its extension. */
+    this.fileRows = new Map();
     this.deckView = new DeckView((url, name, label) => this.downloadLink(url, name, label));
     this.deck = this.deckView.el;
     this.errorText = h('span', { class: 'error-text' });
@@ -143,10 +150,12 @@ export class TurnView {
      * opens. */
     this.ratingTools = h('span', { class: 'rating-tools', hidden: true });
     this.ratingForm = h('div', { class: 'rating-form-place' });
+    const asked = h('p', { class: 'question' }, question);
     this.el = h(
       'article',
       { class: 'turn' },
-      h('div', { class: 'ask' }, this.questionTools, h('p', { class: 'question' }, question)),
+      h('div', { class: 'ask' }, this.questionTools, asked),
+      foldButton(asked, question),
       h(
         'div',
         { class: 'reply' },
@@ -322,10 +331,13 @@ export class TurnView {
   toolEnded(id, name, result, isError) {
     if (!this.toolItems.has(id)) this.toolStarted(id, name, '');
     const entry = this.toolItems.get(id);
+    const text = readable(result);
+    let outcome = isError ? 'failed' : 'done';
+    if (isError && text.startsWith(DECLINED)) outcome = 'declined';
     entry.item.classList.remove('running');
-    entry.item.classList.add(isError ? 'failed' : 'done');
-    entry.state.textContent = isError ? 'failed' : 'done';
-    entry.result.textContent = readable(result);
+    entry.item.classList.add(outcome);
+    entry.state.textContent = outcome;
+    entry.result.textContent = text;
     entry.result.hidden = !entry.result.textContent;
     const page = name === 'fetch_page' && !isError ? readPage(result) : null;
     if (page) entry.hint.replaceChildren(pageLink(page));
@@ -378,7 +390,17 @@ export class TurnView {
     }
     const link = this.downloadLink(url, name, `Download ${name}`);
     const size = h('span', { class: 'muted' }, ` ${sizeText(file.size)}`);
-    const row = h('li', { 'data-url': url }, link, size);
+    // One document in two formats (a report's .docx and .pdf): one row, one picture of it.
+    const stem = name.replace(/\.[^.]*$/, '');
+    const same = this.fileRows.get(stem);
+    if (same) {
+      same.append(' · ', link, size);
+      this.showFiles();
+      return;
+    }
+    const links = h('span', { class: 'file-links' }, link, size);
+    const row = h('li', { 'data-url': url }, links);
+    this.fileRows.set(stem, links);
     this.files.append(row);
     addPreview(row, file.fileId, name);
     this.showFiles();
@@ -425,6 +447,8 @@ export class TurnView {
   fail(message) {
     this.errorText.textContent = message;
     this.error.hidden = false;
+    // Its Retry asks again: the Regenerate beside the answer would be a second button for it.
+    this.el.classList.add('has-error');
   }
 
   /** The error shown, or '' when there is none. */
