@@ -1,4 +1,4 @@
-"""A Redis Cluster of three primaries under the service as deployed: two instances (uvicorn)
+"""A Redis Cluster of three primaries under the service as deployed: instances (uvicorn)
 with REDIS_CLUSTER=true and REDIS_URL naming one node.
 
 What crosses instances crosses the cluster's nodes too: a stop and the one-turn rule
@@ -6,6 +6,7 @@ What crosses instances crosses the cluster's nodes too: a stop and the one-turn 
 Last-Event-ID on the other instance, the per-user stream limit. Each user's keys share
 their user's slot (its hash tag), and the users spread over the nodes: Alice's slot is on
 the first primary and Bob's on the second, as `redis-cli --cluster create` splits them.
+Turns taken over from a killed or drained instance go on as on one Redis server.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.agents.base import MOVED_NOTICE
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import (
@@ -26,6 +28,16 @@ from tests.integration.service import (
     stored_turns,
 )
 from tests.integration.test_instances import Instances
+from tests.integration.test_takeover import (
+    DEAD_SECONDS,
+    DRAIN_SECONDS,
+    PAUSE,
+    WORDS,
+    assert_whole,
+    nine_turns,
+)
+from tests.support.moving_turns import Instances as MovingInstances
+from tests.support.moving_turns import SlowWriter, moved
 from tests.support.redis_topologies import ClusterNodes
 from tests.support.sse import Event, collect, events, text_of
 
@@ -148,3 +160,61 @@ async def test_the_stream_limit_holds_for_a_user_across_instances_and_not_for_an
     assert bobs == "completed"
     assert [stop["success"] for stop in stops] == [True, True]
     assert after == "completed"
+
+
+@pytest.fixture
+async def moving(
+    tmp_path: Path,
+    postgres_url: str,
+    redis_cluster: ClusterNodes,
+    redis_prefix: str,
+    fake_llm: FakeOpenAI,
+) -> AsyncIterator[MovingInstances]:
+    """Instances whose turns move (`test_takeover.py`'s), on the Cluster."""
+    fake_llm.responder = SlowWriter(WORDS, PAUSE)
+    shared = {**redis_cluster.environment, "REDIS_PREFIX": redis_prefix}
+    environment = instance_environment(
+        postgres_url,
+        shared,
+        fake_llm,
+        DRAIN_SECONDS=str(DRAIN_SECONDS),
+        INSTANCE_DEAD_SECONDS=str(DEAD_SECONDS),
+        PARTIAL_SAVE_SECONDS="0.5",
+        SSE_PING_SECONDS="1",
+        STREAMS_PER_MINUTE="0",
+        MAX_STREAMS_PER_USER="0",
+        DB_POOL_SIZE="3",
+    )
+    cluster = MovingInstances(tmp_path, environment)
+    try:
+        yield cluster
+    finally:
+        await cluster.close()
+
+
+async def test_a_killed_instances_turns_go_on_elsewhere_on_a_cluster(
+    moving: MovingInstances,
+) -> None:
+    """The takeover's scripts (the claim, the run's log and its pointer, the list of runs
+    together) keep to the user's slot."""
+    await moving.start(3)
+    turns, questions = await nine_turns(moving)
+    moving.down.add(1)
+    await moving.processes[1].kill()
+    seen = await asyncio.gather(*turns)
+
+    await assert_whole(moving, seen, questions)
+    assert [moved(s, MOVED_NOTICE) for s in seen] == [n % 3 == 1 for n in range(9)]
+
+
+async def test_a_drained_instances_turns_go_on_elsewhere_on_a_cluster(
+    moving: MovingInstances,
+) -> None:
+    await moving.start(3)
+    turns, questions = await nine_turns(moving)
+    moving.down.add(0)
+    moving.processes[0].terminate()
+    seen = await asyncio.gather(*turns)
+
+    await assert_whole(moving, seen, questions)
+    assert [moved(s, MOVED_NOTICE) for s in seen] == [n % 3 == 0 for n in range(9)]
