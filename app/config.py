@@ -24,9 +24,18 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, dataclass_transform
+from urllib.parse import urlsplit
 
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, SecretStr, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Provider = Literal[
@@ -104,9 +113,22 @@ class TasksSection(SettingsSection):
 
     redis_url: str = ""
     """`redis://host:6379/0`: stop, TTL, resume, queues, `/agent/runs` and the per-user
-    limits across instances. Empty: the in-process task registry (one instance only)."""
+    limits across instances. Empty: the in-process task registry (one instance only). One
+    server; for a primary that Sentinels fail over, or a Cluster, see `REDIS_SENTINELS` and
+    `REDIS_CLUSTER`."""
     redis_prefix: str = "dodo:"
     """Prefix of every Redis key and channel, so several deployments can share one Redis."""
+    redis_sentinels: str = ""
+    """`host:port,host:port` of Redis Sentinels: the primary is asked of them, and found
+    again after they fail it over (with `REDIS_SENTINEL_MASTER`). `REDIS_URL` then gives
+    only the password, the database and the scheme (`rediss://` for TLS); its host is not
+    used (docs/operate/redis.md)."""
+    redis_sentinel_master: str = ""
+    """The name the Sentinels monitor the primary under (`sentinel monitor <name> ...`)."""
+    redis_cluster: bool = False
+    """`REDIS_URL` names a node of a Redis Cluster (database 0): the others are found from
+    it, and keys carry a hash tag per user, so they spread over the nodes
+    (docs/operate/redis.md)."""
     task_ttl_seconds: int = Field(default=1800, ge=1)
     """Longest a task may hold its conversation without a heartbeat refresh: the backstop
     (with Redis a dead instance is noticed far sooner, see `INSTANCE_DEAD_SECONDS`)."""
@@ -684,6 +706,30 @@ class Settings(
     def _expand(cls, value: Path) -> Path:
         return value.expanduser()
 
+    @model_validator(mode="after")
+    def _redis_topology(self) -> Self:
+        """A Redis reached through Sentinels or as a Cluster is refused at start-up when the
+        settings cannot describe it, rather than failing at the first turn."""
+        sentinels = sentinel_addresses(self.redis_sentinels)
+        if not (sentinels or self.redis_cluster):
+            return self
+        if not self.redis_url:
+            raise ValueError(
+                "REDIS_SENTINELS and REDIS_CLUSTER need REDIS_URL too (its password, database"
+                " and scheme; with a Cluster, a node to start from)"
+            )
+        if sentinels and self.redis_cluster:
+            raise ValueError("REDIS_SENTINELS and REDIS_CLUSTER exclude each other: set one")
+        if sentinels and not self.redis_sentinel_master:
+            raise ValueError("REDIS_SENTINELS needs REDIS_SENTINEL_MASTER, the monitored name")
+        if self.redis_cluster and re.search(r"[{}]", self.redis_prefix):
+            raise ValueError(
+                "REDIS_PREFIX must have no { or } with REDIS_CLUSTER: the keys' hash tags follow it"
+            )
+        if self.redis_cluster and urlsplit(self.redis_url).path.strip("/") not in ("", "0"):
+            raise ValueError("a Redis Cluster has database 0 only: REDIS_URL must end /0 or /")
+        return self
+
     def user_by_key(self) -> dict[str, str]:
         """Parse API_KEYS into the SHA-256 (hex) of each key -> user; empty means auth is off.
 
@@ -753,6 +799,17 @@ class Settings(
 
     def _listed_origins(self) -> list[str]:
         return [o.strip() for o in self.cors_origins.split(",") if o.strip()]
+
+
+def sentinel_addresses(listed: str) -> list[tuple[str, int]]:
+    """REDIS_SENTINELS as (host, port) pairs; `[::1]:26379` for an IPv6 address."""
+    addresses = []
+    for item in filter(None, (part.strip() for part in listed.split(","))):
+        host, _, port = item.rpartition(":")
+        if not (host and port.isdigit() and 0 < int(port) < 65536):
+            raise ValueError(f"REDIS_SENTINELS entry {item!r} must be host:port")
+        addresses.append((host.removeprefix("[").removesuffix("]"), int(port)))
+    return addresses
 
 
 @dataclass_transform(frozen_default=True)

@@ -108,7 +108,7 @@ class TurnSuccessor:
         if claim is None:
             return False
         try:
-            frames = await self._logs.history(claim.task_id)
+            frames = await self._logs.history(claim.user_id, claim.task_id)
             earlier = await self._store.recent_turns(
                 row.user_id, row.session_id, self._memory_turns, row.id
             )

@@ -12,6 +12,7 @@ from app.config import Settings
 from app.tasks.base import Claims, Tasks
 from app.tasks.in_process import in_process_tasks
 from app.tasks.log import LocalRunLogs, SharedRunLogs
+from app.tasks.redis_target import RedisTarget
 from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def build_tasks(settings: Settings, instance_id: str) -> Tasks:
     from app.tasks.redis import redis_tasks
 
     return redis_tasks(
-        settings.redis_url,
+        RedisTarget.from_settings(settings),
         settings.redis_prefix,
         instance_id,
         dead_after=settings.instance_dead_seconds,
@@ -51,7 +52,7 @@ def build_shared_logs(
     from app.tasks.redis_log import RedisRunLogs
 
     return RedisRunLogs(
-        settings.redis_url,
+        RedisTarget.from_settings(settings),
         settings.redis_prefix,
         claims,
         instance_id=instance_id,
@@ -70,4 +71,4 @@ def build_unstored(settings: Settings) -> UnstoredTurns:
         return NoUnstoredTurns()
     from app.tasks.redis_unstored import RedisUnstoredTurns
 
-    return RedisUnstoredTurns(settings.redis_url, settings.redis_prefix)
+    return RedisUnstoredTurns(RedisTarget.from_settings(settings), settings.redis_prefix)

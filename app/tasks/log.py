@@ -68,11 +68,11 @@ class SharedRunLogs(Protocol):
         """
         ...
 
-    async def last_event_id(self, task_id: str) -> int | None:
+    async def last_event_id(self, user_id: str, task_id: str) -> int | None:
         """The id of the newest event of that run copied out so far; None if none is kept."""
         ...
 
-    async def history(self, task_id: str) -> list[bytes] | None:
+    async def history(self, user_id: str, task_id: str) -> list[bytes] | None:
         """Every frame of a run that has not ended, from its first event on: what another
         instance carries it on from (none yet: it starts over, as nobody saw any). None when
         the run ended, or is not kept whole."""
@@ -95,10 +95,10 @@ class LocalRunLogs:
     ) -> EventLogReader | None:
         return None
 
-    async def last_event_id(self, task_id: str) -> int | None:
+    async def last_event_id(self, user_id: str, task_id: str) -> int | None:
         return None
 
-    async def history(self, task_id: str) -> list[bytes] | None:
+    async def history(self, user_id: str, task_id: str) -> list[bytes] | None:
         return None
 
     async def close(self) -> None:

@@ -2,7 +2,7 @@
 
 Keys, under the deployment's prefix:
 
-    events:{task_id}            a Stream of batches. An entry holds the frames of
+    events:<task_id>            a Stream of batches. An entry holds the frames of
                                 consecutive events, one field per event named by
                                 its SSE id, and its entry id is `L-0`, L being the
                                 last event it holds; the final entry is `L-1` and
@@ -11,8 +11,12 @@ Keys, under the deployment's prefix:
                                 and the end. Capped near `max_events` events;
                                 expires `retention` seconds after the end (while
                                 the run lives, TTL plus that).
-    run:{user}:{conversation}   the task id of the conversation's latest run, kept
+    run:<user>:<conversation>   the task id of the conversation's latest run, kept
                                 as long, so a finished run is still found.
+
+In a Redis Cluster both name their user as its hash tag (`events:{<user>}:<task_id>`,
+`run:{<user>}:<conversation>`, `redis_shared`): a batch's script writes them with
+the claim and the list of runs, which a Cluster allows only within one slot.
 
 Every batch is one script (`APPEND_LUA`) that first checks the run still holds its
 conversation's claim: a run that another instance took over (this one was only
@@ -60,8 +64,9 @@ from app.core.frames import encode_frame
 from app.tasks.base import BatchRelease, Claim, ClaimLost, Claims, EventsGone, TaskError
 from app.tasks.log import RunLog
 from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
+from app.tasks.redis_client import connect, milliseconds, translate_errors
 from app.tasks.redis_shared import TaskKeys, message
+from app.tasks.redis_target import RedisTarget
 
 logger = logging.getLogger(__name__)
 
@@ -150,7 +155,7 @@ class RedisRunLogs:
 
     def __init__(
         self,
-        url: str,
+        target: RedisTarget | str,
         prefix: str,
         claims: Claims,
         *,
@@ -163,12 +168,14 @@ class RedisRunLogs:
         timeout: float = 2.0,
         stored: StoredStatus | None = None,
     ) -> None:
-        self._batch = SharedPipeline(url, timeout=timeout, decode=False)
+        target = RedisTarget.of(target)
+        self._batch = SharedPipeline(target, timeout=timeout, decode=False)
         # Its own pool: a blocked XREAD holds a connection for up to `max_idle`.
-        self._reader = connect(url, timeout=timeout, read_timeout=max_idle + timeout, decode=False)
-        self._where = redacted(url)
-        self._prefix = prefix
-        self._keys = TaskKeys(prefix, instance_id)
+        self._reader = connect(
+            target, timeout=timeout, read_timeout=max_idle + timeout, decode=False
+        )
+        self._where = target.where
+        self._keys = TaskKeys(prefix, instance_id, target.keys_tagged)
         self._claims = claims
         self._releaser = releaser
         """Told when the last copy released its claim: the Redis claims behind `claims`,
@@ -185,7 +192,7 @@ class RedisRunLogs:
         await self._reader.aclose()
 
     async def publish(self, claim: Claim, log: RunLog) -> bool:
-        stream = self._stream_key(claim.task_id)
+        stream = self._keys.events(claim.user_id, claim.task_id)
         pointer = self._pointer_key(claim.user_id, claim.conversation_id)
         cursor = log.base
         failing = False
@@ -255,7 +262,7 @@ class RedisRunLogs:
     async def reader(
         self, user_id: str, conversation_id: str, task_id: str, after: int
     ) -> RedisStreamReader | None:
-        stream = self._stream_key(task_id)
+        stream = self._keys.events(user_id, task_id)
         with translate_errors(self._where):
             # Queued together, so they leave in one batch: one round trip.
             head, tail = cast(
@@ -279,8 +286,8 @@ class RedisRunLogs:
             reader.end()  # asked from its end, or beyond: nothing more will come
         return reader
 
-    async def last_event_id(self, task_id: str) -> int | None:
-        stream = self._stream_key(task_id)
+    async def last_event_id(self, user_id: str, task_id: str) -> int | None:
+        stream = self._keys.events(user_id, task_id)
         with translate_errors(self._where):
             tail = cast(
                 list[Entry],
@@ -288,8 +295,8 @@ class RedisRunLogs:
             )
         return _entry_id(tail[0][0])[0] if tail else None
 
-    async def history(self, task_id: str) -> list[bytes] | None:
-        stream = self._stream_key(task_id)
+    async def history(self, user_id: str, task_id: str) -> list[bytes] | None:
+        stream = self._keys.events(user_id, task_id)
         with translate_errors(self._where):
             entries = cast(list[Entry], await self._batch.command(lambda pipe: pipe.xrange(stream)))
         frames: list[bytes] = []
@@ -399,9 +406,6 @@ class RedisRunLogs:
             lambda pipe: pipe.eval(APPEND_LUA, len(script_keys), *script_keys, *args)
         )
         return int(result)
-
-    def _stream_key(self, task_id: str) -> str:
-        return f"{self._prefix}events:{task_id}"
 
     def _pointer_key(self, user_id: str, conversation_id: str) -> str:
         return self._keys.latest_run(user_id, conversation_id)

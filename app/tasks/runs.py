@@ -229,7 +229,7 @@ class RunRegistry:
         run = self.find(user_id, conversation_id)
         if run is not None and run.claim.task_id == task_id:
             return run.log.shown_id
-        return await self._shared.last_event_id(task_id)
+        return await self._shared.last_event_id(user_id, task_id)
 
     def launch(
         self,

@@ -1,6 +1,6 @@
 """Fixtures the integration tests share: databases and backends to run on, fake upstreams,
-a private Redis, a webhook receiver, and instances behind a load balancer on a transaction
-pooler."""
+a private Redis, a Redis Cluster and a Sentinel-managed Redis, a webhook receiver, and instances
+behind a load balancer on a transaction pooler."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from tests.support.cluster import Cluster
 from tests.support.pgbouncer import PgBouncer
 from tests.support.processes import RedisServer
 from tests.support.receiver import Receiver, running_receiver
+from tests.support.redis_topologies import ClusterNodes, SentinelSet
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -74,6 +75,29 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.kill()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterNodes]:
+    """A Redis Cluster of three primaries, shared by the run's tests as the shared Redis is:
+    each keeps to its own `redis_prefix`. A test that fails a node over starts its own."""
+    cluster = ClusterNodes(tmp_path_factory.mktemp("redis-cluster"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def redis_sentinels(tmp_path: Path) -> Iterator[SentinelSet]:
+    """A primary, a replica and three Sentinels of the test's own: it may kill the primary."""
+    sentinels = SentinelSet(tmp_path / "sentinels")
+    sentinels.start()
+    try:
+        yield sentinels
+    finally:
+        sentinels.stop()
 
 
 @pytest.fixture

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import ScriptedServer
 from tests.fakes.tavily_server import FakeTavily
 from tests.support.server import serve
-from tests.support.sse import Event, collect
+from tests.support.sse import Event, collect, events
 
 TEST_LLM_KEY = "sk-test-secret-key-0123456789"
 
@@ -203,3 +204,85 @@ async def resume(client: httpx.AsyncClient, conversation: str, after: int) -> li
     async with client.stream("GET", "/agent/resume", params=params, headers=headers) as response:
         assert response.status_code == 200
         return await collect(response)
+
+
+def instance_environment(
+    database_url: str, redis: Mapping[str, str], fake_llm: FakeOpenAI, **settings: str
+) -> dict[str, str]:
+    """What an instance served as deployed (`ServiceProcess`) starts with: these backends
+    (`redis` names the Redis: REDIS_URL and the rest), the fake model, and `settings`."""
+    return {
+        "DATABASE_URL": database_url,
+        **redis,
+        "LLM_BASE_URL": fake_llm.base_url,
+        "LLM_API_KEY": TEST_LLM_KEY,
+        "LLM_MODEL": "fake-model",
+        "RECOMMENDATIONS_ENABLED": "false",
+        "LOG_LEVEL": "WARNING",
+        **settings,
+    }
+
+
+async def outcome(
+    client: httpx.AsyncClient,
+    conversation: str,
+    headers: dict[str, str] | None = None,
+    query: str = "Again",
+) -> str | int:
+    """How a question ends: the turn's final status, or the HTTP status that refused it."""
+    params = {"query": query, "conversationId": conversation}
+    async with client.stream(
+        "GET", "/agent/chat/stream", params=params, headers=headers
+    ) as response:
+        if response.status_code != 200:
+            return response.status_code
+        status: str = (await collect(response))[-1]["status"]
+        return status
+
+
+async def stored_turns(
+    client: httpx.AsyncClient, conversation: str, headers: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """The conversation's stored turns, as (status, answer)."""
+    response = await client.get(f"/session/{conversation}", headers=headers)
+    assert response.status_code == 200
+    return [(t["status"], t["answer"]) for t in response.json()["data"]["messages"]]
+
+
+class BackgroundTurn:
+    """A question whose stream is read to the end in the background, its answer's start
+    awaitable (`begun`), so a test can act while the turn runs."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        conversation: str,
+        headers: dict[str, str] | None = None,
+        query: str = "Tell me",
+    ) -> None:
+        self.seen: list[Event] = []
+        self._answered = asyncio.Event()
+        params = {"query": query, "conversationId": conversation}
+        self.task = asyncio.create_task(self._read(client, params, headers))
+
+    async def begun(self) -> None:
+        """Return once the answer's first text came; fail if the stream ended before it."""
+        answered = asyncio.ensure_future(self._answered.wait())
+        await asyncio.wait([self.task, answered], return_when=asyncio.FIRST_COMPLETED)
+        answered.cancel()
+        if not self._answered.is_set():
+            await self.task  # its failure (a refused request), if it failed
+            raise AssertionError(f"the stream ended before any text: {self.seen}")
+
+    async def _read(
+        self, client: httpx.AsyncClient, params: dict[str, str], headers: dict[str, str] | None
+    ) -> list[Event]:
+        async with client.stream(
+            "GET", "/agent/chat/stream", params=params, headers=headers
+        ) as response:
+            assert response.status_code == 200, (await response.aread()).decode()
+            async for event in events(response):
+                self.seen.append(event)
+                if event["type"] == "text":
+                    self._answered.set()
+        return self.seen

@@ -38,6 +38,8 @@ REDIS_PER_TURN = {
     # end, and the release (a script sent with the log's last batch) with its notice.
     "set": 3,
     "get": 1,
+    # The claim holds its instance's deadline, on Redis's clock (`redis_liveness`).
+    "time": 1,
     "del": 1,
     "publish": 1,
     # The caller's list of runs (GET /agent/runs): the turn listed inside the claim's script,

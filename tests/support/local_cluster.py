@@ -9,10 +9,10 @@ connection; the instances read the checkout's `.env` and environment for
 everything else (the model, keys). Ctrl-C stops it all, in order: the load
 balancer, the instances (which store what they were running), then the pooler.
 
-Redis is plain here, one server (the machine's, under a prefix of the
-cluster's own): this is the mode to replace with a Sentinel-managed Redis
-(a primary, a replica, three Sentinels; `REDIS_SENTINELS`) once the service
-supports it.
+Redis is a primary with a replica and three Sentinels of the cluster's own
+(`SentinelSet`, as the failover tests start them): SIGKILL the primary to see
+the Sentinels promote the replica within seconds and the instances follow.
+`--redis-url` names one Redis server to use instead.
 """
 
 from __future__ import annotations
@@ -32,9 +32,9 @@ from app.config import Settings
 from tests.support.cluster import Cluster
 from tests.support.pgbouncer import PgBouncer
 from tests.support.processes import PROJECT_ROOT
+from tests.support.redis_topologies import SentinelSet
 
 DEFAULT_DATABASE = "postgresql+asyncpg://postgres@127.0.0.1:5432/dodo_cluster"
-DEFAULT_REDIS = "redis://127.0.0.1:6379/0"
 
 
 def own_settings() -> dict[str, str]:
@@ -63,6 +63,10 @@ async def ensure_database(url: str) -> None:
 
 async def run(args: argparse.Namespace, workdir: Path) -> None:
     await ensure_database(args.database_url)
+    sentinels = None if args.redis_url else SentinelSet(workdir / "redis")
+    if sentinels is not None:
+        sentinels.start()
+    redis = sentinels.environment if sentinels else {"REDIS_URL": args.redis_url}
     pooler = PgBouncer(args.database_url)
     pooler.start()
     cluster = Cluster(
@@ -74,8 +78,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
             "DB_TRANSACTION_POOLER": "true",
             "MIGRATE_DATABASE_URL": args.database_url,
             "AUTO_MIGRATE": "false",
-            # Plain Redis, until the Sentinels (see the module's docstring).
-            "REDIS_URL": args.redis_url,
+            **redis,
             "REDIS_PREFIX": args.redis_prefix,
         },
         port=args.port,
@@ -90,13 +93,20 @@ async def run(args: argparse.Namespace, workdir: Path) -> None:
         for each in cluster.instances:
             print(f"  instance {each.name}: {each.url}, its log {each.log_path}")
         print(f"PgBouncer (transaction mode): 127.0.0.1:{pooler.port} -> {args.database_url}")
-        print(f"Redis: {args.redis_url}, keys under {args.redis_prefix}")
+        if sentinels is not None:
+            primary = sentinels.primary_port()
+            print(f"Redis: primary 127.0.0.1:{primary} (SIGKILL it to fail over), its Sentinels")
+            print(f"  {sentinels.sentinels}, keys under {args.redis_prefix}")
+        else:
+            print(f"Redis: {args.redis_url}, keys under {args.redis_prefix}")
         print("Ctrl-C stops it all.", flush=True)
         await stopping.wait()
     finally:
         print("Stopping: HAProxy, the instances, PgBouncer...", flush=True)
         await cluster.close()
         pooler.remove()
+        if sentinels is not None:
+            sentinels.stop()
 
 
 def main() -> None:
@@ -108,7 +118,9 @@ def main() -> None:
         default=DEFAULT_DATABASE,
         help="the database, reached directly; made when missing (%(default)s)",
     )
-    parser.add_argument("--redis-url", default=DEFAULT_REDIS, help="Redis (%(default)s)")
+    parser.add_argument(
+        "--redis-url", default="", help="one Redis server, instead of Sentinels of its own"
+    )
     parser.add_argument("--redis-prefix", default="dodo-cluster:", help="(%(default)s)")
     parser.add_argument(
         "--dir", default="data/cluster", help="logs and the shared DATA_DIR (%(default)s)"

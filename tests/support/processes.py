@@ -64,21 +64,28 @@ def wait_for_port(port: int, timeout: float = 10.0) -> None:
 
 
 class RedisServer:
-    """A private redis-server on a free port, keeping nothing on disk."""
+    """A private redis-server on a free port, keeping nothing on disk.
 
-    def __init__(self, workdir: Path) -> None:
+    `options` are more of its command-line settings: a replica's `--replicaof`,
+    a cluster node's (`redis_topologies`).
+    """
+
+    def __init__(self, workdir: Path, *options: str) -> None:
         require_binary("redis-server", "redis-server")
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._workdir = workdir
+        self._options = options
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        self._workdir.mkdir(parents=True, exist_ok=True)
         self._process = subprocess.Popen(
             [
                 "redis-server",
                 *("--port", str(self.port), "--bind", "127.0.0.1"),
                 *("--save", "", "--appendonly", "no", "--dir", str(self._workdir)),
+                *self._options,
             ],
             stdout=subprocess.DEVNULL,
         )
