@@ -50,6 +50,10 @@ class Sizes:
     stops: int
     floor_turns: int
     """Turns of storage and Redis work alone (bench.floor)."""
+    closed_loop: tuple[int, int]
+    """(clients, turns in all) of issue 59's load: each client runs turns back to back."""
+    closed_loop_tokens: int
+    closed_loop_delay_ms: float
 
 
 FULL = Sizes(
@@ -63,6 +67,9 @@ FULL = Sizes(
     wide_tokens=100,
     stops=30,
     floor_turns=2000,
+    closed_loop=(50, 2000),
+    closed_loop_tokens=20,
+    closed_loop_delay_ms=2,
 )
 QUICK = Sizes(
     first_event=((1, 3), (5, 10), (10, 20)),
@@ -75,6 +82,9 @@ QUICK = Sizes(
     wide_tokens=10,
     stops=3,
     floor_turns=20,
+    closed_loop=(5, 20),
+    closed_loop_tokens=5,
+    closed_loop_delay_ms=2,
 )
 
 
@@ -184,7 +194,26 @@ class Bench:
         url, pid = self.uvicorn(name, "bench.proxy:app", env)
         return Target(name, "proxy", url, pid, "")
 
-    def start_service(self, name: str, database_url: str, redis_url: str, httpx: str) -> Target:
+    def start_typical_proxy(self, name: str) -> Target:
+        env = {"BENCH_UPSTREAM_URL": self.upstream_url + "/v1"}
+        url, pid = self.uvicorn(name, "bench.typical_proxy:app", env)
+        return Target(name, "proxy", url, pid, "")
+
+    def start_service(
+        self,
+        name: str,
+        database_url: str,
+        redis_url: str,
+        httpx: str,
+        *,
+        extra_env: dict[str, str] | None = None,
+        across: bool = True,
+    ) -> Target:
+        """The service on `database_url` and `redis_url` ("": the in-process registry).
+
+        With Redis and `across`, a second instance beside it, where stops are sent
+        across instances. `extra_env` adds to the service's environment.
+        """
         env = {
             "DATABASE_URL": database_url,
             "REDIS_URL": redis_url,
@@ -202,11 +231,12 @@ class Bench:
             "DATA_DIR": str(self.workdir / name.replace(" ", "-")),
             "LOG_LEVEL": "WARNING",
             "BENCH_HTTPX": httpx,
+            **(extra_env or {}),
         }
         module = "bench.service:bench_app"
         url, pid = self.uvicorn(name, module, env, SERVED_AS)
         target = Target(name, "service", url, pid, "", {"same": url}, counts_statements=True)
-        if redis_url:
+        if redis_url and across:
             second = env | {"AUTO_MIGRATE": "0"}
             other, _ = self.uvicorn(f"{name}-b", module, second, SERVED_AS)
             target.stop_urls["across"] = other
@@ -223,8 +253,12 @@ class Bench:
         timeout: float,
         stop_url: str = "",
         sample_rss: bool = False,
+        options: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """One load-generator run against `target`, with the server's CPU and memory around it."""
+        """One load-generator run against `target`, with the server's CPU and memory around it.
+
+        `options`: more of bench.loadgen's flags (`--timings`, `--path ...`).
+        """
         argv = [
             sys.executable,
             "-m",
@@ -246,6 +280,7 @@ class Bench:
             argv += ["--path", target.path]
         if stop_url:
             argv += ["--stop-url", stop_url]
+        argv += options
         statements = self.statements(target)
         before = proc_stat(target.pid)
         peak = before.rss_bytes
@@ -303,6 +338,9 @@ class Bench:
             sizes.first_event, self.first_events(target, sizes.first_event), strict=True
         ):
             results[f"first_event_{concurrency}"] = report
+        self.configure_upstream(sizes.closed_loop_tokens, sizes.closed_loop_delay_ms)
+        clients, turns = sizes.closed_loop
+        results["closed_loop"] = self.load(target, concurrency=clients, streams=turns, timeout=180)
         self.configure_upstream(sizes.saturation_tokens, 0)
         concurrency, streams = sizes.saturation
         results["saturation"] = self.load(
