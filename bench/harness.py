@@ -21,12 +21,13 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from app.api.head_timeout import UVICORN_FLAGS
 from bench.procs import free_port, proc_stat
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 SERVED_AS = UVICORN_FLAGS
 """The service's uvicorn flag in scripts/run and the Dockerfile (beside host, port and the
@@ -86,6 +87,16 @@ QUICK = Sizes(
     closed_loop_tokens=5,
     closed_loop_delay_ms=2,
 )
+
+
+def rotated(items: Sequence[T], rep: int) -> list[T]:
+    """The order of repetition `rep` (from 0): A B C, then B C A, then C A B.
+
+    Each target takes each place in turn, so a slow minute of the machine
+    does not always fall on the same one (bench.run's repetitions, bench.burst's rounds).
+    """
+    shift = rep % len(items) if items else 0
+    return [*items[shift:], *items[:shift]]
 
 
 @dataclass(slots=True)

@@ -31,15 +31,13 @@ import signal
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from bench import burst, startup
-from bench.harness import FULL, QUICK, Bench, Sizes, Target
+from bench.harness import FULL, QUICK, Bench, Sizes, Target, rotated
 from bench.procs import raise_open_files_limit
 from bench.servers import DEFAULT_REDIS_URL, delete_redis_keys, postgres
 from bench.table import TYPICAL, print_report
-
-T = TypeVar("T")
 
 
 def columns(compare_httpx: bool) -> list[tuple[str, str, str]]:
@@ -56,16 +54,6 @@ def columns(compare_httpx: bool) -> list[tuple[str, str, str]]:
         out.append(("service (httpx)", "service", "httpx"))
     out.append(("service (embedded)", "embedded", "httpx2"))
     return out
-
-
-def rotated(items: list[T], rep: int) -> list[T]:
-    """The order of repetition `rep` (from 0): A B C, then B C A, then C A B.
-
-    Each column takes each place in turn, so a slow minute of the machine
-    does not always fall on the same column.
-    """
-    shift = rep % len(items) if items else 0
-    return items[shift:] + items[:shift]
 
 
 def run(

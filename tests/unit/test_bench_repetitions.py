@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from bench.harness import QUICK
-from bench.run import rotated
+from bench.harness import QUICK, rotated
 from bench.table import TYPICAL, agreement, render
 from bench.table import main as table_main
 
