@@ -160,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated columns or kinds (proxy, service, embedded) to measure;"
+        help="comma-separated columns or kinds (proxy, typical, service, embedded) to measure;"
         " the upstream is always measured",
     )
     parser.add_argument(
