@@ -228,6 +228,13 @@ class Settings(BaseSettings):
 
     memory_max_turns: int = 10
     memory_max_tokens: int = 6000
+    memory_enabled: bool = True
+    """User memory (facts and preferences kept across conversations, `/memory`): off, no turn
+    reads or writes it and `/memory` answers 404. Not the conversation's history above."""
+    memory_tokens: int = Field(default=500, ge=0)
+    """Tokens of a turn's system prompt given to the user's memory items (the most relevant)."""
+    memory_max_items: int = Field(default=200, ge=1)
+    """Memory items one user may keep; one more answers 409 (the `remember` tool: an error)."""
     react_max_rounds: int = 5
     tool_approval: str = ""
     """Tools that wait for the user's yes before they run: `bash,write_file,edit_file`,

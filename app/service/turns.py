@@ -33,7 +33,7 @@ from typing import Literal, Protocol
 from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.base import BaseAgent
 from app.agents.on_demand import OnDemandAgents
-from app.agents.turn import Turn
+from app.agents.turn import InProject, Turn
 from app.core.events import CompleteEvent, ErrorEvent, QueuedEvent
 from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions
@@ -153,6 +153,8 @@ class TurnService:
         answer: ApprovalAnswer | None = None,
         review_plan: bool = False,
         template_file_id: str | None = None,
+        project: InProject | None = None,
+        temporary: bool = False,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
 
@@ -185,6 +187,8 @@ class TurnService:
             answer=answer,
             review_plan=review_plan,
             template_file_id=template_file_id,
+            project=project,
+            temporary=temporary,
         )
         # Listed in the same step as the claim: one round trip less before the first event.
         ticket = _ticket(claim, question, "running")

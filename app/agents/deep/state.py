@@ -21,6 +21,14 @@ from pydantic import AliasChoices, BaseModel, Field, model_validator
 TaskStatus = Literal["pending", "running", "completed", "failed"]
 
 
+class MemoryChange(BaseModel):
+    """A change to the user's memory the request calls for: the `remember` tool's arguments."""
+
+    action: Literal["save", "update", "forget"]
+    id: str = ""
+    content: str = ""
+
+
 class ClarifyDecision(BaseModel):
     """Whether research can start, or what the user must say first."""
 
@@ -29,6 +37,9 @@ class ClarifyDecision(BaseModel):
     )
     questions: str = ""
     """The questions for the user, in their language, when clarification is needed."""
+    remember: list[MemoryChange] = Field(default_factory=list, max_length=5)
+    """What to keep of the user (a lasting fact or preference they state): the first step
+    is the one that reads their words, so deep research keeps memory here, with no call more."""
 
     @model_validator(mode="after")
     def _questions_when_asking(self) -> ClarifyDecision:
