@@ -112,7 +112,9 @@ class ReActAgent(BaseAgent):
         """
         if self.core.mcp is not None:
             tools = {t.schema.name: t for t in self.core.mcp.tools_for(self.agent_type)} | tools
-        tools = {t.schema.name: t for t in context_tools(self.core, turn, state)} | tools
+        tools = dict(tools)
+        for tool in context_tools(self.core, turn, state):
+            tools.setdefault(tool.schema.name, tool)
         if turn.resumed is not None:
             async for event in self._go_on(turn, state, tools, messages):
                 yield event

@@ -148,6 +148,7 @@ async def test_a_chat_turn_calls_a_stdio_server_tool_and_answers_from_its_result
             "parts__slow",
             "parts__tavily-search",
             "parts__whoami",
+            "remember",
         ]
         lookup = offered["parts__lookup"]
         assert lookup.description == "The warranty of a pump, by its SKU."
