@@ -248,7 +248,7 @@ async def test_web_search_comes_from_an_mcp_server_with_its_references(
     backend: Backend, tmp_path: Path
 ) -> None:
     def search(request: ModelRequest) -> Reply:
-        assert request.tool_names == ["web_search", "fetch_page"]
+        assert request.tool_names == ["web_search", "fetch_page", "remember"]
         return Reply.tool_calls(("web_search", {"query": "pump warranty"}))
 
     def cite(request: ModelRequest) -> Reply:
@@ -283,7 +283,7 @@ async def test_web_search_from_a_server_that_is_down_is_a_tool_error_and_the_tur
     backend: Backend, tmp_path: Path
 ) -> None:
     def search(request: ModelRequest) -> Reply:
-        assert request.tool_names == ["web_search", "fetch_page"]
+        assert request.tool_names == ["web_search", "fetch_page", "remember"]
         return Reply.tool_calls(("web_search", {"query": "pump warranty"}))
 
     model = ScriptedModel(search, Reply.text("Search is down; from memory: seven years."))
