@@ -16,7 +16,15 @@ import orjson
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
-from tests.integration.service import Backend, running_service, settings_for
+from tests.fakes.tavily_server import FakeTavily
+from tests.integration.service import (
+    Backend,
+    ask,
+    running_service,
+    settings_for,
+    settings_with_search,
+)
+from tests.support.research import over_http, step_named
 from tests.support.sse import Event, collect
 
 REMEMBER = "remember"
@@ -214,3 +222,35 @@ async def test_items_are_checked_capped_edited_and_deleted(
     assert (deleted.status_code, again.status_code) == (200, 404)
     assert cleared.json()["data"] == {"deleted": 1}
     assert left == []
+
+
+async def test_deep_research_keeps_memory_in_its_first_step_and_reads_it_in_its_report(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
+) -> None:
+    def researching(body: dict[str, Any]) -> Reply:
+        if step_named(fake.system_text(body)) == "clarify":
+            change = {"action": "save", "content": "I install heat pumps for a living"}
+            answer = {"needClarification": False, "questions": "", "remember": [change]}
+            return Reply.text(orjson.dumps(answer).decode())
+        answered = over_http(fake, body)
+        return answered if isinstance(answered, Reply) else Reply.text(answered)
+
+    async with FakeOpenAI(researching) as fake:
+        backend = Backend(sqlite_url, "", "")
+        settings = settings_with_search(backend, tmp_path, fake, fake_search)
+        async with running_service(settings) as client:
+            await client.post("/memory", json={"content": "My name is Ada"})
+            events = await ask(client, "How big is the heat pump market?", "c-deep", "deep")
+            items = await memory(client)
+        prompts = {step_named(fake.system_text(r)): fake.system_text(r) for r in fake.requests}
+
+    assert events[-1]["status"] == "completed"
+    [result] = saved(events)
+    assert result["content"] == "I install heat pumps for a living"
+    assert [(i["content"], i["conversationId"]) for i in items] == [
+        ("I install heat pumps for a living", "c-deep"),
+        ("My name is Ada", None),
+    ]
+    assert "My name is Ada" in prompts["clarify"]
+    assert "My name is Ada" in prompts["report"]
+    assert "My name is Ada" not in prompts["task"]
