@@ -8,7 +8,8 @@ so a fact that changed updates its item instead of adding one that contradicts i
 
 Its result is a JSON object, read by the model and by the page (which shows "Saved to
 memory" with an Undo under the answer): `{action, id, content, projectId}` for a save,
-`{action, id, content, previous}` for an update, `{action, id, previous}` for a forget.
+`{action, id, content, previous, projectId}` for an update, `{action, id, previous,
+projectId}` for a forget.
 A refusal (memory full, no such item, bad text) is an error result the model can pass on.
 """
 
@@ -97,12 +98,18 @@ class Remember:
                     return _unknown(item_id)
                 before, after = changed
                 return _result(
-                    action="update", id=item_id, content=after.content, previous=before.content
+                    action="update",
+                    id=item_id,
+                    content=after.content,
+                    previous=before.content,
+                    projectId=after.project_id,
                 )
             gone = await self._memory.forget(self._user_id, item_id, scope)
             if gone is None:
                 return _unknown(item_id)
-            return _result(action="forget", id=item_id, previous=gone.content)
+            return _result(
+                action="forget", id=item_id, previous=gone.content, projectId=gone.project_id
+            )
         except MemoryRefused as exc:
             return ToolOutput(str(exc), is_error=True)
 

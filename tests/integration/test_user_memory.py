@@ -124,6 +124,7 @@ async def test_an_updated_fact_replaces_the_old_one(
             "id": item_id,
             "content": "I live in Berlin",
             "previous": "I live in Paris",
+            "projectId": None,
         }
     ]
     assert [(i["id"], i["content"], i["source"]) for i in items] == [

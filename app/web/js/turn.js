@@ -12,6 +12,7 @@ import { dressCodeBlocks } from './codeblocks.js';
 import { DeckView } from './deck.js';
 import { PlanView } from './plan.js';
 import { addPreview } from './previews.js';
+import { rememberedNote } from './remembered.js';
 import { linkCitations, referenceItems } from './sources.js';
 
 const RENDER_EVERY_MS = 50;
@@ -79,11 +80,13 @@ function durationText(ms) {
 export class TurnView {
   /** `onFollowUp(question)` is called when a suggested follow-up is chosen;
    * `onDecide(turn, answer)` when the user decides what the turn waits for;
-   * `onRetry(turn)` when the user asks again after an error. */
-  constructor(question, { onFollowUp, onDecide, onRetry }) {
+   * `onRetry(turn)` when the user asks again after an error; `onError(error)` shows a
+   * failure of the turn's own controls (an Undo). */
+  constructor(question, { onFollowUp, onDecide, onRetry, onError }) {
     this.onFollowUp = onFollowUp;
     this.onDecide = onDecide;
     this.onRetry = onRetry;
+    this.onError = onError;
     /** The turn's sources, which the answer's `[n]` citations link to. */
     this.refs = [];
     this.approval = null;
@@ -104,6 +107,8 @@ export class TurnView {
     this.plan = new PlanView();
     this.tools = h('ol', { class: 'tools', hidden: true, 'aria-label': 'Tool calls' });
     this.answer = h('div', { class: 'answer markdown' });
+    /** "Saved to memory" notes, with their Undo (remembered.js). */
+    this.memoryNotes = h('div', { class: 'memory-notes', hidden: true });
     this.files = h('ul', { class: 'files', hidden: true, 'aria-label': 'Generated files' });
     this.deckView = new DeckView((url, name, label) => this.downloadLink(url, name, label));
     this.deck = this.deckView.el;
@@ -159,6 +164,7 @@ export class TurnView {
         this.tools,
         this.deck,
         this.answer,
+        this.memoryNotes,
         this.files,
         this.error,
         this.references,
@@ -336,6 +342,11 @@ export class TurnView {
     entry.result.hidden = !entry.result.textContent;
     const page = name === 'fetch_page' && !isError ? readPage(result) : null;
     if (page) entry.hint.replaceChildren(pageLink(page));
+    const note = name === 'remember' && !isError ? rememberedNote(result, this.onError) : null;
+    if (note) {
+      this.memoryNotes.append(note);
+      this.memoryNotes.hidden = false;
+    }
   }
 
   showReferences(items) {
