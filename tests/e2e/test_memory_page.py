@@ -26,7 +26,8 @@ async def test_the_memory_screen_lists_adds_edits_deletes_and_switches_off(
     page: Page, app_url: str
 ) -> None:
     await page.goto(app_url)
-    await page.get_by_role("button", name="Memory").click()
+    await page.get_by_role("button", name="Account").click()
+    await page.get_by_role("button", name="Open your memory").click()
     await expect(page.locator("#memory-items-empty")).to_be_visible()
     await expect(page.get_by_label("Use memory in my conversations")).to_be_checked()
 

@@ -114,6 +114,7 @@ const projectScreen = new ProjectScreen({
 });
 const memory = new MemoryScreen({
   button: $('memory-button'),
+  place: $('account-memory-section'),
   panel: $('memory'),
   ...screenParts,
   projectName: (id) => projects.name(id),
@@ -340,7 +341,8 @@ function closeSidebar() {
 function openSidebar() {
   document.body.classList.add('sidebar-open');
   ui.menuButton.setAttribute('aria-expanded', 'true');
-  (ui.sidebar.querySelector('button:not([hidden])') ?? ui.sidebar).focus();
+  const conversation = ui.sidebar.querySelector('.conversations button.open[tabindex="0"]');
+  (conversation ?? ui.sidebar.querySelector('button:not([hidden])') ?? ui.sidebar).focus();
 }
 
 /**
@@ -715,7 +717,7 @@ async function loadMemory() {
   } catch (error) {
     showError(error);
   }
-  ui.temporaryOption.hidden = memory.button.hidden;
+  ui.temporaryOption.hidden = !memory.available;
   showTemporary();
 }
 

@@ -1,16 +1,21 @@
 // Your memory (`/memory`): what the agents keep of you across conversations, to read,
 // add to, edit in place, delete one by one or all at once (pressed twice), and the
 // switch that turns it off for all your turns. A project's items say which project.
-// On a server with memory off (`MEMORY_ENABLED=false`) its button stays out of sight.
+// Opened from the account screen; on a server with memory off (`MEMORY_ENABLED=false`)
+// its button there stays out of sight.
 
 import { ApiError, getJson, send, sendJson } from './api.js';
 import { h, pressTwice } from './dom.js';
 import { Screen } from './screen.js';
 
 export class MemoryScreen extends Screen {
-  /** As a `Screen`; `onError(error)` shows a failure, `projectName(id)` names a project. */
-  constructor({ button, panel, chat, onError, projectName }) {
+  /** As a `Screen`; `place` is what holds its button (the account screen's section),
+   * `onError(error)` shows a failure, `projectName(id)` names a project. */
+  constructor({ button, place, panel, chat, onError, projectName }) {
     super({ button, panel, chat });
+    this.place = place;
+    /** The server keeps memory (`MEMORY_ENABLED`). */
+    this.available = false;
     this.onError = onError;
     this.projectName = projectName;
     const $ = (id) => panel.querySelector(`#${id}`);
@@ -41,14 +46,16 @@ export class MemoryScreen extends Screen {
     });
   }
 
-  /** Show the button when the server keeps memory (its switch answers). */
+  /** Offer the screen when the server keeps memory (its switch answers). */
   async load() {
     try {
       await getJson('/memory/settings');
-      this.button.hidden = false;
+      this.available = true;
     } catch (error) {
-      this.button.hidden = true;
+      this.available = false;
       if (!(error instanceof ApiError && error.status === 404)) throw error;
+    } finally {
+      this.place.hidden = !this.available;
     }
   }
 
