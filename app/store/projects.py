@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import String, delete, exists, func, literal, select, update
-from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.db import Database
 from app.store.models import AI_CONVERSATION_TITLE as TT
@@ -62,8 +61,10 @@ class SqlProjects:
         return [StoredProject.model_construct(**row) for row in rows]
 
     async def get(self, user_id: str, project_id: str) -> StoredProject | None:
+        stmt = select(P).where(P.c.user_id == user_id, P.c.project_id == project_id)
         async with self._db.statement() as conn:
-            return await _project(conn, user_id, project_id)
+            row = (await conn.execute(stmt)).mappings().one_or_none()
+        return None if row is None else StoredProject.model_construct(**row)
 
     async def change(
         self, user_id: str, project_id: str, values: dict[str, Any]
@@ -179,9 +180,3 @@ class SqlProjects:
             first["placed"],
             bool(first["asked"]),
         )
-
-
-async def _project(conn: AsyncConnection, user_id: str, project_id: str) -> StoredProject | None:
-    stmt = select(P).where(P.c.user_id == user_id, P.c.project_id == project_id)
-    row = (await conn.execute(stmt)).mappings().one_or_none()
-    return None if row is None else StoredProject.model_construct(**row)

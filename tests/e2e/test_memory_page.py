@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-from playwright.async_api import Page, expect
+from playwright.async_api import FilePayload, Page, expect
 
 from tests.e2e.conftest import LOOP, Upstreams, artifact
 from tests.e2e.test_accessibility_page import serious_violations
@@ -129,9 +129,8 @@ async def test_a_project_is_made_furnished_chatted_in_and_a_conversation_moved_o
     await page.get_by_label("Default agent").select_option("chat")
     await page.get_by_role("button", name="Save", exact=True).click()
     await expect(page.locator("#project-status")).to_have_text("Saved.")
-    await page.locator("#project-file-pick").set_input_files(
-        files=[{"name": "rules.md", "mimeType": "text/markdown", "buffer": b"Bikes: shed."}]
-    )
+    rules = FilePayload(name="rules.md", mimeType="text/markdown", buffer=b"Bikes: shed.")
+    await page.locator("#project-file-pick").set_input_files(files=[rules])
     await expect(page.locator("#project-files li span")).to_have_text(["rules.md"])
     await expect(page.locator("#projects .open-project")).to_have_text(["Flat"])
     found = await serious_violations(page)

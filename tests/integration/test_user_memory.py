@@ -191,6 +191,7 @@ async def test_memory_enabled_false_turns_it_off_for_the_deployment(
         await turn(client, "Hello", "c-none")
 
     assert [a.status_code for a in answers] == [404] * len(answers)
+    assert "MEMORY_ENABLED=false" in answers[0].json()["message"]
     assert REMEMBER not in tools_offered(fake_llm)
     assert "memory" not in system_prompt(fake_llm)
 
