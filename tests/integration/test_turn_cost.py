@@ -108,7 +108,7 @@ async def run_turns(client: httpx.AsyncClient) -> None:
     ],
     ids=["both-limits", "streams-a-minute-only", "no-limits"],
 )
-async def test_a_turn_costs_two_statements_and_a_fixed_few_redis_commands(
+async def test_a_turn_costs_two_writes_two_reads_and_a_fixed_few_redis_commands(
     max_streams: int,
     per_minute: int,
     limits: Counter[str],
@@ -151,7 +151,7 @@ async def test_a_turn_costs_two_statements_and_a_fixed_few_redis_commands(
     assert commands == Counter({name: n * TURNS for name, n in per_turn.items()})
 
 
-async def test_an_embedded_turn_costs_three_statements(
+async def test_an_embedded_turn_costs_its_writes_its_path_and_two_reads(
     sqlite_url: str, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
     settings = service_settings(tmp_path, sqlite_url, llm_base_url=fake_llm.base_url)
