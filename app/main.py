@@ -18,11 +18,13 @@ gc.disable()
 
 import asyncio
 import logging
+import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from types import FrameType
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
@@ -44,6 +46,7 @@ from app.api import (
     health,
     memory,
     metrics,
+    preferences,
     projects,
     runs,
     search,
@@ -68,6 +71,7 @@ from app.api.web import WebPage
 from app.auth import check_settings as check_auth_settings
 from app.auth import open_authenticator
 from app.config import Settings
+from app.core.drain import Drain
 from app.core.events import prepare_codecs
 from app.documents.library import DocumentLibrary, LibrarySettings
 from app.documents.user_memory import MemorySettings, UserMemory
@@ -79,14 +83,17 @@ from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
 from app.llm.models import open_catalog
 from app.llm.tokens import TokenCounter, install_encodings
+from app.service.draining import Drainer
 from app.service.memory import MemoryService
 from app.service.projects import ProjectService
 from app.service.streams import StreamService, StreamSettings
+from app.service.takeover import TurnSuccessor
 from app.service.turns import TurnService
 from app.store.auth_keys import SqlAuthKeys
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
+from app.store.preferences import SqlPreferences
 from app.store.projects import SqlProjects
 from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
@@ -134,6 +141,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
                 settings.database_url,
                 pool_size=settings.db_pool_size,
                 migrate=settings.auto_migrate,
+                migrate_url=settings.migrate_database_url or None,
+                transaction_pooler=settings.db_transaction_pooler,
             )
         )
         if tracer is not None:
@@ -204,10 +213,22 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         tasks = built_tasks
         if tracer is not None and settings.redis_url:
             tasks = trace_tasks(built_tasks, tracer)
-        shared_logs = build_shared_logs(settings, tasks.claims, built_tasks, store.latest_status)
-        run_registry = RunRegistry(
-            tasks.claims, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
+        shared_logs = build_shared_logs(
+            settings, tasks.claims, built_tasks, store.latest_status, instance_id
         )
+        drain = Drain()
+        # Another instance can carry a turn on: with Redis, unless TURN_TAKEOVERS is 0.
+        movable = built_tasks.takeovers is not None and settings.turn_takeovers > 0
+        run_registry = RunRegistry(
+            tasks.claims,
+            settings.task_ttl_seconds,
+            settings.resume_retention_seconds,
+            shared_logs,
+            movable=movable,
+            drain=drain,
+        )
+        if built_tasks.takeovers is not None:
+            built_tasks.takeovers.on_lost(run_registry.lost)
         await tasks.backend.start(run_registry.stop)
         limits = AdjustedLimits(
             build_user_limits(settings), Rates.from_settings(settings), SqlUserLimits(db)
@@ -225,22 +246,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             agent.STOP_WAIT_SECONDS,
             telemetry,
             settings.max_starting_turns,
+            drain,
         )
-        stack.push_async_callback(limits.close)
-        stack.push_async_callback(tasks.backend.close)
-        if tasks.instances is not None:
-            dead = Sweeper(tasks.instances, store, settings.task_ttl_seconds)
-            dead.start()
-            stack.push_async_callback(dead.close)
-        stack.push_async_callback(shared_logs.close)
-        stack.push_async_callback(webhooks.close)
-        # Closed after the runs are stopped and stored, so a call waiting on one is answered.
-        app.state.mcp = McpSurface(lambda: app.state.services, app.state.agents)
-        stack.push_async_callback(app.state.mcp.close)
-        stack.push_async_callback(run_registry.shutdown)
-        stack.push_async_callback(turns.shutdown)
-        made_keys = SqlAuthKeys(db)
-        auth = await stack.enter_async_context(open_authenticator(settings, made_keys))
         titles = SqlTitles(db)
         projects = ProjectService(
             SqlProjects(db),
@@ -251,6 +258,44 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             catalog,
             [entry.kind for entry in app.state.agents],
         )
+        stack.push_async_callback(limits.close)
+        stack.push_async_callback(tasks.backend.close)
+        dead = None
+        if tasks.instances is not None:
+            successor = None
+            if movable and built_tasks.takeovers is not None:
+                successor = TurnSuccessor(
+                    agents,
+                    store,
+                    tasks.claims,
+                    built_tasks.takeovers,
+                    shared_logs,
+                    turns,
+                    projects,
+                    catalog,
+                    webhooks,
+                    drain,
+                    ttl=settings.task_ttl_seconds,
+                    limit=settings.turn_takeovers,
+                    memory_turns=settings.memory_max_turns,
+                )
+            dead = Sweeper(tasks.instances, store, settings.task_ttl_seconds, successor)
+            dead.start()
+            stack.push_async_callback(dead.close)
+        stack.push_async_callback(shared_logs.close)
+        stack.push_async_callback(webhooks.close)
+        # Closed after the runs are stopped and stored, so a call waiting on one is answered.
+        app.state.mcp = McpSurface(lambda: app.state.services, app.state.agents)
+        stack.push_async_callback(app.state.mcp.close)
+        # First at the end: queued turns leave, runs are handed over or stored, this
+        # instance resigns (Redis), open streams end; the SIGTERM drain does it sooner.
+        drainer = Drainer(
+            drain, settings.drain_seconds, run_registry, turns, dead, built_tasks.takeovers
+        )
+        stack.push_async_callback(drainer.shutdown)
+        stack.callback(drain_on_sigterm(drainer))
+        made_keys = SqlAuthKeys(db)
+        auth = await stack.enter_async_context(open_authenticator(settings, made_keys))
         app.state.services = Services(
             http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
@@ -260,6 +305,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             usage=SqlUsage(db),
             ratings=SqlRatings(db),
             shares=SqlShares(db, store),
+            preferences=SqlPreferences(db),
             tasks=tasks,
             runs=run_registry,
             turns=turns,
@@ -285,6 +331,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             mcp=mcp,
             webhooks=webhooks,
             push_configs=SqlPushConfigs(db),
+            drain=drain,
         )
         app.state.telemetry = telemetry
         # After the start, so the first request does not wait for it either.
@@ -295,6 +342,33 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         # The server's protocol reads it (api/head_timeout.py): the app is not called
         # before a request's head is complete, so it cannot time that itself.
         yield {HEAD_TIMEOUT_KEY: settings.request_head_timeout_seconds}
+
+
+def drain_on_sigterm(drainer: Drainer) -> Callable[[], object]:
+    """Under uvicorn, SIGTERM drains first (`DRAIN_SECONDS`), then uvicorn shuts down; what
+    undoes it.
+
+    uvicorn stops accepting at SIGTERM and waits for open connections before the lifespan
+    ends, so the drain cannot wait for the lifespan: it starts from the signal itself, and
+    hands the signal on to uvicorn once it is over. Under another server (or none: tests)
+    the lifespan's end does the drain's work without the grace.
+    """
+    current = signal.getsignal(signal.SIGTERM)
+    served = sys.modules.get("uvicorn.server")  # imported by uvicorn when it serves us
+    server = getattr(current, "__self__", None)
+    if served is None or not isinstance(server, served.Server) or not callable(current):
+        return lambda: None
+    loop = asyncio.get_running_loop()
+    exit_server = current
+
+    def on_sigterm(sig: int, frame: FrameType | None) -> None:
+        loop.call_soon_threadsafe(drainer.begin, lambda: exit_server(sig, frame))
+
+    try:
+        signal.signal(signal.SIGTERM, on_sigterm)
+    except ValueError:  # not the main thread: uvicorn's own handling stays
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, current)
 
 
 async def _mark_orphans(store: SqlSessionStore, settings: Settings) -> None:
@@ -340,6 +414,12 @@ def create_app(
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
+    if settings.migrates_through_pooler():
+        raise ValueError(
+            "DB_TRANSACTION_POOLER=true: migrations need a direct connection. Set"
+            " MIGRATE_DATABASE_URL to the database's own address, or set AUTO_MIGRATE=false"
+            " and run `alembic upgrade head` on it as a deploy step (docs/operate/scaling.md)"
+        )
     # Checked now, so a bad catalog stops the service before it serves (a ValueError).
     app.state.catalog = read_catalog(settings)
     check_auth_settings(settings)
@@ -395,6 +475,7 @@ def create_app(
     app.include_router(memory.router)
     app.include_router(projects.router)
     app.include_router(auth_keys.router)
+    app.include_router(preferences.router)
     app.include_router(admin.router)
     install_ag_ui(app)
     app.include_router(ai_sdk.router)

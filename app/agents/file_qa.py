@@ -18,7 +18,6 @@ files (`search_project_files`), the same way.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Sequence
 
 from app.agents.picture import AttachedPicture, attached_picture
@@ -26,7 +25,7 @@ from app.agents.react import ReActAgent, act
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
 from app.core.events import Event, TextEvent, ThinkingEvent
-from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
+from app.core.messages import Msg, ToolResultBlock, ToolUseBlock, new_call_id
 from app.documents.library import DocumentLibrary
 from app.tools.base import Tool
 from app.tools.documents import DocumentSearch, unreadable_reason
@@ -80,7 +79,7 @@ class FileQaAgent(ReActAgent):
                 yield event
             return
         picture = await attached_picture(self.core, turn)
-        if picture is not None and picture.notice:
+        if picture is not None and picture.notice and turn.carried is None:
             yield ThinkingEvent(picture.notice)
         seen = picture is not None and picture.image is not None
         file = picture.file if picture is not None else None
@@ -90,7 +89,7 @@ class FileQaAgent(ReActAgent):
             async for event in self.loop(turn, state, {}, self._first(turn, state, picture)):
                 yield event
             return
-        if file is None or file.status != "ready":
+        if (file is None or file.status != "ready") and turn.carried is None:
             # The search says why it cannot read the file: shown, then told to the user.
             async for event in self._search(turn, state, []):
                 yield event
@@ -103,11 +102,16 @@ class FileQaAgent(ReActAgent):
         self, turn: Turn, state: TurnState, picture: AttachedPicture | None
     ) -> AsyncIterator[Event]:
         """Search with the question itself, then let the model go on from the passages."""
+        tools = {t.schema.name: t for t in self.tools(turn)}
+        if turn.carried is not None:
+            # Its first search is in the run's log: the loop goes on from it.
+            async for event in self.loop(turn, state, tools, self._first(turn, state, picture)):
+                yield event
+            return
         messages: list[Msg] = []
         async for event in self._search(turn, state, messages):
             yield event
         messages[:0] = self._first(turn, state, picture)
-        tools = {t.schema.name: t for t in self.tools(turn)}
         async for event in self.loop(turn, state, tools, messages):
             yield event
 
@@ -118,9 +122,7 @@ class FileQaAgent(ReActAgent):
         `messages`."""
         (tool,) = self.tools(turn)
         tools = {tool.schema.name: tool}
-        search = ToolUseBlock(
-            f"call_{uuid.uuid4().hex}", tool.schema.name, {"query": turn.question}
-        )
+        search = ToolUseBlock(new_call_id(), tool.schema.name, {"query": turn.question})
         results: list[ToolResultBlock] = []
         async for event in act(self.core, turn, state, tools, [search], results):
             yield event

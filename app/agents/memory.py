@@ -4,7 +4,9 @@ The window keeps whole turns (question, tool calls and answer together),
 newest first, until the budget counted with tiktoken is spent; a model never
 sees half a turn. A turn's tool calls are replayed between its question and
 its answer (see `tool_history`), calls cut short closed with a synthetic
-result. Turns without any answer text are left out. Turns left `running`
+result. Turns with neither answer text nor tool calls are left out; a turn
+with calls but no text (a call the user declined with a message) is its
+question and its calls. Turns left `running`
 by an instance that died are marked `interrupted` here, by whichever
 instance next touches the conversation.
 """
@@ -42,9 +44,9 @@ def window(turns: Sequence[StoredTurn], tokens: TokenCounter, budget: int) -> li
     picked: list[StoredTurn] = []
     used = 0
     for turn in reversed(turns):
-        if not turn.answer:
+        if not turn.answer and not turn.tools:
             continue
-        parts = [turn.question, turn.answer, *text_of(turn.tools)]
+        parts = [turn.question, turn.answer or "", *text_of(turn.tools)]
         cost = sum(map(tokens.count, parts)) + TURN_OVERHEAD_TOKENS
         if used + cost > budget:
             break
@@ -54,5 +56,6 @@ def window(turns: Sequence[StoredTurn], tokens: TokenCounter, budget: int) -> li
     for turn in reversed(picked):
         messages.append(Msg.text("user", turn.question))
         messages.extend(replay(turn.tools))
-        messages.append(Msg.text("assistant", turn.answer or ""))
+        if turn.answer:
+            messages.append(Msg.text("assistant", turn.answer))
     return messages

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -11,6 +11,7 @@ from pydantic import SecretStr
 from app.agents.registry import AgentEntry
 from app.auth import Authenticator
 from app.config import SettingsPart
+from app.core.drain import Drain
 from app.documents.library import DocumentLibrary
 from app.limits.adjusted import AdjustedLimits
 from app.llm.base import ChatModel
@@ -21,6 +22,7 @@ from app.service.streams import StreamService
 from app.service.turns import TurnService
 from app.store.auth_keys import SqlAuthKeys
 from app.store.base import ConversationTitles, SessionStore, TurnSearch
+from app.store.preferences import SqlPreferences
 from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
 from app.store.shares import SqlShares
@@ -62,6 +64,8 @@ class Services:
     shares: SqlShares
     """Conversations shared by link."""
     """Users' verdicts on answers."""
+    preferences: SqlPreferences
+    """What each user chose for every device (`/account/preferences`)."""
     tasks: Tasks
     runs: RunRegistry
     turns: TurnService
@@ -84,6 +88,8 @@ class Services:
     """A2A tasks' push notification configs."""
     mcp: McpHub | None = None
     """The MCP servers' connections, for their state in `/ready`."""
+    drain: Drain = field(default_factory=Drain)
+    """Whether this instance drains (SIGTERM): `/ready` answers 503 from then on."""
 
 
 async def get_services(request: Request) -> Services:

@@ -17,7 +17,7 @@ from app.api.auth import UserDep
 from app.api.deps import Services, ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.llm.errors import USER_MESSAGES
+from app.llm.errors import stored_error_message
 from app.store.models import PUBLIC_CONFIG, TurnBase
 from app.store.records import Rating
 from app.store.shares import Share
@@ -42,7 +42,7 @@ ProjectId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 class ConversationRecord(WireModel):
     conversation_id: str
     title: str
-    """The user's title, or the first question cut to 100 characters."""
+    """The user's title, or the active path's first question cut to 100 characters."""
     question: str
     agent_type: str
     fileid: str | None
@@ -74,13 +74,6 @@ class MessageRecord(TurnBase):
     create_time: WireTime
     siblings: list[int] = Field(default_factory=list)
     """The turns with the same parent (this one included), oldest first: its other versions."""
-    error_message: str | None = None
-    """A failed turn's `error` as the sentence its stream's `error.message` said."""
-
-
-def error_sentence(error: str | None) -> str | None:
-    """The sentence a stored error code stands for; text stored before codes, as it is."""
-    return USER_MESSAGES.get(error, error) if error else None
 
 
 class ConversationDetail(WireModel):
@@ -151,18 +144,23 @@ async def _detail(
     *,
     whole: bool = False,
 ) -> ConversationDetail:
-    path = list(tree.turns) if whole else tree.path()
+    active = tree.path()
+    path = list(tree.turns) if whole else active
     marks = await services.titles.marks(user, conversation_id)
     return ConversationDetail(
         conversation_id=conversation_id,
-        title=title_of(marks.title, tree.turns[0].question),
+        # An edited first question renames a conversation nobody renamed.
+        title=title_of(marks.title, active[0].question),
         agent_type=tree.turns[0].agent_type,
         fileid=next((t.fileid for t in path if t.fileid), None),
         pinned=marks.pinned,
         project_id=marks.project_id,
         messages=[
             MessageRecord.model_validate(t).model_copy(
-                update={"siblings": tree.siblings(t.id), "error_message": error_sentence(t.error)}
+                update={
+                    "siblings": tree.siblings(t.id),
+                    "error_message": stored_error_message(t.error, t.error_message),
+                }
             )
             for t in path
             if t.id is not None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from uuid import uuid4
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -62,9 +63,21 @@ class ImageBlock:
         return f"data:{self.media_type};base64,{self.base64()}"
 
 
+def new_call_id() -> str:
+    """A tool call's id of our own: `call_` and 24 hex digits, unique in its turn (and beyond)."""
+    return f"call_{uuid4().hex[:24]}"
+
+
 @dataclass(slots=True)
 class ToolUseBlock:
-    """A complete tool call: adapters emit it only once its arguments are assembled."""
+    """A complete tool call: adapters emit it only once its arguments are assembled.
+
+    `id` is ours (`new_call_id()`), given by `ChatModel.stream()` whatever the
+    provider sent: providers reuse ids across answers (`call_0` in each), repeat
+    one within an answer, or send none (Gemini), and a turn's events, history
+    and approvals need one id per call. The provider's own stays in `provider_id`,
+    only to name the call back to it (app/llm/toolcalls.py).
+    """
 
     id: str
     name: str
@@ -73,6 +86,8 @@ class ToolUseBlock:
     """The arguments exactly as the model produced them (kept for display and replay)."""
     signature: str | None = None
     """An opaque token some providers attach to a call and require back with it (Gemini)."""
+    provider_id: str | None = None
+    """The id the provider gave the call; None when it gave none (or the call is not a model's)."""
     type: Literal["tool_use"] = "tool_use"
 
 

@@ -115,7 +115,7 @@ class AnthropicStreamParser(StreamParser):
             self._answer_block = index
         elif kind == "tool_use":
             self._tool_blocks.add(index)
-            self.calls.add(index, call_id=block["id"], name=block["name"])
+            self.calls.add(index, call_id=block.get("id"), name=block["name"])
         elif kind == "text" and block.get("text"):
             return [TextBlock(block["text"])]
         elif kind == "thinking" and block.get("thinking"):

@@ -46,6 +46,7 @@ from app.core.urls import public_url
 from app.llm.errors import ModelError, ModelHTTPError, ModelNotConfigured
 from app.llm.think import ThinkTagSplitter
 from app.llm.tokens import TokenCounter
+from app.llm.toolcalls import with_own_ids, with_provider_ids
 
 log = logging.getLogger(__name__)
 
@@ -211,11 +212,13 @@ class ChatModel(ABC):
 
         The last chunk always has `usage`: the provider's, or counted here
         (`estimated=True`) when it reported none. `on_usage` is told the usage
-        of every call made, a cut one's included.
+        of every call made, a cut one's included. Each tool call comes under an
+        id of ours (see `ToolUseBlock`).
         """
         if not self.config.configured:
             raise ModelNotConfigured()
         opts: GenerateOptions = {**self.config.defaults, **(options or {})}
+        sent = with_provider_ids(messages)
         attempt = 0
         while True:
             attempt += 1
@@ -226,9 +229,9 @@ class ChatModel(ABC):
             produced = Accumulator()
             delivered = False
             try:
-                async with aclosing(self._stream(messages, tools, opts)) as chunks:
+                async with aclosing(self._stream(sent, tools, opts)) as chunks:
                     async for chunk in chunks:
-                        chunk = _split_think(chunk, splitter)
+                        chunk = with_own_ids(_split_think(chunk, splitter))
                         produced.add(chunk)
                         usage = chunk.usage or usage
                         if chunk.finish_reason and usage is None and self.tokens is not None:
@@ -331,7 +334,10 @@ class ChatModel(ABC):
         tools: Sequence[ToolSchema],
         options: GenerateOptions,
     ) -> AsyncGenerator[ChatResponse, None]:
-        """Call the provider once and yield its chunks; raise `ModelError`s, nothing else."""
+        """Call the provider once and yield its chunks; raise `ModelError`s, nothing else.
+
+        Tool calls here go by the provider's ids, both ways (app/llm/toolcalls.py).
+        """
 
 
 def _split_think(chunk: ChatResponse, splitter: ThinkTagSplitter) -> ChatResponse:

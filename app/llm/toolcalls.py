@@ -1,4 +1,4 @@
-"""Assemble tool calls whose arguments stream in fragments, for every adapter.
+"""Tool calls between us and a provider: assembled from fragments, and named both ways.
 
 OpenAI-compatible servers and DashScope send `tool_calls` fragments keyed by
 an index, interleaved when the model calls several tools; Anthropic sends
@@ -9,16 +9,23 @@ in index order, with the arguments exactly as the model wrote them.
 Arguments that are not a JSON object (cut short, a list, prose) give an empty
 `input` and keep the text in `raw_input`, so the agent can report the bad call
 to the model rather than crash.
+
+A call's id is ours past `ChatModel.stream()` (`with_own_ids`), whatever the
+provider sent; an adapter's `_stream()` speaks the provider's both ways: the
+calls it yields carry the provider's id (or ""), and the messages it is given
+name each call as the provider named it where that is safe (`with_provider_ids`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from uuid import uuid4
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 
 import orjson
 
-from app.core.messages import ToolUseBlock
+from app.core.messages import ContentBlock, Msg, ToolResultBlock, ToolUseBlock, new_call_id
+from app.core.responses import ChatResponse
 
 
 @dataclass(slots=True)
@@ -34,9 +41,8 @@ class _PendingCall:
             parsed = orjson.loads(raw) if raw.strip() else {}
         except orjson.JSONDecodeError:
             parsed = {}
-        # An id is needed to send the result back; some local servers leave it out.
         return ToolUseBlock(
-            id=self.id or f"call_{uuid4().hex[:24]}",
+            id=self.id,
             name=self.name,
             input=parsed if isinstance(parsed, dict) else {},
             raw_input=raw,
@@ -85,3 +91,41 @@ class ToolCallBuffer:
 
     def blocks(self) -> list[ToolUseBlock]:
         return [self._calls[i].block() for i in sorted(self._calls)]
+
+
+def with_own_ids(chunk: ChatResponse) -> ChatResponse:
+    """The chunk with each call under a new id of ours, the provider's kept as `provider_id`."""
+    if any(isinstance(block, ToolUseBlock) for block in chunk.content):
+        chunk.content = [
+            replace(block, id=new_call_id(), provider_id=block.id or None)
+            if isinstance(block, ToolUseBlock)
+            else block
+            for block in chunk.content
+        ]
+    return chunk
+
+
+def with_provider_ids(messages: Sequence[Msg]) -> Sequence[Msg]:
+    """The messages with each call (and its result) under the provider's id where that is safe.
+
+    Safe means the id names that one call in the whole request: local servers
+    number `call_0` in every answer and a turn's replayed calls share one
+    message, so a repeated id would pair a result with the wrong call (and
+    Anthropic refuses the request). Anywhere else ours goes, which every
+    provider accepts: the calls it did not name, and those of stored turns.
+    """
+    uses = [b for m in messages for b in m.content if isinstance(b, ToolUseBlock)]
+    taken = Counter(b.provider_id for b in uses if b.provider_id)
+    taken.update(b.id for b in uses)
+    sent = {b.id: b.provider_id for b in uses if b.provider_id and taken[b.provider_id] == 1}
+    if not sent:
+        return messages
+    return [Msg(m.role, [_named(block, sent) for block in m.content]) for m in messages]
+
+
+def _named(block: ContentBlock, sent: dict[str, str]) -> ContentBlock:
+    if isinstance(block, ToolUseBlock) and block.id in sent:
+        return replace(block, id=sent[block.id])
+    if isinstance(block, ToolResultBlock) and block.tool_use_id in sent:
+        return replace(block, tool_use_id=sent[block.tool_use_id])
+    return block

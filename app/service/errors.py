@@ -14,6 +14,8 @@ TurnRefused          base: the message says what to change
 ├── OverLimit        over a per-user limit; `retry_after` seconds (429)
 ├── NotAvailable     the agent kind is not run by this service (501)
 └── Unavailable      a dependency (database, Redis) is down (503)
+    └── Draining     this instance is going away (a deploy): 503 `DRAINING`, `retry_after`
+                     seconds; a load balancer retries elsewhere
 """
 
 from __future__ import annotations
@@ -68,3 +70,11 @@ class NotAvailable(TurnRefused):
 
 class Unavailable(TurnRefused):
     pass
+
+
+class Draining(Unavailable):
+    code = "DRAINING"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -186,6 +186,7 @@ class StreamService:
                 template_file_id=request.template_file_id,
                 project=project,
                 temporary=request.memory == "off",
+                webhook=webhook,
             )
         except BaseException:
             await slot.release()

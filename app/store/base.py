@@ -139,6 +139,15 @@ class SessionStore(Protocol):
         """
         ...
 
+    async def running_turns(self, instance_id: str) -> list[StoredTurn]:
+        """The instance's turns stored `running`, oldest first (it died, or drained)."""
+        ...
+
+    async def take_over(self, turn_id: int, dead: str, takeovers: int) -> StoredTurn | None:
+        """Make the `dead` instance's running turn this instance's, as its move `takeovers + 1`;
+        the turn as it is now, or None when it ended or another instance took that move."""
+        ...
+
     async def recent_turns(
         self, user_id: str, conversation_id: str, limit: int, before_id: int | None = None
     ) -> list[StoredTurn]:

@@ -4,7 +4,7 @@ conversations) and `user_memory_setting` (their switch).
 "User memory" is not a conversation's memory (its earlier turns, `app/agents/memory.py`):
 these are short statements in the user's words that every conversation's turns may read,
 that the user sees and edits (`/memory`), and that the agents save with the `remember` tool.
-Created by migration 0020, which spells the same columns out by hand.
+Created by migration 0021, which spells the same columns out by hand.
 """
 
 from __future__ import annotations

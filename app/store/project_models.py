@@ -3,7 +3,7 @@ defaults) and `project_file` (the files of the user's library attached to it).
 
 A conversation's project is one of the marks a user sets on it, beside its title and pin
 (`ai_conversation_title.project_id`, app/store/titles.py); a memory item's is on the item
-(`user_memory.project_id`). Created by migration 0020, which spells the columns out by hand.
+(`user_memory.project_id`). Created by migration 0021, which spells the columns out by hand.
 """
 
 from __future__ import annotations

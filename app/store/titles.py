@@ -2,7 +2,8 @@
 set one (a project also when its first turn is asked in one).
 
 A conversation nobody renamed is titled by its first question cut to
-`DEFAULT_TITLE_CHARS`, derived when it is read, and one nobody pinned is
+`DEFAULT_TITLE_CHARS` (the active path's: an edited first question renames
+it), derived when it is read, and one nobody pinned is
 not: a turn writes nothing here, so it keeps its two writes
 (tests/integration/test_turn_cost.py). Setting either is one statement that
 stores it only if the conversation has a turn of the caller's, so another

@@ -37,13 +37,14 @@ def build_tasks(settings: Settings, instance_id: str) -> Tasks:
 
 
 def build_shared_logs(
-    settings: Settings, claims: Claims, tasks: Tasks, stored: StoredStatus
+    settings: Settings, claims: Claims, tasks: Tasks, stored: StoredStatus, instance_id: str
 ) -> SharedRunLogs:
     """Redis Streams with `REDIS_URL`; without it only the in-process logs exist (one instance).
 
     `claims` is what the app calls (tracing may wrap it), `tasks` the roles
     `build_tasks` made: a run's last copy releases its claim through them.
-    `stored` tells a resume how a turn whose end marker is missing is stored.
+    `stored` tells a resume how a turn whose end marker is missing is stored;
+    `instance_id` is this instance, whose claim each copy checks it still holds.
     """
     if not settings.redis_url:
         return LocalRunLogs()
@@ -53,6 +54,7 @@ def build_shared_logs(
         settings.redis_url,
         settings.redis_prefix,
         claims,
+        instance_id=instance_id,
         releaser=tasks.batch_release,
         ttl=settings.task_ttl_seconds,
         retention=settings.resume_retention_seconds,

@@ -60,6 +60,7 @@ def redis_tasks(
         board=RedisBoard(space, claims),
         batch_release=claims,
         instances=RedisInstances(space, dead_after),
+        takeovers=claims,
     )
 
 

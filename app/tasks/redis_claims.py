@@ -28,32 +28,49 @@ from dataclasses import dataclass
 from redis.asyncio.client import Pipeline
 
 from app.core.run import ConversationKey
-from app.tasks.base import Claim, TaskBackendUnavailable, Ticket
+from app.tasks.base import Claim, LostClaim, TaskBackendUnavailable, Ticket
 from app.tasks.redis_client import milliseconds, translate_errors
-from app.tasks.redis_liveness import BEAT_LUA, CLAIM_LUA, KEEP_LUA, LIVE_CLAIM_LUA
+from app.tasks.redis_liveness import (
+    BEAT_LUA,
+    CLAIM_LUA,
+    KEEP_LUA,
+    LIVE_CLAIM_LUA,
+    RESIGN_LUA,
+    TAKE_OVER_LUA,
+)
 from app.tasks.redis_shared import RedisTaskSpace, listed, message
 
 logger = logging.getLogger(__name__)
 
-# KEYS[1] claim key; ARGV: task id, new TTL in ms. 1 when the claim was ours and extended.
+# KEYS[1] claim key; ARGV: task id, new TTL in ms, this instance. 1 when the claim was
+# ours (this run's, on this instance: not one another instance took over) and extended.
 _REFRESH_LUA = """
 local value = redis.call('GET', KEYS[1])
-if value and cjson.decode(value)['task_id'] == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if value then
+  local claim = cjson.decode(value)
+  if claim['task_id'] == ARGV[1] and claim['instance'] == ARGV[3] then
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
 end
 return 0
 """
 
 # KEYS[1] claim key, KEYS[2] the user's list of runs; ARGV: task id, done channel, done
-# message. The turn leaves the list whether or not the claim is still its.
+# message, this instance. The turn leaves the list whether or not the claim is still its,
+# unless another instance took the run over (it lists it on).
 _RELEASE_LUA = """
-redis.call('HDEL', KEYS[2], ARGV[1])
 local value = redis.call('GET', KEYS[1])
-if value and cjson.decode(value)['task_id'] == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], ARGV[3])
-  return 1
+if value then
+  local claim = cjson.decode(value)
+  if claim['task_id'] == ARGV[1] then
+    if claim['instance'] ~= ARGV[4] then return 0 end
+    redis.call('HDEL', KEYS[2], ARGV[1])
+    redis.call('DEL', KEYS[1])
+    redis.call('PUBLISH', ARGV[2], ARGV[3])
+    return 1
+  end
 end
+redis.call('HDEL', KEYS[2], ARGV[1])
 return 0
 """
 
@@ -83,6 +100,10 @@ class RedisClaims:
         self.first_beat = asyncio.Event()
         self._retake = False
         """Redis lost this instance, and its claims are not all taken again yet."""
+        self._resigned = False
+        """This instance drained: it beats no more, and counts as dead."""
+        self._beating = asyncio.Lock()
+        self._lost: LostClaim | None = None
 
     @property
     def beat_interval(self) -> float:
@@ -114,10 +135,10 @@ class RedisClaims:
 
     async def refresh(self, claim: Claim, ttl: float) -> bool:
         key = self._keys.claim(claim.user_id, claim.conversation_id)
-        expiry = milliseconds(ttl)
+        expiry, instance = milliseconds(ttl), self._keys.instance_id
         with translate_errors(self._where):
             extended = await self._space.batch.command(
-                lambda pipe: pipe.eval(_REFRESH_LUA, 1, key, claim.task_id, expiry)
+                lambda pipe: pipe.eval(_REFRESH_LUA, 1, key, claim.task_id, expiry, instance)
             )
         return bool(extended)
 
@@ -126,18 +147,61 @@ class RedisClaims:
             await self._space.batch.command(lambda pipe: self.release_in(pipe, claim))
 
     def release_in(self, pipe: Pipeline, claim: Claim) -> None:
-        """Queue `release` on `pipe`, to share a round trip (the run log's last batch).
+        """Queue `release` on `pipe`.
 
         EVAL, not a registered script: a script object on a pipeline costs a
         SCRIPT EXISTS round trip on every execute.
         """
-        held = self._held.get(claim.key)
-        if held is not None and held.claim.task_id == claim.task_id:
-            del self._held[claim.key]
+        self.let_go(claim)
         keys = self._keys
         key, board = keys.claim(claim.user_id, claim.conversation_id), keys.board(claim.user_id)
         done = message(claim.user_id, claim.conversation_id)
-        pipe.eval(_RELEASE_LUA, 2, key, board, claim.task_id, keys.done_channel, done)
+        pipe.eval(
+            _RELEASE_LUA, 2, key, board, claim.task_id, keys.done_channel, done, keys.instance_id
+        )
+
+    def let_go(self, claim: Claim) -> None:
+        """Keep the claim alive no more: it is released (here, or by the run log's last
+        batch), or the run goes on at another instance."""
+        held = self._held.get(claim.key)
+        if held is not None and held.claim.task_id == claim.task_id:
+            del self._held[claim.key]
+
+    def on_lost(self, lost: LostClaim) -> None:
+        """Call `lost` with each claim the heartbeat finds another instance holds now."""
+        self._lost = lost
+
+    async def take_over(
+        self, user_id: str, conversation_id: str, agent_type: str, dead: str, ttl: float
+    ) -> Claim | None:
+        """Take the conversation's claim from the `dead` instance for its run (or, when
+        nobody holds it, for the conversation's latest run kept); None when that is not
+        to be had. The heartbeat keeps it from now on."""
+        keys = self._keys
+        script_keys = (
+            keys.claim(user_id, conversation_id),
+            keys.instances,
+            keys.latest_run(user_id, conversation_id),
+        )
+        argv = (dead, agent_type, keys.instance_id, milliseconds(ttl))
+        with translate_errors(self._where):
+            task_id = await self._space.batch.command(
+                lambda pipe: pipe.eval(TAKE_OVER_LUA, len(script_keys), *script_keys, *argv)
+            )
+        if task_id is None:
+            return None
+        claim = Claim(user_id, conversation_id, str(task_id), agent_type)
+        self.adopt(claim, ttl)
+        return claim
+
+    async def resign(self) -> None:
+        """Beat no more and count as dead from now on: this instance drained and handed its
+        running turns over, which the others take over at their next sweep."""
+        self._resigned = True
+        async with self._beating:  # a beat on its way would make this instance alive again
+            keys = self._keys
+            with translate_errors(self._where):
+                await self._space.redis.eval(RESIGN_LUA, 1, keys.instances, keys.instance_id)
 
     async def current(self, user_id: str, conversation_id: str) -> Claim | None:
         """The claim, unless its instance died: that conversation runs nothing."""
@@ -178,9 +242,12 @@ class RedisClaims:
     async def heartbeat(self) -> None:
         """Beat every `beat_interval`, or at once when asked; log once per outage."""
         failing = False
-        while True:
+        while not self._resigned:
             try:
-                await self._beat()
+                async with self._beating:
+                    if self._resigned:
+                        return
+                    await self._beat()
                 if failing:
                     logger.info("instance heartbeat reaches Redis at %s again", self._where)
                 failing = False
@@ -231,7 +298,16 @@ class RedisClaims:
                 board, value = keys.board(claim.user_id), keys.claim_value(claim)
                 expiry = milliseconds(held.ttl)
                 pipe.eval(
-                    KEEP_LUA, 2, key, board, claim.task_id, value, expiry, held.listed, retake
+                    KEEP_LUA,
+                    2,
+                    key,
+                    board,
+                    claim.task_id,
+                    value,
+                    expiry,
+                    held.listed,
+                    retake,
+                    keys.instance_id,
                 )
 
         with translate_errors(self._where):
@@ -245,8 +321,10 @@ class RedisClaims:
                 again += 1
                 if not current:
                     await self.release(claim)
-            elif reply in (0, 3) and current:
+            elif reply in (0, 3, 4) and current:
                 del self._held[claim.key]  # its run's own refresh takes it again if it can
+                if reply == 4 and self._lost is not None:
+                    self._lost(claim)  # taken over: this instance was only slow, not dead
         if again:
             logger.info(
                 "Redis at %s had lost this instance (restarted?): %d claim(s) taken again",

@@ -13,6 +13,13 @@ conversation at once, a stop finds no run there, the list of runs drops it.
 An instance unknown to the hash (one that never beat: an older version
 during a rolling deploy) counts as alive; its claims expire by their TTL.
 
+An instance that drains hands its running turns over and resigns (`RESIGN_LUA`):
+it counts as dead at once. A dead instance's running turn is taken over by
+another (`TAKE_OVER_LUA`) in one step, so of instances racing for it one wins;
+the run keeps its task id and the claim names the new instance, so the old
+one, if it was only slow, finds the claim another's at its next heartbeat and
+at its next copy of the run's log, and stops.
+
 The sweep finds the dead: any instance holding turns stored `running` that
 the hash does not know is entered with a deadline `grace` away (Redis may
 have restarted empty, and a live instance beats again within seconds of
@@ -73,15 +80,16 @@ return false
 
 KEEP_LUA = """
 -- KEYS: claim, the user's list of runs. ARGV: task id, claim value, TTL in ms, the turn
--- as listed ('' for none), '1' when Redis lost this instance (take a missing claim again).
--- 1: ours, extended; 2: taken again; 3: gone (expired); 0: another task's now.
+-- as listed ('' for none), '1' when Redis lost this instance (take a missing claim again),
+-- this instance. 1: ours, extended; 2: taken again; 3: gone (expired); 0: another task's
+-- now; 4: another instance's (it took the run over).
 local held = redis.call('GET', KEYS[1])
 if held then
-  if cjson.decode(held)['task_id'] == ARGV[1] then
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
-    return 1
-  end
-  return 0
+  local claim = cjson.decode(held)
+  if claim['task_id'] ~= ARGV[1] then return 0 end
+  if claim['instance'] ~= ARGV[6] then return 4 end
+  redis.call('PEXPIRE', KEYS[1], ARGV[3])
+  return 1
 end
 if ARGV[5] ~= '1' then return 3 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
@@ -134,6 +142,43 @@ if held and cjson.decode(held)['instance'] == ARGV[1] then
 end
 return 0
 """
+
+
+TAKE_OVER_LUA = (
+    _NOW
+    + """
+-- KEYS: claim, instances, the conversation's latest run. ARGV: the dead instance, the run's
+-- agent type, this instance, TTL in ms. Takes the claim when the dead instance holds it (an
+-- entry forgotten counts as dead: the sweep reported it), or nobody does and the latest run
+-- is kept; the run's task id, or nil: another instance holds it (took it over first, or
+-- a new turn took the conversation), or nothing of the run is kept.
+local held = redis.call('GET', KEYS[1])
+local task_id
+if held then
+  local claim = cjson.decode(held)
+  if claim['instance'] ~= ARGV[1] then return false end
+  local deadline = redis.call('HGET', KEYS[2], ARGV[1])
+  if deadline and math.abs(tonumber(deadline)) >= now_ms() then return false end
+  task_id = claim['task_id']
+else
+  task_id = redis.call('GET', KEYS[3])
+  if not task_id then return false end
+end
+local value = cjson.encode({task_id = task_id, agent_type = ARGV[2], instance = ARGV[3]})
+redis.call('SET', KEYS[1], value, 'PX', ARGV[4])
+return task_id
+"""
+)
+
+RESIGN_LUA = (
+    _NOW
+    + """
+-- KEYS: instances. ARGV: this instance. Its deadline is now: the others count it dead at
+-- once, and take over the turns it handed over (a drain), as they would a dead one's.
+redis.call('HSET', KEYS[1], ARGV[1], now_ms() - 1)
+return 1
+"""
+)
 
 
 def holder_alive(value: str, deadlines: dict[str, str], now_ms: int) -> bool:

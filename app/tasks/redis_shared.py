@@ -5,6 +5,7 @@
     {prefix}queued:{task_id}             a queued turn's ticket, alive while its waiter keeps it
     {prefix}board:{user}                 the user's list of runs: task id -> the turn as listed
     {prefix}instances                    each instance's deadline (`redis_liveness`)
+    {prefix}run:{user}:{conversation}    the conversation's latest run's task id (`redis_log`)
 
 Channels: `{prefix}stop` (a stop for a conversation's owner), `{prefix}done`
 (a claim released), `{prefix}queue` (a queue changed: a ticket left, a stop
@@ -59,6 +60,9 @@ class TaskKeys:
 
     def board(self, user_id: str) -> str:
         return f"{self.prefix}board:{user_id}"
+
+    def latest_run(self, user_id: str, conversation_id: str) -> str:
+        return f"{self.prefix}run:{user_id}:{conversation_id}"
 
     def claim_value(self, claim: Claim) -> str:
         """What the claim key holds: the instance names who runs the conversation."""

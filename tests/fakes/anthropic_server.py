@@ -13,7 +13,8 @@ safety systems encrypt reasoning: a `redacted_thinking` block whose opaque
 
 Like the real API it refuses a request without `x-api-key` or
 `anthropic-version`, without `max_tokens`, with a role other than user and
-assistant, or with an empty text block; and a forced tool (`tool_choice`
+assistant, with an empty text block, or with tool uses and results that do
+not pair (`tool_pairing_problem`); and a forced tool (`tool_choice`
 `{"type": "tool", "name"}`, how a structured answer is asked for) that is
 not among the tools, or asked for while thinking. A structured answer comes
 back as that tool's call, its input streamed in `input_json_delta`s.
@@ -21,6 +22,7 @@ back as that tool's call, its input streamed in `input_json_delta`s.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +55,7 @@ ERROR_TYPES = {
     529: "overloaded_error",
 }
 STOP_REASONS = {"stop": "end_turn", "tool_calls": "tool_use"}
+TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
 CHOICES = {"auto": "auto", "any": "required", "none": "none"}
 
 
@@ -120,7 +123,8 @@ class AnthropicEncoder(Encoder):
     def tool_calls(self, calls: Sequence[Call], fragments: int) -> list[bytes]:
         frames = self._close()
         for call in calls:
-            block = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+            named = {} if call.id is None else {"id": call.id}
+            block = {"type": "tool_use", **named, "name": call.name, "input": {}}
             frames += self._switch("tool_use", block)
             for part in ["", *split(call.arguments, parts=fragments)]:
                 frames.append(
@@ -193,11 +197,12 @@ class FakeAnthropic(ScriptedServer):
     def system_text(self, body: Body) -> str:
         return str(body.get("system") or "")
 
-    def has_tool_results(self, body: Body) -> bool:
-        return any(
-            isinstance(m["content"], list)
-            and any(b.get("type") == "tool_result" for b in m["content"])
+    def tool_result_count(self, body: Body) -> int:
+        return sum(
+            b.get("type") == "tool_result"
             for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
         )
 
     def is_chat(self, request: Request) -> bool:
@@ -218,7 +223,49 @@ class FakeAnthropic(ScriptedServer):
                     return Reply.error(
                         400, message="messages: text content blocks must be non-empty"
                     )
+        problem = tool_pairing_problem(body.get("messages", []))
+        if problem is not None:
+            return Reply.error(400, message=problem)
         return _forced_tool_refusal(body)
+
+
+def tool_pairing_problem(messages: list[Body]) -> str | None:
+    """What Anthropic says of tool uses and results that do not pair, if anything: each
+    `tool_use` has an id of its own in the request, answered by a `tool_result` in the
+    next message, and a result answers a use of the message before."""
+    seen: set[str] = set()
+    waiting: list[str] = []
+    for at, message in enumerate(messages):
+        blocks = message["content"] if isinstance(message["content"], list) else []
+        answered = [b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"]
+        stray = [a for a in answered if a not in waiting]
+        if stray:
+            return (
+                f"messages.{at}.content: unexpected `tool_use_id` found in `tool_result` blocks:"
+                f" {stray[0]}. Each `tool_result` block must have a corresponding `tool_use`"
+                " block in the previous message."
+            )
+        unanswered = [w for w in waiting if w not in answered]
+        if unanswered:
+            return (
+                f"messages.{at - 1}: `tool_use` ids were found without `tool_result` blocks"
+                f" immediately after: {', '.join(unanswered)}."
+            )
+        waiting = []
+        for n, block in enumerate(blocks):
+            if block.get("type") != "tool_use":
+                continue
+            use_id = str(block.get("id") or "")
+            if not TOOL_USE_ID.match(use_id) or not block.get("name"):
+                return (
+                    f"messages.{at}.content.{n}.tool_use: `id` should match pattern"
+                    " '^[a-zA-Z0-9_-]+$' and `name` be non-empty."
+                )
+            if use_id in seen:
+                return f"messages.{at}.content.{n}: `tool_use` ids must be unique"
+            seen.add(use_id)
+            waiting.append(use_id)
+    return None
 
 
 def _forced_tool_refusal(body: Body) -> Reply | None:
@@ -244,7 +291,7 @@ class RedactedThinkingReply(Reply):
     async def play(self, wire: Wire) -> None:
         encoder = wire.encoder
         assert isinstance(encoder, AnthropicEncoder)
-        calls = [Call(wire.new_call_id(), name, arguments) for name, arguments in self.then.calls]
+        calls = wire.calls(self.then.calls)
         usage = wire.usage(True, self.then.fragments * len(calls))
         await wire.start()
         await wire.send(encoder.opening(usage))

@@ -10,7 +10,8 @@ that is the string "null" until the last event, the running `usage` and the
 as an `event:error`.
 
 Like the real API it refuses a request without a Bearer key or a message
-whose `content` is not a string; it serves only the streamed, incremental,
+whose `content` is not a string, and tool calls and results that do not
+pair, as OpenAI's (`tool_pairing_problem`); it serves only the streamed, incremental,
 message-format answers our adapter asks for. JSON mode
 (`parameters.response_format: {"type": "json_object"}`) needs the word
 "json" in the messages and thinking off, as Model Studio's documents say.
@@ -23,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from tests.fakes.openai_wire import tool_pairing_problem
 from tests.fakes.scripted_server import (
     Body,
     Call,
@@ -92,7 +94,7 @@ class DashScopeEncoder(Encoder):
                 function = {"name": call.name, "arguments": part} if n == 0 else {"arguments": part}
                 fragment = {
                     "index": index,
-                    "id": call.id if n == 0 else "",
+                    "id": (call.id or "") if n == 0 else "",
                     "type": "function",
                     "function": function,
                 }
@@ -141,8 +143,8 @@ class FakeDashScope(ScriptedServer):
         messages = body["input"]["messages"]
         return next((m["content"] for m in messages if m["role"] == "system"), "")
 
-    def has_tool_results(self, body: Body) -> bool:
-        return any(m["role"] == "tool" for m in body["input"]["messages"])
+    def tool_result_count(self, body: Body) -> int:
+        return sum(m["role"] == "tool" for m in body["input"]["messages"])
 
     def is_chat(self, request: Request) -> bool:
         return request.method == "POST" and request.target == PATH
@@ -156,9 +158,13 @@ class FakeDashScope(ScriptedServer):
             return Reply.error(400, message="fake: only incremental streams are served")
         if parameters.get("result_format") != "message":
             return Reply.error(400, message="fake: only result_format=message is served")
-        for message in (body.get("input") or {}).get("messages", []):
+        messages = (body.get("input") or {}).get("messages", [])
+        for message in messages:
             if not isinstance(message.get("content"), str):
                 return Reply.error(400, message="Input should be a valid string: content")
+        problem = tool_pairing_problem(messages)
+        if problem is not None:
+            return Reply.error(400, message=problem)
         if self.requested(body) is not None:
             if "json" not in orjson.dumps(body["input"]["messages"]).decode().casefold():
                 return Reply.error(

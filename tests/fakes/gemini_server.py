@@ -9,9 +9,10 @@ calls. Errors are `{"error": {"code", "message", "status"}}`; a 429 says when
 to retry in a `google.rpc.RetryInfo` detail of the body, not in a header.
 
 Like the real API it refuses a request without `x-goog-api-key` and turns
-whose role is neither `user` nor `model`, and a `generationConfig` with a
-response schema (`responseJsonSchema` or `responseSchema`, not both) but no
-`responseMimeType: application/json`.
+whose role is neither `user` nor `model`, a function call without a name or
+not answered by as many function responses in the next turn, and a
+`generationConfig` with a response schema (`responseJsonSchema` or
+`responseSchema`, not both) but no `responseMimeType: application/json`.
 """
 
 from __future__ import annotations
@@ -104,7 +105,15 @@ class GeminiEncoder(Encoder):
     def tool_calls(self, calls: Sequence[Call], fragments: int) -> list[bytes]:
         return [
             self._response(
-                [{"functionCall": {"id": c.id, "name": c.name, "args": orjson.loads(c.arguments)}}]
+                [
+                    {
+                        "functionCall": {
+                            **({} if c.id is None else {"id": c.id}),
+                            "name": c.name,
+                            "args": orjson.loads(c.arguments),
+                        }
+                    }
+                ]
             )
             for c in calls
         ]
@@ -158,8 +167,8 @@ class FakeGemini(ScriptedServer):
         parts = (body.get("systemInstruction") or {}).get("parts") or []
         return "".join(str(p.get("text") or "") for p in parts)
 
-    def has_tool_results(self, body: Body) -> bool:
-        return any("functionResponse" in p for c in body["contents"] for p in c["parts"])
+    def tool_result_count(self, body: Body) -> int:
+        return sum("functionResponse" in p for c in body["contents"] for p in c["parts"])
 
     def is_chat(self, request: Request) -> bool:
         return request.method == "POST" and bool(ROUTE.match(request.target))
@@ -170,6 +179,9 @@ class FakeGemini(ScriptedServer):
         for content in body.get("contents", []):
             if content.get("role") not in ("user", "model"):
                 return Reply.error(400, message="Please use a valid role: user, model.")
+        problem = function_pairing_problem(body.get("contents", []))
+        if problem is not None:
+            return Reply.error(400, message=problem)
         config = body.get("generationConfig") or {}
         schemas = [k for k in ("responseJsonSchema", "responseSchema") if k in config]
         if len(schemas) > 1:
@@ -179,3 +191,21 @@ class FakeGemini(ScriptedServer):
                 400, message=f"{schemas[0]} needs responseMimeType: application/json."
             )
         return None
+
+
+def function_pairing_problem(contents: list[Body]) -> str | None:
+    """What Gemini says of function calls and responses that do not pair, if anything."""
+    calls = 0
+    for at, content in enumerate(contents):
+        parts = content.get("parts") or []
+        responses = sum("functionResponse" in part for part in parts)
+        if responses != calls:
+            return (
+                "Please ensure that the number of function response parts is equal to the"
+                " number of function call parts of the function call turn."
+            )
+        for n, part in enumerate(parts):
+            if "functionCall" in part and not part["functionCall"].get("name"):
+                return f"* contents[{at}].parts[{n}].function_call.name: Name cannot be empty."
+        calls = sum("functionCall" in part for part in parts)
+    return None

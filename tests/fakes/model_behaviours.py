@@ -1,10 +1,12 @@
-"""How a model answers the agents' JSON steps: the behaviours the conformance tests meet.
+"""How a model answers the agents: the behaviours the conformance tests meet.
 
 A `Behaving` responder serves any vendor's fake. Its `answers` say what to
 answer a request (JSON text for a JSON step; other text, or a whole `Reply`,
 for the rest); its `Behaviour` says how a JSON answer goes out, seeing the
 native structured output the request asked for as that vendor's fake read it
-(`ScriptedServer.requested`). The behaviours are the ones met in the field:
+(`ScriptedServer.requested`), and how the server names its tool calls
+(`call_ids`, set on the server the responder serves). The behaviours are the
+ones met in the field:
 
 - `NativeOnly`: holds to the schema only when asked natively, as a server
   does (the answer is checked against the schema sent); asked in the prompt
@@ -16,6 +18,15 @@ native structured output the request asked for as that vendor's fake read it
 - `Reasoning`: reasoning first, in the vendor's channel (`reasoning_content`,
   thinking blocks, thought parts); `ThinkTags`: in `<think>` tags in the text.
 - `ParallelCalls`: a tool call beside the answer, which no step asked for.
+- `NamesCalls`: tool calls named as servers in the field name them
+  (`CallIds`): `reused-ids`, every response numbering its calls `call_1`,
+  `call_2`, ... again, as local servers do; `repeated-ids`, one id for all
+  the calls of a response; `missing-ids`, no id, as Gemini sends them.
+- `SchemaOnly`: holds to the schema it is sent and to nothing else: every JSON
+  step gets the least instance of the schema (tests/fakes/schema_instances.py),
+  whatever the prompt asked, so a rule the step checks but its schema leaves
+  out shows up as a failure; with no schema sent, `{}`. It alone does not
+  send the answer the test scripted (`keeps_answer`).
 """
 
 from __future__ import annotations
@@ -23,11 +34,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import ClassVar
 
 import jsonschema_rs
 import orjson
 
-from tests.fakes.scripted_server import Body, Reply, Requested, ScriptedServer
+from tests.fakes.schema_instances import schema_instance
+from tests.fakes.scripted_server import Body, CallIds, Reply, Requested, ScriptedServer
 
 Answers = Callable[[ScriptedServer, Body], "str | Reply"]
 WRONG_SHAPE = '{"answer": "Here is what I think."}'
@@ -36,6 +50,11 @@ STRAY_CALL = ("web_search", {"query": "something else"})
 
 
 class Behaviour(ABC):
+    call_ids: CallIds = "unique"
+    """How the server names its tool calls while this behaviour answers."""
+    keeps_answer: ClassVar[bool] = True
+    """Whether the JSON answer the test scripted goes out, in some form."""
+
     @abstractmethod
     def reply(self, answer: str, requested: Requested | None) -> Reply:
         """How the JSON `answer` goes out, for a request asking natively for `requested`."""
@@ -108,6 +127,30 @@ class ParallelCalls(Behaviour):
         return Reply.structured(answer, extra_calls=[STRAY_CALL])
 
 
+@dataclass
+class NamesCalls(Behaviour):
+    """JSON the native way; the tool calls named as `call_ids` says."""
+
+    call_ids: CallIds
+
+    def reply(self, answer: str, requested: Requested | None) -> Reply:
+        return native(answer, requested)
+
+
+@dataclass
+class SchemaOnly(Behaviour):
+    keeps_answer: ClassVar[bool] = False
+    pick: int = 0
+    """Which value the first choice of each answer takes (an enum's, by turns after it)."""
+
+    def reply(self, answer: str, requested: Requested | None) -> Reply:
+        if requested is None:
+            return Reply.text("{}")
+        if requested.schema is None:
+            return Reply.structured("{}")
+        return Reply.structured(orjson.dumps(schema_instance(requested.schema, self.pick)).decode())
+
+
 BEHAVIOURS: dict[str, Callable[[], Behaviour]] = {
     "native-only": NativeOnly,
     "ignores-native": IgnoresNative,
@@ -117,7 +160,13 @@ BEHAVIOURS: dict[str, Callable[[], Behaviour]] = {
     "reasoning": Reasoning,
     "think-tags": ThinkTags,
     "parallel-calls": ParallelCalls,
+    "reused-ids": partial(NamesCalls, "reused"),
+    "repeated-ids": partial(NamesCalls, "repeated"),
+    "missing-ids": partial(NamesCalls, "missing"),
+    "schema-only": SchemaOnly,
 }
+ANSWER_KEEPING = {name: make for name, make in BEHAVIOURS.items() if make().keeps_answer}
+"""The behaviours whose answers carry what the test scripted, in some form."""
 
 
 @dataclass
@@ -129,6 +178,9 @@ class Behaving:
     behaviour: Behaviour
     asked: list[Requested | None] = field(default_factory=list)
     """What each JSON step asked natively for, in order (None: the prompt alone)."""
+
+    def __post_init__(self) -> None:
+        self.server.call_ids = self.behaviour.call_ids
 
     def __call__(self, body: Body) -> Reply:
         answer = self.answers(self.server, body)

@@ -10,7 +10,8 @@ No key is required, as with local servers.
 Structured output is read from `response_format` as OpenAI documents it:
 `json_schema` with a `name` and a `schema` (a `strict` one must close every
 object and require every property), or `json_object`, which needs the word
-"json" in the messages. A malformed one is refused with OpenAI's 400.
+"json" in the messages. A malformed one is refused with OpenAI's 400, and so
+are tool calls and results that do not pair (`tool_pairing_problem`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Sequence
 
 import orjson
 
-from tests.fakes.openai_wire import chat_chunk, choice, sse
+from tests.fakes.openai_wire import chat_chunk, choice, sse, tool_pairing_problem
 from tests.fakes.scripted_server import (
     Body,
     Call,
@@ -42,6 +43,8 @@ _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 def strict_problem(schema: Body, where: str = "()") -> str | None:
     """What OpenAI's strict mode refuses in `schema`, if anything (a few of its rules)."""
+    if where == "()" and schema.get("type") != "object":
+        return "schema must be a JSON Schema of 'type: \"object\"'."
     if schema.get("type") == "object":
         if schema.get("additionalProperties") is not False:
             return (
@@ -54,7 +57,7 @@ def strict_problem(schema: Body, where: str = "()") -> str | None:
                 f"In context={where}, 'required' is required to include every property:"
                 f" {sorted(missing)}."
             )
-    for key in ("default", "minLength", "maxLength"):
+    for key in ("default", "minLength", "maxLength", "prefixItems"):
         if key in schema:
             return f"In context={where}, '{key}' is not permitted."
     children = [*schema.get("properties", {}).values(), *schema.get("$defs", {}).values()]
@@ -103,7 +106,8 @@ class OpenAIEncoder(Encoder):
     def tool_calls(self, calls: Sequence[Call], fragments: int) -> list[bytes]:
         deltas: list[list[Body]] = []
         for index, call in enumerate(calls):
-            first = {"index": index, "id": call.id, "type": "function"}
+            named = {} if call.id is None else {"id": call.id}
+            first = {"index": index, **named, "type": "function"}
             function = {"name": call.name, "arguments": ""}
             rest = split(call.arguments, parts=fragments)
             deltas.append(
@@ -155,6 +159,9 @@ class FakeOpenAI(ScriptedServer):
     refused_native = "Unrecognized request argument supplied: response_format"
 
     def refusal(self, request: Request, body: Body) -> Reply | None:
+        problem = tool_pairing_problem(body.get("messages", []))
+        if problem is not None:
+            return Reply.error(400, message=problem)
         form = body.get("response_format")
         if form is None:
             return None
@@ -191,8 +198,8 @@ class FakeOpenAI(ScriptedServer):
     def system_text(self, body: Body) -> str:
         return next((str(m["content"]) for m in body["messages"] if m["role"] == "system"), "")
 
-    def has_tool_results(self, body: Body) -> bool:
-        return any(m["role"] == "tool" for m in body["messages"])
+    def tool_result_count(self, body: Body) -> int:
+        return sum(m["role"] == "tool" for m in body["messages"])
 
     def is_chat(self, request: Request) -> bool:
         # Exactly under the base path, as a real server: `/chat/completions` without

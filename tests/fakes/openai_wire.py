@@ -1,8 +1,9 @@
-"""OpenAI's streaming wire format, built by hand.
+"""OpenAI's streaming wire format, built by hand, and the checks its messages must pass.
 
 `FakeOpenAI` serves these chunks over a socket; unit tests hand them to the
 real `OpenAIChatModel` through httpx's `MockTransport` (`mock_transport.py`),
-cut wherever they like, without any socket.
+cut wherever they like, without any socket. `FakeDashScope`, whose messages
+are OpenAI's, checks them the same way.
 """
 
 from __future__ import annotations
@@ -52,3 +53,47 @@ def sse(*events: Body | str) -> bytes:
         b"data: " + (e.encode() if isinstance(e, str) else orjson.dumps(e)) + b"\n\n"
         for e in events
     )
+
+
+UNANSWERED = (
+    "An assistant message with 'tool_calls' must be followed by tool messages responding to"
+    " each 'tool_call_id'. The following tool_call_ids did not have response messages: "
+)
+
+
+def tool_pairing_problem(messages: list[Body]) -> str | None:
+    """What OpenAI says of messages whose tool calls and results do not pair, if anything.
+
+    Each call needs an id and a name, the ids of one message told apart (a
+    server pairs results by id), and the tool messages right after it answer
+    each call once.
+    """
+    waiting: list[str] | None = None
+    """The ids of the open assistant message's calls still to answer; None: no call is open."""
+    for at, message in enumerate(messages):
+        if message.get("role") == "tool":
+            answered = message.get("tool_call_id")
+            if waiting is None or answered not in waiting:
+                return (
+                    "Invalid parameter: messages with role 'tool' must be a response to a"
+                    f" preceeding message with 'tool_calls' (messages[{at}]: {answered!r})."
+                )
+            waiting.remove(answered)
+            continue
+        if waiting:
+            return UNANSWERED + ", ".join(waiting)
+        waiting = None
+        calls = (message.get("tool_calls") or []) if message.get("role") == "assistant" else []
+        for n, call in enumerate(calls):
+            named = {"id": call.get("id"), "function.name": call["function"].get("name")}
+            for field, value in named.items():
+                if not value:
+                    return (
+                        f"Invalid 'messages[{at}].tool_calls[{n}].{field}': empty string."
+                        " Expected a string with minimum length 1."
+                    )
+        if calls:
+            waiting = [str(call["id"]) for call in calls]
+            if len(set(waiting)) < len(waiting):
+                return f"Invalid 'messages[{at}].tool_calls': tool call ids must be unique."
+    return UNANSWERED + ", ".join(waiting) if waiting else None

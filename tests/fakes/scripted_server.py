@@ -45,10 +45,16 @@ Body = dict[str, Any]
 Tokens = tuple[int, int]
 """(prompt tokens, completion tokens) a fake reports as usage."""
 Finish = Literal["stop", "tool_calls"]
+CallIds = Literal["unique", "reused", "repeated", "missing"]
+"""How a server names the tool calls of a response, as servers in the field do: `unique`
+(`call_fakeN`, counting the server's calls), `reused` (`call_1`, `call_2`, ... again in every
+response, as local servers number them), `repeated` (one id for every call of a response),
+`missing` (none, as Gemini)."""
 
 
 class Call(NamedTuple):
-    id: str
+    id: str | None
+    """None: the call goes out without an id."""
     name: str
     arguments: str
     """A JSON object, as text."""
@@ -160,8 +166,10 @@ class Wire:
         self.leftover = b""
         """A first byte of the client's next request that the watcher read."""
 
-    def new_call_id(self) -> str:
-        return self._server.new_call_id()
+    def calls(self, calls: Sequence[tuple[str, str]]) -> list[Call]:
+        """(name, arguments) pairs as the response's calls, named the server's way."""
+        ids = self._server.new_call_ids(len(calls))
+        return [Call(i, name, arguments) for i, (name, arguments) in zip(ids, calls, strict=True)]
 
     def usage(self, wanted: Tokens | bool, completion_tokens: int) -> Tokens | None:
         if wanted is True:
@@ -401,7 +409,7 @@ class ToolCallsReply(Reply):
     async def play(self, wire: Wire) -> None:
         encoder = wire.encoder
         usage = wire.usage(self.usage, len(self.text_pieces) + self.fragments * len(self.calls))
-        calls = [Call(wire.new_call_id(), name, arguments) for name, arguments in self.calls]
+        calls = wire.calls(self.calls)
         await wire.start()
         await wire.send(encoder.opening(usage))
         for piece in self.text_pieces:
@@ -427,7 +435,7 @@ class StructuredReply(Reply):
         frames, finish = encoder.structured(self.answer)
         await wire.send(frames)
         if self.extra_calls:
-            calls = [Call(wire.new_call_id(), name, args) for name, args in self.extra_calls]
+            calls = wire.calls(self.extra_calls)
             await wire.send(encoder.tool_calls(calls, 2))
             finish = "tool_calls"
         await wire.send(encoder.closing(finish, usage))
@@ -560,6 +568,8 @@ class ScriptedServer(ABC):
         """When set, every frame goes out in pieces of this many bytes."""
         self.refuses_native = False
         """When set, a request asking for native structured output gets a 400 naming its field."""
+        self.call_ids: CallIds = "unique"
+        """How the tool calls of each response are named."""
         self._queue: deque[Reply] = deque()
         self._calls = 0
         self._handlers: set[asyncio.Task[Any]] = set()
@@ -586,14 +596,27 @@ class ScriptedServer(ABC):
         """The request's system prompt, wherever the vendor puts it."""
 
     @abstractmethod
+    def tool_result_count(self, body: Body) -> int:
+        """How many tool results the conversation sent has in it."""
+
     def has_tool_results(self, body: Body) -> bool:
-        """Whether the conversation sent has tool results in it."""
+        return self.tool_result_count(body) > 0
 
     def script(self, *replies: Reply) -> None:
         """Answer the next requests with these replies, in order, before asking the responder."""
         self._queue.extend(replies)
 
-    def new_call_id(self) -> str:
+    def new_call_ids(self, count: int) -> list[str | None]:
+        """The ids of one response's `count` calls, as `call_ids` says."""
+        if self.call_ids == "missing":
+            return [None] * count
+        if self.call_ids == "reused":
+            return [f"call_{n}" for n in range(1, count + 1)]
+        if self.call_ids == "repeated":
+            return [self._new_call_id()] * count
+        return [self._new_call_id() for _ in range(count)]
+
+    def _new_call_id(self) -> str:
         self._calls += 1
         return f"call_fake{self._calls}"
 

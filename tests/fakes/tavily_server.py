@@ -16,6 +16,9 @@ from starlette.routing import Route
 
 from tests.support.server import serve
 
+TOGETHER_SECONDS = 5.0
+"""The longest a search waits for the others of its group (`together`) before answering alone."""
+
 
 @dataclass
 class FakeTavily:
@@ -35,6 +38,10 @@ class FakeTavily:
     """Listed after the generated results, as they are (a search engine's odd or hostile ones)."""
     padding_bytes: int = 0
     """When set, answers carry this many bytes more, streamed (a provider gone wrong)."""
+    together: int = 0
+    """When set, searches answer in groups of this many, each once its group has all arrived:
+    tool calls made in parallel are then all running at once, whatever the scheduling."""
+    _arrivals: asyncio.Condition = field(default_factory=asyncio.Condition)
     base_url: str = ""
 
     async def _search(self, request: Request) -> Response:
@@ -43,6 +50,8 @@ class FakeTavily:
         self.queries.append(query)
         self.auth_headers.append(request.headers.get("authorization", ""))
         self.started.set()
+        if self.together:
+            await self._with_the_group()
         if self.hang:
             # The body is read, so the next message only comes when the client leaves.
             while (await request.receive())["type"] != "http.disconnect":
@@ -73,6 +82,15 @@ class FakeTavily:
                 _padded(answer, self.padding_bytes), media_type="application/json"
             )
         return JSONResponse(answer)
+
+    async def _with_the_group(self) -> None:
+        """Wait until the group of the search that just arrived is whole (`together`)."""
+        whole = -(-len(self.queries) // self.together) * self.together
+        async with self._arrivals:
+            self._arrivals.notify_all()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(TOGETHER_SECONDS):
+                    await self._arrivals.wait_for(lambda: len(self.queries) >= whole)
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[FakeTavily]:

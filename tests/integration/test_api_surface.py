@@ -80,6 +80,7 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/auth/me": {"get"},
         "/auth/keys": {"get", "post"},
         "/auth/keys/{key_id}": {"delete"},
+        "/account/preferences": {"get", "patch"},
         "/admin/runs": {"get"},
         "/admin/runs/stop": {"post"},
         "/admin/usage": {"get"},

@@ -104,12 +104,14 @@ async def instance(
     url: str, prefix: str, *, max_events: int = 1000, retention: float = 60, max_idle: float = IDLE
 ) -> AsyncIterator[tuple[RedisRunLogs, Claims]]:
     """One instance's view of Redis: its shared run logs and its claims."""
-    tasks = redis_tasks(url, prefix, uuid.uuid4().hex[:6])
+    instance_id = uuid.uuid4().hex[:6]
+    tasks = redis_tasks(url, prefix, instance_id)
     await tasks.backend.start(no_stop)
     logs = RedisRunLogs(
         url,
         prefix,
         tasks.claims,
+        instance_id=instance_id,
         releaser=tasks.batch_release,
         ttl=30,
         retention=retention,
@@ -424,6 +426,12 @@ class TwoWords:
 
     async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
         return Conclusion(CompleteEvent("completed", 1, 2))
+
+    def movable(self) -> bool:
+        return False
+
+    async def moved(self, handed_over: bool) -> None:
+        return None
 
 
 @pytest.mark.redis

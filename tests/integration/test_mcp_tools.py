@@ -408,7 +408,7 @@ async def test_a_server_refusing_the_key_is_down_with_its_status_and_no_secret_s
     for secret in (wrong_key, query_key):
         assert secret not in json.dumps(health)
     # Headers reach no log line at any level; a URL's query does reach the HTTP
-    # libraries' own debug lines (the README says to put keys in headers), not ours.
+    # libraries' own debug lines (docs/integrate/mcp.md says to put keys in headers), not ours.
     assert wrong_key not in caplog.text
     assert not [r for r in caplog.records if r.name.startswith("app") and query_key in r.message]
 

@@ -19,12 +19,20 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from unittest.mock import ANY
 
 import pytest
 from pydantic import SecretStr
 
 from app.config import Settings
-from app.core.messages import ContentBlock, Msg, TextBlock, ThinkingBlock, ToolUseBlock
+from app.core.messages import (
+    ContentBlock,
+    Msg,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from app.core.responses import ChatResponse, ModelEvent, Retrying, Usage
 from app.core.tools import GenerateOptions, ToolSchema
 from app.llm.base import ChatModel
@@ -39,7 +47,7 @@ from app.llm.registry import PROVIDERS, build_chat_model
 from app.llm.tokens import TokenCounter, install_encodings
 from tests.fakes.mock_transport import run
 from tests.fakes.model_servers import FAKE_PROVIDERS
-from tests.fakes.scripted_server import Reply, ScriptedServer
+from tests.fakes.scripted_server import CallIds, Reply, ScriptedServer
 
 KEY = "sk-conformance-SECRET-4242"
 RID = "fake-response-1"
@@ -129,7 +137,7 @@ def text(*pieces: str) -> list[ChatResponse]:
 
 def call(n: int, city: str) -> ToolUseBlock:
     arguments = f'{{"city":"{city}"}}'
-    return ToolUseBlock(f"call_fake{n}", "get_weather", {"city": city}, arguments)
+    return ToolUseBlock(ANY, "get_weather", {"city": city}, arguments, provider_id=f"call_fake{n}")
 
 
 async def test_plain_answer(vendor: Vendor) -> None:
@@ -185,6 +193,33 @@ async def test_arguments_cut_into_many_fragments(vendor: Vendor) -> None:
     assert await exchange(vendor, [WEATHER]) == [
         ChatResponse(RID, [call(1, "Oslo"), call(2, "Rome")], Usage(30, 9), "tool_calls"),
     ]
+
+
+@pytest.mark.parametrize("call_ids", ["unique", "reused", "repeated", "missing"])
+async def test_every_call_gets_an_id_of_its_own_and_goes_back_paired(
+    vendor: Vendor, call_ids: CallIds
+) -> None:
+    """However the server names its calls (anew, `call_1` in every answer, one id for all,
+    none), each call comes out under an id of ours, and the requests after it pair every
+    call with its result in terms the server accepts (the fakes refuse any that do not)."""
+    vendor.fake.call_ids = call_ids
+    both = [("get_weather", {"city": "Oslo"}), ("get_weather", {"city": "Rome"})]
+    vendor.fake.script(Reply.tool_calls(both), Reply.tool_calls(both), Reply.text("Mild."))
+    messages = list(USER)
+    ours: list[str] = []
+    for _ in range(2):
+        events, error = await run(vendor.model, messages, [WEATHER])
+        assert error is None
+        calls = [b for c in responses(events) for b in c.content if isinstance(b, ToolUseBlock)]
+        ours += [call.id for call in calls]
+        results: list[ContentBlock] = [ToolResultBlock(c.id, c.name, "mild") for c in calls]
+        messages += [Msg("assistant", list(calls)), Msg("tool", results)]
+    events, error = await run(vendor.model, messages, [WEATHER])
+
+    assert error is None
+    assert [b for c in responses(events) for b in c.content] == [TextBlock("Mild.")]
+    assert len(set(ours)) == 4
+    assert all(call_id.startswith("call_") for call_id in ours)
 
 
 async def test_usage_the_provider_reports_is_passed_on_unchanged(vendor: Vendor) -> None:

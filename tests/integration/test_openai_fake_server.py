@@ -111,9 +111,11 @@ async def test_tool_calls_round_trip(fake: FakeOpenAI, model: ChatModel) -> None
     assert accumulate(await answer(model, history)).finish_reason == "stop"
     second = fake.requests[1]["messages"]
     assert [m["role"] for m in second] == ["user", "assistant", "tool", "tool"]
-    assert [c["id"] for c in second[1]["tool_calls"]] == [oslo.id, rome.id]
+    # Sent back under the ids the server gave them, ours kept for the turn.
+    assert [c["id"] for c in second[1]["tool_calls"]] == ["call_fake1", "call_fake2"]
+    assert (oslo.provider_id, rome.provider_id) == ("call_fake1", "call_fake2")
     assert second[1]["tool_calls"][0]["function"]["arguments"] == '{"city":"Oslo"}'
-    assert second[2] == {"role": "tool", "tool_call_id": oslo.id, "content": "-3°C"}
+    assert second[2] == {"role": "tool", "tool_call_id": "call_fake1", "content": "-3°C"}
     assert fake.requests[0]["tools"][0]["function"]["name"] == "get_weather"
 
 

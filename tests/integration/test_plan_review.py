@@ -71,6 +71,33 @@ async def test_a_reviewed_plan_runs_once_approved(
     assert REPORT in stored["answer"]
 
 
+async def test_an_approved_plans_tasks_start_from_clean_requests_and_search(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    """The decision is the turn's, not a tool call of the tasks': each task's first model call
+    is its prompt alone, and its search runs."""
+    researcher = Researcher(orjson.dumps(INDEPENDENT).decode())
+    settings = deep_settings(backend, tmp_path, fake_search)
+    async with research_service(settings, researcher) as client:
+        asked = await deep(client, "c-approved", query=QUESTION, reviewPlan=True)
+        approval = approval_of(asked)
+        await deep(
+            client,
+            "c-approved",
+            approval={"approvalId": approval["approvalId"], "decision": "approve"},
+        )
+        [stored] = await history(client, "c-approved")
+
+    for task in (MARKET, COSTS):
+        first = researcher.requests[task][0]
+        assert [m.role for m in first.messages] == ["system", "user"], task
+    assert sorted(fake_search.queries) == [MARKET, COSTS]
+    assert sorted((t["taskId"], t["name"], t["isError"]) for t in stored["tools"]) == [
+        ("1.1", "web_search", False),
+        ("1.2", "web_search", False),
+    ]
+
+
 async def test_an_edited_plan_runs_the_users_tasks(
     backend: Backend, tmp_path: Path, fake_search: FakeTavily
 ) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.agents.approvals import DECLINED
 from app.tools.workspace import workspace_root
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
@@ -164,6 +165,34 @@ async def test_a_plain_message_instead_of_a_decision_rejects_the_call_and_is_ans
     assert "Actually, don't." in first["tools"][-1]["result"]
     assert second["question"] == "Actually, don't."
     assert fake_llm.requests[-1]["messages"][-1] == {"role": "user", "content": "Actually, don't."}
+
+
+async def test_a_plain_message_instead_of_a_decision_reaches_the_model_with_the_conversation(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """The model hears the question, the call it asked for, the user's refusal as that call's
+    result (the message its reason), then the message."""
+    settings = settings_for(backend, tmp_path, fake_llm, tool_approval="write_file")
+    fake_llm.script(Reply.tool_calls([WRITE]), Reply.text("Fine, no file."))
+    async with running_service(settings) as client:
+        await turn(client, "c-never-mind", query="Write my notes")
+        _, answered = await turn(client, "c-never-mind", query="Never mind the file.")
+
+    assert answered[-1]["status"] == "completed"
+    sent = fake_llm.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "user"]
+    assert sent[1]["content"] == "Write my notes"
+    [call] = sent[2]["tool_calls"]
+    assert call["function"] == {
+        "name": "write_file",
+        "arguments": '{"path":"notes.txt","content":"hello"}',
+    }
+    assert sent[3] == {
+        "role": "tool",
+        "tool_call_id": call["id"],
+        "content": f"{DECLINED} Their reason: Never mind the file.",
+    }
+    assert sent[4] == {"role": "user", "content": "Never mind the file."}
 
 
 async def test_tool_approval_ask_asks_for_acting_tools_only_and_auto_for_none(

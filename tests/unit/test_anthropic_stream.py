@@ -9,6 +9,7 @@ the request rules (signed thinking only, budgets, forced tool choice).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from unittest.mock import ANY
 
 import httpx2 as httpx
 import pytest
@@ -181,7 +182,9 @@ async def test_server_tool_blocks_and_unknown_events_are_skipped() -> None:
     )
     (chunk,) = await read(body)
     assert chunk.content == [
-        ToolUseBlock("toolu_1", "get_weather", {"city": "Oslo"}, '{"city": "Oslo"}')
+        ToolUseBlock(
+            ANY, "get_weather", {"city": "Oslo"}, '{"city": "Oslo"}', provider_id="toolu_1"
+        )
     ]
     assert chunk.finish_reason == "tool_calls"
 

@@ -8,6 +8,8 @@ around OpenAI-style messages.
 
 from __future__ import annotations
 
+from unittest.mock import ANY
+
 import httpx2 as httpx
 import pytest
 
@@ -71,7 +73,9 @@ async def test_tool_call_fragments_with_repeated_empty_ids_are_one_call() -> Non
         event(3, {"content": ""}, "tool_calls"),
     )
     assert failure is None
-    assert chunks[-1].content == [ToolUseBlock("call_1", "f", {"a": 1}, '{"a": 1}')]
+    assert chunks[-1].content == [
+        ToolUseBlock(ANY, "f", {"a": 1}, '{"a": 1}', provider_id="call_1")
+    ]
 
 
 async def test_a_stream_without_a_finish_reason_was_cut() -> None:

@@ -93,6 +93,15 @@ def test_tool_calls_sit_between_question_and_answer_each_with_a_result(
     assert msgs[3].text_content() == "partial"
 
 
+def test_a_turn_with_calls_but_no_answer_is_its_question_and_calls(tokens: TokenCounter) -> None:
+    """A call the user declined with a message: the next turn's model hears of it."""
+    declined = ToolCall(id="call_1", name="write_file", arguments="{}", result="No.", is_error=True)
+    msgs = window([turn(1, "Write my notes", "", "stopped", [declined])], tokens, budget=1000)
+
+    assert [m.role for m in msgs] == ["user", "assistant", "tool"]
+    assert [b.id for b in msgs[1].tool_uses()] == ["call_1"]
+
+
 def test_tool_calls_count_against_the_budget(tokens: TokenCounter) -> None:
     big = ToolCall(id="c", name="t", arguments="{}", result="data " * 400)
     turns = [turn(1, "q1", "a1", tools=[big]), turn(2, "q2", "a2")]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
+from unittest.mock import ANY
 
 import httpx2 as httpx
 import pytest
@@ -113,7 +114,13 @@ async def test_one_tool_call_in_fragments_is_emitted_once_complete() -> None:
             ChatResponse(
                 id="chatcmpl-test",
                 content=[
-                    ToolUseBlock("call_1", "get_weather", {"city": "Paris"}, '{"city": "Paris"}')
+                    ToolUseBlock(
+                        ANY,
+                        "get_weather",
+                        {"city": "Paris"},
+                        '{"city": "Paris"}',
+                        provider_id="call_1",
+                    )
                 ],
                 usage=Usage(9, 4),
                 finish_reason="tool_calls",
@@ -138,8 +145,10 @@ async def test_parallel_interleaved_calls_come_out_in_index_order() -> None:
         whole = accumulate(await read(parts))
         assert whole.content == [
             TextBlock("Checking both."),
-            ToolUseBlock("call_a", "get_weather", {"city": "Oslo"}, '{"city": "Oslo"}'),
-            ToolUseBlock("call_b", "search", {"q": "python"}, '{"q": "python"}'),
+            ToolUseBlock(
+                ANY, "get_weather", {"city": "Oslo"}, '{"city": "Oslo"}', provider_id="call_a"
+            ),
+            ToolUseBlock(ANY, "search", {"q": "python"}, '{"q": "python"}', provider_id="call_b"),
         ]
         assert whole.finish_reason == "tool_calls"
 
@@ -155,7 +164,7 @@ async def test_arguments_that_are_not_an_object_give_empty_input_and_keep_raw(
         "[DONE]",
     )
     (chunk,) = await read([body])
-    assert chunk.content == [ToolUseBlock("call_1", "f", {}, arguments)]
+    assert chunk.content == [ToolUseBlock(ANY, "f", {}, arguments, provider_id="call_1")]
 
 
 async def test_calls_without_index_or_id_are_still_assembled() -> None:
@@ -170,8 +179,8 @@ async def test_calls_without_index_or_id_are_still_assembled() -> None:
     )
     (chunk,) = await read([body])
     assert chunk.content == [
-        ToolUseBlock("call_x", "a", {}, "{}"),
-        ToolUseBlock("call_y", "b", {"k": 1}, '{"k": 1}'),
+        ToolUseBlock(ANY, "a", {}, "{}", provider_id="call_x"),
+        ToolUseBlock(ANY, "b", {"k": 1}, '{"k": 1}', provider_id="call_y"),
     ]
     # `stop` after tool calls (vLLM, Ollama) still tells the agent to run them.
     assert chunk.finish_reason == "tool_calls"
@@ -181,6 +190,7 @@ async def test_calls_without_index_or_id_are_still_assembled() -> None:
     (call,) = chunk.content
     assert isinstance(call, ToolUseBlock)
     assert call.id.startswith("call_")
+    assert call.provider_id is None
     assert call.input == {}
 
 

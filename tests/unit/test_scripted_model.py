@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from unittest.mock import ANY
+
 import pytest
 
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolUseBlock
@@ -38,7 +40,11 @@ async def test_canned_replies_stream_as_an_adapter_would() -> None:
     assert [c.content for c in first] == [
         [ThinkingBlock("Need ")],
         [ThinkingBlock("facts.")],
-        [ToolUseBlock("call_1", "web_search", {"query": "pumps"}, '{"query":"pumps"}')],
+        [
+            ToolUseBlock(
+                ANY, "web_search", {"query": "pumps"}, '{"query":"pumps"}', provider_id="call_1"
+            )
+        ],
         [],
     ]
     assert (first[-1].finish_reason, first[-1].usage) == ("tool_calls", Usage(4, 3))

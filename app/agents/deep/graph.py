@@ -16,7 +16,6 @@ finished: LangGraph stores their writes and does not run them again.
 from __future__ import annotations
 
 import dataclasses
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,11 +29,19 @@ from pydantic import ValidationError
 
 from app.agents.deep import prompts
 from app.agents.deep.reading import PASSAGE_CHARS, TurnReading
+from app.agents.deep.rules import (
+    STEP_NAMES,
+    mend_clarify,
+    mend_critique,
+    mend_plan,
+    plan_schema,
+)
 from app.agents.deep.state import (
     ClarifyDecision,
     Critique,
     DeepState,
     MemoryChange,
+    PlanAnswer,
     ResearchPlan,
     Source,
     TaskInput,
@@ -43,6 +50,7 @@ from app.agents.deep.state import (
 from app.agents.deep.structured import Emit, ModelSteps
 from app.agents.react import ReActAgent, act
 from app.agents.recall import context_prompt, context_tools
+from app.agents.tool_history import CONTINUE_NOTE
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.core.events import (
     CritiqueEvent,
@@ -57,7 +65,7 @@ from app.core.events import (
     ToolEndEvent,
     ToolStartEvent,
 )
-from app.core.messages import Msg, ToolUseBlock
+from app.core.messages import Msg, ToolUseBlock, new_call_id
 from app.llm.base import ChatModel
 from app.llm.errors import ModelError, user_message
 from app.tools.base import Tool
@@ -94,8 +102,17 @@ class TaskResearcher(ReActAgent):
     ) -> tuple[str, list[Source], TurnState]:
         """The task's summary and sources; its tool calls go out tagged with its id."""
         own = TurnState()
-        # Each task runs on the task role's model (`DEEP_TASK_MODEL`), the turn's by default.
-        turn = dataclasses.replace(turn, model_id=self.core.role_model("task", turn.model_id))
+        # Each task runs on the task role's model (`DEEP_TASK_MODEL`), the turn's by default,
+        # and from its own start: the plan review a turn goes on after is no tool call of the
+        # task's loop to go on with (`ReActAgent._go_on`), nor is the turn's answer so far
+        # when it was carried on from another instance.
+        turn = dataclasses.replace(
+            turn,
+            model_id=self.core.role_model("task", turn.model_id),
+            resumed=None,
+            answer=None,
+            carried=None,
+        )
         messages = [
             Msg.text("system", prompts.TASK.format(today=_today())),
             Msg.text("user", _task_prompt(task, inputs, brief)),
@@ -127,6 +144,9 @@ class DeepContext:
     """Who writes the report (`DEEP_REPORT_MODEL`); None: the turn's model."""
     reading: TurnReading | None = None
     """How the turn's tasks read their search results; None: snippets only."""
+    report_so_far: str = ""
+    """The report as far as it was written when the turn moved from another instance: the
+    report goes on from there rather than being written (and shown) twice."""
 
     @property
     def memory(self) -> list[Msg]:
@@ -150,7 +170,9 @@ async def clarify(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
         *ctx.memory,
         Msg.text("user", state["question"]),
     ]
-    decision = await ctx.steps.structured(messages, ClarifyDecision, emit)
+    decision = await ctx.steps.structured(
+        messages, ClarifyDecision, emit, step=STEP_NAMES["clarify"], mend=mend_clarify
+    )
     await _remember(ctx, decision.remember, emit)
     if not decision.need_clarification:
         return {}
@@ -167,7 +189,7 @@ async def _remember(ctx: DeepContext, changes: list[MemoryChange], emit: Emit) -
         return
     for change in changes:
         arguments = change.model_dump(exclude_defaults=True)
-        call = ToolUseBlock(f"call_{uuid.uuid4().hex}", REMEMBER, arguments)
+        call = ToolUseBlock(new_call_id(), REMEMBER, arguments)
         async for event in act(ctx.researcher.core, turn, state, {REMEMBER: remember}, [call], []):
             emit(event)
 
@@ -203,14 +225,21 @@ async def plan(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
         )
     system = prompts.PLAN.format(today=_today(), max_tasks=MAX_TASKS, previous=previous)
     messages = [Msg.text("system", system), Msg.text("user", state["brief"])]
-    planned = await ctx.steps.structured(messages, ResearchPlan, emit)
+    planned = await ctx.steps.structured(
+        messages,
+        PlanAnswer,
+        emit,
+        step=STEP_NAMES["plan"],
+        schema=plan_schema(MAX_TASKS),
+        mend=lambda answer: mend_plan(answer, MAX_TASKS),
+    )
     tasks = _records(planned, round_no)
     emit(ThinkingEvent(f"Plan: {len(tasks)} tasks\n"))
     emit(PlanEvent(round_no, [_planned(t) for t in tasks.values()]))
     return {"round": round_no, "tasks": tasks, "plan_feedback": ""}
 
 
-def _records(planned: ResearchPlan, round_no: int) -> dict[str, TaskRecord]:
+def _records(planned: PlanAnswer, round_no: int) -> dict[str, TaskRecord]:
     """A round's tasks as the state keeps them, numbered `round.n` in plan order."""
     ids = {t.id: f"{round_no}.{n}" for n, t in enumerate(planned.tasks, start=1)}
     return {
@@ -331,7 +360,9 @@ async def critique(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
         Msg.text("system", prompts.CRITIQUE),
         Msg.text("user", f"Brief:\n{state['brief']}\n\nFindings:\n{_findings(state)}"),
     ]
-    verdict = await ctx.steps.structured(messages, Critique, emit)
+    verdict = await ctx.steps.structured(
+        messages, Critique, emit, step=STEP_NAMES["critique"], mend=mend_critique
+    )
     line = "passed" if verdict.passed else f"needs {verdict.feedback.strip()}"
     emit(ThinkingEvent(f"Critique: {line}\n"))
     emit(CritiqueEvent(state["round"], verdict.passed, verdict.feedback))
@@ -361,10 +392,19 @@ async def report(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
             f"Task results:\n{_findings(state)}\n\nSources:\n{untrusted(listing, 'sources')}",
         ),
     ]
-    emit(ThinkingEvent("Writing the report…\n"))
+    so_far = ctx.report_so_far
+    if so_far:
+        messages += [Msg.text("assistant", so_far), Msg.text("user", CONTINUE_NOTE)]
+    else:
+        emit(ThinkingEvent("Writing the report…\n"))
     text = await ctx.steps.text(messages, emit, stream=True, model=ctx.report_model)
-    ctx.steps.state.references = {s["url"]: _reference(s) for s in sources}
-    return {"report": text}
+    ctx.steps.state.references = references_of(state)
+    return {"report": so_far + text}
+
+
+def references_of(state: DeepState) -> dict[str, Reference]:
+    """The report's sources as the turn's references."""
+    return {s["url"]: _reference(s) for s in numbered_sources(state)}
 
 
 def numbered_sources(state: DeepState) -> list[Source]:

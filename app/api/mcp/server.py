@@ -16,7 +16,7 @@ under a 2025-revision call does not reach the handler: the run goes on and
 its answer lands in the history, as our streams' runs do.
 
 Left out: the MCP tasks extension (a call is answered when its turn ends; a
-client that cannot wait that long polls the run: README, "MCP clients").
+client that cannot wait that long polls the run: docs/integrate/mcp.md, "Long calls").
 """
 
 from __future__ import annotations

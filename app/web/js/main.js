@@ -24,6 +24,7 @@ import { RatingControls } from './rating.js';
 import { Composer } from './composer.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
+import { headerMenu } from './header-menu.js';
 import { MemoryScreen } from './memory.js';
 import { ModelPicker } from './models.js';
 import { ProjectList, ProjectScreen } from './projects.js';
@@ -60,6 +61,8 @@ const ui = {
   temporaryNote: $('temporary-note'),
   projectChip: $('project-chip'),
 };
+
+headerMenu($('header-menu-button'), $('header-menu'));
 
 const composer = new Composer({ question: ui.question, send: ui.send, hint: $('composer-hint') });
 
@@ -300,6 +303,7 @@ function stopReading() {
 function showAgentTools() {
   attachment.show();
   ui.reviewPlanOption.hidden = ui.agent.value !== 'deep';
+  models.forAgent(ui.agent.value);
   const welcome = { text: ui.welcomeText, examples: ui.examples, question: ui.question };
   showWelcome(welcome, ui.agent.selectedOptions[0], (example, attach) => {
     composer.fill(example);
@@ -446,7 +450,7 @@ async function ask(text, branch = {}) {
   else params.set('regenerate', String(branch.regenerate));
   if (branch.parentId !== undefined) params.set('parentId', String(branch.parentId));
   for (const [name, fileId] of Object.entries(attached)) params.set(name, fileId);
-  models.choose(conversationId, params);
+  models.choose(params);
   if (agent === 'deep' && ui.reviewPlan.checked) params.set('reviewPlan', 'true');
   const body = Object.fromEntries(params);
   for (const name of ['regenerate', 'parentId']) {
@@ -634,7 +638,7 @@ function showHistory(id, detail) {
     models.annotateStored(turn.el, message);
     addTurn(turn);
   }
-  models.show(id);
+  models.show(detail.messages);
 }
 
 /** After drawing a history: follow its last turn if it is still answering. */
@@ -671,6 +675,7 @@ function newChat({ project = null } = {}) {
     ui.agent.value = kind;
     showAgentTools();
   }
+  models.show([], project?.defaultModel);
   ui.question.focus();
 }
 

@@ -10,6 +10,7 @@ import { ApprovalView } from './approvals.js';
 import { copyButton } from './clipboard.js';
 import { dressCodeBlocks } from './codeblocks.js';
 import { DeckView } from './deck.js';
+import { foldButton } from './fold.js';
 import { PlanView } from './plan.js';
 import { addPreview } from './previews.js';
 import { rememberedNote } from './remembered.js';
@@ -110,6 +111,8 @@ export class TurnView {
     /** "Saved to memory" notes, with their Undo (remembered.js). */
     this.memoryNotes = h('div', { class: 'memory-notes', hidden: true });
     this.files = h('ul', { class: 'files', hidden: true, 'aria-label': 'Generated files' });
+    /** The links of each file row, by the files' name without its extension. */
+    this.fileRows = new Map();
     this.deckView = new DeckView((url, name, label) => this.downloadLink(url, name, label));
     this.deck = this.deckView.el;
     this.errorText = h('span', { class: 'error-text' });
@@ -152,10 +155,12 @@ export class TurnView {
      * opens. */
     this.ratingTools = h('span', { class: 'rating-tools', hidden: true });
     this.ratingForm = h('div', { class: 'rating-form-place' });
+    const asked = h('p', { class: 'question' }, question);
     this.el = h(
       'article',
       { class: 'turn' },
-      h('div', { class: 'ask' }, this.questionTools, h('p', { class: 'question' }, question)),
+      h('div', { class: 'ask' }, this.questionTools, asked),
+      foldButton(asked, question),
       h(
         'div',
         { class: 'reply' },
@@ -396,7 +401,17 @@ export class TurnView {
     }
     const link = this.downloadLink(url, name, `Download ${name}`);
     const size = h('span', { class: 'muted' }, ` ${sizeText(file.size)}`);
-    const row = h('li', { 'data-url': url }, link, size);
+    // One document in two formats (a report's .docx and .pdf): one row, one picture of it.
+    const stem = name.replace(/\.[^.]*$/, '');
+    const same = this.fileRows.get(stem);
+    if (same) {
+      same.append(' · ', link, size);
+      this.showFiles();
+      return;
+    }
+    const links = h('span', { class: 'file-links' }, link, size);
+    const row = h('li', { 'data-url': url }, links);
+    this.fileRows.set(stem, links);
     this.files.append(row);
     addPreview(row, file.fileId, name);
     this.showFiles();
@@ -443,6 +458,8 @@ export class TurnView {
   fail(message) {
     this.errorText.textContent = message;
     this.error.hidden = false;
+    // Its Retry asks again: the Regenerate beside the answer would be a second button for it.
+    this.el.classList.add('has-error');
   }
 
   /** The error shown, or '' when there is none. */

@@ -1,8 +1,8 @@
 """User memory and projects: `user_memory`, `user_memory_setting`, `project`, `project_file`,
 and a conversation's project (`ai_conversation_title.project_id`).
 
-Revision ID: 0020_memory_and_projects
-Revises: 0017_shared_conversations
+Revision ID: 0021_memory_and_projects
+Revises: 0020_turn_takeovers
 """
 
 from collections.abc import Sequence
@@ -10,8 +10,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0020_memory_and_projects"
-down_revision: str | Sequence[str] | None = "0017_shared_conversations"
+revision: str = "0021_memory_and_projects"
+down_revision: str | Sequence[str] | None = "0020_turn_takeovers"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
