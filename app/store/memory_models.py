@@ -39,9 +39,10 @@ class UserMemoryBase(SQLModel):
     update_time: datetime = Field(sa_type=UTCDateTime)
 
 
-class UserMemoryItem(UserMemoryBase, table=True):
-    __tablename__ = "user_memory"
-    __table_args__ = (Index("ix_user_memory_user_id_create_time", "user_id", "create_time"),)
+class UserMemoryItem(UserMemoryBase):
+    """An item as the store hands it back (built without validation, as rows are): not the
+    table class, whose instances read their columns through SQLAlchemy's instrumentation,
+    which is not there in a process that has not yet configured its mappers."""
 
     id: str = Field(sa_column=Column(String(32), primary_key=True))
     """Random: what the wire, the page and the `remember` tool name it by."""
@@ -51,6 +52,13 @@ class UserMemoryItem(UserMemoryBase, table=True):
     """Unit-length embedding of `content` (as `ai_file_chunk.vector`); NULL without embeddings."""
     embedding_model: str | None = Field(default=None, max_length=128)
     """The model that made `vector`: a question is compared with it only under the same one."""
+
+
+class UserMemoryRow(UserMemoryItem, table=True):
+    """The table: every column comes from the item above, none is declared here."""
+
+    __tablename__ = "user_memory"
+    __table_args__ = (Index("ix_user_memory_user_id_create_time", "user_id", "create_time"),)
 
 
 class UserMemorySetting(SQLModel, table=True):
@@ -63,5 +71,5 @@ class UserMemorySetting(SQLModel, table=True):
     update_time: datetime = Field(sa_type=UTCDateTime)
 
 
-USER_MEMORY: Table = UserMemoryItem.__table__  # type: ignore[attr-defined]
+USER_MEMORY: Table = UserMemoryRow.__table__  # type: ignore[attr-defined]
 USER_MEMORY_SETTING: Table = UserMemorySetting.__table__  # type: ignore[attr-defined]
