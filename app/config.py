@@ -503,6 +503,28 @@ class TurnsSection(SettingsSection):
     """Characters of a tool result shown in a `tool_end` event (the model gets all of it)."""
 
 
+class MemorySection(SettingsSection):
+    """Memory
+
+    What the agents keep of each user across conversations: short facts and preferences in
+    the user's words, which the user sees and edits (`/memory`, docs/use/memory.md). Each
+    turn reads the items most relevant to its question (ranked like documents' passages,
+    no model call); a turn's `memory: "off"` and the user's own switch turn it off for a
+    turn or for them. Not the conversation's own history (`MEMORY_MAX_TURNS`).
+    """
+
+    memory_enabled: bool = True
+    """Keep users' memory: off, no turn reads or writes it, the agents get no `remember`
+    tool, and `/memory` answers 404 (the page hides its Memory screen and temporary-chat
+    switch). The items already kept stay in the database."""
+    memory_tokens: int = Field(default=500, ge=0)
+    """Tokens of a turn's system prompt given to the user's memory items, the most relevant
+    to the question first; items past it are not shown to that turn."""
+    memory_max_items: int = Field(default=200, ge=1)
+    """Memory items one user may keep (general and in projects together); one more answers
+    409, and the `remember` tool tells the model the memory is full."""
+
+
 class DeepResearchSection(SettingsSection):
     """Deep research
 
@@ -690,6 +712,7 @@ class Settings(
     AccessSection,
     LimitsSection,
     TurnsSection,
+    MemorySection,
     DeepResearchSection,
     DocumentsSection,
     SkillsSection,

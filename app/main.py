@@ -44,8 +44,10 @@ from app.api import (
     export,
     files,
     health,
+    memory,
     metrics,
     preferences,
+    projects,
     runs,
     search,
     sessions,
@@ -72,6 +74,7 @@ from app.config import Settings
 from app.core.drain import Drain
 from app.core.events import prepare_codecs
 from app.documents.library import DocumentLibrary, LibrarySettings
+from app.documents.user_memory import MemorySettings, UserMemory
 from app.limits import Rates, build_user_limits
 from app.limits.adjusted import AdjustedLimits
 from app.llm.base import ChatModel
@@ -81,6 +84,8 @@ from app.llm.http import build_http_client
 from app.llm.models import open_catalog
 from app.llm.tokens import TokenCounter, install_encodings
 from app.service.draining import Drainer
+from app.service.memory import MemoryService
+from app.service.projects import ProjectService
 from app.service.streams import StreamService, StreamSettings
 from app.service.takeover import TurnSuccessor
 from app.service.turns import TurnService
@@ -89,6 +94,7 @@ from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
 from app.store.preferences import SqlPreferences
+from app.store.projects import SqlProjects
 from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
 from app.store.search import SqlTurnSearch
@@ -97,6 +103,7 @@ from app.store.shares import SqlShares
 from app.store.titles import SqlTitles
 from app.store.usage import SqlUsage
 from app.store.user_limits import SqlUserLimits
+from app.store.user_memory import SqlUserMemory
 from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
 from app.tasks.runs import RunRegistry
 from app.tasks.sweeper import Sweeper
@@ -152,11 +159,19 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         mcp = await stack.enter_async_context(
             McpHub.open(mcp_servers, McpLimits.from_settings(settings))
         )
+        embedder = build_embedder(settings, tools_client)
         library = DocumentLibrary(
             SqlFileStore(db),
             LocalBlobStore(settings.data_dir / "files"),
-            build_embedder(settings, tools_client),
+            embedder,
             LibrarySettings.from_settings(settings),
+        )
+        tokens = TokenCounter()
+        memory_settings = MemorySettings.from_settings(settings)
+        user_memory = (
+            UserMemory(SqlUserMemory(db), embedder, tokens, memory_settings)
+            if memory_settings.enabled
+            else None
         )
         model = catalog.default
         # `default` last: the one hook the telemetry keeps telling is its own (a test's).
@@ -175,7 +190,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         core = AgentCore(
             model=model,
             store=store,
-            tokens=TokenCounter(),
+            tokens=tokens,
             http=tools_client,
             limits=AgentSettings.from_settings(settings),
             documents=library,
@@ -187,6 +202,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             unstored=unstored,
             models=catalog,
             approvals=ApprovalPolicy.from_settings(ApprovalSettings.from_settings(settings)),
+            user_memory=user_memory,
         )
         # Entered before the runs' shutdown is registered, so what the agents hold
         # closes after every run ended, though each is built at its first turn.
@@ -232,6 +248,16 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             settings.max_starting_turns,
             drain,
         )
+        titles = SqlTitles(db)
+        projects = ProjectService(
+            SqlProjects(db),
+            titles,
+            store,
+            turns,
+            library,
+            catalog,
+            [entry.kind for entry in app.state.agents],
+        )
         stack.push_async_callback(limits.close)
         stack.push_async_callback(tasks.backend.close)
         dead = None
@@ -245,6 +271,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
                     built_tasks.takeovers,
                     shared_logs,
                     turns,
+                    projects,
                     catalog,
                     webhooks,
                     drain,
@@ -273,7 +300,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
             store=store,
-            titles=SqlTitles(db),
+            titles=titles,
             search=SqlTurnSearch(db),
             usage=SqlUsage(db),
             ratings=SqlRatings(db),
@@ -291,7 +318,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
                 webhooks,
                 store,
                 catalog,
+                projects,
             ),
+            projects=projects,
+            memory=MemoryService(user_memory, projects),
             auth=auth,
             auth_keys=made_keys,
             files=library,
@@ -442,6 +472,8 @@ def create_app(
     app.include_router(files.router)
     app.include_router(metrics.router)
     app.include_router(usage.router)
+    app.include_router(memory.router)
+    app.include_router(projects.router)
     app.include_router(auth_keys.router)
     app.include_router(preferences.router)
     app.include_router(admin.router)

@@ -18,7 +18,9 @@ from alembic import context
 from sqlalchemy import Connection
 from sqlmodel import SQLModel
 
-import app.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
+import app.store.memory_models
+import app.store.models
+import app.store.project_models  # noqa: F401
 from app.config import Settings
 from app.store.db import Database
 

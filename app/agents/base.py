@@ -3,7 +3,8 @@
     begin()   save the question row (before the response starts, so a database
               that is down answers 503 and a rejected request writes nothing)
     start()   the turn as the runner drives it (`AgentTurn`):
-      events()    start -> load memory -> execute() -> references -> follow-ups
+      events()    start -> load memory (and the user's: agents/recall.py) -> execute()
+                  -> references -> follow-ups
       conclude()  store the answer (one update) -> `complete`
 
 Subclasses implement only `execute()`, an async generator of events, and
@@ -48,6 +49,7 @@ import orjson
 
 from app.agents.approvals import ApprovalAnswer
 from app.agents.memory import load_memory
+from app.agents.recall import recall
 from app.agents.recommend import suggest_follow_ups
 from app.agents.tool_history import CUT_SHORT_RESULT, closed
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
@@ -382,13 +384,16 @@ class AgentTurn:
             isinstance(e, ReferenceEvent | RecommendEvent) for e in turn.carried.events
         )
         try:
-            state.memory = await load_memory(
-                core.store,
-                core.tokens,
-                turn.user_id,
-                turn.conversation_id,
-                turn.earlier,
-                core.memory_tokens(turn.model_id),
+            state.memory, state.recalled = await asyncio.gather(
+                load_memory(
+                    core.store,
+                    core.tokens,
+                    turn.user_id,
+                    turn.conversation_id,
+                    turn.earlier,
+                    core.memory_tokens(turn.model_id),
+                ),
+                recall(core, turn),
             )
             if not answered:
                 async for event in agent.execute(turn, state):

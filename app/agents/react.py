@@ -20,6 +20,7 @@ import orjson
 from app.agents.approvals import new_approval_id
 from app.agents.base import BaseAgent
 from app.agents.picture import attached_picture
+from app.agents.recall import context_prompt, context_tools
 from app.agents.tool_history import arguments_of, continued, replay
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.core.events import (
@@ -98,7 +99,7 @@ class ReActAgent(BaseAgent):
         """The system prompt, the conversation so far, and the question (`question`: the
         question with its picture)."""
         return [
-            Msg.text("system", self.system_prompt(turn)),
+            Msg.text("system", self.system_prompt(turn) + context_prompt(turn, state)),
             *state.memory,
             question or Msg.text("user", turn.question),
         ]
@@ -108,11 +109,15 @@ class ReActAgent(BaseAgent):
     ) -> AsyncIterator[Event]:
         """Reason and act from `messages` until the model answers without tool calls.
 
-        The MCP tools configured for this agent kind join `tools` as the servers are now.
-        A turn carried on from another instance goes on from its calls and answer so far.
+        The MCP tools configured for this agent kind join `tools` as the servers are now, and
+        the tools the turn's project and memory give (agents/recall.py). A turn carried on
+        from another instance goes on from its calls and answer so far.
         """
         if self.core.mcp is not None:
             tools = {t.schema.name: t for t in self.core.mcp.tools_for(self.agent_type)} | tools
+        tools = dict(tools)
+        for tool in context_tools(self.core, turn, state):
+            tools.setdefault(tool.schema.name, tool)
         if turn.carried is not None:
             messages.extend(continued(list(state.tool_calls), "".join(state.answer)))
         if turn.resumed is not None:

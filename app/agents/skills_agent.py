@@ -37,6 +37,7 @@ from app.agents.approvals import allowed_tools
 from app.agents.compaction import Compactor
 from app.agents.picture import attached_picture
 from app.agents.react import ReActAgent
+from app.agents.recall import context_prompt
 from app.agents.tool_history import arguments_of
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
@@ -188,7 +189,7 @@ class SkillsAgent(ReActAgent):
             yield ThinkingEvent(picture.notice)
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
         messages = [
-            Msg.text("system", self.prompt(attached)),
+            Msg.text("system", self.prompt(attached) + context_prompt(turn, state)),
             *state.memory,
             picture.question(turn.question) if picture else Msg.text("user", turn.question),
         ]

@@ -36,6 +36,7 @@ from app.core.responses import Usage
 from app.core.run import ConversationKey, NeverStopped, StopSignal
 from app.core.tools import GenerateOptions
 from app.documents.library import DocumentLibrary
+from app.documents.user_memory import Recalled, UserMemory
 from app.llm.base import ChatModel
 from app.llm.catalog import Role
 from app.llm.model_entry import DEFAULT_MODEL_ID
@@ -44,6 +45,7 @@ from app.llm.tokens import TokenCounter
 from app.store.base import SessionStore
 from app.store.db import Database
 from app.store.models import StoredTurn
+from app.store.project_models import StoredProject
 from app.store.records import CarryOn, DeckRecord, Pending, PlanRound, ToolCall, TurnFile
 from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 from app.tools.base import Tool
@@ -106,6 +108,8 @@ class AgentCore:
 
     approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """Which tool calls wait for the user's yes (`TOOL_APPROVAL`)."""
+    user_memory: UserMemory | None = None
+    """Users' memory across conversations (app/agents/recall.py); None: `MEMORY_ENABLED` off."""
 
     def role_model(self, role: Role, model_id: str) -> str:
         """The id deep research's `role` takes in a turn of `model_id` (`DEEP_*_MODEL`)."""
@@ -133,6 +137,15 @@ class AgentCore:
         if self.models is None or model_id == DEFAULT_MODEL_ID:
             return self.model
         return self.models.get(model_id)
+
+
+@dataclass(frozen=True, slots=True)
+class InProject:
+    """The project a turn is in, as its start read it."""
+
+    project: StoredProject
+    file_ids: tuple[str, ...] = ()
+    """The files attached to it: `search_project_files` searches them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +190,10 @@ class Turn:
     resumed: StoredTurn | None = None
     """The paused turn this run goes on with (its row is `row_id`), decided by `answer`."""
     answer: ApprovalAnswer | None = None
+    project: InProject | None = None
+    """The conversation's project: its instructions, defaults and files."""
+    temporary: bool = False
+    """`memory: "off"`: the turn neither reads nor writes the user's memory."""
     carried: Carried | None = None
     """What the turn had done on the instance it moved from; None: it began here."""
     takeovers: int = 0
@@ -185,11 +202,20 @@ class Turn:
     """The URL told when the turn ends (the request's, or `WEBHOOK_URL`); None: none."""
 
     def carry_on(self) -> CarryOn | None:
-        """What an instance that carries the turn on needs of its request beyond the row."""
-        if self.tool_approval is None and self.webhook is None and not self.review_plan:
+        """What an instance that carries the turn on needs of its request beyond the row (the
+        project is the conversation's: it reads that itself)."""
+        if (
+            self.tool_approval is None
+            and self.webhook is None
+            and not self.review_plan
+            and not self.temporary
+        ):
             return None
         return CarryOn(
-            tool_approval=self.tool_approval, webhook=self.webhook, review_plan=self.review_plan
+            tool_approval=self.tool_approval,
+            webhook=self.webhook,
+            review_plan=self.review_plan,
+            temporary=self.temporary,
         )
 
     @property
@@ -209,6 +235,8 @@ class TurnState:
     stop: StopSignal = field(default_factory=NeverStopped)
     """Whether a stop was asked: a long step may check it and end early."""
     memory: list[Msg] = field(default_factory=list)
+    recalled: Recalled | None = None
+    """The user's memory items shown to the turn (app/agents/recall.py); None: it reads none."""
     answer: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)

@@ -16,6 +16,8 @@ from app.documents.library import DocumentLibrary
 from app.limits.adjusted import AdjustedLimits
 from app.llm.base import ChatModel
 from app.llm.models import ModelCatalog
+from app.service.memory import MemoryService
+from app.service.projects import ProjectService
 from app.service.streams import StreamService
 from app.service.turns import TurnService
 from app.store.auth_keys import SqlAuthKeys
@@ -68,6 +70,9 @@ class Services:
     runs: RunRegistry
     turns: TurnService
     streams: StreamService
+    projects: ProjectService
+    memory: MemoryService
+    """The caller's memory items and switch (404 throughout with `MEMORY_ENABLED=false`)."""
     auth: Authenticator
     """Who a request is (app/api/auth.py); `auth.enabled` False: everyone is one local user."""
     auth_keys: SqlAuthKeys

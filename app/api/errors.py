@@ -25,7 +25,7 @@ from app.api.envelope import error_body
 from app.limits import LimitExceeded
 from app.service.errors import (
     BadRequest,
-    Busy,
+    Conflict,
     Draining,
     Gone,
     NotAvailable,
@@ -92,7 +92,7 @@ async def _over_limit(request: Request, exc: Exception) -> JSONResponse:
 _REFUSED_STATUS: dict[type[TurnRefused], int] = {
     BadRequest: 400,
     NotFound: 404,
-    Busy: 409,
+    Conflict: 409,
     Gone: 410,
     TooLong: 413,
     OverLimit: 429,

@@ -36,6 +36,7 @@ MAX_TURN_ID = 2**63 - 1
 
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 """A title as a user may give it: 1 to 200 characters once trimmed, else 422."""
+ProjectId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
 class ConversationRecord(WireModel):
@@ -51,6 +52,8 @@ class ConversationRecord(WireModel):
     """Pinned by the user: the list gives the pinned conversations first."""
     shared: bool = False
     """Shared by link (`POST /session/{id}/share`)."""
+    project_id: str | None = None
+    """The project it is in (`/projects`); null: none."""
 
 
 class ConversationPage(WireModel):
@@ -79,21 +82,25 @@ class ConversationDetail(WireModel):
     agent_type: str
     fileid: str | None
     pinned: bool = False
+    project_id: str | None = None
     messages: list[MessageRecord]
 
 
 class ConversationChange(WireModel):
-    """A new title, a pin or both; at least one."""
+    """A new title, a pin, a project, or several; at least one."""
 
     title: Title | None = None
     pinned: StrictBool | None = Field(
         default=None, description="Pin it first in the list, or unpin it."
     )
+    project_id: ProjectId | None = Field(
+        default=None, description="Move it into this project of the caller's; null: out of any."
+    )
 
     @model_validator(mode="after")
     def _something(self) -> ConversationChange:
-        if self.title is None and self.pinned is None:
-            raise ValueError("give a title, pinned, or both")
+        if self.title is None and self.pinned is None and "project_id" not in self.model_fields_set:
+            raise ValueError("give a title, pinned or projectId")
         return self
 
 
@@ -101,6 +108,7 @@ class Renamed(WireModel):
     conversation_id: str
     title: str | None = Field(description="The title the user gave; null: never renamed.")
     pinned: bool
+    project_id: str | None = None
 
 
 class Deleted(WireModel):
@@ -146,6 +154,7 @@ async def _detail(
         agent_type=tree.turns[0].agent_type,
         fileid=next((t.fileid for t in path if t.fileid), None),
         pinned=marks.pinned,
+        project_id=marks.project_id,
         messages=[
             MessageRecord.model_validate(t).model_copy(
                 update={
@@ -165,9 +174,11 @@ async def list_conversations(
     services: ServicesDep,
     page_num: Annotated[int, Query(alias="pageNum", ge=1, le=MAX_PAGE_NUM)] = 1,
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=100)] = 10,
+    project_id: Annotated[ProjectId | None, Query(alias="projectId")] = None,
 ) -> Envelope[ConversationPage]:
-    """One record per conversation: its first question, agent and file."""
-    items, total = await services.store.list_conversations(user, page_num, page_size)
+    """One record per conversation: its first question, agent and file; with `projectId`,
+    that project's conversations only."""
+    items, total = await services.store.list_conversations(user, page_num, page_size, project_id)
     records = [ConversationRecord.model_validate(c) for c in items]
     return ok(
         ConversationPage(records=records, total=total, page_num=page_num, page_size=page_size)
@@ -325,19 +336,37 @@ async def unshare_conversation(
     return ok(None)
 
 
-@router.patch("/{conversation_id}", summary="Rename or pin a conversation")
+@router.patch(
+    "/{conversation_id}",
+    summary="Rename, pin or move a conversation",
+    responses={404: {"description": "No such conversation, or project, of the caller's"}},
+)
 async def change_conversation(
     conversation_id: ConversationId,
     body: ConversationChange,
     user: UserDep,
     services: ServicesDep,
 ) -> Envelope[Renamed]:
-    """The title is trimmed; what the body leaves out stays as it was. 404 when the
-    conversation does not exist or is someone else's."""
-    marks = await services.titles.mark(user, conversation_id, title=body.title, pinned=body.pinned)
+    """The title is trimmed; `projectId` moves it into a project of the caller's (null: out of
+    any); what the body leaves out stays as it was. 404 when the conversation does not exist
+    or is someone else's."""
+    marks = None
+    if "project_id" in body.model_fields_set:
+        marks = await services.projects.move(user, conversation_id, body.project_id)
+    if body.title is not None or body.pinned is not None:
+        marks = await services.titles.mark(
+            user, conversation_id, title=body.title, pinned=body.pinned
+        )
     if marks is None:
         raise ApiError(404, "Conversation not found")
-    return ok(Renamed(conversation_id=conversation_id, title=marks.title, pinned=marks.pinned))
+    return ok(
+        Renamed(
+            conversation_id=conversation_id,
+            title=marks.title,
+            pinned=marks.pinned,
+            project_id=marks.project_id,
+        )
+    )
 
 
 @router.delete("/{conversation_id}", summary="Delete a conversation")

@@ -16,7 +16,9 @@ text, the tool calls, the plan, as far as they were copied out) and the turn
 is launched again under its own task id, its log going on from the last
 event id (`RunLog.base`), so a client resuming anywhere with its
 `Last-Event-ID` misses nothing and sees nothing twice. The agent goes on from
-there (`Turn.carried`; app/agents/base.py says how each kind does).
+there (`Turn.carried`; app/agents/base.py says how each kind does), in the
+conversation's project and with its request's memory setting (`CarryOn`), as
+it began.
 
 A turn is not carried on, and ends `interrupted` as before, when it moved
 `TURN_TAKEOVERS` times already, its agent does not carry on (or is not run
@@ -29,12 +31,13 @@ from __future__ import annotations
 import logging
 
 from app.agents.on_demand import OnDemandAgents
-from app.agents.turn import Carried, Turn
+from app.agents.turn import Carried, InProject, Turn
 from app.core.drain import Drain
 from app.core.frames import decode_frames
 from app.core.run import ConversationKey
 from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.llm.models import ModelCatalog
+from app.service.projects import ProjectService
 from app.service.turns import TurnService
 from app.store.base import SessionStore, StoreError
 from app.store.models import StoredTurn
@@ -57,6 +60,7 @@ class TurnSuccessor:
         takeovers: TakeOvers,
         logs: SharedRunLogs,
         turns: TurnService,
+        projects: ProjectService,
         models: ModelCatalog,
         webhooks: Webhooks,
         drain: Drain,
@@ -71,6 +75,7 @@ class TurnSuccessor:
         self._takeovers = takeovers
         self._logs = logs
         self._turns = turns
+        self._projects = projects
         self._models = models
         self._webhooks = webhooks
         self._drain = drain
@@ -112,6 +117,7 @@ class TurnSuccessor:
             earlier = await self._store.recent_turns(
                 row.user_id, row.session_id, self._memory_turns, row.id
             )
+            project = await self._projects.for_turn(row.user_id, row.session_id, False, None)
             # Last: once the row is this instance's, nothing may stop the turn's launch.
             taken = None
             if frames is not None:
@@ -123,7 +129,7 @@ class TurnSuccessor:
             # Nothing whole to go on from, or the turn ended or moved meanwhile.
             await self._claims.release(claim)
             return False
-        turn = self._turn(claim, taken, earlier, frames)
+        turn = self._turn(claim, taken, earlier, frames, project.project)
         log.info(
             "carrying on turn %s of conversation %s from instance %s (move %d)",
             row.id,
@@ -137,7 +143,12 @@ class TurnSuccessor:
         return True
 
     def _turn(
-        self, claim: Claim, row: StoredTurn, earlier: list[StoredTurn], frames: list[bytes]
+        self,
+        claim: Claim,
+        row: StoredTurn,
+        earlier: list[StoredTurn],
+        frames: list[bytes],
+        project: InProject | None,
     ) -> Turn:
         """The turn as its first instance ran it, and what its log shows it had done."""
         asked = row.carry_on
@@ -156,6 +167,8 @@ class TurnSuccessor:
             tool_approval=asked.tool_approval if asked else None,
             review_plan=asked.review_plan if asked else False,
             webhook=asked.webhook if asked else None,
+            project=project,
+            temporary=asked.temporary if asked else False,
             carried=Carried(events, row.create_time),
             takeovers=row.takeovers,
         )

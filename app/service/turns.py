@@ -34,7 +34,7 @@ from typing import Literal, Protocol
 from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.base import BaseAgent
 from app.agents.on_demand import OnDemandAgents
-from app.agents.turn import Turn
+from app.agents.turn import InProject, Turn
 from app.core.drain import Drain
 from app.core.events import CompleteEvent, ErrorEvent, QueuedEvent
 from app.core.run import ConversationKey
@@ -160,6 +160,8 @@ class TurnService:
         answer: ApprovalAnswer | None = None,
         review_plan: bool = False,
         template_file_id: str | None = None,
+        project: InProject | None = None,
+        temporary: bool = False,
         webhook: str | None = None,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
@@ -196,6 +198,8 @@ class TurnService:
             answer=answer,
             review_plan=review_plan,
             template_file_id=template_file_id,
+            project=project,
+            temporary=temporary,
             webhook=webhook,
         )
         # Listed in the same step as the claim: one round trip less before the first event.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Protocol
 
 from app.store.models import StoredFile, StoredTurn, TurnOutcome
@@ -48,6 +49,8 @@ class ConversationSummary:
     """Pinned by the user: listed before the rest."""
     shared: bool = False
     """Shared by link (app/store/shares.py)."""
+    project_id: str | None = None
+    """The project it is in (app/store/projects.py); None: none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +156,10 @@ class SessionStore(Protocol):
         ...
 
     async def list_conversations(
-        self, user_id: str, page: int, size: int
+        self, user_id: str, page: int, size: int, project_id: str | None = None
     ) -> tuple[list[ConversationSummary], int]:
-        """A page of conversations, newest activity first, and the total count."""
+        """A page of conversations (with `project_id`, that project's), newest activity first,
+        and the total count."""
         ...
 
     async def get_conversation(self, user_id: str, conversation_id: str) -> list[StoredTurn]:
@@ -276,6 +280,15 @@ class FileStore(Protocol):
         ...
 
 
+class Unset(Enum):
+    """A field left out, where None is a value (a conversation moved out of its project)."""
+
+    UNSET = "unset"
+
+
+UNSET = Unset.UNSET
+
+
 @dataclass(frozen=True, slots=True)
 class Marks:
     """What a user set on a conversation."""
@@ -283,6 +296,8 @@ class Marks:
     title: str | None = None
     """The title the user gave; None when they never renamed the conversation."""
     pinned: bool = False
+    project_id: str | None = None
+    """The project it is in; None: none."""
 
 
 class ConversationTitles(Protocol):
@@ -296,9 +311,14 @@ class ConversationTitles(Protocol):
         *,
         title: str | None = None,
         pinned: bool | None = None,
+        project_id: str | Unset | None = UNSET,
     ) -> Marks | None:
-        """Store what is given, keep the rest; the marks now, or None when the user has no
-        such conversation."""
+        """Store what is given (a project id, or None for none), keep the rest; the marks now,
+        or None when the user has no such conversation."""
+        ...
+
+    async def place(self, user_id: str, conversation_id: str, project_id: str) -> None:
+        """Put a conversation in a project before its first turn is stored."""
         ...
 
     async def marks(self, user_id: str, conversation_id: str) -> Marks:

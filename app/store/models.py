@@ -473,13 +473,15 @@ AI_PPT_TEMPLATE: Table = AiPptTemplate.__table__  # type: ignore[attr-defined]
 
 
 class AiConversationTitle(SQLModel, table=True):
-    """What a user set on a conversation: its title, its pin; stored only once they do.
+    """What a user set on a conversation: its title, its pin, its project; stored only once
+    they do (or once its first turn is asked in a project).
 
     A conversation without a row is titled by its first question, derived when read
     (`app/store/titles.py`), and not pinned, so a turn writes nothing here.
     """
 
     __tablename__ = "ai_conversation_title"
+    __table_args__ = (Index("ix_ai_conversation_title_project", "user_id", "project_id"),)
 
     user_id: str = Field(sa_column=Column(String(128), primary_key=True))
     """Owner; every query filters on it."""
@@ -488,6 +490,8 @@ class AiConversationTitle(SQLModel, table=True):
     """1 to 200 characters, trimmed; None when the user pinned it but never renamed it."""
     pinned_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     """When the user pinned it to the top of their list; None: not pinned (migration 0016)."""
+    project_id: str | None = Field(default=None, max_length=32)
+    """The project it is in (app/store/project_models.py); None: none (migration 0021)."""
 
 
 AI_CONVERSATION_TITLE: Table = AiConversationTitle.__table__  # type: ignore[attr-defined]

@@ -134,6 +134,8 @@ class CarryOn(WireModel):
     """The URL called once the turn ends (the request's `webhook`, or `WEBHOOK_URL`)."""
     review_plan: bool = False
     """Deep research: each round's plan waits for the user's decision (`reviewPlan`)."""
+    temporary: bool = False
+    """`memory: "off"`: the turn neither reads nor writes the user's memory."""
 
 
 FileStatus = Literal["processing", "ready", "failed"]

@@ -53,6 +53,7 @@ from app.store.models import AI_FILE as F
 from app.store.models import AI_SESSION as T
 from app.store.models import AI_SHARE as S
 from app.store.models import StoredTurn, TurnOutcome
+from app.store.project_models import PROJECT_FILE as PF
 from app.store.push_configs import delete_push_configs, delete_turns_push_configs
 from app.store.records import ToolCall, TurnStatus
 from app.store.shares import delete_share
@@ -347,10 +348,19 @@ class SqlSessionStore:
         return [_turn(row) for row in reversed(rows)]
 
     async def list_conversations(
-        self, user_id: str, page: int, size: int
+        self, user_id: str, page: int, size: int, project_id: str | None = None
     ) -> tuple[list[ConversationSummary], int]:
         if page < 1 or size < 1:
             raise ValueError("page and size start at 1")
+        mine: list[ColumnElement[bool]] = [T.c.user_id == user_id]
+        if project_id is not None:
+            mine.append(
+                T.c.session_id.in_(
+                    select(TT.c.conversation_id).where(
+                        TT.c.user_id == user_id, TT.c.project_id == project_id
+                    )
+                )
+            )
         conversations = (
             select(
                 func.min(T.c.id).label("first_id"),
@@ -361,7 +371,7 @@ class SqlSessionStore:
                 # Counted over all groups before the outer LIMIT: the total in the same trip.
                 func.count().over().label("total"),
             )
-            .where(T.c.user_id == user_id)
+            .where(*mine)
             .group_by(T.c.session_id)
             .subquery()
         )
@@ -379,6 +389,7 @@ class SqlSessionStore:
                 conversations.c.roots,
                 conversations.c.total,
                 TT.c.title,
+                TT.c.project_id,
                 pinned,
                 S.c.token.is_not(None).label("shared"),
             )
@@ -399,9 +410,7 @@ class SqlSessionStore:
                 total = int(rows[0]["total"])
             else:
                 # A page past the end has no row to carry the total.
-                count = select(func.count(func.distinct(T.c.session_id))).where(
-                    T.c.user_id == user_id
-                )
+                count = select(func.count(func.distinct(T.c.session_id))).where(*mine)
                 total = int((await conn.execute(count)).scalar_one())
             edited = [row["id"] for row in rows if row["roots"] > 1]
             firsts = await active_first_questions(conn, user_id, edited)
@@ -416,6 +425,7 @@ class SqlSessionStore:
                 update_time=row["last_time"],
                 pinned=bool(row["pinned"]),
                 shared=bool(row["shared"]),
+                project_id=row["project_id"],
             )
             for row in rows
             for question in [firsts.get(row["session_id"], row["question"])]
@@ -636,12 +646,13 @@ async def _delete_files(
     turns: ColumnElement[bool],
     made: ColumnElement[bool],
 ) -> list[str]:
-    """Delete the user's files only `turns` used (named by one of them and by no other turn),
-    and those `made` selects; the deleted files' blob keys."""
+    """Delete the user's files only `turns` used (named by one of them and by no other turn,
+    and attached to no project), and those `made` selects; the deleted files' blob keys."""
     used_here = select(T.c.fileid).where(turns, T.c.fileid.is_not(None))
     used_elsewhere = exists().where(T.c.fileid == F.c.id, ~turns)
+    attached = exists().where(PF.c.file_id == F.c.id)
     only_here = select(F.c.id, F.c.blob_key).where(
-        F.c.user_id == user_id, (F.c.id.in_(used_here) & ~used_elsewhere) | made
+        F.c.user_id == user_id, (F.c.id.in_(used_here) & ~used_elsewhere & ~attached) | made
     )
     files = (await conn.execute(only_here)).all()
     await delete_file_rows(conn, [row.id for row in files])

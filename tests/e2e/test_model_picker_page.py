@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import orjson
 from playwright.async_api import Browser, Page, expect
 
@@ -139,5 +140,33 @@ async def test_the_users_model_follows_them_to_another_device(
                 assert errors == []
             finally:
                 await phone.close()
+
+    assert [body["model"] for body in strong.requests] == ["strong-model"]
+
+
+async def test_a_new_chat_in_a_project_offers_the_projects_model_over_the_users_own(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    upstreams.llm.responder = answering("Default here.")
+    async with FakeOpenAI(answering("Strong here.")) as strong:
+        settings = app_settings(models=catalog(strong), recommendations_enabled=False)
+        async with serve(create_app(settings)) as url:
+            async with httpx.AsyncClient(base_url=url) as client:
+                kept = await client.patch("/account/preferences", json={"model": "default"})
+                assert kept.status_code == 200, kept.text
+                project = {"name": "Strong work", "defaultModel": "strong"}
+                assert (await client.post("/projects", json=project)).status_code == 200
+            await page.goto(url)
+            picker = page.locator("#model")
+            await expect(picker).to_have_value("default")
+            await page.locator("#projects .open-project").click()
+            await page.get_by_role("button", name="New chat in this project").click()
+            await expect(picker).to_have_value("strong")
+            await page.locator("#question").fill("Who answers here?")
+            await page.locator("#question").press("Enter")
+            await expect(page.locator(".turn .answer")).to_have_text("Strong here.")
+            # Outside the project a new chat offers the user's own again.
+            await page.locator("#new-chat").click()
+            await expect(picker).to_have_value("default")
 
     assert [body["model"] for body in strong.requests] == ["strong-model"]

@@ -51,6 +51,7 @@ async def test_a_conversation_is_titled_by_its_first_question_until_renamed(
         "conversationId": "short",
         "title": "Streams, compared",
         "pinned": False,
+        "projectId": None,
     }
     assert after == {"long": LONG_QUESTION[:100], "short": "Streams, compared"}
     assert detail["title"] == "Streams, compared"
@@ -127,7 +128,12 @@ async def test_a_pinned_conversation_leads_the_list_until_unpinned_and_keeps_its
         after = await listing(client)
         refused = await client.patch("/session/oldest", json={"pinned": "yes"})
 
-    assert pinned.json()["data"] == {"conversationId": "oldest", "title": None, "pinned": True}
+    assert pinned.json()["data"] == {
+        "conversationId": "oldest",
+        "title": None,
+        "pinned": True,
+        "projectId": None,
+    }
     # Pinned first, each group newest first; a pin alone leaves the title to the question.
     assert pinned_list == [
         ("older", "Kept", True),
@@ -138,9 +144,15 @@ async def test_a_pinned_conversation_leads_the_list_until_unpinned_and_keeps_its
         "conversationId": "oldest",
         "title": "Still pinned",
         "pinned": True,
+        "projectId": None,
     }
     assert (detail["title"], detail["pinned"]) == ("Still pinned", True)
-    assert unpinned.json()["data"] == {"conversationId": "older", "title": "Kept", "pinned": False}
+    assert unpinned.json()["data"] == {
+        "conversationId": "older",
+        "title": "Kept",
+        "pinned": False,
+        "projectId": None,
+    }
     assert after == [
         ("oldest", "Still pinned", True),
         ("newest", "The newest question", False),

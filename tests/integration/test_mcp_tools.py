@@ -148,6 +148,7 @@ async def test_a_chat_turn_calls_a_stdio_server_tool_and_answers_from_its_result
             "parts__slow",
             "parts__tavily-search",
             "parts__whoami",
+            "remember",
         ]
         lookup = offered["parts__lookup"]
         assert lookup.description == "The warranty of a pump, by its SKU."
@@ -247,7 +248,7 @@ async def test_web_search_comes_from_an_mcp_server_with_its_references(
     backend: Backend, tmp_path: Path
 ) -> None:
     def search(request: ModelRequest) -> Reply:
-        assert request.tool_names == ["web_search", "fetch_page"]
+        assert request.tool_names == ["web_search", "fetch_page", "remember"]
         return Reply.tool_calls(("web_search", {"query": "pump warranty"}))
 
     def cite(request: ModelRequest) -> Reply:
@@ -282,7 +283,7 @@ async def test_web_search_from_a_server_that_is_down_is_a_tool_error_and_the_tur
     backend: Backend, tmp_path: Path
 ) -> None:
     def search(request: ModelRequest) -> Reply:
-        assert request.tool_names == ["web_search", "fetch_page"]
+        assert request.tool_names == ["web_search", "fetch_page", "remember"]
         return Reply.tool_calls(("web_search", {"query": "pump warranty"}))
 
     model = ScriptedModel(search, Reply.text("Search is down; from memory: seven years."))

@@ -23,7 +23,7 @@ import orjson
 import pytest
 
 from app.agents.base import MOVED_NOTICE
-from app.agents.tool_history import CUT_SHORT_RESULT
+from app.agents.tool_history import CONTINUE_NOTE, CUT_SHORT_RESULT
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Body, Reply
 from tests.fakes.tavily_server import FakeTavily
@@ -162,6 +162,62 @@ async def test_a_killed_instances_turns_go_on_elsewhere_and_none_is_interrupted(
 
     await assert_whole(cluster, seen, questions)
     assert [moved(s, MOVED_NOTICE) for s in seen] == [n % 3 == 1 for n in range(9)]
+
+
+async def test_a_turn_carried_on_keeps_its_project_and_its_memory_setting(
+    cluster: Instances, fake_llm: FakeOpenAI
+) -> None:
+    first, _ = await cluster.start(2)
+    await first.post("/memory", json={"content": "I am vegetarian"})
+    project = {"name": "Garden", "instructions": "Answer as a gardener would."}
+    project_id = (await first.post("/projects", json=project)).json()["data"]["projectId"]
+    asked = {"q-project": {"projectId": project_id}, "q-temporary": {"memory": "off"}}
+    started = {question: asyncio.Event() for question in asked}
+    turns = [
+        asyncio.create_task(
+            follow(
+                cluster,
+                0,
+                {"query": question, "conversationId": f"c-{question}", **extra},
+                started=started[question],
+            )
+        )
+        for question, extra in asked.items()
+    ]
+    async with asyncio.timeout(30):
+        await asyncio.gather(*(s.wait() for s in started.values()))
+    cluster.down.add(0)
+    await cluster.processes[0].kill()
+    seen = await asyncio.gather(*turns)
+
+    assert [moved(s, MOVED_NOTICE) for s in seen] == [True, True]
+    assert [s[-1]["status"] for s in seen] == ["completed", "completed"]
+    # What the instance that carried each turn on sent the model, as the first one did.
+    carried = {
+        question: [body for body in fake_llm.requests if going_on(body, question)]
+        for question in asked
+    }
+    [in_project] = carried["q-project"]
+    [temporary] = carried["q-temporary"]
+    assert "Answer as a gardener would." in fake_llm.system_text(in_project)
+    assert "I am vegetarian" in fake_llm.system_text(in_project)
+    assert "remember" in offered(in_project)
+    assert "Answer as a gardener would." not in fake_llm.system_text(temporary)
+    assert "I am vegetarian" not in fake_llm.system_text(temporary)
+    assert "remember" not in offered(temporary)
+    listed = await cluster.clients[1].get("/session/list", params={"projectId": project_id})
+    assert [c["conversationId"] for c in listed.json()["data"]["records"]] == ["c-q-project"]
+
+
+def going_on(body: Body, question: str) -> bool:
+    """Whether `body` asks the model to go on with the answer to `question` cut short."""
+    messages = body["messages"]
+    asked = next(m for m in messages if m["role"] == "user")
+    return CONTINUE_NOTE in str(messages[-1]["content"]) and question in str(asked["content"])
+
+
+def offered(body: Body) -> set[str]:
+    return {tool["function"]["name"] for tool in body.get("tools", [])}
 
 
 async def test_a_tool_call_in_flight_at_the_kill_is_closed_not_run_again(

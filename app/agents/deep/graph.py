@@ -40,6 +40,7 @@ from app.agents.deep.state import (
     ClarifyDecision,
     Critique,
     DeepState,
+    MemoryChange,
     PlanAnswer,
     ResearchPlan,
     Source,
@@ -47,7 +48,8 @@ from app.agents.deep.state import (
     TaskRecord,
 )
 from app.agents.deep.structured import Emit, ModelSteps
-from app.agents.react import ReActAgent
+from app.agents.react import ReActAgent, act
+from app.agents.recall import context_prompt, context_tools
 from app.agents.tool_history import CONTINUE_NOTE
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.core.events import (
@@ -63,10 +65,11 @@ from app.core.events import (
     ToolEndEvent,
     ToolStartEvent,
 )
-from app.core.messages import Msg
+from app.core.messages import Msg, ToolUseBlock, new_call_id
 from app.llm.base import ChatModel
 from app.llm.errors import ModelError, user_message
 from app.tools.base import Tool
+from app.tools.remember import REMEMBER
 from app.tools.untrusted import untrusted
 
 MAX_TASKS = 6
@@ -161,18 +164,34 @@ Rt = Runtime[DeepContext]
 async def clarify(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
     ctx, emit = runtime.context, runtime.stream_writer
     emit(ThinkingEvent("Reading the request…\n"))
+    context = context_prompt(ctx.steps.turn, ctx.steps.state)
     messages = [
-        Msg.text("system", prompts.CLARIFY.format(today=_today())),
+        Msg.text("system", prompts.CLARIFY.format(today=_today(), context=context)),
         *ctx.memory,
         Msg.text("user", state["question"]),
     ]
     decision = await ctx.steps.structured(
         messages, ClarifyDecision, emit, step=STEP_NAMES["clarify"], mend=mend_clarify
     )
+    await _remember(ctx, decision.remember, emit)
     if not decision.need_clarification:
         return {}
     emit(TextEvent(decision.questions))
     return {"questions": decision.questions}
+
+
+async def _remember(ctx: DeepContext, changes: list[MemoryChange], emit: Emit) -> None:
+    """The memory changes the first step asked for, run as `remember` calls the turn shows."""
+    turn, state = ctx.steps.turn, ctx.steps.state
+    tools = {t.schema.name: t for t in context_tools(ctx.researcher.core, turn, state)}
+    remember = tools.get(REMEMBER)
+    if remember is None:
+        return
+    for change in changes:
+        arguments = change.model_dump(exclude_defaults=True)
+        call = ToolUseBlock(new_call_id(), REMEMBER, arguments)
+        async for event in act(ctx.researcher.core, turn, state, {REMEMBER: remember}, [call], []):
+            emit(event)
 
 
 async def ask(state: DeepState) -> dict[str, Any]:
@@ -182,8 +201,9 @@ async def ask(state: DeepState) -> dict[str, Any]:
 
 async def brief(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
     ctx, emit = runtime.context, runtime.stream_writer
+    context = context_prompt(ctx.steps.turn, ctx.steps.state, remembers=False)
     messages = [
-        Msg.text("system", prompts.BRIEF.format(today=_today())),
+        Msg.text("system", prompts.BRIEF.format(today=_today()) + context),
         *ctx.memory,
         Msg.text("user", _request(state)),
     ]
@@ -362,8 +382,9 @@ async def report(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
     listing = "\n".join(
         f"[{n}] {s['title']} ({s['url']})\n{s['content']}" for n, s in enumerate(sources, 1)
     )
+    context = context_prompt(ctx.steps.turn, ctx.steps.state, remembers=False)
     messages = [
-        Msg.text("system", prompts.REPORT.format(today=_today())),
+        Msg.text("system", prompts.REPORT.format(today=_today()) + context),
         *ctx.memory,
         Msg.text(
             "user",

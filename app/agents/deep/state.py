@@ -23,6 +23,14 @@ from pydantic import AliasChoices, BaseModel, Field, model_validator
 TaskStatus = Literal["pending", "running", "completed", "failed"]
 
 
+class MemoryChange(BaseModel):
+    """A change to the user's memory the request calls for: the `remember` tool's arguments."""
+
+    action: Literal["save", "update", "forget"]
+    id: str = ""
+    content: str = ""
+
+
 class ClarifyDecision(BaseModel):
     """Whether research can start, or what the user must say first."""
 
@@ -32,6 +40,9 @@ class ClarifyDecision(BaseModel):
     questions: str = ""
     """The questions for the user, in their language, when clarification is needed (without
     them, research starts: rules.py)."""
+    remember: list[MemoryChange] = Field(default_factory=list, max_length=5)
+    """What to keep of the user (a lasting fact or preference they state): the first step
+    is the one that reads their words, so deep research keeps memory here, with no call more."""
 
 
 class PlannedTaskOut(BaseModel):

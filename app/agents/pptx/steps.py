@@ -77,6 +77,7 @@ from app.agents.pptx.step_schemas import (
 )
 from app.agents.pptx.templates import TemplateLibrary, TemplateSpec
 from app.agents.react import act
+from app.agents.recall import context_prompt
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import SettingsPart
 from app.core.events import DeckEvent, Event, FileEvent, TextEvent, ThinkingEvent
@@ -181,6 +182,7 @@ class DeckSteps:
     async def requirement(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
         yield ThinkingEvent("Checking the request…\n")
         system = prompts.REQUIREMENT.format(max_slides=self.settings.max_slides)
+        system += context_prompt(turn, state, remembers=False)
         stated = stated_slide_count(build.query)
         if stated is not None and not MIN_SLIDES <= stated <= self.settings.max_slides:
             stated = None
@@ -303,7 +305,7 @@ class DeckSteps:
             language=requirement.language or "the user's language",
             pages=prompts.describe_pages(template),
             research=research_text(build) or "(no research)",
-        )
+        ) + context_prompt(turn, state, remembers=False)
         messages = [Msg.text("system", system), Msg.text("user", build.query)]
         written: asyncio.Queue[str | None] = asyncio.Queue()
 

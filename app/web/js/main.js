@@ -25,7 +25,9 @@ import { Composer } from './composer.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
 import { headerMenu } from './header-menu.js';
+import { MemoryScreen } from './memory.js';
 import { ModelPicker } from './models.js';
+import { ProjectList, ProjectScreen } from './projects.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
 import { closeScreens } from './screen.js';
@@ -54,6 +56,10 @@ const ui = {
   sidebar: $('sidebar'),
   welcomeText: $('welcome-text'),
   examples: $('examples'),
+  temporary: $('temporary'),
+  temporaryOption: $('temporary-option'),
+  temporaryNote: $('temporary-note'),
+  projectChip: $('project-chip'),
 };
 
 headerMenu($('header-menu-button'), $('header-menu'));
@@ -91,6 +97,31 @@ const account = new AccountScreen({
   ...screenParts,
   modelName: (id) => models.nameOf(id),
 });
+const projects = new ProjectList({
+  list: $('projects'),
+  create: $('new-project'),
+  onOpen: (id, options) => projectScreen.show(id, options).catch(showError),
+  onError: showError,
+});
+const projectScreen = new ProjectScreen({
+  panel: $('project'),
+  ...screenParts,
+  onChanged: (deleted) => {
+    // A deleted project took its conversations: the one on screen too, if it was in it.
+    if (deleted && deleted === state.projectId) newChat();
+    return Promise.all([projects.refresh(), conversations.refresh()]).catch(showError);
+  },
+  onNewChat: (project) => newChat({ project }),
+  onOpenConversation: (id) => openConversation(id),
+  agents: () => [...ui.agent.options].map((o) => ({ kind: o.value, name: o.textContent })),
+});
+const memory = new MemoryScreen({
+  button: $('memory-button'),
+  place: $('account-memory-section'),
+  panel: $('memory'),
+  ...screenParts,
+  projectName: (id) => projects.name(id),
+});
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
 const SHARED_HASH = /^#s=([A-Za-z0-9_-]{16,64})$/;
 const RUNS_POLL_MS = 5000;
@@ -108,6 +139,8 @@ const state = {
   joining: false,
   /** The turns on screen (TurnViews, each with its `branch` controls), oldest first. */
   turns: [],
+  /** The project of the open conversation, or the one a new chat starts in; null: none. */
+  projectId: null,
 };
 
 const conversations = new ConversationList({
@@ -121,6 +154,10 @@ const conversations = new ConversationList({
   onError: showError,
   onNotice: (message) => showNotice(message, 'info'),
   agentName,
+  projects: () => projects.projects,
+  onMoved: (id, projectId) => {
+    if (id === state.conversationId) setProject(projectId);
+  },
 });
 
 // The search box lives on its own: it only needs a way to open what it finds.
@@ -190,7 +227,22 @@ const turnHandlers = {
   onFollowUp: (question) => ask(question),
   onDecide: (turn, answer) => decide(turn, answer),
   onRetry: (turn) => retry(turn),
+  onError: showError,
 };
+
+/** The project of the conversation on screen (or of the new chat about to start). */
+function setProject(projectId) {
+  state.projectId = projectId;
+  ui.projectChip.textContent = projectId ? `In project: ${projects.name(projectId)}` : '';
+  ui.projectChip.hidden = !projectId;
+}
+
+/** A temporary chat neither reads nor saves memory: the page says so while it is on. */
+function showTemporary() {
+  const on = ui.temporary.checked && !ui.temporaryOption.hidden;
+  ui.temporaryNote.hidden = !on;
+  ui.composer.classList.toggle('temporary', on);
+}
 
 /** A stream request: its fields in a JSON body, so no question ends up in a URL or a log. */
 function openStream(agent, body, signal) {
@@ -293,7 +345,8 @@ function closeSidebar() {
 function openSidebar() {
   document.body.classList.add('sidebar-open');
   ui.menuButton.setAttribute('aria-expanded', 'true');
-  (ui.sidebar.querySelector('button:not([hidden])') ?? ui.sidebar).focus();
+  const conversation = ui.sidebar.querySelector('.conversations button.open[tabindex="0"]');
+  (conversation ?? ui.sidebar.querySelector('button:not([hidden])') ?? ui.sidebar).focus();
 }
 
 /**
@@ -404,6 +457,9 @@ async function ask(text, branch = {}) {
     if (name in body) body[name] = Number(body[name]);
   }
   if ('reviewPlan' in body) body.reviewPlan = true;
+  if (ui.temporary.checked && !ui.temporaryOption.hidden) body.memory = 'off';
+  // A new conversation starts in the project; later turns stay in it without saying so.
+  if (state.projectId && !state.turns.length) body.projectId = state.projectId;
   const typed = ui.question.value;
   const replaced = branch.replaces?.branch.meta;
   const parentId = replaced ? replaced.parentId : (state.turns.at(-1)?.branch.meta.id ?? null);
@@ -574,6 +630,7 @@ function showHistory(id, detail) {
   }
   showAgentTools();
   attachment.restore(detail.fileid);
+  setProject(detail.projectId ?? null);
   for (const message of detail.messages) {
     const view = TurnView.fromStored(message, turnHandlers);
     const turn = withBranch(view, message);
@@ -603,7 +660,8 @@ async function rejoin(stored, question, id) {
   });
 }
 
-function newChat() {
+/** A new chat; in `project`, with its default agent when it names one. */
+function newChat({ project = null } = {}) {
   closeScreens();
   stopReading();
   setConversation(null);
@@ -611,7 +669,13 @@ function newChat() {
   clearNotice();
   closeSidebar();
   attachment.set(null);
-  models.show([]);
+  setProject(project?.projectId ?? null);
+  const kind = project?.defaultKind;
+  if (kind && [...ui.agent.options].some((o) => o.value === kind)) {
+    ui.agent.value = kind;
+    showAgentTools();
+  }
+  models.show([], project?.defaultModel);
   ui.question.focus();
 }
 
@@ -651,11 +715,29 @@ async function loadCaller() {
   account.load(me, (config?.methods ?? []).length > 0);
 }
 
+/** The Memory screen and the temporary-chat switch, where the server keeps memory. */
+async function loadMemory() {
+  try {
+    await memory.load();
+  } catch (error) {
+    showError(error);
+  }
+  ui.temporaryOption.hidden = !memory.available;
+  showTemporary();
+}
+
 async function load() {
   // Read first: whatever the reader does while the agents and the list load changes it.
   const hash = location.hash;
   ui.keyButton.hidden = !apiKey();
-  await Promise.all([loadAgents(), models.load(), loadLimits(), loadCaller()]);
+  await Promise.all([
+    loadAgents(),
+    models.load(),
+    loadLimits(),
+    loadCaller(),
+    projects.refresh().catch(showError),
+    loadMemory(),
+  ]);
   showAgentTools();
   try {
     await conversations.refresh();
@@ -685,6 +767,7 @@ ui.question.addEventListener('keydown', (event) => {
   }
 });
 ui.stop.addEventListener('click', stop);
+ui.temporary.addEventListener('change', showTemporary);
 ui.agent.addEventListener('change', showAgentTools);
 // A file dropped anywhere on the page is taken, not opened by the browser in the page's place.
 document.addEventListener('dragover', (event) => {
@@ -709,7 +792,7 @@ ui.question.addEventListener('paste', (event) => {
   event.preventDefault();
   attachment.offer(files);
 });
-$('new-chat').addEventListener('click', newChat);
+$('new-chat').addEventListener('click', () => newChat());
 // The skip links move the keyboard without touching the URL, which names the conversation.
 for (const link of document.querySelectorAll('.skip-link')) {
   link.addEventListener('click', (event) => {

@@ -76,9 +76,10 @@ export class ModelPicker {
   }
 
   /** Show the model a conversation's next turn takes: the one its last turn used (of its
-   * `messages`, `/session/{id}`'s), or, in a new chat (none), the user's own. */
-  show(messages) {
-    const used = messages.findLast((message) => message.model)?.model;
+   * `messages`, `/session/{id}`'s), or, in a new chat (none), `planned` (its project's
+   * default model) or the user's own. */
+  show(messages, planned = null) {
+    const used = messages.findLast((message) => message.model)?.model ?? planned;
     this.select.value = used && this.known(used) ? used : this.preferred;
   }
 

@@ -13,6 +13,7 @@ import { DeckView } from './deck.js';
 import { foldButton } from './fold.js';
 import { PlanView } from './plan.js';
 import { addPreview } from './previews.js';
+import { rememberedNote } from './remembered.js';
 import { linkCitations, referenceItems } from './sources.js';
 
 const RENDER_EVERY_MS = 50;
@@ -80,11 +81,13 @@ function durationText(ms) {
 export class TurnView {
   /** `onFollowUp(question)` is called when a suggested follow-up is chosen;
    * `onDecide(turn, answer)` when the user decides what the turn waits for;
-   * `onRetry(turn)` when the user asks again after an error. */
-  constructor(question, { onFollowUp, onDecide, onRetry }) {
+   * `onRetry(turn)` when the user asks again after an error; `onError(error)` shows a
+   * failure of the turn's own controls (an Undo). */
+  constructor(question, { onFollowUp, onDecide, onRetry, onError }) {
     this.onFollowUp = onFollowUp;
     this.onDecide = onDecide;
     this.onRetry = onRetry;
+    this.onError = onError;
     /** The turn's sources, which the answer's `[n]` citations link to. */
     this.refs = [];
     this.approval = null;
@@ -105,6 +108,8 @@ export class TurnView {
     this.plan = new PlanView();
     this.tools = h('ol', { class: 'tools', hidden: true, 'aria-label': 'Tool calls' });
     this.answer = h('div', { class: 'answer markdown' });
+    /** "Saved to memory" notes, with their Undo (remembered.js). */
+    this.memoryNotes = h('div', { class: 'memory-notes', hidden: true });
     this.files = h('ul', { class: 'files', hidden: true, 'aria-label': 'Generated files' });
     /** The links of each file row, by the files' name without its extension. */
     this.fileRows = new Map();
@@ -164,6 +169,7 @@ export class TurnView {
         this.tools,
         this.deck,
         this.answer,
+        this.memoryNotes,
         this.files,
         this.error,
         this.references,
@@ -341,6 +347,11 @@ export class TurnView {
     entry.result.hidden = !entry.result.textContent;
     const page = name === 'fetch_page' && !isError ? readPage(result) : null;
     if (page) entry.hint.replaceChildren(pageLink(page));
+    const note = name === 'remember' && !isError ? rememberedNote(result, this.onError) : null;
+    if (note) {
+      this.memoryNotes.append(note);
+      this.memoryNotes.hidden = false;
+    }
   }
 
   showReferences(items) {
