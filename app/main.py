@@ -18,11 +18,13 @@ gc.disable()
 
 import asyncio
 import logging
+import signal
 import sys
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime, timedelta
+from types import FrameType
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
@@ -42,7 +44,10 @@ from app.api import (
     export,
     files,
     health,
+    memory,
     metrics,
+    preferences,
+    projects,
     runs,
     schedules,
     search,
@@ -67,8 +72,10 @@ from app.api.web import WebPage
 from app.auth import check_settings as check_auth_settings
 from app.auth import open_authenticator
 from app.config import Settings
+from app.core.drain import Drain
 from app.core.events import prepare_codecs
 from app.documents.library import DocumentLibrary, LibrarySettings
+from app.documents.user_memory import MemorySettings, UserMemory
 from app.limits import Rates, build_user_limits
 from app.limits.adjusted import AdjustedLimits
 from app.llm.base import ChatModel
@@ -77,13 +84,19 @@ from app.llm.embeddings import build_embedder
 from app.llm.http import build_http_client
 from app.llm.models import open_catalog
 from app.llm.tokens import TokenCounter, install_encodings
+from app.service.draining import Drainer
+from app.service.memory import MemoryService
+from app.service.projects import ProjectService
 from app.service.schedules import ScheduleService, ScheduleSettings
 from app.service.streams import StreamService, StreamSettings
+from app.service.takeover import TurnSuccessor
 from app.service.turns import TurnService
 from app.store.auth_keys import SqlAuthKeys
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
+from app.store.preferences import SqlPreferences
+from app.store.projects import SqlProjects
 from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
 from app.store.schedules import SqlSchedules
@@ -93,6 +106,7 @@ from app.store.shares import SqlShares
 from app.store.titles import SqlTitles
 from app.store.usage import SqlUsage
 from app.store.user_limits import SqlUserLimits
+from app.store.user_memory import SqlUserMemory
 from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
 from app.tasks.runs import RunRegistry
 from app.tasks.schedule_clock import ClockSettings
@@ -131,6 +145,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
                 settings.database_url,
                 pool_size=settings.db_pool_size,
                 migrate=settings.auto_migrate,
+                migrate_url=settings.migrate_database_url or None,
+                transaction_pooler=settings.db_transaction_pooler,
             )
         )
         if tracer is not None:
@@ -147,11 +163,19 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         mcp = await stack.enter_async_context(
             McpHub.open(mcp_servers, McpLimits.from_settings(settings))
         )
+        embedder = build_embedder(settings, tools_client)
         library = DocumentLibrary(
             SqlFileStore(db),
             LocalBlobStore(settings.data_dir / "files"),
-            build_embedder(settings, tools_client),
+            embedder,
             LibrarySettings.from_settings(settings),
+        )
+        tokens = TokenCounter()
+        memory_settings = MemorySettings.from_settings(settings)
+        user_memory = (
+            UserMemory(SqlUserMemory(db), embedder, tokens, memory_settings)
+            if memory_settings.enabled
+            else None
         )
         model = catalog.default
         # `default` last: the one hook the telemetry keeps telling is its own (a test's).
@@ -170,7 +194,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         core = AgentCore(
             model=model,
             store=store,
-            tokens=TokenCounter(),
+            tokens=tokens,
             http=tools_client,
             limits=AgentSettings.from_settings(settings),
             documents=library,
@@ -182,6 +206,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             unstored=unstored,
             models=catalog,
             approvals=ApprovalPolicy.from_settings(ApprovalSettings.from_settings(settings)),
+            user_memory=user_memory,
         )
         # Entered before the runs' shutdown is registered, so what the agents hold
         # closes after every run ended, though each is built at its first turn.
@@ -192,10 +217,22 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         tasks = built_tasks
         if tracer is not None and settings.redis_url:
             tasks = trace_tasks(built_tasks, tracer)
-        shared_logs = build_shared_logs(settings, tasks.claims, built_tasks, store.latest_status)
-        run_registry = RunRegistry(
-            tasks.claims, settings.task_ttl_seconds, settings.resume_retention_seconds, shared_logs
+        shared_logs = build_shared_logs(
+            settings, tasks.claims, built_tasks, store.latest_status, instance_id
         )
+        drain = Drain()
+        # Another instance can carry a turn on: with Redis, unless TURN_TAKEOVERS is 0.
+        movable = built_tasks.takeovers is not None and settings.turn_takeovers > 0
+        run_registry = RunRegistry(
+            tasks.claims,
+            settings.task_ttl_seconds,
+            settings.resume_retention_seconds,
+            shared_logs,
+            movable=movable,
+            drain=drain,
+        )
+        if built_tasks.takeovers is not None:
+            built_tasks.takeovers.on_lost(run_registry.lost)
         await tasks.backend.start(run_registry.stop)
         limits = AdjustedLimits(
             build_user_limits(settings), Rates.from_settings(settings), SqlUserLimits(db)
@@ -213,11 +250,40 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             agent.STOP_WAIT_SECONDS,
             telemetry,
             settings.max_starting_turns,
+            drain,
+        )
+        titles = SqlTitles(db)
+        projects = ProjectService(
+            SqlProjects(db),
+            titles,
+            store,
+            turns,
+            library,
+            catalog,
+            [entry.kind for entry in app.state.agents],
         )
         stack.push_async_callback(limits.close)
         stack.push_async_callback(tasks.backend.close)
+        dead = None
         if tasks.instances is not None:
-            dead = Sweeper(tasks.instances, store, settings.task_ttl_seconds)
+            successor = None
+            if movable and built_tasks.takeovers is not None:
+                successor = TurnSuccessor(
+                    agents,
+                    store,
+                    tasks.claims,
+                    built_tasks.takeovers,
+                    shared_logs,
+                    turns,
+                    projects,
+                    catalog,
+                    webhooks,
+                    drain,
+                    ttl=settings.task_ttl_seconds,
+                    limit=settings.turn_takeovers,
+                    memory_turns=settings.memory_max_turns,
+                )
+            dead = Sweeper(tasks.instances, store, settings.task_ttl_seconds, successor)
             dead.start()
             stack.push_async_callback(dead.close)
         stack.push_async_callback(shared_logs.close)
@@ -225,8 +291,13 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         # Closed after the runs are stopped and stored, so a call waiting on one is answered.
         app.state.mcp = McpSurface(lambda: app.state.services, app.state.agents)
         stack.push_async_callback(app.state.mcp.close)
-        stack.push_async_callback(run_registry.shutdown)
-        stack.push_async_callback(turns.shutdown)
+        # First at the end: queued turns leave, runs are handed over or stored, this
+        # instance resigns (Redis), open streams end; the SIGTERM drain does it sooner.
+        drainer = Drainer(
+            drain, settings.drain_seconds, run_registry, turns, dead, built_tasks.takeovers
+        )
+        stack.push_async_callback(drainer.shutdown)
+        stack.callback(drain_on_sigterm(drainer))
         made_keys = SqlAuthKeys(db)
         auth = await stack.enter_async_context(open_authenticator(settings, made_keys))
         streams = StreamService(
@@ -238,6 +309,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             webhooks,
             store,
             catalog,
+            projects,
         )
         schedule_service = ScheduleService(
             ScheduleSettings.from_settings(settings),
@@ -263,15 +335,18 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
             store=store,
-            titles=SqlTitles(db),
+            titles=titles,
             search=SqlTurnSearch(db),
             usage=SqlUsage(db),
             ratings=SqlRatings(db),
             shares=SqlShares(db, store),
+            preferences=SqlPreferences(db),
             tasks=tasks,
             runs=run_registry,
             turns=turns,
             streams=streams,
+            projects=projects,
+            memory=MemoryService(user_memory, projects),
             schedules=schedule_service,
             auth=auth,
             auth_keys=made_keys,
@@ -282,6 +357,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             mcp=mcp,
             webhooks=webhooks,
             push_configs=SqlPushConfigs(db),
+            drain=drain,
         )
         app.state.telemetry = telemetry
         # Stopped first at shutdown: no run starts while the parts runs need are closing.
@@ -295,6 +371,33 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         # The server's protocol reads it (api/head_timeout.py): the app is not called
         # before a request's head is complete, so it cannot time that itself.
         yield {HEAD_TIMEOUT_KEY: settings.request_head_timeout_seconds}
+
+
+def drain_on_sigterm(drainer: Drainer) -> Callable[[], object]:
+    """Under uvicorn, SIGTERM drains first (`DRAIN_SECONDS`), then uvicorn shuts down; what
+    undoes it.
+
+    uvicorn stops accepting at SIGTERM and waits for open connections before the lifespan
+    ends, so the drain cannot wait for the lifespan: it starts from the signal itself, and
+    hands the signal on to uvicorn once it is over. Under another server (or none: tests)
+    the lifespan's end does the drain's work without the grace.
+    """
+    current = signal.getsignal(signal.SIGTERM)
+    served = sys.modules.get("uvicorn.server")  # imported by uvicorn when it serves us
+    server = getattr(current, "__self__", None)
+    if served is None or not isinstance(server, served.Server) or not callable(current):
+        return lambda: None
+    loop = asyncio.get_running_loop()
+    exit_server = current
+
+    def on_sigterm(sig: int, frame: FrameType | None) -> None:
+        loop.call_soon_threadsafe(drainer.begin, lambda: exit_server(sig, frame))
+
+    try:
+        signal.signal(signal.SIGTERM, on_sigterm)
+    except ValueError:  # not the main thread: uvicorn's own handling stays
+        return lambda: None
+    return lambda: signal.signal(signal.SIGTERM, current)
 
 
 async def _mark_orphans(store: SqlSessionStore, settings: Settings) -> None:
@@ -340,6 +443,12 @@ def create_app(
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
+    if settings.migrates_through_pooler():
+        raise ValueError(
+            "DB_TRANSACTION_POOLER=true: migrations need a direct connection. Set"
+            " MIGRATE_DATABASE_URL to the database's own address, or set AUTO_MIGRATE=false"
+            " and run `alembic upgrade head` on it as a deploy step (docs/operate/scaling.md)"
+        )
     # Checked now, so a bad catalog stops the service before it serves (a ValueError).
     app.state.catalog = read_catalog(settings)
     check_auth_settings(settings)
@@ -392,7 +501,10 @@ def create_app(
     app.include_router(files.router)
     app.include_router(metrics.router)
     app.include_router(usage.router)
+    app.include_router(memory.router)
+    app.include_router(projects.router)
     app.include_router(auth_keys.router)
+    app.include_router(preferences.router)
     app.include_router(admin.router)
     app.include_router(schedules.router)
     app.include_router(schedules.admin_router)

@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.harness import FULL, QUICK, Bench, Sizes, Target
+from bench.harness import FULL, QUICK, Bench, Sizes, Target, rotated
 from bench.procs import raise_open_files_limit
 from bench.servers import DEFAULT_REDIS_URL, delete_redis_keys, postgres
 from bench.table import BURST_RELAY, burst_lines, burst_summary
@@ -63,9 +63,8 @@ def rounds(
     burst = burst_of(bench.sizes)
     out: dict[str, Any] = {"burst": list(burst), "rounds": []}
     for index in range(count):
-        shift = index % len(only)
         figures: dict[str, dict[str, Any]] = {}
-        for name in only[shift:] + only[:shift]:
+        for name in rotated(only, index):
             print(f"burst round {index + 1}: {name} ...", file=sys.stderr, flush=True)
             with bench.alone():
                 report = one_burst(bench, _start(bench, name, database_url, redis_url), burst)

@@ -125,6 +125,7 @@ async def redis_turns(url: str, prefix: str, turns: int, concurrency: int) -> fl
         url,
         prefix,
         tasks.claims,
+        instance_id="floor",
         releaser=tasks.batch_release,
         ttl=30,
         retention=60,

@@ -21,12 +21,13 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from app.api.head_timeout import UVICORN_FLAGS
 from bench.procs import free_port, proc_stat
 
 ROOT = Path(__file__).resolve().parents[1]
+T = TypeVar("T")
 
 SERVED_AS = UVICORN_FLAGS
 """The service's uvicorn flag in scripts/run and the Dockerfile (beside host, port and the
@@ -50,6 +51,10 @@ class Sizes:
     stops: int
     floor_turns: int
     """Turns of storage and Redis work alone (bench.floor)."""
+    closed_loop: tuple[int, int]
+    """(clients, turns in all) of issue 59's load: each client runs turns back to back."""
+    closed_loop_tokens: int
+    closed_loop_delay_ms: float
 
 
 FULL = Sizes(
@@ -63,6 +68,9 @@ FULL = Sizes(
     wide_tokens=100,
     stops=30,
     floor_turns=2000,
+    closed_loop=(50, 2000),
+    closed_loop_tokens=20,
+    closed_loop_delay_ms=2,
 )
 QUICK = Sizes(
     first_event=((1, 3), (5, 10), (10, 20)),
@@ -75,7 +83,20 @@ QUICK = Sizes(
     wide_tokens=10,
     stops=3,
     floor_turns=20,
+    closed_loop=(5, 20),
+    closed_loop_tokens=5,
+    closed_loop_delay_ms=2,
 )
+
+
+def rotated(items: Sequence[T], rep: int) -> list[T]:
+    """The order of repetition `rep` (from 0): A B C, then B C A, then C A B.
+
+    Each target takes each place in turn, so a slow minute of the machine
+    does not always fall on the same one (bench.run's repetitions, bench.burst's rounds).
+    """
+    shift = rep % len(items) if items else 0
+    return [*items[shift:], *items[:shift]]
 
 
 @dataclass(slots=True)
@@ -184,7 +205,26 @@ class Bench:
         url, pid = self.uvicorn(name, "bench.proxy:app", env)
         return Target(name, "proxy", url, pid, "")
 
-    def start_service(self, name: str, database_url: str, redis_url: str, httpx: str) -> Target:
+    def start_typical_proxy(self, name: str) -> Target:
+        env = {"BENCH_UPSTREAM_URL": self.upstream_url + "/v1"}
+        url, pid = self.uvicorn(name, "bench.typical_proxy:app", env)
+        return Target(name, "proxy", url, pid, "")
+
+    def start_service(
+        self,
+        name: str,
+        database_url: str,
+        redis_url: str,
+        httpx: str,
+        *,
+        extra_env: dict[str, str] | None = None,
+        across: bool = True,
+    ) -> Target:
+        """The service on `database_url` and `redis_url` ("": the in-process registry).
+
+        With Redis and `across`, a second instance beside it, where stops are sent
+        across instances. `extra_env` adds to the service's environment.
+        """
         env = {
             "DATABASE_URL": database_url,
             "REDIS_URL": redis_url,
@@ -202,11 +242,12 @@ class Bench:
             "DATA_DIR": str(self.workdir / name.replace(" ", "-")),
             "LOG_LEVEL": "WARNING",
             "BENCH_HTTPX": httpx,
+            **(extra_env or {}),
         }
         module = "bench.service:bench_app"
         url, pid = self.uvicorn(name, module, env, SERVED_AS)
         target = Target(name, "service", url, pid, "", {"same": url}, counts_statements=True)
-        if redis_url:
+        if redis_url and across:
             second = env | {"AUTO_MIGRATE": "0"}
             other, _ = self.uvicorn(f"{name}-b", module, second, SERVED_AS)
             target.stop_urls["across"] = other
@@ -223,8 +264,12 @@ class Bench:
         timeout: float,
         stop_url: str = "",
         sample_rss: bool = False,
+        options: Sequence[str] = (),
     ) -> dict[str, Any]:
-        """One load-generator run against `target`, with the server's CPU and memory around it."""
+        """One load-generator run against `target`, with the server's CPU and memory around it.
+
+        `options`: more of bench.loadgen's flags (`--timings`, `--path ...`).
+        """
         argv = [
             sys.executable,
             "-m",
@@ -246,6 +291,7 @@ class Bench:
             argv += ["--path", target.path]
         if stop_url:
             argv += ["--stop-url", stop_url]
+        argv += options
         statements = self.statements(target)
         before = proc_stat(target.pid)
         peak = before.rss_bytes
@@ -303,6 +349,9 @@ class Bench:
             sizes.first_event, self.first_events(target, sizes.first_event), strict=True
         ):
             results[f"first_event_{concurrency}"] = report
+        self.configure_upstream(sizes.closed_loop_tokens, sizes.closed_loop_delay_ms)
+        clients, turns = sizes.closed_loop
+        results["closed_loop"] = self.load(target, concurrency=clients, streams=turns, timeout=180)
         self.configure_upstream(sizes.saturation_tokens, 0)
         concurrency, streams = sizes.saturation
         results["saturation"] = self.load(

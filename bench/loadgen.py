@@ -15,6 +15,12 @@ What it times, per stream, from the moment the request is written:
   that arrive in one read have a gap of zero);
 - the end: a `complete` event (its `status` is tallied) and the end of the body.
 
+With `--timings` the report also lists each stream's send and first model
+event on the wall clock (the one OpenTelemetry stamps spans with), and with
+`--traceparent` each request carries a W3C `traceparent` whose trace id is
+the stream's number plus one, so a traced server's spans of that stream can
+be found (bench.startbreakdown).
+
 With `--stop-url` it measures stops instead: one stream at a time is opened,
 and once its first model event arrives a stop for its conversation is sent
 to `--stop-url` (the same instance, or another); the figure is the time from
@@ -56,6 +62,7 @@ class StreamFailed(Exception):
 class Stream:
     """One request's timings; times are `time.perf_counter()` seconds."""
 
+    index: int = -1
     sent: float = 0.0
     first_event: float | None = None
     first_token: float | None = None
@@ -166,8 +173,11 @@ def _status(frame: bytes) -> str:
     return str(orjson.loads(data).get("status"))
 
 
-def http_request(method: str, host: str, target: str, body: bytes = b"") -> bytes:
+def http_request(
+    method: str, host: str, target: str, body: bytes = b"", extra_head: str = ""
+) -> bytes:
     head = f"{method} {target} HTTP/1.1\r\nHost: {host}\r\nAccept: text/event-stream\r\n"
+    head += extra_head
     if body:
         head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
     return head.encode() + b"\r\n" + body
@@ -198,6 +208,13 @@ class Report:
     """Any event, the service's `start` included: the time its set-up takes before the model."""
     gap_ms: dict[str, float]
     stop_ms: dict[str, float] | None = None
+    timings: list[tuple[int, float, float]] | None = None
+    """With `--timings`: (stream number, sent, first model event), wall-clock seconds."""
+
+
+def traceparent(index: int) -> str:
+    """The W3C trace context of stream `index`: trace id index + 1 (never all zeros)."""
+    return f"traceparent: 00-{index + 1:032x}-{1:016x}-01\r\n"
 
 
 def percentiles(values: list[float]) -> dict[str, float]:
@@ -225,6 +242,8 @@ class Load:
         self.results: list[Stream] = []
         self.errors: Counter[str] = Counter()
         self.stops: list[float] = []
+        self.wall_offset = time.time() - time.perf_counter()
+        """Added to a `perf_counter()` reading, the wall-clock time of that moment."""
 
     def take(self) -> int | None:
         if self.next_index >= self.args.streams:
@@ -232,18 +251,21 @@ class Load:
         self.next_index += 1
         return self.next_index - 1
 
-    def target(self, index: int) -> str:
-        return str(self.args.path.format(n=index, run=self.args.run_id))
+    def target(self, index: int, client: int) -> str:
+        return str(self.args.path.format(n=index, run=self.args.run_id, client=client))
 
-    async def worker(self) -> None:
+    async def worker(self, client: int) -> None:
         conn: Connection | None = None
         try:
             while (index := self.take()) is not None:
                 try:
                     if conn is None or conn.closed:
                         conn = await connect(self.args.url, self.marker)
-                    raw = http_request(self.method, self.host, self.target(index), self.body)
+                    target = self.target(index, client)
+                    extra = traceparent(index) if self.args.traceparent else ""
+                    raw = http_request(self.method, self.host, target, self.body, extra)
                     stream = await conn.request(raw)
+                    stream.index = index
                 except (OSError, StreamFailed) as exc:
                     self.errors[str(exc) or type(exc).__name__] += 1
                     if conn is not None:
@@ -292,7 +314,8 @@ class Load:
         if self.args.stop_url:
             jobs = [self.stopper()]
         else:
-            jobs = [self.worker() for _ in range(min(self.args.concurrency, self.args.streams))]
+            clients = min(self.args.concurrency, self.args.streams)
+            jobs = [self.worker(client) for client in range(clients)]
         tasks = [asyncio.ensure_future(job) for job in jobs]
         _, pending = await asyncio.wait(tasks, timeout=self.args.timeout)
         for task in pending:
@@ -329,6 +352,13 @@ class Load:
             ),
             gap_ms=percentiles([g for s in results for g in s.gaps]),
             stop_ms=percentiles(self.stops) if self.args.stop_url else None,
+            timings=[
+                (s.index, s.sent + self.wall_offset, s.first_token + self.wall_offset)
+                for s in results
+                if s.first_token is not None
+            ]
+            if self.args.timings
+            else None,
         )
 
 
@@ -350,13 +380,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--path",
         default="/agent/chat/stream?query=hi&conversationId={run}-{n}",
-        help="request target; {n} is the stream's number, {run} the --run-id",
+        help="request target; {n} is the stream's number, {client} the client's (the"
+        " worker running it), {run} the --run-id",
     )
     parser.add_argument("--run-id", default="bench")
     parser.add_argument("--concurrency", type=int, default=1)
     parser.add_argument("--streams", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--stop-url", default="", help="measure stops sent to this base URL")
+    parser.add_argument(
+        "--timings", action="store_true", help="report each stream's wall-clock timings"
+    )
+    parser.add_argument(
+        "--traceparent", action="store_true", help="send each stream's own W3C traceparent"
+    )
     return parser.parse_args(argv)
 
 

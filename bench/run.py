@@ -1,16 +1,19 @@
 """Run the whole benchmark on this machine and print the figures table (bench/README.md).
 
-    .venv/bin/python -m bench.run            # the full run, a few minutes
-    .venv/bin/python -m bench.run --quick    # tiny sizes: checks that everything runs
+    .venv/bin/python -m bench.run            # the full run: three repetitions
+    .venv/bin/python -m bench.run --quick    # tiny sizes, one repetition: checks that it runs
 
 Everything listens on 127.0.0.1 and runs in a process of its own: the fake
-upstream, the bare proxy, the service (one uvicorn worker) on PostgreSQL and
-Redis plus a second instance for cross-instance stops, the service on its
-embedded defaults (SQLite, in-process registry), and the load generator.
-PostgreSQL and Redis are set up and cleaned up by `bench.servers`.
+upstream, the two yardsticks (the lean relay, `bench.proxy`, and the typical
+FastAPI SSE proxy, `bench.typical_proxy`), the service (one uvicorn worker) on
+PostgreSQL and Redis plus a second instance for cross-instance stops, the
+service on its embedded defaults (SQLite, in-process registry), and the load
+generator. PostgreSQL and Redis are set up and cleaned up by `bench.servers`.
 
 Each target is started, measured alone and stopped before the next one
-starts; the upstream runs throughout. Server CPU and memory come
+starts; the upstream runs throughout. Every column is measured `--reps`
+times, the order rotating between repetitions, and the table gives each
+figure's median with its spread (min-max). Server CPU and memory come
 from `/proc/<pid>/stat` around each scenario; memory per open stream is the
 peak RSS while 1,000 streams are open, less the RSS before, divided by 1,000.
 Then the first burst, on a server started afresh for each of several rounds
@@ -31,19 +34,21 @@ from pathlib import Path
 from typing import Any
 
 from bench import burst, startup
-from bench.harness import FULL, QUICK, Bench, Sizes
+from bench.harness import FULL, QUICK, Bench, Sizes, Target, rotated
 from bench.procs import raise_open_files_limit
 from bench.servers import DEFAULT_REDIS_URL, delete_redis_keys, postgres
-from bench.table import attach_burst, attach_startup, print_report
+from bench.table import TYPICAL, print_report
 
 
 def columns(compare_httpx: bool) -> list[tuple[str, str, str]]:
     """(column name, what runs, HTTP client) in table order.
 
-    The proxy runs on both clients: httpx is the issue's yardstick, httpx2 the
-    service's own client, so each service column has a proxy on its client.
+    The lean relay runs on both clients: httpx is the issue's yardstick, httpx2 the
+    service's own client, so each service column has a relay on its client. The
+    typical proxy (bench/typical_proxy.py) is issue 59's yardstick, on httpx2.
     """
     out = [("proxy", "proxy", "httpx"), ("proxy (httpx2)", "proxy", "httpx2")]
+    out.append((TYPICAL, "typical", "httpx2"))
     out.append(("service", "service", "httpx2"))
     if compare_httpx:
         out.append(("service (httpx)", "service", "httpx"))
@@ -54,6 +59,7 @@ def columns(compare_httpx: bool) -> list[tuple[str, str, str]]:
 def run(
     sizes: Sizes,
     *,
+    reps: int = 1,
     compare_httpx: bool = False,
     only: frozenset[str] = frozenset(),
     postgres_url: str | None = None,
@@ -62,45 +68,57 @@ def run(
     burst_rounds: int = 0,
     startup_runs: int = 0,
 ) -> dict[str, Any]:
-    """Measure every column and return the raw results (`bench.table` prints them).
+    """Measure every column `reps` times and return the raw results (`bench.table` prints them).
 
-    Then, with `burst_rounds`, the first burst on a fresh server round after round
+    Each repetition measures every column once, each on a server started afresh,
+    in an order that rotates from one repetition to the next (`rotated`); the
+    upstream is measured in each too, as the base of that repetition's "added"
+    figures, and the floor after the first service column of each. Then, with
+    `burst_rounds`, the first burst on a fresh server round after round
     (bench.burst), and with `startup_runs`, a worker's start-up (bench.startup).
     """
     raise_open_files_limit()
-    results: dict[str, Any] = {"sizes": asdict(sizes), "targets": {}, "clients": {}}
+    chosen = [
+        column
+        for column in columns(compare_httpx)
+        if not only or column[0] in only or column[1] in only
+    ]
+    results: dict[str, Any] = {
+        "sizes": asdict(sizes),
+        "columns": ["upstream", *(name for name, _, _ in chosen)],
+        "clients": {name: client for name, _, client in chosen},
+        "reps": [],
+        "floors": [],
+    }
     with tempfile.TemporaryDirectory(prefix="dodo-bench-") as tmp:
         bench = Bench(sizes, Path(tmp))
         try:
             with postgres(bench.run_id, postgres_url) as database_url:
-                results["targets"]["upstream"] = bench.measure(bench.start_upstream())
-                for name, kind, client in columns(compare_httpx):
-                    if only and name not in only and kind not in only:
-                        continue
-                    with bench.alone():
-                        if kind == "proxy":
-                            target = bench.start_proxy(name, client)
-                        elif kind == "service":
-                            target = bench.start_service(name, database_url, redis_url, client)
-                        else:
-                            sqlite_url = f"sqlite+aiosqlite:///{tmp}/embedded.db"
-                            target = bench.start_service(name, sqlite_url, "", client)
-                        results["targets"][name] = bench.measure(target)
-                        results["clients"][name] = client
-                    if kind == "service" and "floor" not in results:
-                        results["floor"] = bench.floor(database_url, redis_url)
-                measured = tuple(name for name in burst.TARGETS if name in results["targets"])
-                if burst_rounds and measured:
+                upstream = bench.start_upstream()
+                for rep in range(reps):
+                    measured: dict[str, Any] = {}
+                    results["reps"].append(measured)
+                    floored = False
+                    for name, kind, client in rotated([("upstream", "upstream", ""), *chosen], rep):
+                        if kind == "upstream":
+                            measured[name] = bench.measure(upstream)
+                            continue
+                        with bench.alone():
+                            target = _start(bench, name, kind, client, database_url, redis_url)
+                            measured[name] = bench.measure(target)
+                        if kind == "service" and not floored:
+                            results["floors"].append(bench.floor(database_url, redis_url))
+                            floored = True
+                burst_targets = tuple(name for name in burst.TARGETS if name in results["clients"])
+                if burst_rounds and burst_targets:
                     results["burst"] = burst.rounds(
-                        bench, burst_rounds, measured, database_url, redis_url
+                        bench, burst_rounds, burst_targets, database_url, redis_url
                     )
-                    attach_burst(results)
         finally:
             bench.stop()
             delete_redis_keys(redis_url, f"bench-{bench.run_id}:")
-        if startup_runs and "service (embedded)" in results["targets"]:
-            results["startup"] = startup.measure(startup_runs)
-            attach_startup(results)
+        if startup_runs and "service (embedded)" in results["clients"]:
+            results["startup"] = startup.measure_runs(startup_runs)
         results["tracebacks"] = sum(
             log.read_text(errors="replace").count("Traceback") for log in Path(tmp).glob("*.log")
         )
@@ -111,9 +129,29 @@ def run(
     return results
 
 
+def _start(
+    bench: Bench, name: str, kind: str, client: str, database_url: str, redis_url: str
+) -> Target:
+    if kind == "proxy":
+        return bench.start_proxy(name, client)
+    if kind == "typical":
+        return bench.start_typical_proxy(name)
+    if kind == "service":
+        return bench.start_service(name, database_url, redis_url, client)
+    # One file for every repetition, as the PostgreSQL column keeps its database.
+    sqlite_url = f"sqlite+aiosqlite:///{bench.workdir}/embedded.db"
+    return bench.start_service(name, sqlite_url, "", client)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny sizes, a smoke test")
+    parser.add_argument(
+        "--reps",
+        type=int,
+        help="times each column is measured, the order rotating between repetitions"
+        " (default 3, 1 with --quick)",
+    )
     parser.add_argument(
         "--httpx", action="store_true", help="also run the service on httpx instead of httpx2"
     )
@@ -122,7 +160,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--only",
         default="",
-        help="comma-separated columns or kinds (proxy, service, embedded) to measure;"
+        help="comma-separated columns or kinds (proxy, typical, service, embedded) to measure;"
         " the upstream is always measured",
     )
     parser.add_argument(
@@ -142,6 +180,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, signal.default_int_handler)
     results = run(
         sizes,
+        reps=(1 if args.quick else 3) if args.reps is None else args.reps,
         compare_httpx=args.httpx,
         only=frozenset(name for name in args.only.split(",") if name),
         postgres_url=os.environ.get("BENCH_POSTGRES_URL"),

@@ -69,12 +69,18 @@ def _rows(turns: int, users: int, seed: int) -> Iterator[list[dict[str, Any]]]:
     rng = random.Random(seed)
     now = datetime.now(UTC)
     batch: list[dict[str, Any]] = []
+    # Each conversation one path, as the service writes it: a turn follows the one before
+    # (without, each turn would be a version of the first question, and one search hit).
+    last: dict[tuple[str, str], int] = {}
     for n in range(turns):
         question, answer = _texts(rng)
+        place = (f"c{n // TURNS_PER_CONVERSATION}", f"user-{n % users}")
         batch.append(
             {
-                "session_id": f"c{n // TURNS_PER_CONVERSATION}",
-                "user_id": f"user-{n % users}",
+                "id": n + 1,
+                "parent_id": last.get(place),
+                "session_id": place[0],
+                "user_id": place[1],
                 "agent_type": "chat",
                 "question": question,
                 "answer": answer,
@@ -83,6 +89,7 @@ def _rows(turns: int, users: int, seed: int) -> Iterator[list[dict[str, Any]]]:
                 "update_time": now,
             }
         )
+        last[place] = n + 1
         if len(batch) == BATCH:
             yield batch
             batch = []

@@ -19,7 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -30,16 +30,17 @@ _PG_SETTINGS = ("max_connections=400", "shared_buffers=128MB", "listen_addresses
 
 
 @contextlib.contextmanager
-def postgres(run_id: str, url: str | None = None) -> Iterator[str]:
+def postgres(run_id: str, url: str | None = None, settings: Sequence[str] = ()) -> Iterator[str]:
     """An empty database for the run; yields its SQLAlchemy URL.
 
-    In the server at `url` when given, else in a private server.
+    In the server at `url` when given, else in a private server started with
+    `settings` (`name=value`) beside the benchmark's own.
     """
     if url:
-        with _database_in(url, f"dodo_bench_{run_id}") as database:
+        with database_in(url, f"dodo_bench_{run_id}") as database:
             yield database
         return
-    with _private_server() as server:
+    with _private_server(settings) as server:
         yield server
 
 
@@ -54,7 +55,7 @@ def _bindir() -> Path:
 
 
 @contextlib.contextmanager
-def _private_server() -> Iterator[str]:
+def _private_server(extra: Sequence[str]) -> Iterator[str]:
     bindir = _bindir()
     # initdb refuses to run as root; as root, the server runs as the `postgres` user.
     user = "postgres" if os.geteuid() == 0 else None
@@ -73,7 +74,7 @@ def _private_server() -> Iterator[str]:
             capture_output=True,
             user=user,
         )
-        settings = [arg for s in _PG_SETTINGS for arg in ("-c", s)]
+        settings = [arg for s in (*_PG_SETTINGS, *extra) for arg in ("-c", s)]
         server = subprocess.Popen(
             [
                 *(str(bindir / "postgres"), "-D", str(folder / "data"), "-p", str(port)),
@@ -111,7 +112,7 @@ def _wait_ready(bindir: Path, port: int, server: subprocess.Popen[bytes]) -> Non
 
 
 @contextlib.contextmanager
-def _database_in(server_url: str, name: str) -> Iterator[str]:
+def database_in(server_url: str, name: str) -> Iterator[str]:
     asyncio.run(_admin(server_url, f'CREATE DATABASE "{name}"'))
     try:
         yield urlunsplit(urlsplit(server_url)._replace(path=f"/{name}"))

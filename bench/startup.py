@@ -122,6 +122,15 @@ def service_env(data_dir: Path, upstream: str) -> dict[str, str]:
 
 
 def measure(runs: int) -> dict[str, dict[str, float]]:
+    """Each figure's median over `runs` cold starts, for the service and the relay."""
+    return {
+        name: {key: statistics.median(values) for key, values in rows.items() if values}
+        for name, rows in measure_runs(runs).items()
+    }
+
+
+def measure_runs(runs: int) -> dict[str, dict[str, list[float]]]:
+    """Every cold start's figures, for the service and the relay (`bench.run` keeps them all)."""
     figures: dict[str, dict[str, list[float]]] = {
         name: {"import_s": [], "import_mb": [], "health_s": [], "rest_mb": [], "turns_mb": []}
         for name in ("service", "relay")
@@ -161,7 +170,7 @@ def measure(runs: int) -> dict[str, dict[str, float]]:
         upstream.terminate()
         upstream.wait(timeout=10)
     return {
-        name: {key: statistics.median(values) for key, values in rows.items() if values}
+        name: {key: values for key, values in rows.items() if values}
         for name, rows in figures.items()
     }
 

@@ -2,15 +2,21 @@
 
 Kept apart from the run so the table can be printed again from a saved
 `--json` file (`python -m bench.table results.json`) and so the arithmetic
-of each figure sits in one place, next to its label.
+of each figure sits in one place, next to its label. Each figure is the
+median of its samples (the run's repetitions; the first burst's rounds; the
+cold starts) with their spread (min-max); each target is judged on the
+median. `python -m bench.table a.json b.json --agree` says, figure by figure,
+whether two runs agree: each one's median within the other's spread.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +33,16 @@ BURST_RELAY = "proxy (httpx2)"
 """What the first burst is measured against: the relay on the service's own HTTP client."""
 BURST_TARGET = 1.0
 """Issue 43: the first event's p99 under the first burst no later than the relay's."""
-Figure = Callable[[Result, Result], tuple[float, ...] | None]
-"""(the target's results, the upstream's results) -> one or two numbers, or None (n/a)."""
+TYPICAL = "typical proxy"
+"""Issue 59's yardstick (bench/typical_proxy.py): the service's first token is held to it."""
+TYPICAL_TARGET = 1.3
+"""Issue 59: the first token's p50 under the closed loop at most this many times the typical's."""
+Values = tuple[float, ...]
+Figure = Callable[[Result, Result], Values | None]
+"""(the target's results, the upstream's results), of one repetition -> one or two
+numbers, or None (n/a)."""
+Sampler = Callable[[Result, str], list[Values]]
+"""(a run's results, a column) -> every sample of one figure for that column."""
 
 
 def _pair(report: Result | None, key: str) -> tuple[float, ...] | None:
@@ -50,6 +64,14 @@ def added_first_event(concurrency: int) -> Figure:
         return tuple(m - b for m, b in zip(mine, base, strict=True))
 
     return figure
+
+
+def closed_loop_first_token(r: Result, _: Result) -> tuple[float, ...] | None:
+    return _pair(r.get("closed_loop"), "first_token_ms")
+
+
+def closed_loop_turns(r: Result, _: Result) -> tuple[float, ...]:
+    return (r["closed_loop"]["turns_per_second"],)
 
 
 def turns_per_second(r: Result, _: Result) -> tuple[float, ...]:
@@ -112,19 +134,43 @@ def statements_per_turn(r: Result, _: Result) -> tuple[float, ...] | None:
     return (writes / turns, (sum(counts.values()) - writes) / turns)
 
 
-def first_burst(r: Result, _: Result) -> tuple[float, ...] | None:
-    burst = r.get("burst")
-    return None if burst is None else (burst["p50"], burst["p99"])
+def per_rep(figure: Figure) -> Sampler:
+    """The figure in each repetition that measured the column, against its upstream there."""
+
+    def sampler(results: Result, name: str) -> list[Values]:
+        samples = []
+        for rep in results["reps"]:
+            if name in rep:
+                values = _safe(figure, rep[name], rep["upstream"])
+                if values is not None:
+                    samples.append(values)
+        return samples
+
+    return sampler
 
 
-def startup_figure(*keys: str) -> Figure:
-    def figure(r: Result, _: Result) -> tuple[float, ...] | None:
-        measured = r.get("startup")
-        if measured is None or any(key not in measured for key in keys):
-            return None
-        return tuple(measured[key] for key in keys)
+def burst_rounds(results: Result, name: str) -> list[Values]:
+    """Each round's first burst p50 and p99 (bench.burst): a fresh server each round."""
+    burst = results.get("burst")
+    if burst is None:
+        return []
+    return [(r[name]["p50"], r[name]["p99"]) for r in burst["rounds"] if name in r]
 
-    return figure
+
+STARTUP_COLUMNS = {"service (embedded)": "service", BURST_RELAY: "relay"}
+"""The start-up is measured on the embedded defaults, beside the relay on httpx2."""
+
+
+def startup_runs(*keys: str) -> Sampler:
+    """Each cold start's figures (bench.startup)."""
+
+    def sampler(results: Result, name: str) -> list[Values]:
+        runs = results.get("startup", {}).get(STARTUP_COLUMNS.get(name, ""), {})
+        if any(key not in runs for key in keys):
+            return []
+        return [tuple(values) for values in zip(*(runs[key] for key in keys), strict=True)]
+
+    return sampler
 
 
 def burst_summary(burst: Result) -> dict[str, dict[str, float]]:
@@ -158,52 +204,81 @@ def burst_lines(summary: dict[str, dict[str, float]]) -> list[str]:
     return out
 
 
-def attach_burst(results: Result) -> None:
-    """Each measured column gets its burst medians, for the table's row."""
-    for name, row in burst_summary(results["burst"]).items():
-        if name in results["targets"]:
-            results["targets"][name]["burst"] = row
-
-
-def attach_startup(results: Result) -> None:
-    """The start-up is measured on the embedded defaults, beside the relay on httpx2."""
-    measured = results["startup"]
-    for name, key in (("service (embedded)", "service"), (BURST_RELAY, "relay")):
-        if name in results["targets"]:
-            results["targets"][name]["startup"] = measured[key]
-
-
-def figures(sizes: Result) -> list[tuple[str, Figure]]:
-    rows: list[tuple[str, Figure]] = []
+def rows(sizes: Result) -> list[tuple[str, Sampler]]:
+    """The table's rows: each label with where its samples come from."""
+    out: list[tuple[str, Sampler]] = []
     wide = sizes["wide"]
     for concurrency, _ in sizes["first_event"]:
         label = f"first event, {concurrency} concurrent: p50 / p99 ms"
-        rows.append((label, first_event(concurrency)))
-        rows.append(("  added to the upstream's: p50 / p99 ms", added_first_event(concurrency)))
-    rows += [
-        ("saturation (no delay): turns/s", turns_per_second),
-        ("  events/s", events_per_second),
-        ("  server CPU s per 1,000 events", cpu_per_1000_events),
-        ("  server CPU ms per turn", cpu_ms_per_turn),
+        out.append((label, per_rep(first_event(concurrency))))
+        out.append(
+            ("  added to the upstream's: p50 / p99 ms", per_rep(added_first_event(concurrency)))
+        )
+    clients, _ = sizes["closed_loop"]
+    shape = f"{sizes['closed_loop_tokens']} chunks {sizes['closed_loop_delay_ms']:g} ms apart"
+    out += [
+        (
+            f"closed loop, {clients} clients, {shape}: first token p50 / p99 ms",
+            per_rep(closed_loop_first_token),
+        ),
+        ("  turns/s", per_rep(closed_loop_turns)),
+        ("saturation (no delay): turns/s", per_rep(turns_per_second)),
+        ("  events/s", per_rep(events_per_second)),
+        ("  server CPU s per 1,000 events", per_rep(cpu_per_1000_events)),
+        ("  server CPU ms per turn", per_rep(cpu_ms_per_turn)),
         (
             f"saturation, {sizes['long_answers'][1]}-token answers: turns/s",
-            long_turns_per_second,
+            per_rep(long_turns_per_second),
         ),
-        (f"{wide} streams, {sizes['delay_ms']:g} ms/token: completed", wide_completed),
-        ("  first event p50 / p99 ms", wide_first_event),
-        ("  p99 gap between events ms", wide_gap),
-        ("  p99 gap above the upstream's ms", wide_gap_above_upstream),
-        ("  memory per open stream KiB", memory_per_stream),
-        ("stop to complete, same instance: p50 / p99 ms", stop("same")),
-        ("stop to complete, across instances: p50 / p99 ms", stop("across")),
-        ("SQL statements per turn: writes / reads", statements_per_turn),
-        ("first burst, fresh server, median of the rounds: p50 / p99 ms", first_burst),
-        ("start-up: import app.main s / MB peak RSS", startup_figure("import_s", "import_mb")),
-        ("  start to /health s", startup_figure("health_s")),
-        ("  at rest MB RSS", startup_figure("rest_mb")),
-        ("  after a turn of each kind MB RSS", startup_figure("turns_mb")),
+        (f"{wide} streams, {sizes['delay_ms']:g} ms/token: completed", per_rep(wide_completed)),
+        ("  first event p50 / p99 ms", per_rep(wide_first_event)),
+        ("  p99 gap between events ms", per_rep(wide_gap)),
+        ("  p99 gap above the upstream's ms", per_rep(wide_gap_above_upstream)),
+        ("  memory per open stream KiB", per_rep(memory_per_stream)),
+        ("stop to complete, same instance: p50 / p99 ms", per_rep(stop("same"))),
+        ("stop to complete, across instances: p50 / p99 ms", per_rep(stop("across"))),
+        ("SQL statements per turn: writes / reads", per_rep(statements_per_turn)),
+        ("first burst, fresh server, median of the rounds: p50 / p99 ms", burst_rounds),
+        ("start-up: import app.main s / MB peak RSS", startup_runs("import_s", "import_mb")),
+        ("  start to /health s", startup_runs("health_s")),
+        ("  at rest MB RSS", startup_runs("rest_mb")),
+        ("  after a turn of each kind MB RSS", startup_runs("turns_mb")),
     ]
-    return rows
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """A figure's samples for one column: the median and the spread of each number."""
+
+    median: Values
+    low: Values
+    high: Values
+    count: int
+
+    def holds(self, values: Values) -> list[bool]:
+        """For each number, whether `values` lies within this spread."""
+        return [
+            low <= value <= high
+            for value, low, high in zip(values, self.low, self.high, strict=True)
+        ]
+
+
+def summarize(samples: Sequence[Values]) -> Summary | None:
+    if not samples:
+        return None
+    columns = list(zip(*samples, strict=True))
+    return Summary(
+        tuple(statistics.median(c) for c in columns),
+        tuple(min(c) for c in columns),
+        tuple(max(c) for c in columns),
+        len(samples),
+    )
+
+
+def median(results: Result, name: str, sampler: Sampler) -> Values | None:
+    summary = summarize(sampler(results, name))
+    return None if summary is None else summary.median
 
 
 def _fmt(value: float) -> str:
@@ -214,22 +289,34 @@ def _fmt(value: float) -> str:
     return f"{value:.2f}"
 
 
-def _cell(values: tuple[float, ...] | None) -> str:
-    return "—" if values is None else " / ".join(_fmt(v) for v in values)
+def _cell(summary: Summary | None) -> str:
+    """The median; with more than one sample, its spread beside it: `27.2 [25.0–30.1]`."""
+    if summary is None:
+        return "—"
+    if summary.count == 1:
+        return " / ".join(_fmt(v) for v in summary.median)
+    return " / ".join(
+        f"{_fmt(m)} [{_fmt(lo)}–{_fmt(hi)}]"
+        for m, lo, hi in zip(summary.median, summary.low, summary.high, strict=True)
+    )
 
 
-def _ratio(values: tuple[float, ...] | None, base: tuple[float, ...] | None) -> str:
+def _ratio(values: Values | None, base: Values | None) -> str:
     if values is None or base is None:
         return "—"
     return " / ".join(f"{v / b:.2f}" if b else "—" for v, b in zip(values, base, strict=True))
 
 
-def yardstick(name: str, clients: dict[str, str]) -> str | None:
-    """The proxy a service column is compared with: the one on the same HTTP client.
+def _is_yardstick(name: str) -> bool:
+    return name.startswith("proxy") or name == TYPICAL
 
-    None for the upstream and the proxies themselves, and when no such proxy ran.
+
+def yardstick(name: str, clients: dict[str, str]) -> str | None:
+    """The lean relay a service column is compared with: the one on the same HTTP client.
+
+    None for the upstream and the proxies themselves, and when no such relay ran.
     """
-    if name.startswith("proxy") or name not in clients:
+    if _is_yardstick(name) or name not in clients:
         return None
     for candidate, client in clients.items():
         if candidate.startswith("proxy") and client == clients[name]:
@@ -237,29 +324,39 @@ def yardstick(name: str, clients: dict[str, str]) -> str | None:
     return None
 
 
+def yardsticks(name: str, clients: dict[str, str]) -> list[str]:
+    """Every ratio column of a service column: the relay on its client, then the typical proxy."""
+    if _is_yardstick(name) or name not in clients:
+        return []
+    relay = yardstick(name, clients)
+    return [*([relay] if relay else []), *([TYPICAL] if TYPICAL in clients else [])]
+
+
 def render(results: Result) -> str:
-    targets: dict[str, Result] = results["targets"]
-    upstream = targets["upstream"]
+    columns: list[str] = results["columns"]
+    clients: dict[str, str] = results["clients"]
     header = ["figure"]
-    for name in targets:
+    for name in columns:
         header.append(name)
-        base = yardstick(name, results["clients"])
-        if base is not None:
-            header.append(f"× {base}")
+        header += [f"× {base}" for base in yardsticks(name, clients)]
     lines = [header, ["---"] * len(header)]
-    for label, figure in figures(results["sizes"]):
+    for label, sampler in rows(results["sizes"]):
         row = [label]
-        for name, result in targets.items():
-            values = _safe(figure, result, upstream)
-            row.append(_cell(values))
-            base = yardstick(name, results["clients"])
-            if base is not None:
-                row.append(_ratio(values, _safe(figure, targets[base], upstream)))
+        for name in columns:
+            summary = summarize(sampler(results, name))
+            row.append(_cell(summary))
+            for base in yardsticks(name, clients):
+                row.append(
+                    _ratio(
+                        None if summary is None else summary.median,
+                        median(results, base, sampler),
+                    )
+                )
         lines.append(row)
     return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
 
 
-def _safe(figure: Figure, result: Result, upstream: Result) -> tuple[float, ...] | None:
+def _safe(figure: Figure, result: Result, upstream: Result) -> Values | None:
     try:
         return figure(result, upstream)
     except KeyError:
@@ -271,112 +368,163 @@ def at_most(limit: float) -> Callable[[float], bool]:
 
 
 def verdicts(results: Result) -> list[str]:
-    """The issue's targets, checked for each service column."""
-    targets: dict[str, Result] = results["targets"]
-    upstream = targets["upstream"]
-    wide = results["sizes"]["wide"]
-    concurrency, most = FIRST_EVENT_TARGET
-    first = first_event(concurrency)
+    """The issues' targets, checked on the medians for each service column."""
     out: list[str] = []
-    for name, r in targets.items():
+    for name in results["columns"]:
         base = yardstick(name, results["clients"])
         if base is None:
             continue
-        checks: list[tuple[str, float, Callable[[float], bool]]] = [
-            (
-                f"throughput >= {THROUGHPUT_TARGET} x {base}",
-                turns_per_second(r, upstream)[0] / turns_per_second(targets[base], upstream)[0],
-                lambda v: v >= THROUGHPUT_TARGET,
-            ),
-            (
-                "added p50 first event at 1 stream < 15 ms",
-                (_safe(added_first_event(1), r, upstream) or (float("nan"),))[0],
-                lambda v: v < 15,
-            ),
-            (
-                f"all {wide} streams complete",
-                wide_completed(r, upstream)[0],
-                lambda v: v == wide,
-            ),
-            (
-                "p99 gap < upstream's + 100 ms",
-                (wide_gap_above_upstream(r, upstream) or (float("nan"),))[0],
-                lambda v: v < 100,
-            ),
-            (
-                "memory per open stream < 100 KiB",
-                memory_per_stream(r, upstream)[0],
-                lambda v: v < 100,
-            ),
+        out += [
+            f"{name}: {label}: {_fmt(value)} {'PASS' if ok(value) else 'MISS'}"
+            for label, value, ok in _checks(results, name, base)
+            if value is not None
         ]
-        mine, theirs = first(r, upstream), first(targets[base], upstream)
-        if mine is not None and theirs is not None:
-            checks.append(
-                (
-                    f"first event p99 at {concurrency} concurrent <= {most} x {base}",
-                    mine[1] / theirs[1],
-                    lambda v: v <= most,
-                )
-            )
-        across = _safe(stop("across"), r, upstream)
-        if across is not None:
-            checks.append(("stop p99 across instances < 250 ms", across[1], lambda v: v < 250))
-        statements = _safe(statements_per_turn, r, upstream)
-        if statements is not None:
-            checks.append(("2 writes per turn", statements[0], lambda v: v <= 2.0))
-        burst, relay = first_burst(r, upstream), first_burst(targets[base], upstream)
-        if burst is not None and relay is not None and relay[1]:
-            rounds = r["burst"]["rounds"]
-            checks.append(
-                (
-                    f"first burst p99, median of {rounds:.0f} rounds, <= {BURST_TARGET} x {base}",
-                    burst[1] / relay[1],
-                    at_most(BURST_TARGET),
-                )
-            )
-        measured = r.get("startup", {})
-        for key, (label, limit) in STARTUP_TARGETS.items():
-            if key in measured:
-                checks.append((f"{label} <= {limit:g}", measured[key], at_most(limit)))
-        for label, value, ok in checks:
-            out.append(f"{name}: {label}: {_fmt(value)} {'PASS' if ok(value) else 'MISS'}")
     return out
 
 
-def floor_lines(results: Result) -> list[str]:
-    """The floor (bench.floor) set against the proxy: the best ratio this contract allows.
+def _checks(
+    results: Result, name: str, base: str
+) -> list[tuple[str, float | None, Callable[[float], bool]]]:
+    """(label, the median figure or ratio of medians, its test); None where it was not measured."""
 
-    At saturation each server spends its one core, so throughput is the inverse
-    of CPU per turn. A service that did nothing but relay like the proxy plus
-    its storage and Redis work could reach at most proxy / (proxy + floor).
-    Redis's part is what it adds to the same turn on the in-process registry.
-    """
-    floor = results.get("floor")
-    targets: dict[str, Result] = results["targets"]
-    base = yardstick("service", results["clients"])
-    if floor is None or base is None or base not in targets:
-        return []
-    proxy = cpu_ms_per_turn(targets[base], {})[0]
-    store, redis = floor["store_cpu_ms"], floor["redis_cpu_ms"]
-    cost = f"floor: storage {_fmt(store)} ms + Redis {_fmt(redis)} ms (over in-process) of CPU"
-    if proxy <= 0:
-        # A run too short for one clock tick of the proxy's CPU has no base to share.
-        return [f"{cost} per turn; {base} used no measurable CPU, so no shares"]
+    def of(column: str, sampler: Sampler, index: int) -> float | None:
+        values = median(results, column, sampler)
+        return None if values is None else values[index]
+
+    def mine(sampler: Sampler, index: int = 0) -> float | None:
+        return of(name, sampler, index)
+
+    def ratio(sampler: Sampler, against: str, index: int = 0) -> float | None:
+        ours, theirs = of(name, sampler, index), of(against, sampler, index)
+        return None if ours is None or not theirs else ours / theirs
+
+    wide = results["sizes"]["wide"]
+    concurrency, most = FIRST_EVENT_TARGET
+    rounds = len(burst_rounds(results, name))
     return [
-        f"{cost} per turn; {base} {_fmt(proxy)} ms per turn, so {THROUGHPUT_TARGET} x {base}"
-        f" leaves {_fmt(proxy / THROUGHPUT_TARGET - proxy)} ms for all the service adds",
-        f"floor: best ratio possible with storage alone {proxy / (proxy + store):.2f},"
-        f" with storage and Redis {proxy / (proxy + store + redis):.2f}",
+        (
+            f"throughput >= {THROUGHPUT_TARGET} x {base}",
+            ratio(per_rep(turns_per_second), base),
+            lambda v: v >= THROUGHPUT_TARGET,
+        ),
+        (
+            "added p50 first event at 1 stream < 15 ms",
+            mine(per_rep(added_first_event(1))),
+            lambda v: v < 15,
+        ),
+        (f"all {wide} streams complete", mine(per_rep(wide_completed)), lambda v: v == wide),
+        (
+            "p99 gap < upstream's + 100 ms",
+            mine(per_rep(wide_gap_above_upstream)),
+            lambda v: v < 100,
+        ),
+        ("memory per open stream < 100 KiB", mine(per_rep(memory_per_stream)), lambda v: v < 100),
+        (
+            f"first event p99 at {concurrency} concurrent <= {most} x {base}",
+            ratio(per_rep(first_event(concurrency)), base, 1),
+            at_most(most),
+        ),
+        (
+            f"first token p50, closed loop, <= {TYPICAL_TARGET} x {TYPICAL}",
+            ratio(per_rep(closed_loop_first_token), TYPICAL),
+            at_most(TYPICAL_TARGET),
+        ),
+        ("stop p99 across instances < 250 ms", mine(per_rep(stop("across")), 1), lambda v: v < 250),
+        ("2 writes per turn", mine(per_rep(statements_per_turn)), at_most(2.0)),
+        (
+            f"first burst p99, median of {rounds} rounds, <= {BURST_TARGET} x {base}",
+            ratio(burst_rounds, base, 1),
+            at_most(BURST_TARGET),
+        ),
         *(
-            f"floor: {part} {share:.3f} of {base}'s CPU per turn (target <= {target}):"
-            f" {'PASS' if share <= target else 'MISS'}"
-            for part, cost in (("storage", store), ("Redis", redis))
-            for target, share in [(FLOOR_TARGETS[part], cost / proxy)]
+            (f"{label} <= {limit:g}", mine(startup_runs(key)), at_most(limit))
+            for key, (label, limit) in STARTUP_TARGETS.items()
         ),
     ]
 
 
+def floor_lines(results: Result) -> list[str]:
+    """The floor (bench.floor) set against the relay: the best ratio this contract allows.
+
+    At saturation each server spends its one core, so throughput is the inverse
+    of CPU per turn. A service that did nothing but relay like the relay plus
+    its storage and Redis work could reach at most relay / (relay + floor).
+    Redis's part is what it adds to the same turn on the in-process registry.
+    Each is the median of the repetitions' floors (one after the service column
+    in each), set against the relay's median CPU per turn.
+    """
+    base = yardstick("service", results["clients"])
+    proxy = None if base is None else median(results, base, per_rep(cpu_ms_per_turn))
+    if not results["floors"] or base is None or proxy is None:
+        return []
+    floor = {
+        key: statistics.median(each[key] for each in results["floors"])
+        for key in ("store_cpu_ms", "redis_cpu_ms")
+    }
+    relay = proxy[0]
+    store, redis = floor["store_cpu_ms"], floor["redis_cpu_ms"]
+    cost = f"floor: storage {_fmt(store)} ms + Redis {_fmt(redis)} ms (over in-process) of CPU"
+    if relay <= 0:
+        # A run too short for one clock tick of the relay's CPU has no base to share.
+        return [f"{cost} per turn; {base} used no measurable CPU, so no shares"]
+    return [
+        f"{cost} per turn; {base} {_fmt(relay)} ms per turn, so {THROUGHPUT_TARGET} x {base}"
+        f" leaves {_fmt(relay / THROUGHPUT_TARGET - relay)} ms for all the service adds",
+        f"floor: best ratio possible with storage alone {relay / (relay + store):.2f},"
+        f" with storage and Redis {relay / (relay + store + redis):.2f}",
+        *(
+            f"floor: {part} {share:.3f} of {base}'s CPU per turn (target <= {target}):"
+            f" {'PASS' if share <= target else 'MISS'}"
+            for part, cost in (("storage", store), ("Redis", redis))
+            for target, share in [(FLOOR_TARGETS[part], cost / relay)]
+        ),
+    ]
+
+
+def agreement(first: Result, second: Result) -> tuple[int, list[str]]:
+    """Figure by figure, whether two runs agree: each one's median within the other's spread.
+
+    Issue 57's test of a run to be trusted. Returns how many figures were
+    compared and a line for each that does not agree. A run of one repetition
+    has no spread, so its figures agree only with an equal median.
+    """
+    compared, differ = 0, []
+    for label, sampler in rows(first["sizes"]):
+        for name in first["columns"]:
+            a, b = summarize(sampler(first, name)), summarize(sampler(second, name))
+            if a is None or b is None:
+                continue
+            for index, (in_b, in_a) in enumerate(
+                zip(b.holds(a.median), a.holds(b.median), strict=True)
+            ):
+                compared += 1
+                if not (in_a and in_b):
+                    part = _part(label, index) if len(a.median) > 1 else ""
+                    differ.append(
+                        f"{label.strip()}{part}, {name}:"
+                        f" {_spread(a, index)} against {_spread(b, index)}"
+                    )
+    return compared, differ
+
+
+def _part(label: str, index: int) -> str:
+    """Which of a row's numbers: ` (p99 ms)` of "first event, 50 concurrent: p50 / p99 ms"."""
+    parts = label.rsplit(":", 1)[-1].split(" / ")
+    return f" ({parts[index].strip()})" if index < len(parts) else f" (number {index + 1})"
+
+
+def _spread(summary: Summary, index: int) -> str:
+    m, lo, hi = summary.median[index], summary.low[index], summary.high[index]
+    return f"{_fmt(m)} [{_fmt(lo)}–{_fmt(hi)}]"
+
+
 def print_report(results: Result) -> None:
+    reps = len(results["reps"])
+    if reps > 1:
+        print(
+            f"medians of {reps} repetitions, the columns' order rotating between them;"
+            " [min–max] beside each"
+        )
     print(render(results))
     for line in floor_lines(results):
         print(line)
@@ -386,9 +534,27 @@ def print_report(results: Result) -> None:
     print(f"\ntracebacks in the servers' logs: {results.get('tracebacks', 0)}")
 
 
-def main() -> None:
-    results = json.loads(Path(sys.argv[1]).read_text())
-    print_report(results)
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="+", type=Path, help="`bench.run --json` files")
+    parser.add_argument(
+        "--agree",
+        action="store_true",
+        help="compare two runs: exit 1 unless each figure's median lies in the other's spread",
+    )
+    args = parser.parse_args(argv)
+    loaded = [json.loads(path.read_text()) for path in args.runs]
+    if not args.agree:
+        for results in loaded:
+            print_report(results)
+        return
+    if len(loaded) != 2:
+        parser.error("--agree compares two runs")
+    compared, differ = agreement(*loaded)
+    for line in differ:
+        print(line)
+    print(f"{compared - len(differ)} of {compared} figures agree")
+    sys.exit(1 if differ else 0)
 
 
 if __name__ == "__main__":

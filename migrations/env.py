@@ -3,9 +3,10 @@
 The app runs migrations on its own engine (app/store/db.py) and hands the
 connection in `config.attributes["connection"]`; then this file only runs
 them on it, inside the caller's transaction. From the command line it opens
-the database from `-x url=...` or else `DATABASE_URL` (the app's Settings),
-through the same `Database` the app uses, so SQLite gets its pragmas and
-its folder.
+the database from `-x url=...`, else `MIGRATE_DATABASE_URL` (the database's
+own address where `DATABASE_URL` is a transaction pooler's), else
+`DATABASE_URL`, through the same `Database` the app uses, so SQLite gets its
+pragmas and its folder.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from alembic import context
 from sqlalchemy import Connection
 from sqlmodel import SQLModel
 
-from app.config import Settings
-
 # Each registers its tables on SQLModel.metadata.
-from app.store import models, schedule_models  # noqa: F401
+import app.store.memory_models
+import app.store.models
+import app.store.project_models
+import app.store.schedule_models  # noqa: F401
+from app.config import Settings
 from app.store.db import Database
 
 config = context.config
@@ -32,7 +35,7 @@ if config.config_file_name is not None:
 
 def _database_url() -> str:
     url = context.get_x_argument(as_dictionary=True).get("url")
-    return url or Settings().database_url
+    return url or Settings().migration_url()
 
 
 def _run_on(connection: Connection) -> None:

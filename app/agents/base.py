@@ -3,7 +3,8 @@
     begin()   save the question row (before the response starts, so a database
               that is down answers 503 and a rejected request writes nothing)
     start()   the turn as the runner drives it (`AgentTurn`):
-      events()    start -> load memory -> execute() -> references -> follow-ups
+      events()    start -> load memory (and the user's: agents/recall.py) -> execute()
+                  -> references -> follow-ups
       conclude()  store the answer (one update) -> `complete`
 
 Subclasses implement only `execute()`, an async generator of events, and
@@ -24,6 +25,14 @@ the answer all that time, and the outcome is kept aside (`core.unstored`,
 in Redis) for any instance to store should this one never manage to. If
 the database is still away then, the turn ends `error{STORE_FAILED}` and
 `complete{failed}`, never `completed`.
+
+A turn can outlive its instance (`carries_on`; app/service/takeover.py): one
+whose instance died or drained goes on at another from its run's log
+(`Turn.carried`), with no second `start`, a `thinking` line saying it moved,
+and each tool call that was in flight closed as cut short (never run again).
+An agent that carries on says how in `execute` (the ReAct loop asks the model
+to continue its answer; deep research resumes its checkpoint; the deck builder
+its build's step).
 """
 
 from __future__ import annotations
@@ -40,8 +49,9 @@ import orjson
 
 from app.agents.approvals import ApprovalAnswer
 from app.agents.memory import load_memory
+from app.agents.recall import recall
 from app.agents.recommend import suggest_follow_ups
-from app.agents.tool_history import closed
+from app.agents.tool_history import CUT_SHORT_RESULT, closed
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.core.events import (
     CompleteEvent,
@@ -54,6 +64,7 @@ from app.core.events import (
     RunUsage,
     StartEvent,
     ThinkingEvent,
+    ToolEndEvent,
 )
 from app.core.run import Conclusion, ConversationKey, Notice, StopSignal
 from app.llm.errors import ModelError, user_message
@@ -69,11 +80,14 @@ _STORE_MAX_WAIT_SECONDS = 2.0
 """The final store's waits between attempts double up to this: a database back from a restart
 is used within two seconds, and fifty turns waiting cost the server 25 connection tries a second."""
 SAVING_NOTICE = "The database is not answering: the answer is kept and saved once it is back.\n"
+MOVED_NOTICE = "This turn moved to another server and goes on from where it was.\n"
 
 
 class BaseAgent(ABC):
     agent_type: str = ""
     """Its kind: the class's own, or the registry entry's it is built for (which wins)."""
+    carries_on: bool = False
+    """Its `execute` goes on from `Turn.carried`: another instance may take its turns over."""
 
     def __init__(self, core: AgentCore) -> None:
         self.core = core
@@ -93,6 +107,7 @@ class BaseAgent(ABC):
                 question=turn.question,
                 fileid=turn.file_id,
                 model=turn.model_id,
+                carry_on=turn.carry_on(),
             ),
             self.core.limits.memory_max_turns,
             turn.parent_id,
@@ -249,6 +264,7 @@ class BaseAgent(ABC):
             if status == "paused" and state.pending
             else None,
             error=error.code if error else None,
+            error_message=error.message if error else None,
             first_response_time=state.first_response_ms,
             total_response_time=state.elapsed_ms(),
             prompt_tokens=state.usage.prompt_tokens,
@@ -335,7 +351,12 @@ class AgentTurn:
     def __init__(self, agent: BaseAgent, turn: Turn) -> None:
         self.agent = agent
         self.turn = turn
-        self.state = TurnState() if turn.resumed is None else TurnState.going_on(turn.resumed)
+        if turn.carried is not None:
+            self.state = TurnState.carried_on(turn.carried)
+        elif turn.resumed is not None:
+            self.state = TurnState.going_on(turn.resumed)
+        else:
+            self.state = TurnState()
         self._error: ErrorEvent | None = None
         self._ended = asyncio.Event()
         self._saver: asyncio.Task[None] | None = None
@@ -343,30 +364,44 @@ class AgentTurn:
     async def events(self, stop: StopSignal) -> AsyncIterator[Event]:
         agent, turn, state, core = self.agent, self.turn, self.state, self.agent.core
         state.stop = stop
-        yield StartEvent(
-            turn.conversation_id,
-            turn.row_id,
-            agent.agent_type,
-            turn.task_id,
-            trace_id=core.observer.trace_id(),
-        )
-        self._saver = asyncio.create_task(agent.save_partials(turn, state, self._ended))
-        limits = core.limits
-        try:
-            state.memory = await load_memory(
-                core.store,
-                core.tokens,
-                turn.user_id,
+        if turn.carried is None:
+            yield StartEvent(
                 turn.conversation_id,
-                turn.earlier,
-                core.memory_tokens(turn.model_id),
+                turn.row_id,
+                agent.agent_type,
+                turn.task_id,
+                trace_id=core.observer.trace_id(),
             )
-            async for event in agent.execute(turn, state):
+        else:
+            for event in _moved_here(state):
                 state.observe(event)
                 yield event
-            if state.references:
-                yield ReferenceEvent.of(state.references.values())
-            if limits.recommendations and state.outcome == "completed":
+        self._saver = asyncio.create_task(agent.save_partials(turn, state, self._ended))
+        limits = core.limits
+        # A turn that moved after its answer was whole (its sources or follow-ups were out)
+        # has nothing left to do but be stored.
+        answered = turn.carried is not None and any(
+            isinstance(e, ReferenceEvent | RecommendEvent) for e in turn.carried.events
+        )
+        try:
+            state.memory, state.recalled = await asyncio.gather(
+                load_memory(
+                    core.store,
+                    core.tokens,
+                    turn.user_id,
+                    turn.conversation_id,
+                    turn.earlier,
+                    core.memory_tokens(turn.model_id),
+                ),
+                recall(core, turn),
+            )
+            if not answered:
+                async for event in agent.execute(turn, state):
+                    state.observe(event)
+                    yield event
+                if state.references:
+                    yield ReferenceEvent.of(state.references.values())
+            if limits.recommendations and state.outcome == "completed" and not state.recommend:
                 state.recommend = await suggest_follow_ups(
                     core.model_for(turn.model_id),
                     turn.question,
@@ -376,14 +411,40 @@ class AgentTurn:
                 if state.recommend:
                     yield RecommendEvent.of(state.recommend)
         except ModelError as exc:
-            self._error = ErrorEvent(exc.code, user_message(exc.code), exc.describe())
+            self._error = ErrorEvent(exc.code, exc.user_text, exc.describe())
         except AgentFailure as exc:
-            self._error = ErrorEvent(exc.code, user_message(exc.code), exc.detail)
+            self._error = ErrorEvent(exc.code, exc.message or user_message(exc.code), exc.detail)
         except Exception as exc:
             log.exception("agent %s failed in %s", agent.agent_type, turn.conversation_id)
             self._error = ErrorEvent(
                 "INTERNAL_ERROR", user_message("INTERNAL_ERROR"), type(exc).__name__
             )
+
+    def movable(self) -> bool:
+        """A turn goes on elsewhere when its agent carries on, it is not a decision on a paused
+        turn (its earlier part is not in this run's log), and it has moves left."""
+        agent, turn = self.agent, self.turn
+        moves_left = turn.takeovers < agent.core.limits.turn_takeovers
+        return agent.carries_on and turn.resumed is None and moves_left
+
+    async def moved(self, handed_over: bool) -> None:
+        """Stop the periodic saves; handed over, save the answer so far once more (the history
+        shows it while the turn moves: the next instance goes on from the run's log)."""
+        self._ended.set()
+        if self._saver is not None:
+            await self._saver
+        if not handed_over:
+            return
+        state, store = self.state, self.agent.core.store
+        try:
+            await store.save_partial(
+                self.turn.row_id,
+                "".join(state.answer),
+                "".join(state.thinking),
+                closed(state.tool_calls),
+            )
+        except StoreError as exc:
+            log.warning("could not save turn %s as it moved: %s", self.turn.row_id, exc)
 
     async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
         """Store the turn with its status, then say how it ended (`failed` if it was not stored)."""
@@ -428,6 +489,19 @@ class AgentTurn:
             ),
         )
         return Conclusion(complete, events)
+
+
+def _moved_here(state: TurnState) -> list[Event]:
+    """What a turn carried on here shows first: that it moved, and each tool call that was in
+    flight closed as cut short (it is never run again: the model reads that its outcome is
+    unknown)."""
+    events: list[Event] = [ThinkingEvent(MOVED_NOTICE)]
+    events += [
+        ToolEndEvent(call.name, call.id, CUT_SHORT_RESULT, True, task_id=call.task_id)
+        for call in state.tool_calls
+        if call.result is None
+    ]
+    return events
 
 
 def _total_cost(spent: list[ModelUsage]) -> float | None:

@@ -20,7 +20,8 @@ import orjson
 from app.agents.approvals import new_approval_id
 from app.agents.base import BaseAgent
 from app.agents.picture import attached_picture
-from app.agents.tool_history import arguments_of, replay
+from app.agents.recall import context_prompt, context_tools
+from app.agents.tool_history import arguments_of, continued, replay
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.core.events import (
     ApprovalEvent,
@@ -57,6 +58,7 @@ class ReActHook(Protocol):
 
 
 class ReActAgent(BaseAgent):
+    carries_on = True
     hooks: Sequence[ReActHook] = ()
     reads_pictures: bool = False
     """Whether a picture the turn attaches (`fileId`) joins its question (agents/picture.py);
@@ -77,12 +79,13 @@ class ReActAgent(BaseAgent):
         return None
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
-        for note in self.notices(turn):
+        carried = turn.carried is not None  # its notes were shown where it began
+        for note in () if carried else self.notices(turn):
             yield ThinkingEvent(note)
         picture = None
         if self.reads_pictures:
             picture = await attached_picture(self.core, turn, pictures_only=True)
-        if picture is not None and picture.notice:
+        if picture is not None and picture.notice and not carried:
             yield ThinkingEvent(picture.notice)
         question = picture.question(turn.question) if picture is not None else None
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
@@ -96,7 +99,7 @@ class ReActAgent(BaseAgent):
         """The system prompt, the conversation so far, and the question (`question`: the
         question with its picture)."""
         return [
-            Msg.text("system", self.system_prompt(turn)),
+            Msg.text("system", self.system_prompt(turn) + context_prompt(turn, state)),
             *state.memory,
             question or Msg.text("user", turn.question),
         ]
@@ -106,10 +109,17 @@ class ReActAgent(BaseAgent):
     ) -> AsyncIterator[Event]:
         """Reason and act from `messages` until the model answers without tool calls.
 
-        The MCP tools configured for this agent kind join `tools` as the servers are now.
+        The MCP tools configured for this agent kind join `tools` as the servers are now, and
+        the tools the turn's project and memory give (agents/recall.py). A turn carried on
+        from another instance goes on from its calls and answer so far.
         """
         if self.core.mcp is not None:
             tools = {t.schema.name: t for t in self.core.mcp.tools_for(self.agent_type)} | tools
+        tools = dict(tools)
+        for tool in context_tools(self.core, turn, state):
+            tools.setdefault(tool.schema.name, tool)
+        if turn.carried is not None:
+            messages.extend(continued(list(state.tool_calls), "".join(state.answer)))
         if turn.resumed is not None:
             async for event in self._go_on(turn, state, tools, messages):
                 yield event
@@ -265,8 +275,12 @@ async def act(
     is counted by the telemetry, and adds its references to the turn. `results` is
     filled in call order. If the loop is stopped, the calls still running are
     cancelled before this generator lets go.
+
+    A call runs only once its `tool_start` is durable (`StopSignal.durable`): should
+    the instance die while it runs, the instance that carries the turn on knows of it,
+    and tells the model its outcome is unknown rather than run it a second time.
     """
-    queue: asyncio.Queue[Event | None] = asyncio.Queue()
+    queue: asyncio.Queue[Event | asyncio.Future[None] | None] = asyncio.Queue()
     outputs: list[ToolOutput] = [ToolOutput("") for _ in calls]
     ctx = ToolContext(turn.user_id, turn.conversation_id, queue.put_nowait)
     limit = core.limits.tool_result_display_chars
@@ -278,6 +292,9 @@ async def act(
             if note:
                 queue.put_nowait(ThinkingEvent(note))
             queue.put_nowait(ToolStartEvent(call.name, call.id, _arguments(call)))
+            announced: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            queue.put_nowait(announced)
+            await announced
             with core.observer.tool_call(call.name, call.id) as ended:
                 outputs[index] = await _invoke(tool, call.name, call.input, ctx)
                 ended(outputs[index].is_error)
@@ -290,11 +307,15 @@ async def act(
     try:
         remaining = len(running)
         while remaining:
-            event = await queue.get()
-            if event is None:
+            item = await queue.get()
+            if item is None:
                 remaining -= 1
+            elif isinstance(item, asyncio.Future):
+                await state.stop.durable()  # its `tool_start`, yielded just before
+                if not item.done():
+                    item.set_result(None)
             else:
-                yield event
+                yield item
     finally:
         for task in running:
             task.cancel()

@@ -37,6 +37,7 @@ from app.agents.approvals import allowed_tools
 from app.agents.compaction import Compactor
 from app.agents.picture import attached_picture
 from app.agents.react import ReActAgent
+from app.agents.recall import context_prompt
 from app.agents.tool_history import arguments_of
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.config import Settings
@@ -171,23 +172,24 @@ class SkillsAgent(ReActAgent):
         )
 
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
-        for note in self.notices(turn):
+        carried = turn.carried is not None  # its notes were shown where it began
+        for note in () if carried else self.notices(turn):
             yield ThinkingEvent(note)
         workspace = self.workspace(turn)
         await asyncio.to_thread(workspace.create)
         handed = await asyncio.to_thread(workspace.handed)
         attached = await self._attach(turn, workspace)
-        if attached:
+        if attached and not carried:
             yield ThinkingEvent(f"Copied {attached} into the workspace\n")
             # The user's own file is input, not something to hand back.
             handed[attached] = (await asyncio.to_thread(workspace.snapshot))[attached]
             await asyncio.to_thread(workspace.mark_handed, handed)
         picture = await attached_picture(self.core, turn)
-        if picture is not None and picture.notice:
+        if picture is not None and picture.notice and not carried:
             yield ThinkingEvent(picture.notice)
         tools = {tool.schema.name: tool for tool in self.tools(turn)}
         messages = [
-            Msg.text("system", self.prompt(attached)),
+            Msg.text("system", self.prompt(attached) + context_prompt(turn, state)),
             *state.memory,
             picture.question(turn.question) if picture else Msg.text("user", turn.question),
         ]

@@ -1,4 +1,5 @@
-"""A turn's tool calls as stored, and as replayed to the model in later turns.
+"""A turn's tool calls as stored, and as replayed to the model in later turns (and in the
+same turn, carried on by another instance).
 
 A stored call is a `ToolCall` record. A call cut short
 (a stop, a crash, a failure mid-call) has no result yet, and replayed like
@@ -13,6 +14,10 @@ message of their results, placed between the question and the answer: the
 shape every provider accepts (OpenAI `tool_calls` + `tool` messages,
 Anthropic `tool_use` + `tool_result`, Gemini function call + response).
 Results are replayed as stored, that is cut to the display length.
+
+A turn carried on from another instance (`continued`) is replayed the same
+way, its answer so far after its calls, then asked to go on without
+repeating itself: the model continues the answer rather than starting over.
 """
 
 from __future__ import annotations
@@ -25,6 +30,16 @@ from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
 from app.store.records import ToolCall
 
 INTERRUPTED_RESULT = "Interrupted: the tool call did not finish."
+CUT_SHORT_RESULT = (
+    "Cut short: the service moved this conversation to another server while the call ran."
+    " Whether it took effect is unknown; check before running it again."
+)
+"""The result of a call in flight when its turn moved to another instance: it is not run again."""
+CONTINUE_NOTE = (
+    "Your answer above was cut off when this conversation moved to another server. Continue it"
+    " exactly where it stops: do not repeat anything already written, and do not mention the"
+    " interruption."
+)
 
 
 def closed(calls: list[ToolCall]) -> list[ToolCall]:
@@ -48,6 +63,15 @@ def replay(calls: list[ToolCall]) -> list[Msg]:
         uses.append(ToolUseBlock(call.id, call.name, _input(arguments), raw_input=arguments))
         results.append(ToolResultBlock(call.id, call.name, call.result or "", call.is_error))
     return [Msg("assistant", list(uses)), Msg("tool", list(results))]
+
+
+def continued(calls: list[ToolCall], answer: str) -> list[Msg]:
+    """A turn carried on from another instance: its calls so far, its answer so far, and the
+    request to go on from there (none when it had not begun answering)."""
+    messages = replay(calls)
+    if answer:
+        messages += [Msg.text("assistant", answer), Msg.text("user", CONTINUE_NOTE)]
+    return messages
 
 
 def text_of(calls: list[ToolCall]) -> list[str]:

@@ -2,6 +2,7 @@
 
 `AgentCore` is built once in the lifespan; a `Turn` is one stored question;
 `TurnState` gathers what the turn produced, for the one final store;
+`Carried` is what a turn begun on another instance had done when it moved here;
 `AgentFailure` ends a turn `failed` with a code the user is shown.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import httpx2 as httpx
@@ -20,7 +22,9 @@ from app.core.events import (
     DeckEvent,
     Event,
     FileEvent,
+    RecommendEvent,
     Reference,
+    ReferenceEvent,
     TextEvent,
     ThinkingEvent,
     ToolEndEvent,
@@ -32,6 +36,7 @@ from app.core.responses import Usage
 from app.core.run import ConversationKey, NeverStopped, StopSignal
 from app.core.tools import GenerateOptions
 from app.documents.library import DocumentLibrary
+from app.documents.user_memory import Recalled, UserMemory
 from app.llm.base import ChatModel
 from app.llm.catalog import Role
 from app.llm.model_entry import DEFAULT_MODEL_ID
@@ -40,7 +45,8 @@ from app.llm.tokens import TokenCounter
 from app.store.base import SessionStore
 from app.store.db import Database
 from app.store.models import StoredTurn
-from app.store.records import DeckRecord, Pending, PlanRound, ToolCall, TurnFile
+from app.store.project_models import StoredProject
+from app.store.records import CarryOn, DeckRecord, Pending, PlanRound, ToolCall, TurnFile
 from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 from app.tools.base import Tool
 from app.tools.fetch_page import FetchPage
@@ -56,6 +62,8 @@ class AgentSettings(
     SettingsPart,
     renamed={"max_rounds": "react_max_rounds", "recommendations": "recommendations_enabled"},
 ):
+    turn_takeovers: int
+    """How many times a turn may move to another instance (a turn past it is not handed over)."""
     memory_max_turns: int
     memory_max_tokens: int
     max_rounds: int
@@ -100,6 +108,8 @@ class AgentCore:
 
     approvals: ApprovalPolicy = field(default_factory=ApprovalPolicy)
     """Which tool calls wait for the user's yes (`TOOL_APPROVAL`)."""
+    user_memory: UserMemory | None = None
+    """Users' memory across conversations (app/agents/recall.py); None: `MEMORY_ENABLED` off."""
 
     def role_model(self, role: Role, model_id: str) -> str:
         """The id deep research's `role` takes in a turn of `model_id` (`DEEP_*_MODEL`)."""
@@ -127,6 +137,28 @@ class AgentCore:
         if self.models is None or model_id == DEFAULT_MODEL_ID:
             return self.model
         return self.models.get(model_id)
+
+
+@dataclass(frozen=True, slots=True)
+class InProject:
+    """The project a turn is in, as its start read it."""
+
+    project: StoredProject
+    file_ids: tuple[str, ...] = ()
+    """The files attached to it: `search_project_files` searches them."""
+
+
+@dataclass(frozen=True, slots=True)
+class Carried:
+    """A turn begun on another instance (which died, or drained) and carried on here.
+
+    `events` are its run's log as copied out before it moved, in order: the text, the
+    finished tool calls and the one in flight, the plan; the run goes on after them.
+    """
+
+    events: tuple[Event, ...]
+    asked: datetime
+    """When its question came (the row's), so the turn's times count from there."""
 
 
 @dataclass(slots=True)
@@ -158,6 +190,33 @@ class Turn:
     resumed: StoredTurn | None = None
     """The paused turn this run goes on with (its row is `row_id`), decided by `answer`."""
     answer: ApprovalAnswer | None = None
+    project: InProject | None = None
+    """The conversation's project: its instructions, defaults and files."""
+    temporary: bool = False
+    """`memory: "off"`: the turn neither reads nor writes the user's memory."""
+    carried: Carried | None = None
+    """What the turn had done on the instance it moved from; None: it began here."""
+    takeovers: int = 0
+    """How many times the turn moved to another instance before this run."""
+    webhook: str | None = None
+    """The URL told when the turn ends (the request's, or `WEBHOOK_URL`); None: none."""
+
+    def carry_on(self) -> CarryOn | None:
+        """What an instance that carries the turn on needs of its request beyond the row (the
+        project is the conversation's: it reads that itself)."""
+        if (
+            self.tool_approval is None
+            and self.webhook is None
+            and not self.review_plan
+            and not self.temporary
+        ):
+            return None
+        return CarryOn(
+            tool_approval=self.tool_approval,
+            webhook=self.webhook,
+            review_plan=self.review_plan,
+            temporary=self.temporary,
+        )
 
     @property
     def user_id(self) -> str:
@@ -176,6 +235,8 @@ class TurnState:
     stop: StopSignal = field(default_factory=NeverStopped)
     """Whether a stop was asked: a long step may check it and end early."""
     memory: list[Msg] = field(default_factory=list)
+    recalled: Recalled | None = None
+    """The user's memory items shown to the turn (app/agents/recall.py); None: it reads none."""
     answer: list[str] = field(default_factory=list)
     thinking: list[str] = field(default_factory=list)
     tool_calls: list[ToolCall] = field(default_factory=list)
@@ -214,6 +275,19 @@ class TurnState:
             usage=Usage(paused.prompt_tokens, paused.completion_tokens),
             first_response_ms=paused.first_response_time,
         )
+
+    @classmethod
+    def carried_on(cls, carried: Carried) -> TurnState:
+        """The state of a turn carried on from another instance: what its log shows."""
+        elapsed = max(datetime.now(UTC) - carried.asked, timedelta())
+        state = cls(started=time.perf_counter() - elapsed.total_seconds())
+        for event in carried.events:
+            state.observe(event)
+            if isinstance(event, ReferenceEvent):
+                state.add_references(event.references())
+            elif isinstance(event, RecommendEvent):
+                state.recommend = event.questions()
+        return state
 
     def pause(self) -> None:
         """End the turn `paused`: the agent waits for the user (a question, a confirmation).
@@ -286,12 +360,14 @@ class TurnState:
 class AgentFailure(Exception):
     """An agent's own failure (a plan still invalid after a retry, a render past its limit).
 
-    The turn ends `failed` with an `error` whose text comes from the fixed
-    table of user messages under `code`; `detail` is the agent's own short
-    description, never upstream text.
+    The turn ends `failed` with an `error` whose text is `message` where the
+    agent wrote one (which step failed and why, in the user's words), else the
+    fixed one of `code`; `detail` is the agent's own short description, never
+    upstream text.
     """
 
-    def __init__(self, code: str, detail: str = "") -> None:
+    def __init__(self, code: str, detail: str = "", message: str = "") -> None:
         super().__init__(detail or code)
         self.code = code
         self.detail = detail
+        self.message = message

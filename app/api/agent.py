@@ -26,7 +26,7 @@ from app.auth import Caller
 from app.config import DisconnectPolicy
 from app.core.wire import WireModel
 from app.llm.model_entry import DEFAULT_MODEL_ID
-from app.service.streams import TurnRequest, valid_conversation_id
+from app.service.streams import MemoryMode, TurnRequest, valid_conversation_id
 from app.service.turns import Strategy
 
 router = APIRouter(prefix="/agent", tags=["agent"])
@@ -139,6 +139,19 @@ class StreamParams(BaseModel):
         " string in a GET): decides the conversation's paused turn, which goes on in this"
         " stream; 409 when nothing waits on that approvalId.",
     )
+    project_id: str | None = Field(
+        default=None,
+        alias="projectId",
+        max_length=64,
+        description="A project of the caller's (`/projects`) to start the new conversation in;"
+        " later turns stay in it without naming it. Not the caller's: 404; a conversation"
+        " with turns outside that project: 409.",
+    )
+    memory: MemoryMode | None = Field(
+        default=None,
+        description="`off`: a temporary turn, which neither reads nor writes the caller's"
+        " memory (`/memory`).",
+    )
 
     _approval_json = field_validator("approval", mode="before")(approval_field)
 
@@ -157,6 +170,8 @@ class StreamParams(BaseModel):
             review_plan=bool(self.review_plan),
             template_file_id=self.template_file_id,
             approval=self.approval.answer() if self.approval else None,
+            project_id=self.project_id,
+            memory=self.memory,
         )
 
 
@@ -241,7 +256,10 @@ def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
     kind, path = entry.kind, f"/{entry.kind}/stream"
     responses: dict[int | str, dict[str, object]] = {
         200: {"content": {"text/event-stream": {}}, "description": "The event stream"},
-        404: {"description": "Unknown fileId, or a parentId/regenerate not a turn of the caller's"},
+        404: {
+            "description": "Unknown fileId or projectId, or a parentId/regenerate not a turn of"
+            " the caller's"
+        },
         400: {
             "description": "Bad input, a `webhook` URL that may not be called, an unknown"
             " `model` (`data.error`: `MODEL_UNKNOWN`), or a `templateFileId` that is not a"
@@ -249,8 +267,9 @@ def _add_stream_routes(streams: APIRouter, entry: AgentEntry) -> None:
             " `PPT_TEMPLATE_UNUSABLE`)"
         },
         409: {
-            "description": "A task is already running (`multitaskStrategy: reject`), or no"
-            " paused turn waits on the `approval`'s approvalId (unknown, or decided)"
+            "description": "A task is already running (`multitaskStrategy: reject`), no"
+            " paused turn waits on the `approval`'s approvalId (unknown, or decided), or the"
+            " conversation has turns outside the `projectId` named"
         },
         429: {
             "description": "Over a per-user limit (streams at once, or a minute); see Retry-After"

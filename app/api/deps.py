@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -11,15 +11,19 @@ from pydantic import SecretStr
 from app.agents.registry import AgentEntry
 from app.auth import Authenticator
 from app.config import SettingsPart
+from app.core.drain import Drain
 from app.documents.library import DocumentLibrary
 from app.limits.adjusted import AdjustedLimits
 from app.llm.base import ChatModel
 from app.llm.models import ModelCatalog
+from app.service.memory import MemoryService
+from app.service.projects import ProjectService
 from app.service.schedules import ScheduleService
 from app.service.streams import StreamService
 from app.service.turns import TurnService
 from app.store.auth_keys import SqlAuthKeys
 from app.store.base import ConversationTitles, SessionStore, TurnSearch
+from app.store.preferences import SqlPreferences
 from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
 from app.store.shares import SqlShares
@@ -61,10 +65,15 @@ class Services:
     shares: SqlShares
     """Conversations shared by link."""
     """Users' verdicts on answers."""
+    preferences: SqlPreferences
+    """What each user chose for every device (`/account/preferences`)."""
     tasks: Tasks
     runs: RunRegistry
     turns: TurnService
     streams: StreamService
+    projects: ProjectService
+    memory: MemoryService
+    """The caller's memory items and switch (404 throughout with `MEMORY_ENABLED=false`)."""
     schedules: ScheduleService
     auth: Authenticator
     """Who a request is (app/api/auth.py); `auth.enabled` False: everyone is one local user."""
@@ -81,6 +90,8 @@ class Services:
     """A2A tasks' push notification configs."""
     mcp: McpHub | None = None
     """The MCP servers' connections, for their state in `/ready`."""
+    drain: Drain = field(default_factory=Drain)
+    """Whether this instance drains (SIGTERM): `/ready` answers 503 from then on."""
 
 
 async def get_services(request: Request) -> Services:

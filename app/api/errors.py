@@ -25,7 +25,8 @@ from app.api.envelope import error_body
 from app.limits import LimitExceeded
 from app.service.errors import (
     BadRequest,
-    Busy,
+    Conflict,
+    Draining,
     Gone,
     NotAvailable,
     NotFound,
@@ -91,7 +92,7 @@ async def _over_limit(request: Request, exc: Exception) -> JSONResponse:
 _REFUSED_STATUS: dict[type[TurnRefused], int] = {
     BadRequest: 400,
     NotFound: 404,
-    Busy: 409,
+    Conflict: 409,
     Gone: 410,
     TooLong: 413,
     OverLimit: 429,
@@ -103,7 +104,8 @@ _REFUSED_STATUS: dict[type[TurnRefused], int] = {
 async def _turn_refused(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, TurnRefused)
     status = next(s for kind, s in _REFUSED_STATUS.items() if isinstance(exc, kind))
-    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, OverLimit) else None
+    retry = exc.retry_after if isinstance(exc, OverLimit | Draining) else None
+    headers = None if retry is None else {"Retry-After": str(retry)}
     body = error_body(status, str(exc))
     if exc.code is not None:
         body["data"] = {"error": exc.code}

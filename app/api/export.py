@@ -5,12 +5,15 @@ links, the files it made as links to download them), or JSON to process:
 the history's own answer, every turn with every field, so nothing is lost
 that `/session/{conversationId}` shows. Links to our downloads are made whole
 (`API_PUBLIC_URL`, else the URL the request came to): a saved file is read
-away from the service.
+away from the service. The file is named after the conversation's title.
 """
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from typing import Annotated, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
@@ -19,8 +22,16 @@ from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.sessions import ConversationDetail, ConversationId, conversation_detail
 from app.core.urls import absolute
+from app.documents.library import clean_file_name
 
 router = APIRouter(prefix="/session", tags=["sessions"])
+
+NAME_CHARS = 100
+"""Of the title, what names the file."""
+FALLBACK_NAME = "conversation"
+"""The name of a file whose title has no character a file name may hold (in ASCII, for one)."""
+_NOT_PLAIN = re.compile(r"[^A-Za-z0-9 ._,()'&!+-]+")
+"""What the ASCII name leaves out, beside the letters it cannot hold (their accents go)."""
 
 ExportFormat = Literal["markdown", "json"]
 _MEDIA_TYPES: dict[ExportFormat, tuple[str, str]] = {
@@ -62,10 +73,24 @@ async def export_conversation(
         body,
         media_type=media_type,
         headers={
-            # The id's characters ([A-Za-z0-9_-]) need no quoting in a file name.
-            "Content-Disposition": f'attachment; filename="{conversation_id}.{extension}"',
+            "Content-Disposition": attachment(detail.title, extension),
             "X-Content-Type-Options": "nosniff",
         },
+    )
+
+
+def attachment(title: str, extension: str) -> str:
+    """A download named after the conversation's title (RFC 6266): `filename*` keeps it
+    whole in UTF-8, `filename` is its ASCII letters for a client that reads no other."""
+    # Path separators and line breaks part words, as the spaces they stand for.
+    stem = _line(clean_file_name(re.sub(r"[\s/\\]+", " ", title)))
+    stem = stem[:NAME_CHARS].rstrip(" .") or FALLBACK_NAME
+    ascii_stem = unicodedata.normalize("NFKD", stem).encode("ascii", "ignore").decode()
+    ascii_stem = _line(_NOT_PLAIN.sub(" ", ascii_stem)).strip(" .") or FALLBACK_NAME
+    name = f"{stem}.{extension}"
+    return (
+        f'attachment; filename="{ascii_stem}.{extension}"; '
+        f"filename*=UTF-8''{quote(name, safe='')}"
     )
 
 
@@ -75,7 +100,8 @@ def markdown(detail: ConversationDetail, base_url: str) -> str:
         lines += ["## Question", "", turn.question, "", "## Answer", ""]
         lines += [turn.answer or "_No answer._", ""]
         if turn.status != "completed":
-            ended = f"{turn.status}: {turn.error}" if turn.error else turn.status
+            said = turn.error_message or turn.error
+            ended = f"{turn.status}: {said}" if said else turn.status
             lines += [f"_({_line(ended)})_", ""]
         if turn.reference:
             lines += ["Sources:", ""]

@@ -29,6 +29,9 @@ async def ready(
 ) -> JSONResponse:
     """200 when every dependency answers, else 503 naming the ones that did not.
 
+    From SIGTERM on (the instance drains, `DRAIN_SECONDS`) it answers 503 with
+    `status: draining` at once, whatever the dependencies say.
+
     `database` is each pool on it: SQLAlchemy's, the turn statements' asyncpg
     pool, and deep research's checkpoint pool; each one lends a connection and
     makes a round trip on it, as a turn would.
@@ -40,6 +43,9 @@ async def ready(
     `errors.model` the first failure's code; the details (URL, status, the
     provider's message) go to the service's log, not to this unauthenticated answer.
     """
+    if services.drain.draining:
+        # Going away (SIGTERM): load balancers stop sending new requests here at once.
+        return JSONResponse({"status": "draining", "checks": {}}, status_code=503)
     checks: dict[str, str] = {}
     errors: dict[str, str] = {}
     try:

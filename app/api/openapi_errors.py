@@ -19,12 +19,22 @@ from fastapi import FastAPI
 ERROR_ENVELOPE = "ErrorEnvelope"
 _SCHEMA: dict[str, Any] = {
     "title": ERROR_ENVELOPE,
-    "description": "Every error: the HTTP status as `code`, a sentence to show, no data.",
+    "description": "Every error: the HTTP status as `code`, a sentence to show, and no data"
+    " but, where a client may act on it, the reason as a code (`MODEL_UNKNOWN`).",
     "type": "object",
     "properties": {
         "code": {"type": "integer", "description": "The HTTP status."},
         "message": {"type": "string", "description": "What went wrong, for a person."},
-        "data": {"type": "null"},
+        "data": {
+            "anyOf": [
+                {"type": "null"},
+                {
+                    "type": "object",
+                    "properties": {"error": {"type": "string"}},
+                    "required": ["error"],
+                },
+            ]
+        },
     },
     "required": ["code", "message", "data"],
 }

@@ -43,7 +43,12 @@ async def search_turns(
     page_num: Annotated[int, Query(alias="pageNum", ge=1, le=MAX_PAGE_NUM)] = 1,
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=100)] = 10,
 ) -> Envelope[SearchPage]:
-    """Turns whose question or answer contains `q` in any case and any script, newest first."""
+    """Turns whose question or answer contains `q` in any case and any script, newest first.
+
+    A turn with versions (an edited question, a regenerated answer: turns of one parent)
+    is one record, in the place of its newest matching version: the version on the active
+    path when it matches, else that newest one; `total` counts the records so listed.
+    """
     hits, total = await services.search.search(user, q, page_num, page_size)
     records = [SearchRecord.model_validate(hit, from_attributes=True) for hit in hits]
     return ok(SearchPage(records=records, total=total, page_num=page_num, page_size=page_size))

@@ -17,7 +17,7 @@ from app.api.auth import UserDep
 from app.api.deps import Services, ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.llm.errors import USER_MESSAGES
+from app.llm.errors import stored_error_message
 from app.store.models import PUBLIC_CONFIG, TurnBase
 from app.store.records import Rating
 from app.store.shares import Share
@@ -36,12 +36,13 @@ MAX_TURN_ID = 2**63 - 1
 
 Title = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 """A title as a user may give it: 1 to 200 characters once trimmed, else 422."""
+ProjectId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
 
 
 class ConversationRecord(WireModel):
     conversation_id: str
     title: str
-    """The user's title, or the first question cut to 100 characters."""
+    """The user's title, or the active path's first question cut to 100 characters."""
     question: str
     agent_type: str
     fileid: str | None
@@ -51,6 +52,8 @@ class ConversationRecord(WireModel):
     """Pinned by the user: the list gives the pinned conversations first."""
     shared: bool = False
     """Shared by link (`POST /session/{id}/share`)."""
+    project_id: str | None = None
+    """The project it is in (`/projects`); null: none."""
 
 
 class ConversationPage(WireModel):
@@ -71,13 +74,6 @@ class MessageRecord(TurnBase):
     create_time: WireTime
     siblings: list[int] = Field(default_factory=list)
     """The turns with the same parent (this one included), oldest first: its other versions."""
-    error_message: str | None = None
-    """A failed turn's `error` as the sentence its stream's `error.message` said."""
-
-
-def error_sentence(error: str | None) -> str | None:
-    """The sentence a stored error code stands for; text stored before codes, as it is."""
-    return USER_MESSAGES.get(error, error) if error else None
 
 
 class ConversationDetail(WireModel):
@@ -86,21 +82,25 @@ class ConversationDetail(WireModel):
     agent_type: str
     fileid: str | None
     pinned: bool = False
+    project_id: str | None = None
     messages: list[MessageRecord]
 
 
 class ConversationChange(WireModel):
-    """A new title, a pin or both; at least one."""
+    """A new title, a pin, a project, or several; at least one."""
 
     title: Title | None = None
     pinned: StrictBool | None = Field(
         default=None, description="Pin it first in the list, or unpin it."
     )
+    project_id: ProjectId | None = Field(
+        default=None, description="Move it into this project of the caller's; null: out of any."
+    )
 
     @model_validator(mode="after")
     def _something(self) -> ConversationChange:
-        if self.title is None and self.pinned is None:
-            raise ValueError("give a title, pinned, or both")
+        if self.title is None and self.pinned is None and "project_id" not in self.model_fields_set:
+            raise ValueError("give a title, pinned or projectId")
         return self
 
 
@@ -108,6 +108,7 @@ class Renamed(WireModel):
     conversation_id: str
     title: str | None = Field(description="The title the user gave; null: never renamed.")
     pinned: bool
+    project_id: str | None = None
 
 
 class Deleted(WireModel):
@@ -143,17 +144,23 @@ async def _detail(
     *,
     whole: bool = False,
 ) -> ConversationDetail:
-    path = list(tree.turns) if whole else tree.path()
+    active = tree.path()
+    path = list(tree.turns) if whole else active
     marks = await services.titles.marks(user, conversation_id)
     return ConversationDetail(
         conversation_id=conversation_id,
-        title=title_of(marks.title, tree.turns[0].question),
+        # An edited first question renames a conversation nobody renamed.
+        title=title_of(marks.title, active[0].question),
         agent_type=tree.turns[0].agent_type,
         fileid=next((t.fileid for t in path if t.fileid), None),
         pinned=marks.pinned,
+        project_id=marks.project_id,
         messages=[
             MessageRecord.model_validate(t).model_copy(
-                update={"siblings": tree.siblings(t.id), "error_message": error_sentence(t.error)}
+                update={
+                    "siblings": tree.siblings(t.id),
+                    "error_message": stored_error_message(t.error, t.error_message),
+                }
             )
             for t in path
             if t.id is not None
@@ -167,9 +174,11 @@ async def list_conversations(
     services: ServicesDep,
     page_num: Annotated[int, Query(alias="pageNum", ge=1, le=MAX_PAGE_NUM)] = 1,
     page_size: Annotated[int, Query(alias="pageSize", ge=1, le=100)] = 10,
+    project_id: Annotated[ProjectId | None, Query(alias="projectId")] = None,
 ) -> Envelope[ConversationPage]:
-    """One record per conversation: its first question, agent and file."""
-    items, total = await services.store.list_conversations(user, page_num, page_size)
+    """One record per conversation: its first question, agent and file; with `projectId`,
+    that project's conversations only."""
+    items, total = await services.store.list_conversations(user, page_num, page_size, project_id)
     records = [ConversationRecord.model_validate(c) for c in items]
     return ok(
         ConversationPage(records=records, total=total, page_num=page_num, page_size=page_size)
@@ -327,19 +336,37 @@ async def unshare_conversation(
     return ok(None)
 
 
-@router.patch("/{conversation_id}", summary="Rename or pin a conversation")
+@router.patch(
+    "/{conversation_id}",
+    summary="Rename, pin or move a conversation",
+    responses={404: {"description": "No such conversation, or project, of the caller's"}},
+)
 async def change_conversation(
     conversation_id: ConversationId,
     body: ConversationChange,
     user: UserDep,
     services: ServicesDep,
 ) -> Envelope[Renamed]:
-    """The title is trimmed; what the body leaves out stays as it was. 404 when the
-    conversation does not exist or is someone else's."""
-    marks = await services.titles.mark(user, conversation_id, title=body.title, pinned=body.pinned)
+    """The title is trimmed; `projectId` moves it into a project of the caller's (null: out of
+    any); what the body leaves out stays as it was. 404 when the conversation does not exist
+    or is someone else's."""
+    marks = None
+    if "project_id" in body.model_fields_set:
+        marks = await services.projects.move(user, conversation_id, body.project_id)
+    if body.title is not None or body.pinned is not None:
+        marks = await services.titles.mark(
+            user, conversation_id, title=body.title, pinned=body.pinned
+        )
     if marks is None:
         raise ApiError(404, "Conversation not found")
-    return ok(Renamed(conversation_id=conversation_id, title=marks.title, pinned=marks.pinned))
+    return ok(
+        Renamed(
+            conversation_id=conversation_id,
+            title=marks.title,
+            pinned=marks.pinned,
+            project_id=marks.project_id,
+        )
+    )
 
 
 @router.delete("/{conversation_id}", summary="Delete a conversation")

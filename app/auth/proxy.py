@@ -5,7 +5,7 @@ The header is believed only from the proxies listed in
 the one the app sees, after uvicorn's own proxy headers (`FORWARDED_ALLOW_IPS`)
 are applied: a sign-in proxy that also sends `X-Forwarded-For` and is in
 `FORWARDED_ALLOW_IPS` would be seen as its user's address, so it is left out of
-that list (README: Signing in through a proxy).
+that list (docs/operate/sign-in.md, "Behind a sign-in proxy").
 
 From an address not listed, the header is ignored and the request goes on
 as one without it; that is logged once per address, since a misconfigured

@@ -322,7 +322,8 @@ class QueuedEvent(_Wire):
 class ErrorEvent(_Wire):
     """A failure; `code: RETRYING` is a notice and the stream goes on, anything else ends it.
 
-    `message` comes from a fixed table, never from upstream; `detail` is for
+    `message` is our own words, never upstream's: the fixed text of its code,
+    or the step that failed and why (a structured step); `detail` is for
     diagnosing it: what was called and what the upstream said (bounded, key scrubbed).
     """
 

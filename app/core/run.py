@@ -30,6 +30,12 @@ class StopSignal(Protocol):
         """True once someone asked the run to stop; the cancel follows at once."""
         ...
 
+    async def durable(self) -> None:
+        """Return once every event the run has shown is kept where another instance would
+        carry the run on from (at once, where none would): what must not happen twice (a
+        tool call) waits for its announcement to be there first."""
+        ...
+
 
 class NeverStopped:
     """The signal of a run nobody can stop (a turn driven directly, in a test or a script)."""
@@ -37,6 +43,9 @@ class NeverStopped:
     @property
     def stop_requested(self) -> bool:
         return False
+
+    async def durable(self) -> None:
+        return None
 
 
 Notice = Callable[[Event], object]

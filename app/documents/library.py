@@ -37,7 +37,7 @@ import logging
 import re
 import unicodedata
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import PurePath
@@ -269,6 +269,37 @@ class DocumentLibrary:
         if not order:
             return Passages(chunks[:top_k], whole=False, matched=False)
         return Passages([chunks[i] for i in order], whole=False, matched=True)
+
+    async def search_files(
+        self, files: Sequence[StoredFile], query: str
+    ) -> list[tuple[StoredFile, FileChunk]]:
+        """The passages of several `ready` files (a project's) that best match `query`, ranked
+        together, best first; none when no passage shares a word with it (and no vectors)."""
+        pool = [
+            (file, passage)
+            for file in files
+            for passage in await self._store.file_chunks(file.user_id, file.id)
+        ]
+        if not pool:
+            return []
+        chunks = [passage for _, passage in pool]
+        query_vector = None
+        if all(self._embedded_now(file) for file in files):
+            query_vector = await self._query_vector(files[0], chunks, query)
+        vectors = [c.vector or [] for c in chunks] if query_vector else None
+        order = await asyncio.to_thread(
+            lambda: rank(
+                Bm25Index([c.text for c in chunks]),
+                query,
+                self._settings.top_k,
+                vectors,
+                query_vector,
+            )
+        )
+        return [pool[i] for i in order]
+
+    def _embedded_now(self, file: StoredFile) -> bool:
+        return self._embedder is not None and file.embedding_model == self._embedder.model
 
     async def _discard(self, key: str) -> None:
         """Remove bytes whose rows are gone (or never were), and what their preview kept;

@@ -22,7 +22,7 @@ from pptx.shapes.placeholder import LayoutPlaceholder
 from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import LimitReachedError
 from pypdf.filters import decode_stream_data
-from pypdf.generic import ArrayObject, StreamObject
+from pypdf.generic import ArrayObject, StreamObject, is_null_or_none
 
 from app.documents.extract import (
     DOCX,
@@ -220,9 +220,17 @@ def _check_page_content(streams: list[StreamObject], budget: Budget) -> None:
     """
     inflated = 0
     for stream in streams:
-        inflated += len(decode_stream_data(stream))
+        inflated += _unpacked_length(stream)
         if inflated > budget.inflated_bytes:
             raise UnreadableFile(bomb_reason(PDF, budget))
+
+
+def _unpacked_length(stream: StreamObject) -> int:
+    """An unfiltered stream (what Pillow writes for a scan, and many simple generators) is
+    its own length: pypdf's decoder refuses it as an "Unsupported filter ()"."""
+    if is_null_or_none(stream.get("/Filter")):
+        return len(stream.get_data())
+    return len(decode_stream_data(stream))
 
 
 def _docx(path: Path, budget: Budget) -> Document:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from app.config import Settings
 from app.limits.base import LimitExceeded, Rates, StreamSlot, UserLimits
 from app.limits.in_process import InProcessUserLimits
+from app.tasks.redis_target import RedisTarget
 
 __all__ = ["LimitExceeded", "Rates", "StreamSlot", "UserLimits", "build_user_limits"]
 
@@ -20,4 +21,4 @@ def build_user_limits(settings: Settings) -> UserLimits:
         return InProcessUserLimits(rates)
     from app.limits.redis import RedisUserLimits  # only then: one instance never loads the client
 
-    return RedisUserLimits(settings.redis_url, settings.redis_prefix, rates)
+    return RedisUserLimits(RedisTarget.from_settings(settings), settings.redis_prefix, rates)

@@ -6,19 +6,30 @@ atomic however many instances ask at once, and each uses the server's clock
 
 A user's stream slots are a sorted set of run ids scored by when each
 lapses (`SLOT_SECONDS` after it was taken): a slot whose instance died
-without releasing it lapses by itself instead of locking the user out.
+without releasing it lapses by itself instead of locking the user out. A
+slot whose release failed while Redis was away is released again every
+`RETRY_SECONDS` until Redis answers: a primary promoted in a failover
+still holds it, and would count it for hours.
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
+from functools import partial
+
+from redis.exceptions import RedisError
 
 from app.limits.base import UNHELD, Action, Rates, StreamSlot, too_fast, too_many_streams
+from app.tasks.base import TaskBackendUnavailable
 from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import redacted, translate_errors
+from app.tasks.redis_client import RedisPipeline, translate_errors
+from app.tasks.redis_target import RedisTarget
 
 SLOT_SECONDS = 6 * 3600
 """Longest a slot is held without release: far past any turn, short of a lockout."""
+RETRY_SECONDS = 1.0
+"""Pause between attempts to release the slots whose release failed."""
 
 _TAKE = """
 local clock = redis.call('TIME')
@@ -67,29 +78,34 @@ return '0'
 
 @dataclass(slots=True)
 class _Slot:
-    batch: SharedPipeline
-    where: str
+    limits: RedisUserLimits
     key: str
     run_id: str
 
     async def release(self) -> None:
-        with translate_errors(self.where):
-            await self.batch.command(lambda pipe: pipe.zrem(self.key, self.run_id))
+        await self.limits.release(self.key, self.run_id)
 
 
 class RedisUserLimits:
-    def __init__(self, url: str, prefix: str, rates: Rates, *, timeout: float = 2.0) -> None:
-        self._where = redacted(url)
+    def __init__(
+        self, target: RedisTarget | str, prefix: str, rates: Rates, *, timeout: float = 2.0
+    ) -> None:
+        target = RedisTarget.of(target)
+        self._where = target.where
         self._prefix = f"{prefix}limits:"
+        self._tagged = target.keys_tagged
         self._rates = rates
-        self._batch = SharedPipeline(url, timeout=timeout)
+        self._batch = SharedPipeline(target, timeout=timeout)
+        self._unreleased: set[tuple[str, str]] = set()
+        """Slots (key, run id) whose release failed, until they are released."""
+        self._releasing: asyncio.Task[None] | None = None
 
     async def open_stream(self, user: str, run_id: str, rates: Rates | None = None) -> StreamSlot:
         rates = rates or self._rates
         if not rates.max_streams:
             await self.take(user, "stream", rates)
             return UNHELD
-        key, bucket = f"{self._prefix}streams:{user}", f"{self._prefix}stream:{user}"
+        key, bucket = self._key("streams", user), self._key("stream", user)
         per_minute = rates.bucket("stream")
         args = (rates.max_streams, run_id, SLOT_SECONDS, per_minute)
         with translate_errors(self._where):
@@ -101,13 +117,33 @@ class RedisUserLimits:
         wait = float(answer)
         if wait > 0:
             raise too_fast("stream", per_minute, wait)
-        return _Slot(self._batch, self._where, key, run_id)
+        return _Slot(self, key, run_id)
+
+    async def release(self, key: str, run_id: str) -> None:
+        try:
+            with translate_errors(self._where):
+                await self._batch.command(lambda pipe: pipe.zrem(key, run_id))
+        except TaskBackendUnavailable:
+            self._unreleased.add((key, run_id))
+            if self._releasing is None or self._releasing.done():
+                self._releasing = asyncio.create_task(self._release_left())
+            raise
+
+    async def _release_left(self) -> None:
+        while self._unreleased:
+            await asyncio.sleep(RETRY_SECONDS)
+            left = list(self._unreleased)
+            try:
+                await self._batch.execute(partial(_release_all, slots=left))
+            except (RedisError, OSError):
+                continue
+            self._unreleased.difference_update(left)
 
     async def take(self, user: str, action: Action, rates: Rates | None = None) -> None:
         per_minute = (rates or self._rates).bucket(action)
         if not per_minute:
             return
-        key = f"{self._prefix}{action}:{user}"
+        key = self._key(action, user)
         with translate_errors(self._where):
             wait = float(
                 await self._batch.command(lambda pipe: pipe.eval(_TAKE_LUA, 1, key, per_minute))
@@ -116,4 +152,17 @@ class RedisUserLimits:
             raise too_fast(action, per_minute, wait)
 
     async def close(self) -> None:
+        if self._releasing is not None:
+            self._releasing.cancel()
+            await asyncio.gather(self._releasing, return_exceptions=True)
         await self._batch.close()
+
+    def _key(self, kind: str, user: str) -> str:
+        """`<prefix>limits:<kind>:<user>`; in a Redis Cluster the user is a hash tag, so a
+        user's slots and bucket share the slot the script that takes both needs."""
+        return f"{self._prefix}{kind}:" + (f"{{{user}}}" if self._tagged else user)
+
+
+def _release_all(pipe: RedisPipeline, slots: list[tuple[str, str]]) -> None:
+    for key, run_id in slots:
+        pipe.zrem(key, run_id)

@@ -10,11 +10,12 @@
         └── ModelOutputInvalid   a structured answer did not validate, twice (deep research)
 
 Each carries a stable `code`; the user-facing text for a code comes from
-`USER_MESSAGES`, never from the provider. What someone needs to diagnose the
-failure (which provider, model and URL were called, the status, the
-upstream's own message, bounded and with the key scrubbed, and a hint where the
-cause is a known mistake) is in `describe()`: the error event's `detail` and
-the log line of the failed call.
+`USER_MESSAGES`, never from the provider, except where the error says more
+in our own words (`user_text`: a structured step names itself and why).
+What someone needs to diagnose the failure (which provider, model and URL
+were called, the status, the upstream's own message, bounded and with the
+key scrubbed, and a hint where the cause is a known mistake) is in
+`describe()`: the error event's `detail` and the log line of the failed call.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ class ModelError(Exception):
         """What was called: scheme, host and path only (no query string, no user info)."""
         self.hint = ""
         """A likely cause and its fix, when the adapter recognises one."""
+
+    @property
+    def user_text(self) -> str:
+        """The sentence the user reads: the fixed one of its code."""
+        return user_message(self.code)
 
     def describe(self) -> str:
         """What failed where, for the log and the error event's `detail` (never the key)."""
@@ -120,3 +126,12 @@ USER_MESSAGES: dict[str, str] = {
 
 def user_message(code: str) -> str:
     return USER_MESSAGES.get(code, USER_MESSAGES["INTERNAL_ERROR"])
+
+
+def stored_error_message(code: str | None, message: str | None) -> str | None:
+    """What a stored turn's stream said in `error.message`: `message`, as it was kept; for a
+    turn stored before it was, its code's fixed text (or the text stored before codes, as it
+    is). Every reader of a stored turn shows this, so a reload says what the stream said."""
+    if message or not code:
+        return message
+    return USER_MESSAGES.get(code, code)

@@ -1,4 +1,5 @@
-"""Why a turn cannot be started or read: one tree, mapped by each surface to its own answer.
+"""Why a turn cannot be started or read (or a project or memory item changed): one tree,
+mapped by each surface to its own answer.
 
 TurnRefused          base: the message says what to change
 ├── BadRequest       the request itself is wrong (HTTP 400)
@@ -6,12 +7,15 @@ TurnRefused          base: the message says what to change
 │   └── TemplateUnusable  its deck template lacks a layout the builder needs
 │                         (400 `PPT_TEMPLATE_UNUSABLE`)
 ├── TooLong          the question is over the limit (413)
-├── NotFound         a conversation, run or file that is not the caller's (404)
-├── Busy             a turn already runs on the conversation (409)
+├── NotFound         a conversation, run, file, project or memory item not the caller's (404)
+├── Conflict         what is stored does not allow it (409)
+│   └── Busy         a turn already runs on the conversation
 ├── Gone             the events after the client's id are no longer kept (410)
 ├── OverLimit        over a per-user limit; `retry_after` seconds (429)
 ├── NotAvailable     the agent kind is not run by this service (501)
 └── Unavailable      a dependency (database, Redis) is down (503)
+    └── Draining     this instance is going away (a deploy): 503 `DRAINING`, `retry_after`
+                     seconds; a load balancer retries elsewhere
 """
 
 from __future__ import annotations
@@ -42,7 +46,11 @@ class NotFound(TurnRefused):
     pass
 
 
-class Busy(TurnRefused):
+class Conflict(TurnRefused):
+    pass
+
+
+class Busy(Conflict):
     pass
 
 
@@ -62,3 +70,11 @@ class NotAvailable(TurnRefused):
 
 class Unavailable(TurnRefused):
     pass
+
+
+class Draining(Unavailable):
+    code = "DRAINING"
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

@@ -13,9 +13,11 @@ import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.registry import AgentEntry
+from app.agents.turn import InProject
 from app.config import DisconnectPolicy, SettingsPart
 from app.documents.extract import PPTX, UnreadableFile
 from app.documents.library import DocumentLibrary
@@ -32,6 +34,7 @@ from app.service.errors import (
     TooLong,
     Unavailable,
 )
+from app.service.projects import ProjectService
 from app.service.turns import DATABASE_DOWN, Strategy, TurnService
 from app.store.base import SessionStore, StoreError
 from app.store.models import StoredTurn
@@ -46,6 +49,7 @@ DECIDING = "(a decision on a paused turn)"
 question replaces it as the turn goes on)."""
 TURN_ID = re.compile(r"[0-9]{1,18}")
 """A turn id as a string: digits, and short enough to stay an int64."""
+MemoryMode = Literal["on", "off"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +82,10 @@ class TurnRequest:
     """Deep research: each round's plan waits for the user's decision."""
     template_file_id: str | None = None
     """PPT builder: the uploaded .pptx to build the deck on."""
+    project_id: str | None = None
+    """The project a new conversation starts in (a later turn stays in the conversation's)."""
+    memory: MemoryMode | None = None
+    """`off`: a temporary turn, which neither reads nor writes the user's memory."""
 
 
 class StreamSettings(SettingsPart):
@@ -98,9 +106,11 @@ class StreamService:
         webhooks: Webhooks,
         store: SessionStore,
         models: ModelCatalog,
+        projects: ProjectService,
     ) -> None:
         self._settings = settings
         self._models = models
+        self._projects = projects
         self._store = store
         self._turns = turns
         self._runs = runs
@@ -130,10 +140,19 @@ class StreamService:
         limit = self._settings.query_max_chars
         if len(request.query or "") > limit:
             raise TooLong(f"query is longer than {limit} characters")
-        await self._check_file(entry, request.file_id, user)
+        try:
+            found = await self._projects.for_turn(
+                user, conversation_id, not request.conversation_id, request.project_id
+            )
+        except StoreError as exc:
+            raise Unavailable(DATABASE_DOWN) from exc
+        project = found.project
+        await self._check_file(entry, request.file_id, user, project)
         await self._check_template(entry, request.template_file_id, user)
         try:
-            model_id = self._models.choose(entry.kind, request.model)
+            model_id = self._models.choose(
+                entry.kind, request.model or self._projects.default_model(project)
+            )
         except UnknownModel as exc:
             raise ModelUnknown(str(exc)) from exc
         if entry.kind not in self._turns.kinds():
@@ -147,6 +166,8 @@ class StreamService:
         except LimitExceeded as exc:
             raise OverLimit(str(exc), exc.retry_after) from exc
         try:
+            if found.place is not None:
+                await self._projects.place(user, conversation_id, found.place)
             run = await self._turns.start(
                 entry.kind,
                 user,
@@ -163,6 +184,9 @@ class StreamService:
                 answer=request.approval,
                 review_plan=request.review_plan,
                 template_file_id=request.template_file_id,
+                project=project,
+                temporary=request.memory == "off",
+                webhook=webhook,
             )
         except BaseException:
             await slot.release()
@@ -211,12 +235,15 @@ class StreamService:
             raise NotFound("Turn not found in this conversation")
         return turn
 
-    async def _check_file(self, entry: AgentEntry, file_id: str | None, user: str) -> None:
-        """A named file must be the caller's (another user's is not found); some agents need one."""
+    async def _check_file(
+        self, entry: AgentEntry, file_id: str | None, user: str, project: InProject | None
+    ) -> None:
+        """A named file must be the caller's (another user's is not found); some agents need
+        one, unless the turn's project has files (they are searched instead)."""
         if file_id:
             if await self._files.get(user, file_id) is None:
                 raise NotFound("File not found")
-        elif entry.needs_file:
+        elif entry.needs_file and (project is None or not project.file_ids):
             raise BadRequest(f"fileId is required for the {entry.kind} agent")
 
     async def _check_template(self, entry: AgentEntry, file_id: str | None, user: str) -> None:

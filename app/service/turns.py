@@ -16,7 +16,8 @@ with `complete{status: stopped}`.
 
 It refuses with `app.service.errors`: `NotAvailable` (no such agent here),
 `Busy` (a turn already runs on the conversation), `Unavailable` (the
-database or the task backend is down).
+database or the task backend is down), `Draining` (this instance is going
+away: a load balancer sends the request to another).
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ from typing import Literal, Protocol
 from app.agents.approvals import ApprovalAnswer, ApprovalMode
 from app.agents.base import BaseAgent
 from app.agents.on_demand import OnDemandAgents
-from app.agents.turn import Turn
+from app.agents.turn import InProject, Turn
+from app.core.drain import Drain
 from app.core.events import CompleteEvent, ErrorEvent, QueuedEvent
 from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions
 from app.llm.model_entry import DEFAULT_MODEL_ID
-from app.service.errors import Busy, NotAvailable, Unavailable
+from app.service.errors import Busy, Draining, NotAvailable, Unavailable
 from app.store.base import GoneTurn, SessionStore, StoreError
 from app.tasks.base import (
     Claim,
@@ -65,6 +67,9 @@ _TAKE_OVER_ATTEMPTS = 3
 """Stops an interrupting request sends before it gives up (409): others may take the gap."""
 _QUEUE_RECHECK_SECONDS = 1.0
 """Longest a queued turn sleeps without looking at the queue; a release wakes it sooner."""
+DRAINING_RETRY_SECONDS = 1
+"""`Retry-After` of a turn refused by a draining instance: another one takes it at once."""
+DRAINING = "This instance is shutting down (a deploy): send the request again"
 
 
 class RunObserver(Protocol):
@@ -92,8 +97,10 @@ class TurnService:
         stop_wait: float,
         observer: RunObserver,
         starting: int,
+        drain: Drain | None = None,
     ) -> None:
         self._agents = agents
+        self._drain = drain or Drain()
         self._claims = claims
         self._queue = queue
         self._board = board
@@ -153,6 +160,9 @@ class TurnService:
         answer: ApprovalAnswer | None = None,
         review_plan: bool = False,
         template_file_id: str | None = None,
+        project: InProject | None = None,
+        temporary: bool = False,
+        webhook: str | None = None,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
 
@@ -162,8 +172,11 @@ class TurnService:
         instead of a new question: `Busy` (409) when no paused turn waits on it.
 
         With `enqueue` on a busy conversation the run comes back at once, holding
-        only its `queued` event, and is launched later in the same log.
+        only its `queued` event, and is launched later in the same log. `webhook` is
+        kept with the turn, for an instance that carries it on.
         """
+        if self._drain.draining:
+            raise Draining(DRAINING, DRAINING_RETRY_SECONDS)
         try:
             agent = await self._agents.get(kind)
         except Exception as exc:  # whatever its first build met (its store down, say): logged there
@@ -185,6 +198,9 @@ class TurnService:
             answer=answer,
             review_plan=review_plan,
             template_file_id=template_file_id,
+            project=project,
+            temporary=temporary,
+            webhook=webhook,
         )
         # Listed in the same step as the claim: one round trip less before the first event.
         ticket = _ticket(claim, question, "running")
@@ -235,15 +251,28 @@ class TurnService:
                     if isinstance(exc, StoreError):
                         raise Unavailable(DATABASE_DOWN) from exc
                     raise
-                launched = self._observer.launch(
-                    claim.agent_type,
-                    turn,
-                    agent.start(turn),
-                    lambda program: self._runs.launch(claim, program, on_end, run),
-                )
-        launched.row_id = turn.row_id
+                launched = self.run(agent, claim, turn, on_end, run)
         if not posted:
             await self._show(_ticket(claim, turn.question, "running"))
+        return launched
+
+    def run(
+        self,
+        agent: BaseAgent,
+        claim: Claim,
+        turn: Turn,
+        on_end: OnEnd | None = None,
+        run: Run | None = None,
+    ) -> Run:
+        """Launch the stored turn's run under `claim`, as the telemetry watches runs (a turn
+        begun here, or one carried on from another instance: app/service/takeover.py)."""
+        launched = self._observer.launch(
+            claim.agent_type,
+            turn,
+            agent.start(turn),
+            lambda program: self._runs.launch(claim, program, on_end, run),
+        )
+        launched.row_id = turn.row_id
         return launched
 
     async def _take_over(self, claim: Claim, strategy: Strategy, ticket: Ticket) -> bool:

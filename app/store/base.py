@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Protocol
 
 from app.store.models import StoredFile, StoredTurn, TurnOutcome
@@ -48,6 +49,8 @@ class ConversationSummary:
     """Pinned by the user: listed before the rest."""
     shared: bool = False
     """Shared by link (app/store/shares.py)."""
+    project_id: str | None = None
+    """The project it is in (app/store/projects.py); None: none."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +139,15 @@ class SessionStore(Protocol):
         """
         ...
 
+    async def running_turns(self, instance_id: str) -> list[StoredTurn]:
+        """The instance's turns stored `running`, oldest first (it died, or drained)."""
+        ...
+
+    async def take_over(self, turn_id: int, dead: str, takeovers: int) -> StoredTurn | None:
+        """Make the `dead` instance's running turn this instance's, as its move `takeovers + 1`;
+        the turn as it is now, or None when it ended or another instance took that move."""
+        ...
+
     async def recent_turns(
         self, user_id: str, conversation_id: str, limit: int, before_id: int | None = None
     ) -> list[StoredTurn]:
@@ -144,9 +156,10 @@ class SessionStore(Protocol):
         ...
 
     async def list_conversations(
-        self, user_id: str, page: int, size: int
+        self, user_id: str, page: int, size: int, project_id: str | None = None
     ) -> tuple[list[ConversationSummary], int]:
-        """A page of conversations, newest activity first, and the total count."""
+        """A page of conversations (with `project_id`, that project's), newest activity first,
+        and the total count."""
         ...
 
     async def get_conversation(self, user_id: str, conversation_id: str) -> list[StoredTurn]:
@@ -267,6 +280,15 @@ class FileStore(Protocol):
         ...
 
 
+class Unset(Enum):
+    """A field left out, where None is a value (a conversation moved out of its project)."""
+
+    UNSET = "unset"
+
+
+UNSET = Unset.UNSET
+
+
 @dataclass(frozen=True, slots=True)
 class Marks:
     """What a user set on a conversation."""
@@ -274,6 +296,8 @@ class Marks:
     title: str | None = None
     """The title the user gave; None when they never renamed the conversation."""
     pinned: bool = False
+    project_id: str | None = None
+    """The project it is in; None: none."""
 
 
 class ConversationTitles(Protocol):
@@ -287,9 +311,14 @@ class ConversationTitles(Protocol):
         *,
         title: str | None = None,
         pinned: bool | None = None,
+        project_id: str | Unset | None = UNSET,
     ) -> Marks | None:
-        """Store what is given, keep the rest; the marks now, or None when the user has no
-        such conversation."""
+        """Store what is given (a project id, or None for none), keep the rest; the marks now,
+        or None when the user has no such conversation."""
+        ...
+
+    async def place(self, user_id: str, conversation_id: str, project_id: str) -> None:
+        """Put a conversation in a project before its first turn is stored."""
         ...
 
     async def marks(self, user_id: str, conversation_id: str) -> Marks:

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Dialect, Table, event, text
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, async_sessionmaker
 from sqlmodel.ext.asyncio.session import AsyncSession
 
@@ -63,25 +63,36 @@ class Database:
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, url: str, *, pool_size: int, migrate: bool) -> AsyncIterator[Database]:
+    async def open(
+        cls,
+        url: str,
+        *,
+        pool_size: int,
+        migrate: bool,
+        migrate_url: str | None = None,
+        transaction_pooler: bool = False,
+    ) -> AsyncIterator[Database]:
         """Build the engine, optionally migrate to the newest revision, dispose on exit.
 
         Without `migrate` nothing connects here, so an app can start while the
-        database is down and report it through `ping()`.
+        database is down and report it through `ping()`. With it, the migration
+        runs on `migrate_url` when given (the database itself, when `url` is a
+        pooler's), on a connection of its own closed after it. `transaction_pooler`:
+        `url` is a pooler in transaction mode (`engine.POOLER_CONNECT_ARGS`).
         """
         parsed = make_url(url)
-        try:
-            engine = create_engine(parsed, pool_size)
-        except OSError as exc:
-            raise StoreUnavailable(
-                f"database unavailable at {parsed.render_as_string(hide_password=True)}: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
-        driver = await open_driver(parsed, pool_size)
+        engine = _create(parsed, pool_size, transaction_pooler)
+        driver = await open_driver(parsed, pool_size, transaction_pooler=transaction_pooler)
         db = cls(engine, driver)
         try:
-            if migrate:
-                await db._migrate()
+            if migrate and migrate_url:
+                direct = _create(make_url(migrate_url), 1, transaction_pooler=False)
+                try:
+                    await _migrate(direct)
+                finally:
+                    await direct.dispose()
+            elif migrate:
+                await _migrate(engine)
             yield db
         finally:
             db._closed = True
@@ -178,8 +189,20 @@ class Database:
     def _count(self, *args: Any) -> None:
         self.statements[verb(args[2])] += 1
 
-    async def _migrate(self) -> None:
-        async with self.begin() as conn:
+
+def _create(url: URL, pool_size: int, transaction_pooler: bool) -> AsyncEngine:
+    try:
+        return create_engine(url, pool_size, transaction_pooler=transaction_pooler)
+    except OSError as exc:
+        raise StoreUnavailable(
+            f"database unavailable at {url.render_as_string(hide_password=True)}: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
+
+
+async def _migrate(engine: AsyncEngine) -> None:
+    try:
+        async with engine.begin() as conn:
             if conn.dialect.name == "postgresql":
                 # Instances starting together would otherwise race to create the same
                 # tables; the lock is released when this transaction ends.
@@ -188,3 +211,5 @@ class Database:
                 )
             if not await conn.run_sync(at_head):
                 await conn.run_sync(upgrade_to_head)
+    except (OSError, TimeoutError, sa_exc.SQLAlchemyError) as exc:
+        raise translate(exc, engine.url) from exc

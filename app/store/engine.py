@@ -28,7 +28,29 @@ MIGRATION_LOCK_KEY = 0x646F646F
 _REVISION = re.compile(r'^revision: str = "([^"]+)"', re.MULTILINE)
 
 
-def create_engine(url: URL, pool_size: int) -> AsyncEngine:
+ASYNCPG_POOLER_ARGS: dict[str, Any] = {
+    "statement_cache_size": 0,
+    "server_settings": {"client_encoding": "UTF8"},
+}
+"""asyncpg's connections behind a pooler in transaction mode (`DB_TRANSACTION_POOLER`).
+
+A cached statement is a named one, prepared on whichever server session the
+pooler lent: the next transaction may get another session, where the name is
+unknown, or already taken by another client's (`DuplicatePreparedStatementError`
+on `__asyncpg_stmt_1__`, which every process names its first). Without a cache
+asyncpg prepares an unnamed statement, only to learn its types, and parses it
+again in the same message as its execution, which no pooler splits.
+
+And the encoding as the server names it: asyncpg asks for `utf-8`, which a
+pooler compares as text with the `UTF8` of a session another client used, and
+sets before lending it (three `SET client_encoding` a chat turn behind PgBouncer,
+bench/README.md "What a turn costs the shared engines").
+"""
+POOLER_CONNECT_ARGS: dict[str, Any] = {**ASYNCPG_POOLER_ARGS, "prepared_statement_cache_size": 0}
+"""The engine's: SQLAlchemy's own statement cache off too."""
+
+
+def create_engine(url: URL, pool_size: int, *, transaction_pooler: bool = False) -> AsyncEngine:
     if url.get_backend_name() == "sqlite":
         _ensure_sqlite_dir(url)
         # No pool sizing: SQLite has one writer whatever the pool, and WAL lets
@@ -43,6 +65,8 @@ def create_engine(url: URL, pool_size: int) -> AsyncEngine:
             "timeout": CONNECT_TIMEOUT_SECONDS,
             "command_timeout": COMMAND_TIMEOUT_SECONDS,
         }
+        if transaction_pooler:
+            connect_args |= POOLER_CONNECT_ARGS
     engine = create_async_engine(
         url,
         pool_size=pool_size,

@@ -1,12 +1,13 @@
 """The few statements every turn runs, compiled once and sent by the driver itself.
 
 On PostgreSQL asyncpg runs them on a small pool of its own, as its cached
-prepared statements; on a SQLite file one aiosqlite connection in autocommit
-does, the one writer SQLite has anyway, fed by aiosqlite's queue (one thread
-hop a statement). SQLAlchemy's execution around one statement (the greenlet
-hop, pool checkout, cursor adapter, result wrapping; on SQLite a thread hop
-for each) cost more client CPU than the statement itself; the SQL, the
-parameters and the column types stay SQLAlchemy's.
+prepared statements (uncached behind a transaction pooler: `DB_TRANSACTION_POOLER`);
+on a SQLite file one aiosqlite connection in autocommit does, the one writer
+SQLite has anyway, fed by aiosqlite's queue (one thread hop a statement).
+SQLAlchemy's execution around one statement (the greenlet hop, pool checkout,
+cursor adapter, result wrapping; on SQLite a thread hop for each) cost more
+client CPU than the statement itself; the SQL, the parameters and the column
+types stay SQLAlchemy's.
 """
 
 from __future__ import annotations
@@ -124,12 +125,12 @@ class SqliteWriter:
             self._conn = None
 
 
-async def open_driver(url: URL, pool_size: int) -> Driver | None:
+async def open_driver(url: URL, pool_size: int, *, transaction_pooler: bool) -> Driver | None:
     if url.get_driver_name() == "asyncpg":
         # Imported here: asyncpg (its hundreds of error classes) is no cost on SQLite.
         from app.store.pg_driver import open_asyncpg
 
-        return await open_asyncpg(url, pool_size)
+        return await open_asyncpg(url, pool_size, transaction_pooler=transaction_pooler)
     database = url.database
     if url.get_backend_name() == "sqlite" and database and not in_memory(database):
         return SqliteWriter(database)

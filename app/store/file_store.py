@@ -26,6 +26,7 @@ from app.store.db import Database
 from app.store.models import AI_FILE as F
 from app.store.models import AI_FILE_CHUNK as C
 from app.store.models import StoredFile
+from app.store.project_models import PROJECT_FILE as PF
 
 _METADATA = [c for c in F.c if c.name != "content"]
 """Every column but the text, which can be megabytes and only `/file/content` reads."""
@@ -49,7 +50,7 @@ class SqlFileStore:
                 "first": chunk.first,
                 "last": chunk.last,
                 "text": chunk.text,
-                "vector": None if chunk.vector is None else _pack_vector(chunk.vector),
+                "vector": None if chunk.vector is None else pack_vector(chunk.vector),
             }
             for chunk in outcome.chunks
         ]
@@ -107,7 +108,7 @@ class SqlFileStore:
                 first=row["first"],
                 last=row["last"],
                 text=row["text"],
-                vector=None if row["vector"] is None else _unpack_vector(row["vector"]),
+                vector=None if row["vector"] is None else unpack_vector(row["vector"]),
             )
             for row in rows
         ]
@@ -122,21 +123,23 @@ class SqlFileStore:
 
 
 async def delete_file_rows(conn: AsyncConnection, file_ids: Sequence[str]) -> None:
-    """Delete files' chunks, then the files, inside the caller's transaction."""
+    """Delete files' chunks and project attachments, then the files, inside the caller's
+    transaction."""
     if not file_ids:
         return
     await conn.execute(delete(C).where(C.c.file_id.in_(file_ids)))
+    await conn.execute(delete(PF).where(PF.c.file_id.in_(file_ids)))
     await conn.execute(delete(F).where(F.c.id.in_(file_ids)))
 
 
-def _pack_vector(vector: Sequence[float]) -> bytes:
+def pack_vector(vector: Sequence[float]) -> bytes:
     values = array("f", vector)
     if sys.byteorder == "big":
         values.byteswap()
     return values.tobytes()
 
 
-def _unpack_vector(data: bytes) -> list[float]:
+def unpack_vector(data: bytes) -> list[float]:
     values = array("f")
     values.frombytes(data)
     if sys.byteorder == "big":

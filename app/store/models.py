@@ -47,6 +47,7 @@ from sqlmodel._compat import SQLModelConfig
 
 from app.core.wire import WIRE_CONFIG
 from app.store.records import (
+    CarryOn,
     DeckRecord,
     FileSource,
     FileStatus,
@@ -188,7 +189,10 @@ class TurnOutcome(SQLModel):
     deck: DeckRecord | None = Field(default=None, sa_type=JsonRecord(DeckRecord), nullable=True)
     """A deck turn's slides as its last `deck` event showed them; None otherwise."""
     error: str | None = Field(default=None, sa_type=Text)
-    """What went wrong, for a `failed` turn; user-facing text, never a raw provider message."""
+    """What went wrong, for a `failed` turn: its `error.code` (older turns: a sentence)."""
+    error_message: str | None = Field(default=None, sa_type=Text)
+    """The sentence the stream's `error.message` said (the step that failed and why); None
+    on turns stored before it was kept, which show their code's fixed text."""
     first_response_time: int | None = None
     """Milliseconds from the question to the first streamed byte of the answer."""
     total_response_time: int | None = None
@@ -251,7 +255,12 @@ class StoredTurn(TurnBase):
     update_time: datetime = Field(default_factory=_utc_now, sa_type=UTCDateTime)
     """Latest write to the row (aware UTC); a conversation's activity is its newest."""
     instance_id: str | None = Field(default=None, max_length=32)
-    """The instance that ran the turn: while `running`, whose death makes it `interrupted`."""
+    """The instance that runs the turn: while `running`, whose death hands it to another
+    (or, past `TURN_TAKEOVERS` moves, makes it `interrupted`)."""
+    takeovers: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    """Times another instance took the running turn over and carried it on."""
+    carry_on: CarryOn | None = Field(default=None, sa_type=JsonRecord(CarryOn), nullable=True)
+    """What the request asked beyond the row, for the instance that carries the turn on."""
 
 
 class AiSession(StoredTurn, table=True):
@@ -464,13 +473,15 @@ AI_PPT_TEMPLATE: Table = AiPptTemplate.__table__  # type: ignore[attr-defined]
 
 
 class AiConversationTitle(SQLModel, table=True):
-    """What a user set on a conversation: its title, its pin; stored only once they do.
+    """What a user set on a conversation: its title, its pin, its project; stored only once
+    they do (or once its first turn is asked in a project).
 
     A conversation without a row is titled by its first question, derived when read
     (`app/store/titles.py`), and not pinned, so a turn writes nothing here.
     """
 
     __tablename__ = "ai_conversation_title"
+    __table_args__ = (Index("ix_ai_conversation_title_project", "user_id", "project_id"),)
 
     user_id: str = Field(sa_column=Column(String(128), primary_key=True))
     """Owner; every query filters on it."""
@@ -479,6 +490,8 @@ class AiConversationTitle(SQLModel, table=True):
     """1 to 200 characters, trimmed; None when the user pinned it but never renamed it."""
     pinned_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
     """When the user pinned it to the top of their list; None: not pinned (migration 0016)."""
+    project_id: str | None = Field(default=None, max_length=32)
+    """The project it is in (app/store/project_models.py); None: none (migration 0021)."""
 
 
 AI_CONVERSATION_TITLE: Table = AiConversationTitle.__table__  # type: ignore[attr-defined]
@@ -580,3 +593,20 @@ class UserLimit(SQLModel, table=True):
 
 
 USER_LIMIT: Table = UserLimit.__table__  # type: ignore[attr-defined]
+
+
+class UserPreference(SQLModel, table=True):
+    """What a user chose on one device for every device: the model the page offers first.
+
+    A row only once the user chose something; no row: the service's defaults.
+    """
+
+    __tablename__ = "user_preference"
+
+    user_id: str = Field(sa_column=Column(String(128), primary_key=True))
+    model: str | None = Field(default=None, max_length=64)
+    """The catalog id of the model the user picked last (`MODELS`); None: the agent's own."""
+    updated_at: datetime = Field(sa_column=Column(UTCDateTime(), nullable=False))
+
+
+USER_PREFERENCE: Table = UserPreference.__table__  # type: ignore[attr-defined]

@@ -15,12 +15,19 @@ import asyncpg
 from sqlalchemy.engine import URL
 
 from app.store.db_errors import DRIVER_ERRORS
-from app.store.engine import COMMAND_TIMEOUT_SECONDS, CONNECT_TIMEOUT_SECONDS
+from app.store.engine import (
+    ASYNCPG_POOLER_ARGS,
+    COMMAND_TIMEOUT_SECONDS,
+    CONNECT_TIMEOUT_SECONDS,
+)
 
 log = logging.getLogger(__name__)
 
 
-async def open_asyncpg(url: URL, pool_size: int) -> AsyncpgDriver:
+async def open_asyncpg(url: URL, pool_size: int, *, transaction_pooler: bool) -> AsyncpgDriver:
+    # Behind a transaction pooler no statement is cached (engine.ASYNCPG_POOLER_ARGS):
+    # a round trip more per statement, for one that is safe on any server session.
+    pooled = ASYNCPG_POOLER_ARGS if transaction_pooler else {}
     # min_size=0: nothing connects here, so the app starts while the server
     # is down; the driver opens the connections beside the start-up instead.
     pool = await asyncpg.create_pool(
@@ -31,6 +38,7 @@ async def open_asyncpg(url: URL, pool_size: int) -> AsyncpgDriver:
         timeout=CONNECT_TIMEOUT_SECONDS,
         command_timeout=COMMAND_TIMEOUT_SECONDS,
         reset=_keep_session,
+        **pooled,
     )
     return AsyncpgDriver(pool, pool_size)
 

@@ -124,6 +124,20 @@ class Pending(WireModel):
     """The turn's `toolApproval`, kept for the rest of it (a decision may name another)."""
 
 
+class CarryOn(WireModel):
+    """What a running turn's request asked beyond its row: what another instance that
+    carries the turn on (its own died, or drained) must honour as this one would."""
+
+    tool_approval: Literal["ask", "auto"] | None = None
+    """The request's `toolApproval`: an acting tool still waits for the user's yes."""
+    webhook: str | None = None
+    """The URL called once the turn ends (the request's `webhook`, or `WEBHOOK_URL`)."""
+    review_plan: bool = False
+    """Deep research: each round's plan waits for the user's decision (`reviewPlan`)."""
+    temporary: bool = False
+    """`memory: "off"`: the turn neither reads nor writes the user's memory."""
+
+
 FileStatus = Literal["processing", "ready", "failed"]
 FileSource = Literal["upload", "generated"]
 

@@ -13,6 +13,14 @@ The index's cost is paid by the writes, not by the app's statements: on
 PostgreSQL the GIN entries of each inserted or updated text (GIN's pending
 list batches them), on SQLite the triggers that re-index a turn's texts on
 its INSERT and on each UPDATE of its answer.
+
+A hit is a turn with its versions (the turns of one parent: an edited
+question, a regenerated answer), listed once, in the place of its newest
+matching version: it shows the version the active path goes through when
+that one matches, else that newest one; `total` counts the hits so listed.
+The grouping is one GROUP BY in the page's statement; only a hit on the
+page with two matching versions has its conversation's active path walked
+(store/active_paths.py), in one more statement.
 """
 
 from __future__ import annotations
@@ -32,7 +40,9 @@ from sqlalchemy import (
     table,
     text,
 )
+from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.store.active_paths import active_first_questions, active_paths
 from app.store.base import SearchHit
 from app.store.db import Database
 from app.store.models import AI_CONVERSATION_TITLE as TT
@@ -111,21 +121,29 @@ class SqlTurnSearch:
         # Planned apart from the page's LIMIT (MATERIALIZED): with it, PostgreSQL walks the
         # whole table newest first rather than look the text up in its trigram indexes.
         matches = (
-            select(T.c.id)
+            select(T.c.id, T.c.session_id, T.c.parent_id)
             .where(mine)
             .cte("matches")
             .prefix_with("MATERIALIZED", dialect="postgresql")
         )
+        # A turn with its versions (one parent) is one hit, in the place of its newest match.
+        turns = (
+            select(func.max(matches.c.id).label("id"), func.count().label("versions"))
+            .group_by(matches.c.session_id, matches.c.parent_id)
+            .cte("turns")
+        )
         hits = (
-            # Counted over every match before the LIMIT: the total in the same trip.
-            select(matches.c.id, func.count().over().label("total"))
-            .order_by(matches.c.id.desc())
+            # Counted over every hit before the LIMIT: the total in the same trip.
+            select(turns.c.id, turns.c.versions, func.count().over().label("total"))
+            .order_by(turns.c.id.desc())
             .limit(size)
             .offset((page - 1) * size)
             .subquery("hits")
         )
         first = T.alias("first_turn")
-        # Only for the page's rows: a conversation's first question, its default title.
+        roots = T.alias("roots")
+        # Only for the page's rows: a conversation's first question, its default title, and
+        # whether there are others (the first question was edited: the active one titles it).
         first_question = (
             select(first.c.question)
             .where(first.c.user_id == user_id, first.c.session_id == T.c.session_id)
@@ -133,16 +151,26 @@ class SqlTurnSearch:
             .limit(1)
             .scalar_subquery()
         )
+        second_root = (
+            select(roots.c.id)
+            .where(
+                roots.c.user_id == user_id,
+                roots.c.session_id == T.c.session_id,
+                roots.c.parent_id.is_(None),
+            )
+            .order_by(roots.c.id)
+            .limit(1)
+            .offset(1)
+            .scalar_subquery()
+        )
         stmt = (
             select(
-                T.c.id,
-                T.c.session_id,
-                T.c.question,
-                T.c.answer,
-                T.c.create_time,
+                *_SHOWN,
+                hits.c.versions,
                 hits.c.total,
                 TT.c.title,
                 first_question.label("first_question"),
+                second_root.label("second_root"),
             )
             .join_from(hits, T, T.c.id == hits.c.id)
             .outerjoin(TT, and_(TT.c.user_id == user_id, TT.c.conversation_id == T.c.session_id))
@@ -154,16 +182,42 @@ class SqlTurnSearch:
                 total = int(rows[0]["total"])
             else:
                 # A page past the end has no row to carry the total.
-                count = select(func.count()).select_from(T).where(mine)
+                count = select(func.count()).select_from(turns)
                 total = int((await conn.execute(count)).scalar_one())
-        records = [
-            SearchHit(
-                conversation_id=row["session_id"],
-                title=title_of(row["title"], row["first_question"]),
-                turn_id=row["id"],
-                snippet=snippet(row["question"], row["answer"], text),
-                create_time=row["create_time"],
+            several = [row["id"] for row in rows if row["versions"] > 1]
+            shown = await _matching_on_active_path(conn, user_id, self._matches(text), several)
+            edited = [row["id"] for row in rows if row["second_root"] is not None]
+            firsts = await active_first_questions(conn, user_id, edited)
+        records = []
+        for row in rows:
+            # The version the conversation shows, where it matches, stands for the turn.
+            turn = shown.get((row["session_id"], row["parent_id"]), row)
+            first_asked = firsts.get(row["session_id"], row["first_question"])
+            records.append(
+                SearchHit(
+                    conversation_id=row["session_id"],
+                    title=title_of(row["title"], first_asked),
+                    turn_id=turn["id"],
+                    snippet=snippet(turn["question"], turn["answer"], text),
+                    create_time=turn["create_time"],
+                )
             )
-            for row in rows
-        ]
         return records, total
+
+
+_SHOWN = (T.c.id, T.c.session_id, T.c.parent_id, T.c.question, T.c.answer, T.c.create_time)
+"""What a hit shows of its turn, and where the turn stands in its conversation."""
+
+
+async def _matching_on_active_path(
+    conn: AsyncConnection, user_id: str, matching: ColumnElement[bool], turn_ids: list[int]
+) -> dict[tuple[str, int | None], Any]:
+    """The turns that match on the active path of the conversations of these turns (the
+    user's), by their place (conversation, parent)."""
+    if not turn_ids:
+        return {}
+    path = active_paths(user_id, turn_ids)
+    # By primary key: the path holds the user's turns only.
+    stmt = select(*_SHOWN).where(T.c.id.in_(select(path.c.id)), matching)
+    rows = (await conn.execute(stmt)).mappings().all()
+    return {(row["session_id"], row["parent_id"]): row for row in rows}

@@ -14,7 +14,9 @@ memory is the walk up from that parent, so no other branch reaches the model.
 
 The history list groups turns into conversations in SQL (one grouped
 subquery joined back to each conversation's first row), so a page costs
-the same however long the history is.
+the same however long the history is. A conversation whose first question
+was edited is named by the active path's first question (one more
+statement, for those on the page only: store/active_paths.py).
 """
 
 from __future__ import annotations
@@ -28,17 +30,20 @@ from sqlalchemy import (
     Delete,
     Select,
     bindparam,
+    case,
     delete,
     exists,
     func,
     insert,
     literal,
+    or_,
     select,
     true,
     update,
 )
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.store.active_paths import active_first_questions, active_leaf
 from app.store.base import ConversationSummary, DeletedConversation, DeletedTurns, GoneTurn
 from app.store.db import Database
 from app.store.file_store import delete_file_rows
@@ -48,6 +53,7 @@ from app.store.models import AI_FILE as F
 from app.store.models import AI_SESSION as T
 from app.store.models import AI_SHARE as S
 from app.store.models import StoredTurn, TurnOutcome
+from app.store.project_models import PROJECT_FILE as PF
 from app.store.push_configs import delete_push_configs, delete_turns_push_configs
 from app.store.records import ToolCall, TurnStatus
 from app.store.shares import delete_share
@@ -144,12 +150,19 @@ def _question_with_memory() -> Select[Any]:
 
 class SqlSessionStore:
     """`instance_id` names the running instance in each question's row: when that instance
-    dies, another finds its running turns by it (`interrupt_instance`)."""
+    dies, another finds its running turns by it (`running_turns`) and takes them over
+    (`take_over`) or marks them `interrupted` (`interrupt_instance`).
+
+    A turn is written by the instance its row names: once another took it over, this one's
+    late writes (an instance that was only slow, not dead) change nothing.
+    """
 
     def __init__(self, db: Database, instance_id: str | None = None) -> None:
         self._db = db
         self._instance_id = instance_id
-        self._finish_turn = db.prepare(_FINISH_TURN, [*_OUTCOME, "update_time"])
+        owned = [] if instance_id is None else [_owned_by(instance_id)]
+        self._finish_turn = db.prepare(_FINISH_TURN.where(*owned), [*_OUTCOME, "update_time"])
+        self._save_partial = _SAVE_PARTIAL.where(*owned)
         self._insert_question = db.prepare(_INSERT_QUESTION)
         self._path_from = db.prepare(_PATH_FROM)
         self._question_with_memory = (
@@ -233,7 +246,7 @@ class SqlSessionStore:
         if tools is not None:
             params["tools"] = tools
         async with self._db.statement() as conn:
-            await conn.execute(_SAVE_PARTIAL, params)
+            await conn.execute(self._save_partial, params)
 
     async def mark_interrupted(
         self,
@@ -278,6 +291,38 @@ class SqlSessionStore:
             rows = (await conn.execute(stmt)).all()
         return sorted({(row.user_id, row.session_id) for row in rows})
 
+    async def running_turns(self, instance_id: str) -> list[StoredTurn]:
+        """The instance's turns stored `running`, oldest first."""
+        stmt = (
+            select(T)
+            .where(T.c.status == "running", T.c.instance_id == instance_id)
+            .order_by(T.c.id)
+        )
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [_turn(row) for row in rows]
+
+    async def take_over(self, turn_id: int, dead: str, takeovers: int) -> StoredTurn | None:
+        """Make the `dead` instance's running turn this instance's, as its move `takeovers + 1`.
+
+        One conditional UPDATE: of instances racing for the same move, one gets the row
+        back, the others None (as does a turn that ended or moved meanwhile).
+        """
+        stmt = (
+            update(T)
+            .where(
+                T.c.id == turn_id,
+                T.c.status == "running",
+                T.c.instance_id == dead,
+                T.c.takeovers == takeovers,
+            )
+            .values(instance_id=self._instance_id, takeovers=takeovers + 1, update_time=_now())
+            .returning(*T.c)
+        )
+        async with self._db.statement() as conn:
+            row = (await conn.execute(stmt)).mappings().one_or_none()
+        return None if row is None else _turn(row)
+
     async def latest_status(self, user_id: str, conversation_id: str) -> TurnStatus | None:
         """How the conversation's newest turn is stored (`running` while it runs); None if none."""
         stmt = (
@@ -303,19 +348,30 @@ class SqlSessionStore:
         return [_turn(row) for row in reversed(rows)]
 
     async def list_conversations(
-        self, user_id: str, page: int, size: int
+        self, user_id: str, page: int, size: int, project_id: str | None = None
     ) -> tuple[list[ConversationSummary], int]:
         if page < 1 or size < 1:
             raise ValueError("page and size start at 1")
+        mine: list[ColumnElement[bool]] = [T.c.user_id == user_id]
+        if project_id is not None:
+            mine.append(
+                T.c.session_id.in_(
+                    select(TT.c.conversation_id).where(
+                        TT.c.user_id == user_id, TT.c.project_id == project_id
+                    )
+                )
+            )
         conversations = (
             select(
                 func.min(T.c.id).label("first_id"),
                 func.max(T.c.id).label("last_id"),
                 func.max(T.c.update_time).label("last_time"),
+                # More than one first question: it was edited, the title follows the active one.
+                func.count(case((T.c.parent_id.is_(None), 1))).label("roots"),
                 # Counted over all groups before the outer LIMIT: the total in the same trip.
                 func.count().over().label("total"),
             )
-            .where(T.c.user_id == user_id)
+            .where(*mine)
             .group_by(T.c.session_id)
             .subquery()
         )
@@ -323,14 +379,17 @@ class SqlSessionStore:
         pinned = TT.c.pinned_at.is_not(None).label("pinned")
         stmt = (
             select(
+                first.c.id,
                 first.c.session_id,
                 first.c.question,
                 first.c.agent_type,
                 first.c.fileid,
                 first.c.create_time,
                 conversations.c.last_time,
+                conversations.c.roots,
                 conversations.c.total,
                 TT.c.title,
+                TT.c.project_id,
                 pinned,
                 S.c.token.is_not(None).label("shared"),
             )
@@ -351,23 +410,25 @@ class SqlSessionStore:
                 total = int(rows[0]["total"])
             else:
                 # A page past the end has no row to carry the total.
-                count = select(func.count(func.distinct(T.c.session_id))).where(
-                    T.c.user_id == user_id
-                )
+                count = select(func.count(func.distinct(T.c.session_id))).where(*mine)
                 total = int((await conn.execute(count)).scalar_one())
+            edited = [row["id"] for row in rows if row["roots"] > 1]
+            firsts = await active_first_questions(conn, user_id, edited)
         records = [
             ConversationSummary(
                 conversation_id=row["session_id"],
-                title=title_of(row["title"], row["question"]),
-                question=row["question"],
+                title=title_of(row["title"], question),
+                question=question,
                 agent_type=row["agent_type"],
                 fileid=row["fileid"],
                 create_time=row["create_time"],
                 update_time=row["last_time"],
                 pinned=bool(row["pinned"]),
                 shared=bool(row["shared"]),
+                project_id=row["project_id"],
             )
             for row in rows
+            for question in [firsts.get(row["session_id"], row["question"])]
         ]
         return records, total
 
@@ -484,27 +545,12 @@ class SqlSessionStore:
     async def paused_turns(self, user_id: str, limit: int) -> list[StoredTurn]:
         """A paused turn is listed while it is the active leaf (what a plain next message
         answers); one on a branch switched away from waits there, unlisted, until switched back."""
-        newer = T.alias("newer")
-        newest = (
-            select(func.max(newer.c.id))
-            .where(newer.c.user_id == user_id, newer.c.session_id == T.c.session_id)
-            .scalar_subquery()
-        )
-        chosen = (
-            select(A.c.leaf_id)
-            .where(
-                A.c.user_id == user_id,
-                A.c.conversation_id == T.c.session_id,
-                A.c.newest_id >= newest,
-            )
-            .scalar_subquery()
-        )
         stmt = (
             select(T)
             .where(
                 T.c.user_id == user_id,
                 T.c.status == "paused",
-                T.c.id == func.coalesce(chosen, newest),
+                T.c.id == active_leaf(user_id, T.c.session_id),
             )
             .order_by(T.c.id.desc())
             .limit(limit)
@@ -540,6 +586,11 @@ class SqlSessionStore:
 
     async def ping(self) -> None:
         await self._db.ping()
+
+
+def _owned_by(instance_id: str) -> ColumnElement[bool]:
+    """The row is this instance's to write: its own turn, or one stored before rows named one."""
+    return or_(T.c.instance_id.is_(None), T.c.instance_id == instance_id)
 
 
 def _now() -> datetime:
@@ -595,12 +646,13 @@ async def _delete_files(
     turns: ColumnElement[bool],
     made: ColumnElement[bool],
 ) -> list[str]:
-    """Delete the user's files only `turns` used (named by one of them and by no other turn),
-    and those `made` selects; the deleted files' blob keys."""
+    """Delete the user's files only `turns` used (named by one of them and by no other turn,
+    and attached to no project), and those `made` selects; the deleted files' blob keys."""
     used_here = select(T.c.fileid).where(turns, T.c.fileid.is_not(None))
     used_elsewhere = exists().where(T.c.fileid == F.c.id, ~turns)
+    attached = exists().where(PF.c.file_id == F.c.id)
     only_here = select(F.c.id, F.c.blob_key).where(
-        F.c.user_id == user_id, (F.c.id.in_(used_here) & ~used_elsewhere) | made
+        F.c.user_id == user_id, (F.c.id.in_(used_here) & ~used_elsewhere & ~attached) | made
     )
     files = (await conn.execute(only_here)).all()
     await delete_file_rows(conn, [row.id for row in files])

@@ -20,9 +20,14 @@ in-process (`in_process`: one process, the default and the test reference)
 or Redis (`redis`: keys with TTL, pub/sub), whose extra parts (releasing in
 a run log's batch, the dead-instance sweep) are there only with Redis.
 
+With Redis a running turn also outlives its instance (`TakeOvers`): one that
+died, or drained on a deploy, is taken over by another, which carries the turn
+on under the same task id; `app/service/takeover.py` does the carrying on.
+
     TaskError                  base
     ├── TaskBackendUnavailable the backend (Redis) cannot be reached (answer 503)
-    └── EventsGone             a resume asked for events no longer kept (answer 410)
+    ├── EventsGone             a resume asked for events no longer kept (answer 410)
+    └── ClaimLost              another instance took the run over: this one stops writing it
 """
 
 from __future__ import annotations
@@ -30,12 +35,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import Literal, Protocol
 
 from app.core.run import ConversationKey
-
-if TYPE_CHECKING:
-    from redis.asyncio.client import Pipeline
 
 
 class TaskError(Exception):
@@ -47,6 +49,10 @@ class TaskBackendUnavailable(TaskError):
 
 
 class EventsGone(TaskError):
+    pass
+
+
+class ClaimLost(TaskError):
     pass
 
 
@@ -84,6 +90,8 @@ class Ticket:
 
 StopHandler = Callable[[str, str], Awaitable[bool]]
 """Called on the owning instance with (user_id, conversation_id); True if it stopped a run."""
+LostClaim = Callable[[Claim], object]
+"""Called with a claim of this instance's that another instance took over."""
 
 
 class TaskBackend(Protocol):
@@ -192,10 +200,11 @@ class RunsBoard(Protocol):
 
 
 class BatchRelease(Protocol):
-    """Releasing a claim as one command of a batch already on its way (Redis only)."""
+    """Claims released by a run log's last batch, in Redis's own step (Redis only)."""
 
-    def release_in(self, pipe: Pipeline, claim: Claim) -> None:
-        """Queue `Claims.release` on `pipe`, to share a round trip (a run log's last batch)."""
+    def let_go(self, claim: Claim) -> None:
+        """Keep the claim alive no more: the run log's last batch releases it (or the run
+        goes on at another instance)."""
         ...
 
 
@@ -227,6 +236,30 @@ class DeadInstances(Protocol):
         ...
 
 
+class TakeOvers(Protocol):
+    """Turns that outlive their instance (Redis only): taken over, handed over.
+
+    A run keeps its task id when it moves; its claim names the instance that runs it
+    now, so the one that ran it before, if it was only slow, finds it lost (`on_lost`).
+    """
+
+    async def take_over(
+        self, user_id: str, conversation_id: str, agent_type: str, dead: str, ttl: float
+    ) -> Claim | None:
+        """Take the conversation's claim from the `dead` instance, for the run it held (or,
+        held by nobody, for the conversation's latest run kept); None when it is not to be
+        had: another instance holds it, or nothing of the run is kept."""
+        ...
+
+    async def resign(self) -> None:
+        """Count as dead from now on, so the others take over the turns this one handed over."""
+        ...
+
+    def on_lost(self, lost: LostClaim) -> None:
+        """Call `lost` with each claim of this instance's that another one took over."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Tasks:
     """One backend's roles, built once in the lifespan; each consumer takes the role it uses."""
@@ -239,3 +272,5 @@ class Tasks:
     """Set where a run's last log batch can release its claim (the shared logs, Redis)."""
     instances: DeadInstances | None = None
     """Set where other instances may die holding claims (Redis): the sweeper's side."""
+    takeovers: TakeOvers | None = None
+    """Set where another instance can carry a turn on (Redis)."""

@@ -12,6 +12,7 @@ from app.config import Settings
 from app.tasks.base import Claims, Tasks
 from app.tasks.in_process import in_process_tasks
 from app.tasks.log import LocalRunLogs, SharedRunLogs
+from app.tasks.redis_target import RedisTarget
 from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def build_tasks(settings: Settings, instance_id: str) -> Tasks:
     from app.tasks.redis import redis_tasks
 
     return redis_tasks(
-        settings.redis_url,
+        RedisTarget.from_settings(settings),
         settings.redis_prefix,
         instance_id,
         dead_after=settings.instance_dead_seconds,
@@ -37,22 +38,24 @@ def build_tasks(settings: Settings, instance_id: str) -> Tasks:
 
 
 def build_shared_logs(
-    settings: Settings, claims: Claims, tasks: Tasks, stored: StoredStatus
+    settings: Settings, claims: Claims, tasks: Tasks, stored: StoredStatus, instance_id: str
 ) -> SharedRunLogs:
     """Redis Streams with `REDIS_URL`; without it only the in-process logs exist (one instance).
 
     `claims` is what the app calls (tracing may wrap it), `tasks` the roles
     `build_tasks` made: a run's last copy releases its claim through them.
-    `stored` tells a resume how a turn whose end marker is missing is stored.
+    `stored` tells a resume how a turn whose end marker is missing is stored;
+    `instance_id` is this instance, whose claim each copy checks it still holds.
     """
     if not settings.redis_url:
         return LocalRunLogs()
     from app.tasks.redis_log import RedisRunLogs
 
     return RedisRunLogs(
-        settings.redis_url,
+        RedisTarget.from_settings(settings),
         settings.redis_prefix,
         claims,
+        instance_id=instance_id,
         releaser=tasks.batch_release,
         ttl=settings.task_ttl_seconds,
         retention=settings.resume_retention_seconds,
@@ -68,4 +71,4 @@ def build_unstored(settings: Settings) -> UnstoredTurns:
         return NoUnstoredTurns()
     from app.tasks.redis_unstored import RedisUnstoredTurns
 
-    return RedisUnstoredTurns(settings.redis_url, settings.redis_prefix)
+    return RedisUnstoredTurns(RedisTarget.from_settings(settings), settings.redis_prefix)

@@ -68,8 +68,14 @@ class SharedRunLogs(Protocol):
         """
         ...
 
-    async def last_event_id(self, task_id: str) -> int | None:
+    async def last_event_id(self, user_id: str, task_id: str) -> int | None:
         """The id of the newest event of that run copied out so far; None if none is kept."""
+        ...
+
+    async def history(self, user_id: str, task_id: str) -> list[bytes] | None:
+        """Every frame of a run that has not ended, from its first event on: what another
+        instance carries it on from (none yet: it starts over, as nobody saw any). None when
+        the run ended, or is not kept whole."""
         ...
 
     async def close(self) -> None: ...
@@ -89,7 +95,10 @@ class LocalRunLogs:
     ) -> EventLogReader | None:
         return None
 
-    async def last_event_id(self, task_id: str) -> int | None:
+    async def last_event_id(self, user_id: str, task_id: str) -> int | None:
+        return None
+
+    async def history(self, user_id: str, task_id: str) -> list[bytes] | None:
         return None
 
     async def close(self) -> None:
@@ -97,29 +106,57 @@ class LocalRunLogs:
 
 
 class RunLog:
-    """Frames numbered from 1; the last one may be held back from readers (see `end`)."""
+    """Frames numbered on from `base` (0: from 1); the last one may be held back (see `end`).
 
-    def __init__(self) -> None:
+    A carried-on run's log starts at `base`, the last event its earlier instance copied
+    out: its earlier events are read from the shared log, its new ones go on from there.
+
+    Once `gate()`d, readers see only what the copier reports copied out (`copied`), so
+    no client ever sees an event another instance could not carry the run on from;
+    `ungate()` (the copy is failing) shows everything again.
+    """
+
+    def __init__(self, base: int = 0) -> None:
+        self.base = base
+        """Events up to this id are not kept here (a carried-on run's, before it moved)."""
         self._frames: list[bytes] = []
-        self._shown = 0
-        """Frames readers may see: all but a final one `end()` holds back."""
+        self._shown = base
+        """The last id readers may see: all but a final one `end()` holds back, and, gated,
+        nothing past what is copied out."""
+        self._held: int | None = None
+        """The id of the final frame `end()` holds back until `close()`."""
+        self._copied = base
+        """The last id the copier reports copied out."""
+        self._gated = False
         self._waiters: list[asyncio.Future[None]] = []
+        self._copier_waiters: list[asyncio.Future[None]] = []
+        """The copier's waits (`ready(held=True)`): a gated append wakes only those."""
         self.ending = False
         """No more events will come; the log may still hold its last one back."""
+        self.handed_over = False
+        """The run stopped here to go on at another instance: the log ends with no final event."""
         self.closed = False
 
     @property
     def last_id(self) -> int:
         """The id of the last event appended, shown or held."""
-        return len(self._frames)
+        return self.base + len(self._frames)
+
+    @property
+    def shown_id(self) -> int:
+        """The id of the last event readers may see."""
+        return self._shown
 
     def append(self, event: Event) -> int:
-        """Number, encode and store the event; wake the readers. Returns its id (from 1)."""
+        """Number, encode and store the event; wake the readers. Returns its id."""
         if self.ending:
             raise RuntimeError("append to an ended run log")
         event_id = self._add(event)
-        self._shown = event_id
-        self._wake()
+        if not self._gated:
+            self._shown = event_id
+            self._wake()
+        else:
+            _resolve_all(self._copier_waiters)
         return event_id
 
     def end(self, final: Event | None = None) -> None:
@@ -130,44 +167,82 @@ class RunLog:
         instance next, which must find the whole run there.
         """
         if final is not None and not self.ending:
-            self._add(final)
+            self._held = self._add(final)
         self.ending = True
         self._wake()
 
-    def close(self) -> None:
-        """Show everything: readers drain what is left, then end."""
+    def hand_over(self) -> None:
+        """No more events here: the run goes on at another instance, from what is copied out."""
+        self.handed_over = True
+        self.end()
+
+    def gate(self) -> None:
+        """From now on readers see an event only once `copied` says it is copied out."""
+        self._gated = True
+
+    def copied(self, upto: int) -> None:
+        """The events up to `upto` are copied out: gated readers may see them (not a held one)."""
+        self._copied = max(self._copied, upto)
+        if not self._gated:
+            return
+        visible = upto if self._held is None else min(upto, self._held - 1)
+        if visible > self._shown:
+            self._shown = visible
+            self._wake()
+
+    async def durable(self, idle: float = 1.0) -> None:
+        """Return once the events appended so far are copied out (at once when not gated: no
+        copy is waited for, or it is failing)."""
+        target = self.last_id
+        while self._gated and self._copied < target and not self.closed:
+            await self.ready(self._copied, idle)
+
+    def ungate(self) -> None:
+        """Show everything appended (but a held final event): the copy cannot keep up."""
+        self.copied(self.last_id)
+        self._gated = False
+
+    def close(self, *, show_rest: bool = True) -> None:
+        """Show everything: readers drain what is left, then end.
+
+        Without `show_rest` (a run that lost its claim to another instance) what is not
+        shown yet never is: it is not in the shared log the run goes on from.
+        """
         self.ending = self.closed = True
-        self._shown = len(self._frames)
+        if show_rest:
+            self._shown = self.last_id
         self._wake()
 
     def read(self, after: int) -> bytes:
-        """The frames readers may see after event id `after`, joined."""
-        return b"".join(self._frames[after : self._shown])
+        """The frames readers may see after event id `after` (from `base` on), joined."""
+        return b"".join(self._frames[max(after - self.base, 0) : self._shown - self.base])
 
     def frames_after(self, after: int) -> list[bytes]:
         """Every frame after event id `after`, held or not, one per event (for the copier)."""
-        return self._frames[after:]
+        return self._frames[max(after - self.base, 0) :]
 
     async def ready(self, after: int, idle: float, *, held: bool = False) -> None:
         """Return once there is a frame after `after`, the log is closed, or `idle` seconds pass.
 
-        With `held`, for the copier, a held final frame counts, and so does the log's end.
+        With `held`, for the copier, a held (or not yet copied) frame counts, and so does
+        the log's end.
         """
         if held:
-            if after < len(self._frames) or self.ending:
+            if after < self.last_id or self.ending:
                 return
         elif after < self._shown or self.closed:
             return
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[None] = loop.create_future()
-        self._waiters.append(waiter)
+        waiters = self._copier_waiters if held else self._waiters
+        waiters.append(waiter)
         timer = loop.call_later(idle, _resolve, waiter)
         try:
             await waiter
         finally:
             timer.cancel()
-            if waiter in self._waiters:
-                self._waiters.remove(waiter)
+            if waiter in waiters:
+                waiters.remove(waiter)
 
     async def wait(self, after: int, idle: float) -> tuple[bytes, int]:
         """Frames after `after` and the new cursor; waits up to `idle` seconds when there are none.
@@ -176,20 +251,26 @@ class RunLog:
         closed and fully read (the caller ends).
         """
         await self.ready(after, idle)
-        return self.read(after), self._shown
+        return self.read(after), max(self._shown, after)
 
     def finished(self, cursor: int) -> bool:
         return self.closed and cursor >= self._shown
 
     def _add(self, event: Event) -> int:
-        event_id = len(self._frames) + 1
+        event_id = self.last_id + 1
         self._frames.append(encode_frame(event_id, encode_data(event)))
         return event_id
 
     def _wake(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for waiter in waiters:
-            _resolve(waiter)
+        _resolve_all(self._waiters)
+        _resolve_all(self._copier_waiters)
+
+
+def _resolve_all(waiters: list[asyncio.Future[None]]) -> None:
+    pending = waiters[:]
+    waiters.clear()
+    for waiter in pending:
+        _resolve(waiter)
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:

@@ -31,10 +31,11 @@ from redis.exceptions import RedisError
 from app.tasks.base import StopHandler, TaskBackendUnavailable, Tasks
 from app.tasks.redis_board import RedisBoard
 from app.tasks.redis_claims import RedisClaims
-from app.tasks.redis_client import translate_errors
+from app.tasks.redis_client import subscription, translate_errors
 from app.tasks.redis_instances import RedisInstances
 from app.tasks.redis_queue import RedisQueue
 from app.tasks.redis_shared import RedisTaskSpace
+from app.tasks.redis_target import RedisTarget
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,12 @@ _BACKOFF_MAX_SECONDS = 2.0
 
 
 def redis_tasks(
-    url: str, prefix: str, instance_id: str, *, timeout: float = 2.0, dead_after: float = 15.0
+    target: RedisTarget | str,
+    prefix: str,
+    instance_id: str,
+    *,
+    timeout: float = 2.0,
+    dead_after: float = 15.0,
 ) -> Tasks:
     """The roles on one Redis; `start()` the backend once, `close()` it at shutdown.
 
@@ -51,7 +57,7 @@ def redis_tasks(
     reading Redis can tell which instance runs a conversation. `timeout` bounds
     each connect and command; `dead_after` is `INSTANCE_DEAD_SECONDS`.
     """
-    space = RedisTaskSpace(url, prefix, instance_id, timeout)
+    space = RedisTaskSpace(target, prefix, instance_id, timeout)
     claims = RedisClaims(space, dead_after)
     return Tasks(
         backend=RedisTaskBackend(space, claims),
@@ -60,6 +66,7 @@ def redis_tasks(
         board=RedisBoard(space, claims),
         batch_release=claims,
         instances=RedisInstances(space, dead_after),
+        takeovers=claims,
     )
 
 
@@ -122,7 +129,7 @@ class RedisTaskBackend:
         failed_attempts = 0
         while True:
             try:
-                async with self._space.redis.pubsub() as pubsub:
+                async with await subscription(self._space.redis) as pubsub:
                     await pubsub.subscribe(keys.stop_channel, keys.done_channel, keys.queue_channel)
                     if failed_attempts:
                         logger.info("Redis task listener subscribed again at %s", self._where)

@@ -7,7 +7,8 @@ about 0.1 ms of CPU, more than the commands in it. `SharedPipeline` queues
 what its callers hand it during one pass of the event loop and sends all of
 it as one pipeline at the next pass, so that cost is paid once per batch,
 not once per caller. A caller alone waits no longer than before: nothing
-lingers, the batch leaves as soon as the loop comes round.
+lingers, the batch leaves as soon as the loop comes round. In a Redis
+Cluster the batch is split by node and leaves for every node at once.
 
 Replies come back to each caller in the order it queued its commands. A
 command's error (a `ResponseError`) is its caller's reply, not raised, so
@@ -28,20 +29,20 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from redis.asyncio.client import Pipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from app.tasks.redis_client import connect
+from app.tasks.redis_client import RedisPipeline, connect
+from app.tasks.redis_target import RedisTarget
 
-Fill = Callable[[Pipeline], object]
+Fill = Callable[[RedisPipeline], object]
 """Queues one caller's commands on the batch's pipeline."""
 
 
 class SharedPipeline:
     """`close()` it at shutdown: it sends what is queued, then closes its client."""
 
-    def __init__(self, url: str, *, timeout: float, decode: bool = True) -> None:
-        self._redis = connect(url, timeout=timeout, read_timeout=None, decode=decode)
+    def __init__(self, target: RedisTarget | str, *, timeout: float, decode: bool = True) -> None:
+        self._redis = connect(target, timeout=timeout, read_timeout=None, decode=decode)
         self._timeout = timeout
         self._queued: list[tuple[Fill, asyncio.Future[list[Any]]]] = []
         self._next: asyncio.Task[None] | None = None
@@ -86,7 +87,7 @@ class SharedPipeline:
 
     async def _send(self) -> None:
         batch, self._queued, self._next = self._queued, [], None
-        pipe: Pipeline = self._redis.pipeline(transaction=False)
+        pipe: RedisPipeline = self._redis.pipeline(transaction=False)
         spans: list[int] = []
         try:
             for fill, _ in batch:

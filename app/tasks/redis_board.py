@@ -2,6 +2,8 @@
 
 An entry whose claim or ticket is gone, or whose claim's instance died, is
 dropped when the list is read, so a dead instance leaves nothing shown.
+Each claim is read through the script that judges its holder, so the
+reading touches only keys of the user's own slot (a Redis Cluster's rule).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 from app.tasks.base import Ticket
 from app.tasks.redis_claims import RedisClaims
 from app.tasks.redis_client import translate_errors
-from app.tasks.redis_liveness import holder_alive
+from app.tasks.redis_liveness import LIVE_CLAIM_LUA
 from app.tasks.redis_shared import RedisTaskSpace, listed, ticket_from
 
 
@@ -37,10 +39,10 @@ class RedisBoard:
 
     async def users(self) -> list[str]:
         """Found by `SCAN`, a few keys a call: an admin's occasional look, never a turn's path."""
-        board = self._keys.board("")
-        pattern = re.sub(r"([*?\[\]\\])", r"\\\1", board) + "*"
+        keys = self._keys
+        pattern = re.sub(r"([*?\[\]\\])", r"\\\1", keys.board("\0")).replace("\0", "*")
         with translate_errors(self._where):
-            found = {str(key)[len(board) :] async for key in self._redis.scan_iter(match=pattern)}
+            found = {keys.board_user(str(k)) async for k in self._redis.scan_iter(match=pattern)}
         return sorted(found)
 
     async def posted(self, user_id: str) -> list[Ticket]:
@@ -50,20 +52,13 @@ class RedisBoard:
             entries = await self._redis.hgetall(board)
             tickets = [ticket_from(user_id, str(k), str(v)) for k, v in entries.items()]
             async with self._redis.pipeline(transaction=False) as pipe:
-                pipe.hgetall(keys.instances)
-                pipe.time()
                 for ticket in tickets:
                     if ticket.status == "running":
-                        pipe.get(keys.claim(user_id, ticket.conversation_id))
+                        pipe.eval(LIVE_CLAIM_LUA, 1, keys.claim(user_id, ticket.conversation_id))
                     else:
-                        pipe.exists(keys.ticket(ticket.task_id))
-                deadlines, (seconds, micros), *found = await pipe.execute()
-            now_ms = seconds * 1000 + micros // 1000
-            alive = [
-                t
-                for t, f in zip(tickets, found, strict=True)
-                if _alive(t, f) and (t.status == "queued" or holder_alive(f, deadlines, now_ms))
-            ]
+                        pipe.exists(keys.ticket(user_id, ticket.task_id))
+                found = await pipe.execute()
+            alive = [t for t, f in zip(tickets, found, strict=True) if _alive(t, f)]
             stale = [t.task_id for t in tickets if t not in alive]
             if stale:
                 await self._redis.hdel(board, *stale)
@@ -71,7 +66,7 @@ class RedisBoard:
 
 
 def _alive(ticket: Ticket, found: Any) -> bool:
-    """A running ticket while its claim is the same task; a queued one while its key lives."""
+    """A running ticket while its live claim is the same task; a queued one while its key lives."""
     if ticket.status == "running":
         return found is not None and json.loads(found)["task_id"] == ticket.task_id
     return bool(found)

@@ -7,14 +7,19 @@ extend or delete the new owner's key. A stop is published for the owner's
 listener (`redis.py`); a release publishes `done` in the same step as the
 delete, so no waiter can see the key gone yet miss the message.
 
-Claims outlive Redis restarts and their owner's death (`redis_liveness`):
-every `dead_after / 5` seconds the heartbeat pushes this instance's
-deadline out and then, in one more round trip, extends each claim it holds,
-or takes it again when Redis lost it (and this instance's entry with it); a
-reconnect of the listener beats at once (`beat_soon`), so a restarted Redis
-has its claims back within two round trips of the reconnect. A claim whose
-instance is past its deadline counts as free: a new turn takes it, a stop
-finds nothing, the list of runs drops it.
+Claims outlive Redis restarts, failovers and their owner's death
+(`redis_liveness`): every `dead_after / 5` seconds the heartbeat pushes this
+instance's deadline out and then, in one more round trip, pushes out the
+deadline and TTL of each claim it holds, or takes it again when Redis lost
+it (and this instance's entry with it). A reconnect of the listener beats
+at once (`beat_soon`) and takes again whatever claim is missing: a
+restarted Redis comes back empty, and a replica promoted by the Sentinels
+(or in a Cluster) may lack the last writes of the primary it replaces, so
+either has its claims back within two round trips of the reconnect. A
+release that failed while Redis was away is sent again by the heartbeat
+once Redis answers, so the conversation is not held until the claim's TTL.
+A claim whose instance is past its deadline counts as free: a new turn
+takes it, a stop finds nothing, the list of runs drops it.
 """
 
 from __future__ import annotations
@@ -25,35 +30,51 @@ import logging
 from contextlib import suppress
 from dataclasses import dataclass
 
-from redis.asyncio.client import Pipeline
-
 from app.core.run import ConversationKey
-from app.tasks.base import Claim, TaskBackendUnavailable, Ticket
-from app.tasks.redis_client import milliseconds, translate_errors
-from app.tasks.redis_liveness import BEAT_LUA, CLAIM_LUA, KEEP_LUA, LIVE_CLAIM_LUA
+from app.tasks.base import Claim, LostClaim, TaskBackendUnavailable, Ticket
+from app.tasks.redis_client import RedisPipeline, milliseconds, translate_errors
+from app.tasks.redis_liveness import (
+    BEAT_LUA,
+    CLAIM_LUA,
+    KEEP_LUA,
+    LIVE_CLAIM_LUA,
+    RESIGN_LUA,
+    RESIGNED_CLAIM_LUA,
+    TAKE_OVER_LUA,
+)
 from app.tasks.redis_shared import RedisTaskSpace, listed, message
 
 logger = logging.getLogger(__name__)
 
-# KEYS[1] claim key; ARGV: task id, new TTL in ms. 1 when the claim was ours and extended.
+# KEYS[1] claim key; ARGV: task id, new TTL in ms, this instance. 1 when the claim was
+# ours (this run's, on this instance: not one another instance took over) and extended.
 _REFRESH_LUA = """
 local value = redis.call('GET', KEYS[1])
-if value and cjson.decode(value)['task_id'] == ARGV[1] then
-  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+if value then
+  local claim = cjson.decode(value)
+  if claim['task_id'] == ARGV[1] and claim['instance'] == ARGV[3] then
+    return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
 end
 return 0
 """
 
 # KEYS[1] claim key, KEYS[2] the user's list of runs; ARGV: task id, done channel, done
-# message. The turn leaves the list whether or not the claim is still its.
+# message, this instance. The turn leaves the list whether or not the claim is still its,
+# unless another instance took the run over (it lists it on).
 _RELEASE_LUA = """
-redis.call('HDEL', KEYS[2], ARGV[1])
 local value = redis.call('GET', KEYS[1])
-if value and cjson.decode(value)['task_id'] == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  redis.call('PUBLISH', ARGV[2], ARGV[3])
-  return 1
+if value then
+  local claim = cjson.decode(value)
+  if claim['task_id'] == ARGV[1] then
+    if claim['instance'] ~= ARGV[4] then return 0 end
+    redis.call('HDEL', KEYS[2], ARGV[1])
+    redis.call('DEL', KEYS[1])
+    redis.call('PUBLISH', ARGV[2], ARGV[3])
+    return 1
+  end
 end
+redis.call('HDEL', KEYS[2], ARGV[1])
 return 0
 """
 
@@ -83,20 +104,31 @@ class RedisClaims:
         self.first_beat = asyncio.Event()
         self._retake = False
         """Redis lost this instance, and its claims are not all taken again yet."""
+        self._unreleased: dict[ConversationKey, Claim] = {}
+        """Claims whose release failed while Redis was away: released by the next beat."""
+        self._resigned = False
+        """This instance drained: it beats no more, and counts as dead."""
+        self._beating = asyncio.Lock()
+        self._lost: LostClaim | None = None
 
     @property
     def beat_interval(self) -> float:
         return self._dead_after / 5
+
+    @property
+    def life(self) -> int:
+        """How long past now a claim's holder is alive (its `until`), in milliseconds."""
+        return milliseconds(self._dead_after)
 
     async def claim(self, claim: Claim, ttl: float, ticket: Ticket | None = None) -> bool:
         keys = self._keys
         key, board = keys.claim(claim.user_id, claim.conversation_id), keys.board(claim.user_id)
         value, expiry = keys.claim_value(claim), milliseconds(ttl)
         shown = "" if ticket is None else listed(ticket)
-        argv = (key, board, keys.instances, value, expiry, claim.task_id, shown)
+        argv = (key, board, value, expiry, claim.task_id, shown, self.life)
         with translate_errors(self._where):
             taken = bool(
-                await self._space.batch.command(lambda pipe: pipe.eval(CLAIM_LUA, 3, *argv))
+                await self._space.batch.command(lambda pipe: pipe.eval(CLAIM_LUA, 2, *argv))
             )
         if taken:
             self.adopt(claim, ttl, shown)
@@ -114,30 +146,86 @@ class RedisClaims:
 
     async def refresh(self, claim: Claim, ttl: float) -> bool:
         key = self._keys.claim(claim.user_id, claim.conversation_id)
-        expiry = milliseconds(ttl)
+        expiry, instance = milliseconds(ttl), self._keys.instance_id
         with translate_errors(self._where):
             extended = await self._space.batch.command(
-                lambda pipe: pipe.eval(_REFRESH_LUA, 1, key, claim.task_id, expiry)
+                lambda pipe: pipe.eval(_REFRESH_LUA, 1, key, claim.task_id, expiry, instance)
             )
         return bool(extended)
 
     async def release(self, claim: Claim) -> None:
-        with translate_errors(self._where):
-            await self._space.batch.command(lambda pipe: self.release_in(pipe, claim))
+        try:
+            with translate_errors(self._where):
+                await self._space.batch.command(lambda pipe: self.release_in(pipe, claim))
+        except TaskBackendUnavailable:
+            self._unreleased[claim.key] = claim
+            raise
 
-    def release_in(self, pipe: Pipeline, claim: Claim) -> None:
-        """Queue `release` on `pipe`, to share a round trip (the run log's last batch).
+    def release_in(self, pipe: RedisPipeline, claim: Claim) -> None:
+        """Queue `release` on `pipe`.
 
         EVAL, not a registered script: a script object on a pipeline costs a
         SCRIPT EXISTS round trip on every execute.
         """
-        held = self._held.get(claim.key)
-        if held is not None and held.claim.task_id == claim.task_id:
-            del self._held[claim.key]
+        self.let_go(claim)
         keys = self._keys
         key, board = keys.claim(claim.user_id, claim.conversation_id), keys.board(claim.user_id)
         done = message(claim.user_id, claim.conversation_id)
-        pipe.eval(_RELEASE_LUA, 2, key, board, claim.task_id, keys.done_channel, done)
+        pipe.eval(
+            _RELEASE_LUA, 2, key, board, claim.task_id, keys.done_channel, done, keys.instance_id
+        )
+
+    def let_go(self, claim: Claim) -> None:
+        """Keep the claim alive no more: it is released (here, or by the run log's last
+        batch), or the run goes on at another instance."""
+        held = self._held.get(claim.key)
+        if held is not None and held.claim.task_id == claim.task_id:
+            del self._held[claim.key]
+
+    def on_lost(self, lost: LostClaim) -> None:
+        """Call `lost` with each claim the heartbeat finds another instance holds now."""
+        self._lost = lost
+
+    async def take_over(
+        self, user_id: str, conversation_id: str, agent_type: str, dead: str, ttl: float
+    ) -> Claim | None:
+        """Take the conversation's claim from the `dead` instance for its run (or, when
+        nobody holds it, for the conversation's latest run kept); None when that is not
+        to be had. The heartbeat keeps it from now on."""
+        keys = self._keys
+        script_keys = (
+            keys.claim(user_id, conversation_id),
+            keys.latest_run(user_id, conversation_id),
+        )
+        argv = (dead, agent_type, keys.instance_id, milliseconds(ttl), self.life)
+        with translate_errors(self._where):
+            task_id = await self._space.batch.command(
+                lambda pipe: pipe.eval(TAKE_OVER_LUA, len(script_keys), *script_keys, *argv)
+            )
+        if task_id is None:
+            return None
+        claim = Claim(user_id, conversation_id, str(task_id), agent_type)
+        self.adopt(claim, ttl)
+        return claim
+
+    async def resign(self) -> None:
+        """Beat no more and count as dead from now on: this instance drained and handed its
+        running turns over, which the others take over at their next sweep."""
+        self._resigned = True
+        async with self._beating:  # a beat on its way would make this instance alive again
+            keys = self._keys
+            held = [held.claim for held in self._held.values()]
+
+            def fill(pipe: RedisPipeline) -> None:
+                pipe.eval(RESIGN_LUA, 1, keys.instances, keys.instance_id)
+                for claim in held:
+                    key = keys.claim(claim.user_id, claim.conversation_id)
+                    pipe.eval(RESIGNED_CLAIM_LUA, 1, key, keys.instance_id)
+
+            with translate_errors(self._where):
+                for reply in await self._space.batch.execute(fill):
+                    if isinstance(reply, Exception):
+                        raise reply
 
     async def current(self, user_id: str, conversation_id: str) -> Claim | None:
         """The claim, unless its instance died: that conversation runs nothing."""
@@ -165,22 +253,24 @@ class RedisClaims:
 
     async def _live_claim(self, user_id: str, conversation_id: str) -> str | None:
         key = self._keys.claim(user_id, conversation_id)
-        instances = self._keys.instances
         with translate_errors(self._where):
-            value = await self._space.batch.command(
-                lambda pipe: pipe.eval(LIVE_CLAIM_LUA, 2, key, instances)
-            )
+            value = await self._space.batch.command(lambda pipe: pipe.eval(LIVE_CLAIM_LUA, 1, key))
         return None if value is None else str(value)
 
     def beat_soon(self) -> None:
+        """Redis was away: beat now, and take again each held claim it no longer has."""
+        self._retake = True
         self._beat_now.set()
 
     async def heartbeat(self) -> None:
         """Beat every `beat_interval`, or at once when asked; log once per outage."""
         failing = False
-        while True:
+        while not self._resigned:
             try:
-                await self._beat()
+                async with self._beating:
+                    if self._resigned:
+                        return
+                    await self._beat()
                 if failing:
                     logger.info("instance heartbeat reaches Redis at %s again", self._where)
                 failing = False
@@ -217,22 +307,21 @@ class RedisClaims:
                 )
             )
         self._retake = self._retake or lost
+        await self._release_left()
         if not self._held:
             self._retake = False
             return
         kept: list[_Held] = []
         retake = "1" if self._retake else "0"
 
-        def fill(pipe: Pipeline) -> None:
+        def fill(pipe: RedisPipeline) -> None:
             kept.extend(self._held.values())
             for held in kept:
                 claim = held.claim
                 key = keys.claim(claim.user_id, claim.conversation_id)
                 board, value = keys.board(claim.user_id), keys.claim_value(claim)
                 expiry = milliseconds(held.ttl)
-                pipe.eval(
-                    KEEP_LUA, 2, key, board, claim.task_id, value, expiry, held.listed, retake
-                )
+                pipe.eval(KEEP_LUA, 2, key, board, value, expiry, held.listed, retake, self.life)
 
         with translate_errors(self._where):
             replies = await batch.execute(fill)
@@ -245,11 +334,30 @@ class RedisClaims:
                 again += 1
                 if not current:
                     await self.release(claim)
-            elif reply in (0, 3) and current:
+            elif reply in (0, 3, 4) and current:
                 del self._held[claim.key]  # its run's own refresh takes it again if it can
+                if reply == 4 and self._lost is not None:
+                    self._lost(claim)  # taken over: this instance was only slow, not dead
         if again:
             logger.info(
                 "Redis at %s had lost this instance (restarted?): %d claim(s) taken again",
                 self._where,
                 again,
             )
+
+    async def _release_left(self) -> None:
+        """Release the claims whose release failed: their runs ended while Redis was away."""
+        if not self._unreleased:
+            return
+        left = list(self._unreleased.values())
+
+        def fill(pipe: RedisPipeline) -> None:
+            for claim in left:
+                self.release_in(pipe, claim)
+
+        with translate_errors(self._where):
+            await self._space.batch.execute(fill)
+        for claim in left:
+            if self._unreleased.get(claim.key) is claim:
+                del self._unreleased[claim.key]
+        logger.info("released %d claim(s) whose runs ended while Redis was away", len(left))

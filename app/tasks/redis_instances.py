@@ -2,12 +2,21 @@
 
 How an instance is judged dead is `redis_liveness`'s; the sweep that uses
 this is `sweeper`'s.
+
+No instance can beat while Redis is away, so after an outage longer than
+`dead_after` (a Sentinel failover with its default 30 s judgement is one)
+every deadline has passed, the living's too. An instance that has just
+reached Redis again judges no one dead for `dead_after`: by then every
+instance alive has reached it too, and beaten.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import asyncio
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
+from app.tasks.base import TaskBackendUnavailable
 from app.tasks.redis_client import milliseconds, translate_errors
 from app.tasks.redis_liveness import FREE_LUA, SWEEP_LUA
 from app.tasks.redis_shared import RedisTaskSpace, message
@@ -19,6 +28,10 @@ class RedisInstances:
         self._keys = space.keys
         self._where = space.where
         self._dead_after = dead_after
+        self._cut_off = False
+        """Whether this instance's last call failed to reach Redis."""
+        self._judge_from = 0.0
+        """When it may next report others dead (the loop's clock)."""
 
     @property
     def instance_id(self) -> str:
@@ -29,7 +42,7 @@ class RedisInstances:
         return self._dead_after / 5
 
     async def lead_sweep(self, interval: float) -> bool:
-        with translate_errors(self._where):
+        with self._reaching():
             return bool(
                 await self._redis.set(
                     f"{self._keys.prefix}sweeper",
@@ -41,10 +54,12 @@ class RedisInstances:
 
     async def dead_instances(self, holding: set[str], kept: float) -> list[str]:
         grace = milliseconds(self._dead_after)
-        with translate_errors(self._where):
+        with self._reaching():
             dead = await self._redis.eval(
                 SWEEP_LUA, 1, self._keys.instances, grace, milliseconds(kept), *sorted(holding)
             )
+        if asyncio.get_running_loop().time() < self._judge_from:
+            return []
         return [str(instance) for instance in dead if instance != self.instance_id]
 
     async def free(self, instance: str, conversations: Iterable[tuple[str, str]]) -> None:
@@ -55,3 +70,16 @@ class RedisInstances:
                 pipe.eval(FREE_LUA, 1, key, instance, self._keys.done_channel, done)
             with translate_errors(self._where):
                 await pipe.execute()
+
+    @contextmanager
+    def _reaching(self) -> Iterator[None]:
+        """A call to Redis; the first to succeed after a failed one starts the wait to judge."""
+        try:
+            with translate_errors(self._where):
+                yield
+        except TaskBackendUnavailable:
+            self._cut_off = True
+            raise
+        if self._cut_off:
+            self._cut_off = False
+            self._judge_from = asyncio.get_running_loop().time() + self._dead_after

@@ -2,29 +2,44 @@
 
 Each instance keeps its own deadline in one hash, `{prefix}instances`
 (instance id -> milliseconds on Redis's clock), pushing it `dead_after`
-seconds ahead on every heartbeat. The deadline is the instance's own: an
-instance whose heartbeat is slower (a larger `INSTANCE_DEAD_SECONDS`) is
-judged by the promise it made, never by the judge's settings. Every time
-is Redis's own (`TIME`), so the hosts' clocks never enter into it.
+seconds ahead on every heartbeat, and the same deadline in each claim it
+holds (its `until`), pushed out in the same beat. The deadline is the
+instance's own: an instance whose heartbeat is slower (a larger
+`INSTANCE_DEAD_SECONDS`) is judged by the promise it made, never by the
+judge's settings. Every time is Redis's own (`TIME`), so the hosts'
+clocks never enter into it.
 
-A claim names its instance, so whether its holder is alive is one step
-inside the script that reads it: a new turn takes a dead holder's
-conversation at once, a stop finds no run there, the list of runs drops it.
-An instance unknown to the hash (one that never beat: an older version
-during a rolling deploy) counts as alive; its claims expire by their TTL.
+Whether a claim's holder is alive is read from the claim alone, inside
+the script that takes or reads it: a new turn takes a dead holder's
+conversation at once, a stop finds no run there, the list of runs drops
+it. A script touches only the keys of one user, as a Redis Cluster
+requires (the hash lives in one slot, the claims in their users'), and no
+key is read by every turn. A claim with no `until` (written by an older
+version during a rolling update) counts as alive; the sweep frees it once
+its instance is dead.
 
-The sweep finds the dead: any instance holding turns stored `running` that
-the hash does not know is entered with a deadline `grace` away (Redis may
-have restarted empty, and a live instance beats again within seconds of
-its reconnect), and every instance past its deadline is reported until its
-claims have expired too (the claim TTL), then forgotten. An entry the sweep
-made is stored negated: the instance's next heartbeat sees that Redis lost
-it, exactly as if there were no entry, and takes its claims back.
+An instance that drains hands its running turns over and resigns
+(`RESIGN_LUA`, and `RESIGNED_CLAIM_LUA` on each claim it holds): it counts as
+dead at once. A dead instance's running turn is taken over by another
+(`TAKE_OVER_LUA`) in one step, so of instances racing for it one wins: the
+claim must still name the dead instance. That the instance is dead is the
+sweep's judgement, from the hash; the step cannot read the hash again (in a
+Cluster it is in another slot), so an instance that beat again between the
+two, being only slow, finds its claim another's at its next heartbeat and
+at its next copy of the run's log, and stops, while the run goes on at the
+other. The run keeps its task id and the claim names the new instance.
+
+The sweep finds the dead from the hash: any instance holding turns stored
+`running` that the hash does not know is entered with a deadline `grace`
+away (Redis may have restarted empty, and a live instance beats again
+within seconds of its reconnect), and every instance past its deadline is
+reported until its claims have expired too (the claim TTL), then
+forgotten. An entry the sweep made is stored negated: the instance's next
+heartbeat sees that Redis lost it, exactly as if there were no entry, and
+takes its claims back.
 """
 
 from __future__ import annotations
-
-import json
 
 _NOW = """
 local function now_ms()
@@ -33,28 +48,31 @@ local function now_ms()
 end
 """
 
-_HOLDER_DEAD = (
+HOLDER_LUA = (
     _NOW
     + """
-local function holder_dead(value, instances)
-  local instance = cjson.decode(value)['instance']
-  if not instance then return false end
-  local deadline = redis.call('HGET', instances, instance)
-  return deadline ~= false and math.abs(tonumber(deadline)) < now_ms()
+local function holder_dead(value)
+  local deadline = cjson.decode(value)['until']
+  return deadline ~= nil and tonumber(deadline) < now_ms()
+end
+local function with_deadline(value, life)
+  return string.sub(value, 1, -2) .. ',"until":' .. (now_ms() + tonumber(life)) .. '}'
 end
 """
 )
+"""Whether a claim's holder is dead; a claim's value (JSON) with its holder's deadline added."""
 
 CLAIM_LUA = (
-    _HOLDER_DEAD
+    HOLDER_LUA
     + """
--- KEYS: claim, the user's list of runs, instances. ARGV: claim value, TTL in ms, task id,
--- the turn as listed ('' for none). Taken when free (one SET, the usual case) or held
--- by a dead instance.
-if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+-- KEYS: claim, the user's list of runs. ARGV: claim value, TTL in ms, task id, the turn as
+-- listed ('' for none), the instance's life in ms. Taken when free (one SET, the usual
+-- case) or held by a dead instance.
+local value = with_deadline(ARGV[1], ARGV[5])
+if not redis.call('SET', KEYS[1], value, 'NX', 'PX', ARGV[2]) then
   local held = redis.call('GET', KEYS[1])
-  if held and not holder_dead(held, KEYS[3]) then return 0 end
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  if held and not holder_dead(held) then return 0 end
+  redis.call('SET', KEYS[1], value, 'PX', ARGV[2])
 end
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], ARGV[3], ARGV[4]) end
 return 1
@@ -62,32 +80,37 @@ return 1
 )
 
 LIVE_CLAIM_LUA = (
-    _HOLDER_DEAD
+    HOLDER_LUA
     + """
--- KEYS: claim, instances. The claim's value while its holder is alive, else nil.
+-- KEYS: claim. The claim's value while its holder is alive, else nil.
 local held = redis.call('GET', KEYS[1])
-if held and not holder_dead(held, KEYS[2]) then return held end
+if held and not holder_dead(held) then return held end
 return false
 """
 )
 
-KEEP_LUA = """
--- KEYS: claim, the user's list of runs. ARGV: task id, claim value, TTL in ms, the turn
--- as listed ('' for none), '1' when Redis lost this instance (take a missing claim again).
--- 1: ours, extended; 2: taken again; 3: gone (expired); 0: another task's now.
+KEEP_LUA = (
+    HOLDER_LUA
+    + """
+-- KEYS: claim, the user's list of runs. ARGV: claim value, TTL in ms, the turn as listed
+-- ('' for none), '1' when Redis lost this instance (take a missing claim again), the
+-- instance's life in ms. 1: ours, its deadline pushed out; 2: taken again; 3: gone
+-- (expired); 0: another task's now; 4: another instance's (it took the run over).
+local mine = cjson.decode(ARGV[1])
 local held = redis.call('GET', KEYS[1])
 if held then
-  if cjson.decode(held)['task_id'] == ARGV[1] then
-    redis.call('PEXPIRE', KEYS[1], ARGV[3])
-    return 1
-  end
-  return 0
+  local claim = cjson.decode(held)
+  if claim['task_id'] ~= mine['task_id'] then return 0 end
+  if claim['instance'] ~= mine['instance'] then return 4 end
+  redis.call('SET', KEYS[1], with_deadline(ARGV[1], ARGV[5]), 'PX', ARGV[2])
+  return 1
 end
-if ARGV[5] ~= '1' then return 3 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[4]) end
+if ARGV[4] ~= '1' then return 3 end
+redis.call('SET', KEYS[1], with_deadline(ARGV[1], ARGV[5]), 'PX', ARGV[2])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], mine['task_id'], ARGV[3]) end
 return 2
 """
+)
 
 BEAT_LUA = (
     _NOW
@@ -136,7 +159,51 @@ return 0
 """
 
 
-def holder_alive(value: str, deadlines: dict[str, str], now_ms: int) -> bool:
-    """`LIVE_CLAIM_LUA`'s judgement, on a claim and the instances hash read in one trip."""
-    deadline = deadlines.get(json.loads(value).get("instance", ""))
-    return deadline is None or abs(int(deadline)) >= now_ms
+TAKE_OVER_LUA = (
+    HOLDER_LUA
+    + """
+-- KEYS: claim, the conversation's latest run. ARGV: the dead instance, the run's agent type,
+-- this instance, TTL in ms, this instance's life in ms. Takes the claim when the dead
+-- instance holds it, or nobody does and the latest run is kept; the run's task id, or nil:
+-- another instance holds it (took it over first, or a new turn took the conversation), or
+-- nothing of the run is kept.
+local held = redis.call('GET', KEYS[1])
+local task_id
+if held then
+  local claim = cjson.decode(held)
+  if claim['instance'] ~= ARGV[1] then return false end
+  task_id = claim['task_id']
+else
+  task_id = redis.call('GET', KEYS[2])
+  if not task_id then return false end
+end
+local value = cjson.encode({task_id = task_id, agent_type = ARGV[2], instance = ARGV[3]})
+redis.call('SET', KEYS[1], with_deadline(value, ARGV[5]), 'PX', ARGV[4])
+return task_id
+"""
+)
+
+RESIGN_LUA = (
+    _NOW
+    + """
+-- KEYS: instances. ARGV: this instance. Its deadline is now: the others count it dead at
+-- once, and take over the turns it handed over (a drain), as they would a dead one's.
+redis.call('HSET', KEYS[1], ARGV[1], now_ms() - 1)
+return 1
+"""
+)
+
+RESIGNED_CLAIM_LUA = (
+    _NOW
+    + """
+-- KEYS: claim. ARGV: this instance. A claim it holds counts as held by the dead from now,
+-- as the instance itself does (`RESIGN_LUA`); 1 when it was this instance's.
+local held = redis.call('GET', KEYS[1])
+if not held then return 0 end
+local claim = cjson.decode(held)
+if claim['instance'] ~= ARGV[1] then return 0 end
+claim['until'] = now_ms() - 1
+redis.call('SET', KEYS[1], cjson.encode(claim), 'KEEPTTL')
+return 1
+"""
+)

@@ -2,7 +2,7 @@
 
 Keys, under the deployment's prefix:
 
-    events:{task_id}            a Stream of batches. An entry holds the frames of
+    events:<task_id>            a Stream of batches. An entry holds the frames of
                                 consecutive events, one field per event named by
                                 its SSE id, and its entry id is `L-0`, L being the
                                 last event it holds; the final entry is `L-1` and
@@ -11,8 +11,20 @@ Keys, under the deployment's prefix:
                                 and the end. Capped near `max_events` events;
                                 expires `retention` seconds after the end (while
                                 the run lives, TTL plus that).
-    run:{user}:{conversation}   the task id of the conversation's latest run, kept
+    run:<user>:<conversation>   the task id of the conversation's latest run, kept
                                 as long, so a finished run is still found.
+
+In a Redis Cluster both name their user as its hash tag (`events:{<user>}:<task_id>`,
+`run:{<user>}:<conversation>`, `redis_shared`): a batch's script writes them with
+the claim and the list of runs, which a Cluster allows only within one slot.
+
+Every batch is one script (`APPEND_LUA`) that first checks the run still holds its
+conversation's claim: a run that another instance took over (this one was only
+slow, not dead) is refused, so two instances never both write one log (`ClaimLost`).
+The same script releases the claim just before the end marker, on the last batch.
+A run carried on by another instance goes on in the same Stream from its last
+entry (`RunLog.base`), and a run that moves away (a drain) sends what it has and no
+end marker: the instance that carries it on writes the rest.
 
 The run never waits on Redis: `publish` runs beside it, wakes when the
 in-process log grows, lingers a moment so a burst of tokens becomes one
@@ -44,16 +56,17 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from redis.asyncio.client import Pipeline
-from redis.exceptions import RedisError, ResponseError
-from redis.typing import EncodableT, FieldT
+from redis.exceptions import RedisError
+from redis.typing import EncodableT
 
 from app.core.events import CompleteEvent, RunStatus, encode_data
 from app.core.frames import encode_frame
-from app.tasks.base import BatchRelease, Claim, Claims, EventsGone, TaskError
+from app.tasks.base import BatchRelease, Claim, ClaimLost, Claims, EventsGone, TaskError
 from app.tasks.log import RunLog
 from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
+from app.tasks.redis_client import connect, milliseconds, translate_errors
+from app.tasks.redis_shared import TaskKeys, message
+from app.tasks.redis_target import RedisTarget
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +85,56 @@ _ENTRY_EVENTS = 64
 _EVENTS, _FINAL = 0, 1
 """The sequence part of an entry id: a batch of events, or the last batch with the end."""
 _END = b"end"
+
+APPEND_LUA = """
+-- KEYS: stream, pointer, claim, the user's list of runs. ARGV: task id, instance, done
+-- channel, done message, pointer life in ms ('' to leave it), stream life in ms ('' to
+-- leave it), retention in ms ('' unless this is the run's last batch), the MINID to trim
+-- to, '1' for NOMKSTREAM, '1' to release the claim first; then per entry its id, its field
+-- count and its fields and values. 1: copied; 0: the Stream is gone; -1: the claim is
+-- another instance's (or another run's) now.
+local held = redis.call('GET', KEYS[3])
+if held then
+  local claim = cjson.decode(held)
+  if claim['task_id'] ~= ARGV[1] or claim['instance'] ~= ARGV[2] then return -1 end
+end
+if ARGV[5] ~= '' then redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[5]) end
+if ARGV[10] == '1' then
+  redis.call('HDEL', KEYS[4], ARGV[1])
+  if held then
+    redis.call('DEL', KEYS[3])
+    redis.call('PUBLISH', ARGV[3], ARGV[4])
+  end
+end
+local i = 11
+while i <= #ARGV do
+  local count = tonumber(ARGV[i + 1])
+  local command = {'XADD', KEYS[1]}
+  if ARGV[9] == '1' then command[#command + 1] = 'NOMKSTREAM' end
+  command[#command + 1] = 'MINID'
+  command[#command + 1] = '='
+  command[#command + 1] = ARGV[8]
+  command[#command + 1] = ARGV[i]
+  for j = i + 2, i + 1 + 2 * count do command[#command + 1] = ARGV[j] end
+  local added = redis.pcall(unpack(command))
+  if type(added) == 'table' and added['err'] then
+    -- A resend after an outage finds the entries Redis kept: those are done already.
+    if not string.find(added['err'], 'equal or smaller') then
+      return redis.error_reply(added['err'])
+    end
+  elseif not added then
+    return 0
+  end
+  i = i + 2 + 2 * count
+end
+if ARGV[7] ~= '' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[7])
+  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[7])
+elseif ARGV[6] ~= '' then
+  redis.call('PEXPIRE', KEYS[1], ARGV[6])
+end
+return 1
+"""
 
 Entry = tuple[bytes, dict[bytes, bytes]]
 """A Stream entry as redis-py returns it undecoded: (id, fields)."""
@@ -92,10 +155,11 @@ class RedisRunLogs:
 
     def __init__(
         self,
-        url: str,
+        target: RedisTarget | str,
         prefix: str,
         claims: Claims,
         *,
+        instance_id: str,
         releaser: BatchRelease | None,
         ttl: float,
         retention: float,
@@ -104,15 +168,18 @@ class RedisRunLogs:
         timeout: float = 2.0,
         stored: StoredStatus | None = None,
     ) -> None:
-        self._batch = SharedPipeline(url, timeout=timeout, decode=False)
+        target = RedisTarget.of(target)
+        self._batch = SharedPipeline(target, timeout=timeout, decode=False)
         # Its own pool: a blocked XREAD holds a connection for up to `max_idle`.
-        self._reader = connect(url, timeout=timeout, read_timeout=max_idle + timeout, decode=False)
-        self._where = redacted(url)
-        self._prefix = prefix
+        self._reader = connect(
+            target, timeout=timeout, read_timeout=max_idle + timeout, decode=False
+        )
+        self._where = target.where
+        self._keys = TaskKeys(prefix, instance_id, target.keys_tagged)
         self._claims = claims
         self._releaser = releaser
-        """Where the last copy releases its claim: the Redis claims behind `claims`, unwrapped
-        (tracing wraps them), or None where the runner releases its claim on its own."""
+        """Told when the last copy released its claim: the Redis claims behind `claims`,
+        unwrapped (tracing wraps them), or None where the runner releases its claim on its own."""
         self._live_ms = milliseconds(ttl + retention)
         self._retention_ms = milliseconds(retention)
         self._refresh = max(ttl / 3, 0.05)
@@ -125,9 +192,9 @@ class RedisRunLogs:
         await self._reader.aclose()
 
     async def publish(self, claim: Claim, log: RunLog) -> bool:
-        stream = self._stream_key(claim.task_id)
+        stream = self._keys.events(claim.user_id, claim.task_id)
         pointer = self._pointer_key(claim.user_id, claim.conversation_id)
-        cursor = 0
+        cursor = log.base
         failing = False
         expires_at = 0.0
         """When the Stream's TTL was last pushed out, on the loop's clock."""
@@ -138,9 +205,9 @@ class RedisRunLogs:
             ended = log.ending
             frames = log.frames_after(cursor)
             now = asyncio.get_running_loop().time()
-            extend = cursor == 0 or now - expires_at >= self._refresh
+            extend = cursor == log.base or now - expires_at >= self._refresh
             try:
-                kept = await self._send(stream, pointer, claim, cursor, frames, ended, extend)
+                kept = await self._send(stream, pointer, claim, cursor, log, frames, extend)
             except (RedisError, OSError) as exc:
                 if not failing:
                     logger.warning(
@@ -151,14 +218,25 @@ class RedisRunLogs:
                         type(exc).__name__,
                     )
                 failing = True
+                log.ungate()  # the stream goes on here rather than wait for Redis
                 if ended:
                     return False
-                cursor = 0
+                cursor = log.base
                 await asyncio.sleep(_RETRY_SECONDS)
                 continue
             if failing:
                 logger.info("run %s is copied to Redis again", claim.task_id)
                 failing = False
+            if kept < 0:
+                raise ClaimLost(f"run {claim.task_id}'s conversation is another instance's now")
+            if not kept and log.base:
+                logger.warning(
+                    "Redis lost the copy of run %s, carried on from another instance: it can"
+                    " be resumed only on this instance",
+                    claim.task_id,
+                )
+                log.ungate()
+                return False
             if not kept:
                 logger.info(
                     "Redis lost the copy of run %s (restarted?): copying it again", claim.task_id
@@ -168,8 +246,9 @@ class RedisRunLogs:
             if extend:
                 expires_at = now
             cursor += len(frames)
+            log.copied(cursor)
             if ended:
-                return self._releaser is not None
+                return self._releaser is not None and not log.handed_over
 
     async def latest(self, user_id: str, conversation_id: str) -> str | None:
         claim = await self._claims.current(user_id, conversation_id)
@@ -183,7 +262,7 @@ class RedisRunLogs:
     async def reader(
         self, user_id: str, conversation_id: str, task_id: str, after: int
     ) -> RedisStreamReader | None:
-        stream = self._stream_key(task_id)
+        stream = self._keys.events(user_id, task_id)
         with translate_errors(self._where):
             # Queued together, so they leave in one batch: one round trip.
             head, tail = cast(
@@ -207,14 +286,31 @@ class RedisRunLogs:
             reader.end()  # asked from its end, or beyond: nothing more will come
         return reader
 
-    async def last_event_id(self, task_id: str) -> int | None:
-        stream = self._stream_key(task_id)
+    async def last_event_id(self, user_id: str, task_id: str) -> int | None:
+        stream = self._keys.events(user_id, task_id)
         with translate_errors(self._where):
             tail = cast(
                 list[Entry],
                 await self._batch.command(lambda pipe: pipe.xrevrange(stream, count=1)),
             )
         return _entry_id(tail[0][0])[0] if tail else None
+
+    async def history(self, user_id: str, task_id: str) -> list[bytes] | None:
+        stream = self._keys.events(user_id, task_id)
+        with translate_errors(self._where):
+            entries = cast(list[Entry], await self._batch.command(lambda pipe: pipe.xrange(stream)))
+        frames: list[bytes] = []
+        for _, fields in entries:
+            for name, frame in fields.items():
+                if name == _END:
+                    return None  # it ended: nothing to carry on
+                number = int(name)
+                if number <= len(frames):
+                    continue  # a batch sent again after an outage
+                if number != len(frames) + 1:
+                    return None  # its start is trimmed: nothing whole to carry on from
+                frames.append(frame)
+        return frames
 
     async def is_running(self, user_id: str, conversation_id: str, task_id: str) -> bool:
         """Whether the run still holds its conversation (raises `TaskError` if Redis fails)."""
@@ -256,69 +352,63 @@ class RedisRunLogs:
         pointer: str,
         claim: Claim,
         cursor: int,
+        log: RunLog,
         frames: list[bytes],
-        ended: bool,
         extend: bool,
-    ) -> bool:
+    ) -> int:
         """One round trip: the new frames, the end marker once ended, and the keys' lives.
 
-        The last one also releases the claim, just before the end marker, as
-        the runner would have a moment earlier in a round trip of its own.
-        False when the Stream was gone (Redis restarted empty): a copy that goes
-        on from `cursor` never creates it, or a resume would find its start missing.
+        The run's last batch also releases the claim, just before the end marker, as
+        the runner would have a moment earlier in a round trip of its own; a run handed
+        over to another instance writes no end marker and keeps its claim for it.
+        0 when the Stream was gone (Redis restarted empty): a copy that goes on from
+        `cursor` never creates it, or a resume would find its start missing. -1 when
+        the claim is another instance's now: nothing was written.
         """
+        final = log.ending and not log.handed_over
         # Trimming by id, not length: entries hold different numbers of events.
         oldest = max(0, cursor + len(frames) - self._max_events + 1)
         chunks = [frames[i : i + _ENTRY_EVENTS] for i in range(0, len(frames), _ENTRY_EVENTS)]
-        if ended and not chunks:
+        if final and not chunks:
             chunks = [[]]  # the end marker alone
-        appended: list[int] = []
-        """Where the XADD replies are in the batch's replies."""
-
-        def fill(pipe: Pipeline) -> None:
-            base = len(pipe)  # the batch's pipeline holds other callers' commands before ours
-            if ended and self._releaser is not None:
-                self._releaser.release_in(pipe, claim)
-            if cursor == 0:
-                pipe.set(pointer, claim.task_id, px=self._live_ms)
-            first = cursor + 1
-            for index, chunk in enumerate(chunks, 1):
-                fields: dict[FieldT, EncodableT] = {
-                    str(number).encode(): frame for number, frame in enumerate(chunk, first)
-                }
-                final = ended and index == len(chunks)
-                if final:
-                    fields[_END] = b""
-                last = first + len(chunk) - 1
-                entry_id = f"{last}-{_FINAL if final else _EVENTS}"
-                appended.append(len(pipe) - base)
-                pipe.xadd(
-                    stream,
-                    fields,
-                    id=entry_id,
-                    minid=oldest,
-                    approximate=False,
-                    nomkstream=cursor > 0,
-                )
-                first = last + 1
-            if ended:
-                pipe.pexpire(stream, self._retention_ms)
-                pipe.set(pointer, claim.task_id, px=self._retention_ms)
-            elif extend:
-                pipe.pexpire(stream, self._live_ms)
-
-        results = await self._batch.execute(fill)
-        for result in results:
-            # A resend after an outage finds the entries Redis kept: those are done already.
-            if isinstance(result, ResponseError) and "equal or smaller" not in str(result):
-                raise result
-        return all(results[index] is not None for index in appended)
-
-    def _stream_key(self, task_id: str) -> str:
-        return f"{self._prefix}events:{task_id}"
+        release = final and self._releaser is not None
+        keys = self._keys
+        first_batch = cursor == log.base
+        args: list[EncodableT] = [
+            claim.task_id,
+            keys.instance_id,
+            keys.done_channel,
+            message(claim.user_id, claim.conversation_id),
+            self._live_ms if first_batch else "",
+            self._live_ms if extend and not final else "",
+            self._retention_ms if final else "",
+            oldest,
+            "1" if cursor > 0 else "0",
+            "1" if release else "0",
+        ]
+        first = cursor + 1
+        for index, chunk in enumerate(chunks, 1):
+            last = first + len(chunk) - 1
+            is_final = final and index == len(chunks)
+            fields: list[EncodableT] = []
+            for number, frame in enumerate(chunk, first):
+                fields += [str(number).encode(), frame]
+            if is_final:
+                fields += [_END, b""]
+            args += [f"{last}-{_FINAL if is_final else _EVENTS}", len(fields) // 2, *fields]
+            first = last + 1
+        if release and self._releaser is not None:
+            self._releaser.let_go(claim)
+        board = keys.board(claim.user_id)
+        claim_key = keys.claim(claim.user_id, claim.conversation_id)
+        script_keys = (stream, pointer, claim_key, board)
+        result = await self._batch.command(
+            lambda pipe: pipe.eval(APPEND_LUA, len(script_keys), *script_keys, *args)
+        )
+        return int(result)
 
     def _pointer_key(self, user_id: str, conversation_id: str) -> str:
-        return f"{self._prefix}run:{user_id}:{conversation_id}"
+        return self._keys.latest_run(user_id, conversation_id)
 
 
 class RedisStreamReader:

@@ -3,9 +3,10 @@
 A queue per conversation is a list of task ids, oldest first; each ticket
 stays alive while its waiter keeps its ticket key from expiring
 (`redis_shared`), so a waiter on an instance that died leaves the queue on
-its own. Taking the claim from the head of the queue is one Lua step. A
-change of the queue is published on the queue channel, which wakes only
-queued turns, never a stop waiting for its run to end.
+its own. Taking the claim from the head of the queue is one Lua step, and
+so is leaving the queue (a cluster pipeline takes no PUBLISH). A change of
+the queue is published on the queue channel, which wakes only queued
+turns, never a stop waiting for its run to end.
 """
 
 from __future__ import annotations
@@ -17,14 +18,15 @@ from typing import cast
 from app.tasks.base import Claim, QueueState
 from app.tasks.redis_claims import RedisClaims
 from app.tasks.redis_client import milliseconds, translate_errors
-from app.tasks.redis_liveness import LIVE_CLAIM_LUA
+from app.tasks.redis_liveness import HOLDER_LUA
 from app.tasks.redis_shared import RedisTaskSpace, message
 
-# KEYS[1] queue, KEYS[2] claim, KEYS[3] instances; ARGV: task id, claim value, TTL in ms,
-# ticket key prefix. Tickets ahead whose waiters stopped keeping them are dropped on the
-# way to the head; a claim whose instance died is free.
+# KEYS[1] queue, KEYS[2] claim; ARGV: task id, claim value, TTL in ms, ticket key prefix,
+# the instance's life in ms. Tickets ahead whose waiters stopped keeping them are dropped
+# on the way to the head (a ticket shares its queue's slot); a claim whose instance died
+# is free.
 _CLAIM_QUEUED_LUA = (
-    LIVE_CLAIM_LUA.partition("-- KEYS")[0]
+    HOLDER_LUA
     + """
 if redis.call('EXISTS', ARGV[4] .. ARGV[1]) == 0 then
   redis.call('LREM', KEYS[1], 0, ARGV[1])
@@ -38,13 +40,20 @@ while true do
   redis.call('LPOP', KEYS[1])
 end
 local held = redis.call('GET', KEYS[2])
-if held and not holder_dead(held, KEYS[3]) then return 'waiting' end
-redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+if held and not holder_dead(held) then return 'waiting' end
+redis.call('SET', KEYS[2], with_deadline(ARGV[2], ARGV[5]), 'PX', ARGV[3])
 redis.call('LPOP', KEYS[1])
 redis.call('DEL', ARGV[4] .. ARGV[1])
 return 'claimed'
 """
 )
+
+# KEYS[1] ticket, KEYS[2] queue; ARGV: task id, queue channel, message.
+_LEAVE_QUEUE_LUA = """
+redis.call('DEL', KEYS[1])
+redis.call('LREM', KEYS[2], 0, ARGV[1])
+redis.call('PUBLISH', ARGV[2], ARGV[3])
+"""
 
 
 class RedisQueue:
@@ -60,7 +69,8 @@ class RedisQueue:
 
     async def join_queue(self, claim: Claim, ttl: float) -> int:
         async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.set(self._keys.ticket(claim.task_id), "1", px=milliseconds(ttl))
+            ticket = self._keys.ticket(claim.user_id, claim.task_id)
+            pipe.set(ticket, "1", px=milliseconds(ttl))
             pipe.rpush(self._keys.queue(claim.user_id, claim.conversation_id), claim.task_id)
             with translate_errors(self._where):
                 _, position = await pipe.execute()
@@ -69,7 +79,9 @@ class RedisQueue:
     async def keep_queued(self, claim: Claim, ttl: float) -> bool:
         with translate_errors(self._where):
             return bool(
-                await self._redis.pexpire(self._keys.ticket(claim.task_id), milliseconds(ttl))
+                await self._redis.pexpire(
+                    self._keys.ticket(claim.user_id, claim.task_id), milliseconds(ttl)
+                )
             )
 
     async def claim_queued(self, claim: Claim, ttl: float) -> QueueState:
@@ -77,13 +89,13 @@ class RedisQueue:
         names = [
             keys.queue(claim.user_id, claim.conversation_id),
             keys.claim(claim.user_id, claim.conversation_id),
-            keys.instances,
         ]
         args: list[str | int] = [
             claim.task_id,
             keys.claim_value(claim),
             milliseconds(ttl),
-            keys.ticket(""),
+            keys.ticket(claim.user_id, ""),
+            self._claims.life,
         ]
         with translate_errors(self._where):
             state = await self._claim_queued_script(keys=names, args=args)
@@ -92,12 +104,14 @@ class RedisQueue:
         return cast(QueueState, state)
 
     async def leave_queue(self, claim: Claim) -> None:
-        async with self._redis.pipeline(transaction=True) as pipe:
-            pipe.delete(self._keys.ticket(claim.task_id))
-            pipe.lrem(self._keys.queue(claim.user_id, claim.conversation_id), 0, claim.task_id)
-            pipe.publish(self._keys.queue_channel, message(claim.user_id, claim.conversation_id))
-            with translate_errors(self._where):
-                await pipe.execute()
+        keys = self._keys
+        ticket = keys.ticket(claim.user_id, claim.task_id)
+        queue = keys.queue(claim.user_id, claim.conversation_id)
+        changed = message(claim.user_id, claim.conversation_id)
+        with translate_errors(self._where):
+            await self._redis.eval(
+                _LEAVE_QUEUE_LUA, 2, ticket, queue, claim.task_id, keys.queue_channel, changed
+            )
 
     async def clear_queue(self, user_id: str, conversation_id: str) -> int:
         queue = self._keys.queue(user_id, conversation_id)
@@ -107,7 +121,7 @@ class RedisQueue:
                 pipe.delete(queue)
                 tickets, _ = await pipe.execute()
             if tickets:
-                await self._redis.delete(*(self._keys.ticket(t) for t in tickets))
+                await self._redis.delete(*(self._keys.ticket(user_id, t) for t in tickets))
             await self._redis.publish(self._keys.queue_channel, message(user_id, conversation_id))
         return len(tickets)
 

@@ -1,14 +1,29 @@
 """What the Redis task roles share: one connection, one batching pipeline, one key scheme.
 
-    {prefix}task:{user}:{conversation}   the claim: {task_id, agent_type, instance}
-    {prefix}queue:{user}:{conversation}  the conversation's queue: task ids, oldest first
-    {prefix}queued:{task_id}             a queued turn's ticket, alive while its waiter keeps it
-    {prefix}board:{user}                 the user's list of runs: task id -> the turn as listed
-    {prefix}instances                    each instance's deadline (`redis_liveness`)
+    <prefix>task:<user>:<conversation>   the claim: {task_id, agent_type, instance, until}
+    <prefix>queue:<user>:<conversation>  the conversation's queue: task ids, oldest first
+    <prefix>queued:<task_id>             a queued turn's ticket, alive while its waiter keeps it
+    <prefix>board:<user>                 the user's list of runs: task id -> the turn as listed
+    <prefix>run:<user>:<conversation>    the conversation's latest run's task id (`redis_log`)
+    <prefix>events:<task_id>             the run's log, a Stream (`redis_log`)
+    <prefix>instances                    each instance's deadline (`redis_liveness`)
 
-Channels: `{prefix}stop` (a stop for a conversation's owner), `{prefix}done`
-(a claim released), `{prefix}queue` (a queue changed: a ticket left, a stop
-cleared it).
+In a Redis Cluster the user is a hash tag, `{<user>}`, and a ticket and a
+run's log name their user (`<prefix>queued:{<user>}:<task_id>`,
+`<prefix>events:{<user>}:<task_id>`): a claim, its list of runs, its queue
+and the queue's tickets, a run's log and its pointer are read and written
+together in one script or transaction, which a cluster allows only within
+one slot. One tag per user (never one for the whole prefix) spreads the
+users over the nodes. A single server keeps the names without tags
+(`RedisTarget.keys_tagged`).
+
+Channels: `<prefix>stop` (a stop for a conversation's owner), `<prefix>done`
+(a claim released), `<prefix>queue` (a queue changed: a ticket left, a stop
+cleared it). They are ordinary channels in a Cluster too, which hands a
+message published on any node to the subscribers of every node; sharded
+channels would not serve: `done` is published by the script that deletes
+the claim, in the same step, and a script may publish on a sharded channel
+only of its own slot, while every instance listens to every message.
 """
 
 from __future__ import annotations
@@ -20,17 +35,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
-from redis.asyncio import Redis
-
 from app.tasks.base import Claim, Ticket
 from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import connect, redacted
+from app.tasks.redis_client import RedisClient, connect
+from app.tasks.redis_target import RedisTarget
 
 
 @dataclass(frozen=True, slots=True)
 class TaskKeys:
     prefix: str
     instance_id: str
+    tagged: bool = False
+    """Whether a user's keys carry the hash tag `{<user>}` (a Redis Cluster)."""
 
     @property
     def stop_channel(self) -> str:
@@ -49,22 +65,40 @@ class TaskKeys:
         return f"{self.prefix}instances"
 
     def claim(self, user_id: str, conversation_id: str) -> str:
-        return f"{self.prefix}task:{user_id}:{conversation_id}"
+        return f"{self.prefix}task:{self._user(user_id)}:{conversation_id}"
 
     def queue(self, user_id: str, conversation_id: str) -> str:
-        return f"{self.prefix}queue:{user_id}:{conversation_id}"
+        return f"{self.prefix}queue:{self._user(user_id)}:{conversation_id}"
 
-    def ticket(self, task_id: str) -> str:
+    def ticket(self, user_id: str, task_id: str) -> str:
+        if self.tagged:
+            return f"{self.prefix}queued:{self._user(user_id)}:{task_id}"
         return f"{self.prefix}queued:{task_id}"
 
     def board(self, user_id: str) -> str:
-        return f"{self.prefix}board:{user_id}"
+        return f"{self.prefix}board:{self._user(user_id)}"
+
+    def board_user(self, key: str) -> str:
+        """Whose list of runs `key` is (the inverse of `board`)."""
+        user = key.removeprefix(f"{self.prefix}board:")
+        return user[1:-1] if self.tagged else user
+
+    def latest_run(self, user_id: str, conversation_id: str) -> str:
+        return f"{self.prefix}run:{self._user(user_id)}:{conversation_id}"
+
+    def events(self, user_id: str, task_id: str) -> str:
+        if self.tagged:
+            return f"{self.prefix}events:{self._user(user_id)}:{task_id}"
+        return f"{self.prefix}events:{task_id}"
 
     def claim_value(self, claim: Claim) -> str:
         """What the claim key holds: the instance names who runs the conversation."""
         return json.dumps(
             {"task_id": claim.task_id, "agent_type": claim.agent_type, "instance": self.instance_id}
         )
+
+    def _user(self, user_id: str) -> str:
+        return f"{{{user_id}}}" if self.tagged else user_id
 
 
 ConversationPair = tuple[str, str]
@@ -120,11 +154,14 @@ class RedisTaskSpace:
     may hang on a Redis that stopped answering before it gets a 503.
     """
 
-    def __init__(self, url: str, prefix: str, instance_id: str, timeout: float) -> None:
-        self.redis: Redis = connect(url, timeout=timeout, read_timeout=timeout)
-        self.batch = SharedPipeline(url, timeout=timeout)
-        self.where = redacted(url)
-        self.keys = TaskKeys(prefix, instance_id)
+    def __init__(
+        self, target: RedisTarget | str, prefix: str, instance_id: str, timeout: float
+    ) -> None:
+        target = RedisTarget.of(target)
+        self.redis: RedisClient = connect(target, timeout=timeout, read_timeout=timeout)
+        self.batch = SharedPipeline(target, timeout=timeout)
+        self.where = target.where
+        self.keys = TaskKeys(prefix, instance_id, target.keys_tagged)
         self.wakeups = Wakeups()
 
     async def close(self) -> None:

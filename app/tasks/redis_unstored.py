@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import logging
 
-from redis.asyncio.client import Pipeline
-
 from app.store.models import TurnOutcome
 from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import milliseconds, redacted, translate_errors
+from app.tasks.redis_client import RedisPipeline, milliseconds, translate_errors
+from app.tasks.redis_target import RedisTarget
 from app.tasks.unstored import UNSTORED_RETENTION_SECONDS
 
 log = logging.getLogger(__name__)
 
 
 class RedisUnstoredTurns:
-    def __init__(self, url: str, prefix: str, timeout: float = 2.0) -> None:
-        self._batch = SharedPipeline(url, timeout=timeout)
-        self._where = redacted(url)
+    def __init__(self, target: RedisTarget | str, prefix: str, timeout: float = 2.0) -> None:
+        target = RedisTarget.of(target)
+        self._batch = SharedPipeline(target, timeout=timeout)
+        self._where = target.where
         self._key = f"{prefix}unstored"
 
     async def keep(self, turn_id: int, outcome: TurnOutcome) -> None:
-        def fill(pipe: Pipeline) -> None:
+        def fill(pipe: RedisPipeline) -> None:
             pipe.hset(self._key, str(turn_id), outcome.model_dump_json())
             pipe.pexpire(self._key, milliseconds(UNSTORED_RETENTION_SECONDS))
 

@@ -18,6 +18,16 @@ The final `complete` is held back until the claim is released and the
 log is copied to the shared logs: a client that acts the moment it reads
 `complete` (its next question, a resume elsewhere) must find the
 conversation free and the whole run there, on any instance.
+
+Where another instance can carry a run on (`movable`: Redis, `TURN_TAKEOVERS`),
+readers see an event only once it is copied out (`RunLog.gate`), and a run
+can end here without ending: handed over (`hand_over`: this instance drains)
+it stops, sends what it has, and keeps its claim for the instance that takes
+it over; lost (another instance took it over: this one was only slow) it stops
+and writes nothing more. Neither stores the turn nor sends `complete`: the
+streams reading it here end, and their clients resume where it goes on. A run
+carried on here from another instance is launched like any other, its log
+going on from the last event copied out (`RunLog.base`).
 """
 
 from __future__ import annotations
@@ -31,20 +41,24 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from app.core.clock import SYSTEM_CLOCK, Clock
+from app.core.drain import Drain
 from app.core.events import CompleteEvent, Event, RunStatus
 from app.core.run import Conclusion, ConversationKey, Notice, StopSignal
-from app.tasks.base import Claim, Claims, TaskBackendUnavailable, TaskError
+from app.tasks.base import Claim, ClaimLost, Claims, TaskBackendUnavailable, TaskError
 from app.tasks.log import EventLogReader, RunLog, SharedRunLogs
 
 log = logging.getLogger(__name__)
 
-StopReason = Literal["stopped", "client_gone", "shutdown"]
+StopReason = Literal["stopped", "client_gone", "shutdown", "handover", "lost"]
 STOP_STATUS: dict[StopReason, RunStatus] = {
     "stopped": "stopped",
     "client_gone": "stopped",
     "shutdown": "interrupted",
 }
-"""A turn cut by a stop is stored `stopped`; by its instance shutting down, `interrupted`."""
+"""A turn cut by a stop is stored `stopped`; by its instance shutting down, `interrupted`.
+One handed over, or lost to another instance, is not stored here at all."""
+MOVED: frozenset[StopReason] = frozenset(("handover", "lost"))
+"""Stops after which the run goes on at another instance."""
 OnEnd = Callable[[], Awaitable[None]]
 
 
@@ -60,6 +74,15 @@ class RunProgram(Protocol):
 
         `notice` shows an event on the stream meanwhile (that storing waits for the database).
         """
+        ...
+
+    def movable(self) -> bool:
+        """Whether another instance could carry this turn on, were it handed over now."""
+        ...
+
+    async def moved(self, handed_over: bool) -> None:
+        """The run stopped to go on at another instance, instead of `conclude`: let go of what
+        it holds; `handed_over` (not lost) also saves the answer so far for the history."""
         ...
 
 
@@ -78,7 +101,11 @@ class Run:
     complete: CompleteEvent | None = None
     """How the turn ended, once it has (for whoever is told of its end: a webhook)."""
     ended: asyncio.Event = field(default_factory=asyncio.Event)
-    """Set once the log is closed: the turn is stored and its claim released."""
+    """Set once the log is closed: the turn is stored and its claim released (or it moved)."""
+    program: RunProgram | None = None
+    """What the run drives, once launched."""
+    moved: bool = False
+    """It ended here to go on at another instance (handed over, or lost): it did not end."""
 
     @property
     def running(self) -> bool:
@@ -87,6 +114,9 @@ class Run:
     @property
     def stop_requested(self) -> bool:
         return self.stop_reason is not None
+
+    async def durable(self) -> None:
+        await self.log.durable()
 
     def stop(self, reason: StopReason) -> bool:
         """Cancel the run once; the first reason given is the one stored.
@@ -106,7 +136,40 @@ class Run:
             self.task.cancel()
 
 
+class UntilDrained:
+    """Another instance's run as read here, until this instance's drain ends: then the stream
+    ends (no `complete`), and its client resumes it on another instance."""
+
+    def __init__(self, reader: EventLogReader, drain: Drain) -> None:
+        self._reader = reader
+        self._drain = drain
+
+    async def wait(self, after: int, idle: float) -> tuple[bytes, int]:
+        if self._drain.ended:
+            return b"", after
+        reading = asyncio.ensure_future(self._reader.wait(after, idle))
+        ended = asyncio.ensure_future(self._drain.wait_ended())
+        try:
+            await asyncio.wait({reading, ended}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            reading.cancel()
+            raise
+        finally:
+            ended.cancel()
+        if reading.done():
+            return reading.result()
+        reading.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reading
+        return b"", after
+
+    def finished(self, cursor: int) -> bool:
+        return self._drain.ended or self._reader.finished(cursor)
+
+
 class RunRegistry:
+    """`movable`: another instance can carry a run on (Redis, and `TURN_TAKEOVERS` > 0)."""
+
     def __init__(
         self,
         claims: Claims,
@@ -114,12 +177,17 @@ class RunRegistry:
         retention: float,
         shared: SharedRunLogs,
         clock: Clock = SYSTEM_CLOCK,
+        *,
+        movable: bool = False,
+        drain: Drain | None = None,
     ) -> None:
         self._claims = claims
+        self._drain = drain or Drain()
         self._clock = clock
         self._ttl = ttl
         self._retention = retention
         self._shared = shared
+        self.movable = movable
         self._runs: dict[ConversationKey, Run] = {}
         self._starting: dict[ConversationKey, StopReason | None] = {}
         """Turns claimed and not yet launched, with the stop that came meanwhile, if any."""
@@ -147,18 +215,21 @@ class RunRegistry:
             if run is None:
                 raise
             return run.log
-        if run is not None and task_id in (None, run.claim.task_id):
+        # A run carried on here keeps its earlier events in the shared log only.
+        if run is not None and task_id in (None, run.claim.task_id) and after >= run.log.base:
             return run.log
         if task_id is None:
             return None
-        return await self._shared.reader(user_id, conversation_id, task_id, after)
+        shared = await self._shared.reader(user_id, conversation_id, task_id, after)
+        return None if shared is None else UntilDrained(shared, self._drain)
 
     async def last_event_id(self, user_id: str, conversation_id: str, task_id: str) -> int | None:
-        """The newest event id of that run, from this instance's log or the shared one."""
+        """The newest event id of that run its readers may see, from this instance's log or
+        the shared one."""
         run = self.find(user_id, conversation_id)
         if run is not None and run.claim.task_id == task_id:
-            return run.log.last_id
-        return await self._shared.last_event_id(task_id)
+            return run.log.shown_id
+        return await self._shared.last_event_id(user_id, task_id)
 
     def launch(
         self,
@@ -174,6 +245,9 @@ class RunRegistry:
         `run` is one whose stream already opened (a queued turn): its log goes on.
         """
         run = run or Run(claim)
+        if self.movable:
+            run.log.gate()
+        run.program = program
         self._runs[claim.key] = run
         run.task = asyncio.create_task(
             self._drive(run, program, on_end), name=f"run-{claim.task_id}"
@@ -212,33 +286,81 @@ class RunRegistry:
             await asyncio.shield(run.task)
         return True
 
+    def lost(self, claim: Claim) -> None:
+        """Another instance took this run over (this one was only slow): stop it, write nothing."""
+        run = self._runs.get(claim.key)
+        if run is not None and run.claim.task_id == claim.task_id and run.stop("lost"):
+            log.warning(
+                "run %s of %s was taken over by another instance: stopping it here",
+                claim.task_id,
+                claim.conversation_id,
+            )
+
+    def running(self) -> list[Run]:
+        """The local runs whose events still come (not queued, not storing their outcome)."""
+        return [run for run in self._runs.values() if run.running]
+
+    async def settle(self, within: float) -> None:
+        """Wait up to `within` seconds for the local runs to end (a drain's grace)."""
+        waits = [asyncio.ensure_future(run.ended.wait()) for run in self.running()]
+        if not waits:
+            return
+        try:
+            await asyncio.wait(waits, timeout=within)
+        finally:
+            for wait in waits:
+                wait.cancel()
+
+    async def hand_over(self) -> int:
+        """Stop every local run another instance can carry on, and send what it has.
+
+        They keep their claims, for the instance that takes them over; how many there were.
+        """
+        moving = [
+            run
+            for run in self.running()
+            if self.movable and run.program is not None and run.program.movable()
+        ]
+        for run in moving:
+            run.stop("handover")
+        await self._ended(moving)
+        return len(moving)
+
     async def shutdown(self) -> None:
-        """Stop every local run (stored as interrupted) and wait for all of them to end.
+        """Hand over the runs another instance can carry on; stop the others (stored
+        `interrupted`); wait for all of them to end.
 
         A run past the point a stop could change is still storing its outcome,
         so it is waited for too: nothing of a run may outlive the app's
         database and clients. The logs kept for late readers go with the app.
         """
+        await self.hand_over()
         for run in self._runs.values():
             run.stop("shutdown")
-        pending = [r.task for r in self._runs.values() if r.task is not None and not r.task.done()]
-        if pending:
-            await asyncio.gather(*pending, return_exceptions=True)
+        await self._ended(list(self._runs.values()))
         if self._expiry is not None:
             self._expiry.cancel()
             self._expiry = None
         self._kept.clear()
         self._runs.clear()
 
+    @staticmethod
+    async def _ended(runs: list[Run]) -> None:
+        pending = [r.task for r in runs if r.task is not None and not r.task.done()]
+        if pending:
+            await asyncio.gather(*pending, return_exceptions=True)
+
     async def _drive(self, run: Run, program: RunProgram, on_end: OnEnd | None) -> None:
         heartbeat = asyncio.create_task(self._heartbeat(run.claim))
         copier = asyncio.create_task(self._shared.publish(run.claim, run.log))
+        copier.add_done_callback(lambda done: self._copy_ended(run, done))
         conclusion: Conclusion | None = None
         try:
             stopped = await self._events(run, program)
-            conclusion = await program.conclude(stopped, run.log.append)
-            for event in conclusion.events:
-                run.log.append(event)
+            if run.stop_reason not in MOVED:
+                conclusion = await program.conclude(stopped, run.log.append)
+                for event in conclusion.events:
+                    run.log.append(event)
         except Exception:
             log.exception("run %s ended with an unhandled error", run.claim.task_id)
         finally:
@@ -246,18 +368,49 @@ class RunRegistry:
             heartbeat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await heartbeat
+            if run.stop_reason in MOVED:
+                await self._moved(run, program, copier)
             if on_end is not None:
                 try:
                     await on_end()
                 except Exception:
                     log.exception("run %s: its end hook failed", run.claim.task_id)
-            run.complete = conclusion.complete if conclusion is not None else None
-            run.log.end(run.complete)
-            if not await self._copied(run, copier):
-                await self._release(run.claim)
-            run.log.close()
-            run.ended.set()
-            self._keep(run)
+            if run.moved:
+                run.ended.set()
+            else:
+                run.complete = conclusion.complete if conclusion is not None else None
+                run.log.end(run.complete)
+                if not await self._copied(run, copier):
+                    await self._release(run.claim)
+                run.log.close()
+                run.ended.set()
+                self._keep(run)
+
+    async def _moved(self, run: Run, program: RunProgram, copier: asyncio.Task[bool]) -> None:
+        """End here a run that goes on at another instance: no store, no `complete`, the claim
+        kept for the instance that takes it over. Handed over, the log is copied out to its
+        last event first; lost, nothing more is written and what was not copied is not shown."""
+        handed_over = run.stop_reason == "handover"
+        try:
+            await program.moved(handed_over)
+        except Exception:
+            log.exception("run %s: letting go of it failed", run.claim.task_id)
+        if handed_over:
+            run.log.hand_over()
+        else:
+            copier.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await copier
+        run.log.close(show_rest=handed_over)
+        run.moved = True
+        run.task = None
+        if self._runs.get(run.claim.key) is run:
+            del self._runs[run.claim.key]
+
+    def _copy_ended(self, run: Run, copier: asyncio.Task[bool]) -> None:
+        """A copy refused because another instance holds the claim now: the run stops here."""
+        if not copier.cancelled() and isinstance(copier.exception(), ClaimLost):
+            self.lost(run.claim)
 
     async def _events(self, run: Run, program: RunProgram) -> RunStatus | None:
         """Append the run's events until it ends; the status to store if a stop cut it."""
@@ -268,7 +421,7 @@ class RunRegistry:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()
-            return STOP_STATUS[run.stop_reason or "stopped"]
+            return STOP_STATUS.get(run.stop_reason or "stopped", "stopped")
         finally:
             # From here on a stop changes nothing: what is left is storing and `complete`.
             run.settled = True

@@ -1,13 +1,15 @@
-"""Turns of a dead instance end `interrupted` within seconds, even where nobody comes back.
+"""Turns of a dead instance go on elsewhere, or end `interrupted`, within seconds.
 
 Each instance runs a sweeper; one of them at a time sweeps (a short lock
 in Redis), every `beat_interval`: it reads which instances hold turns
-stored `running` (the rows record their instance), asks Redis which
-instances are past their deadline, marks each dead instance's running rows
-`interrupted` and drops its claims on those conversations, so a new
-message is accepted there at once, a resume ends, and the list of runs no
-longer shows them. An instance alive by its own heartbeat is never swept,
-whatever the sweeping instance's settings.
+stored `running` (the rows record their instance) and asks Redis which
+instances are past their deadline (dead, or drained and resigned). Each
+dead instance's running turns that can be carried on are taken over by
+this instance (`Successor`: app/service/takeover.py); the rest are marked
+`interrupted` and their claims dropped, so a new message is accepted there
+at once, a resume ends, and the list of runs no longer shows them. An
+instance alive by its own heartbeat is never swept, whatever the sweeping
+instance's settings.
 
 A dead instance is handled once per sweeper; Redis forgets it once its
 claims would have expired anyway (the claim TTL).
@@ -36,13 +38,29 @@ class OrphanRows(Protocol):
         ...
 
 
-class Sweeper:
-    """`start()` it after the task backend, `close()` it before."""
+class Successor(Protocol):
+    """Who carries a dead instance's turns on."""
 
-    def __init__(self, instances: DeadInstances, rows: OrphanRows, ttl: float) -> None:
+    async def carry_on(self, instance: str) -> int:
+        """Take over the dead `instance`'s running turns that can go on; how many did."""
+        ...
+
+
+class Sweeper:
+    """`start()` it after the task backend, `close()` it before (or when the instance drains:
+    a draining instance takes nothing over)."""
+
+    def __init__(
+        self,
+        instances: DeadInstances,
+        rows: OrphanRows,
+        ttl: float,
+        successor: Successor | None = None,
+    ) -> None:
         self._instances = instances
         self._rows = rows
         self._ttl = ttl
+        self._successor = successor
         self._handled: set[str] = set()
         """Dead instances this sweeper has swept, while Redis still reports them."""
         self._loop: asyncio.Task[None] | None = None
@@ -68,14 +86,19 @@ class Sweeper:
         for instance in dead:
             if instance in self._handled:
                 continue
+            carried = 0
+            if self._successor is not None:
+                carried = await self._successor.carry_on(instance)
             conversations = await self._rows.interrupt_instance(instance)
             await self._instances.free(instance, conversations)
             self._handled.add(instance)
             marked += len(conversations)
-            if conversations:
+            if conversations or carried:
                 log.warning(
-                    "instance %s is dead: %d running turn(s) marked interrupted",
+                    "instance %s is dead or drained: %d running turn(s) carried on here,"
+                    " %d marked interrupted",
                     instance,
+                    carried,
                     len(conversations),
                 )
         return marked

@@ -160,6 +160,8 @@ class Webhooks:
         self, run: Run, deliveries: Callable[[], Awaitable[Sequence[Delivery]]]
     ) -> None:
         await run.ended.wait()
+        if run.moved:
+            return  # it goes on at another instance, which makes the calls when it ends
         try:
             calls = await deliveries()
         except Exception:

@@ -182,6 +182,14 @@ class _ObservedRun:
         # Handed straight through: no layer between the agent and the run's log per event.
         return self._inner.events(stop)
 
+    def movable(self) -> bool:
+        return self._inner.movable()
+
+    async def moved(self, handed_over: bool) -> None:
+        await self._inner.moved(handed_over)
+        if self._span is not None:
+            self._span.set_attribute("dodo.run.status", "handed_over" if handed_over else "lost")
+
     async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
         conclusion = await self._inner.conclude(stopped, notice)
         complete = conclusion.complete

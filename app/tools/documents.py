@@ -68,7 +68,7 @@ class DocumentSearch:
         blocks = [f"[{n}] {location(p)}\n{p.text}" for n, p in enumerate(found.passages, 1)]
         return ToolOutput(
             "\n\n".join([header, untrusted("\n\n".join(blocks), file.file_name)]),
-            references=[_reference(file, p) for p in found.passages],
+            references=[passage_reference(file, p) for p in found.passages],
         )
 
 
@@ -88,7 +88,8 @@ def location(passage: FileChunk) -> str:
     return f"{passage.unit}s {passage.first}-{passage.last}"
 
 
-def _reference(file: StoredFile, passage: FileChunk) -> Reference:
+def passage_reference(file: StoredFile, passage: FileChunk) -> Reference:
+    """The passage as the user sees it cited: the file's download URL at its place."""
     # The fragment names the place (pdf viewers open `#page=N` there) and the
     # passage, so two passages of one page stay two references.
     url = f"/file/download/{file.id}#{passage.unit}={passage.first}&passage={passage.seq}"

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from typing import Protocol
 
 from app.config import Settings
+from app.tasks.redis_target import RedisTarget
 
 IN_PROCESS_ENTRIES = 512
 """Pages one process keeps at most (about 20 KB of text each); the oldest go first."""
@@ -78,5 +79,5 @@ def build_page_cache(settings: Settings) -> PageCache:
     if settings.redis_url:
         from app.tools.redis_page_cache import RedisPageCache  # only then: no client otherwise
 
-        return RedisPageCache(settings.redis_url, settings.redis_prefix, seconds)
+        return RedisPageCache(RedisTarget.from_settings(settings), settings.redis_prefix, seconds)
     return InProcessPageCache(seconds)

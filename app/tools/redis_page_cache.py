@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 
 from app.tasks.base import TaskBackendUnavailable
-from app.tasks.redis_client import connect, milliseconds, redacted, translate_errors
+from app.tasks.redis_client import connect, milliseconds, translate_errors
+from app.tasks.redis_target import RedisTarget
 
 log = logging.getLogger(__name__)
 
@@ -14,11 +15,12 @@ REDIS_TIMEOUT_SECONDS = 1.0
 
 
 class RedisPageCache:
-    def __init__(self, url: str, prefix: str, seconds: float) -> None:
+    def __init__(self, target: RedisTarget | str, prefix: str, seconds: float) -> None:
+        target = RedisTarget.of(target)
         self._redis = connect(
-            url, timeout=REDIS_TIMEOUT_SECONDS, read_timeout=REDIS_TIMEOUT_SECONDS, decode=False
+            target, timeout=REDIS_TIMEOUT_SECONDS, read_timeout=REDIS_TIMEOUT_SECONDS, decode=False
         )
-        self._where = redacted(url)
+        self._where = target.where
         self._prefix = f"{prefix}fetch:"
         self._seconds = seconds
 

@@ -5,7 +5,7 @@ time claimed (unique per schedule, trigger and due time, so it runs once
 across instances) and the turn that answered it.
 
 Revision ID: 0022_schedules
-Revises: 0017_shared_conversations
+Revises: 0021_memory_and_projects
 """
 
 from collections.abc import Sequence
@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0022_schedules"
-down_revision: str | Sequence[str] | None = "0017_shared_conversations"
+down_revision: str | Sequence[str] | None = "0021_memory_and_projects"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

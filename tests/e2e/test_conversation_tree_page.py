@@ -128,6 +128,8 @@ async def test_the_pencil_edits_a_question_and_sends_it_as_a_new_branch(
     await expect(turns.first.locator(".answer")).to_have_text("Berlin.")
     await expect(turns.first.locator(".version-count")).to_have_text("2/2")
     assert [m["question"] for m in await stored(app_url, conversation)] == ["Capital of Germany?"]
+    # Never renamed, the conversation is named by the first question it now starts with.
+    await expect(page.locator(".conversations .open .title")).to_have_text(["Capital of Germany?"])
 
 
 async def test_regenerate_asks_again_and_the_new_answer_is_a_sibling(
@@ -324,6 +326,35 @@ async def test_search_finds_the_text_marks_the_match_and_opens_the_conversation(
     await expect(page.locator(".search-results")).to_be_hidden()
 
 
+async def test_search_lists_a_turn_once_on_the_version_shown(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    upstreams.llm.script(
+        Reply.text("In rafts."), Reply.text("Holding paws."), Reply.text("On their backs.")
+    )
+    await page.goto(app_url)
+    turn = await answered(page, "Where do otters sleep?", "In rafts.")
+    for answer in ("Holding paws.", "On their backs."):
+        await turn.get_by_role("button", name="Regenerate answer").click()
+        await expect(turn.locator(".answer")).to_have_text(answer)
+        await expect(turn).to_have_attribute("data-status", "completed")
+    previous = turn.get_by_role("button", name="Previous version")
+    await previous.click()
+    await expect(turn.locator(".version-count")).to_have_text("2/3")
+    await previous.click()
+    await expect(turn.locator(".answer")).to_have_text("In rafts.")
+    await page.locator("#new-chat").click()
+
+    await page.get_by_label("Search conversations").fill("otters")
+    results = page.locator(".search-results li")
+    await expect(page.locator("#search-status")).to_have_text("1 match")
+    await expect(results).to_have_count(1)
+    await results.locator("button").click()
+    found = page.locator(".turn.found")
+    await expect(found.locator(".answer")).to_have_text("In rafts.")
+    await expect(found.locator(".version-count")).to_have_text("1/3")
+
+
 async def asked_through_the_api(app_url: str, questions: list[str]) -> None:
     """Each question a conversation of its own, asked as a script would."""
     async with httpx.AsyncClient(base_url=app_url, timeout=30) as client:
@@ -368,8 +399,8 @@ async def test_export_downloads_markdown_and_json_from_the_menu(
     conversation = conversation_of(page)
     await open_drawer(page)
 
-    async def export(label: str) -> tuple[str, str]:
-        await page.get_by_role("button", name="More for “What should I drink?”").click()
+    async def export(title: str, label: str) -> tuple[str, str]:
+        await page.get_by_role("button", name=f"More for “{title}”").click()
         async with page.expect_download() as started:
             await page.get_by_role("button", name=label).click()
         download = await started.value
@@ -377,13 +408,24 @@ async def test_export_downloads_markdown_and_json_from_the_menu(
         await download.save_as(saved)
         return download.suggested_filename, saved.read_text()
 
-    name, markdown = await export("Download Markdown")
-    assert name == f"{conversation}.md"
+    # Named after the conversation's title (without the "?" a file name cannot hold).
+    name, markdown = await export("What should I drink?", "Download Markdown")
+    assert name == "What should I drink.md"
     assert "## Question\n\nWhat should I drink?" in markdown
     assert "Green *tea*." in markdown
-    name, text = await export("Download JSON")
-    assert name == f"{conversation}.json"
+    name, text = await export("What should I drink?", "Download JSON")
+    assert name == "What should I drink.json"
     exported = json.loads(text)
     assert exported["conversationId"] == conversation
     assert [m["answer"] for m in exported["messages"]] == ["Green *tea*."]
     await expect(page.locator(".menu:visible")).to_have_count(0)
+
+    # A title in any script is kept whole.
+    async with httpx.AsyncClient(base_url=app_url) as client:
+        renamed = await client.patch(f"/session/{conversation}", json={"title": "Thé / 绿茶"})
+        assert renamed.status_code == 200
+    await page.reload()
+    await expect(page.locator(".turn .answer")).to_have_text("Green tea.")
+    await open_drawer(page)
+    name, _ = await export("Thé / 绿茶", "Download Markdown")
+    assert name == "Thé 绿茶.md"

@@ -155,3 +155,24 @@ async def test_a_deck_without_its_pdf_says_why_once(
             await expect(shown.locator("a.download:visible")).to_have_count(1)
             await expect(shown.locator(".deck")).not_to_contain_text("null")
         await page.screenshot(path=artifact("chat-page-deck-no-pdf.png"))
+
+
+async def test_a_step_that_fails_is_named_on_the_page_and_again_on_reload(
+    page: Page, app_url: str, upstreams: Upstreams
+) -> None:
+    model = DeckModel(TITLES)
+    model.answers["OUTLINE"] = ["I would rather not.", "I would rather not."]
+    upstreams.llm.responder = model
+    await page.goto(app_url)
+    await page.locator("#agent").select_option("pptx")
+
+    turn = await ask(page, "6 friendly slides on solar power for students")
+
+    await expect(turn).to_have_attribute("data-status", "failed")
+    sentence = (
+        "Planning the deck's outline failed: the model's answer could not be used, even when"
+        " asked again (The answer must be one JSON object). Say “retry” to try it again."
+    )
+    await expect(turn.locator(".error-text")).to_have_text(sentence)
+    await page.reload()
+    await expect(page.locator(".turn").last.locator(".error-text")).to_have_text(sentence)

@@ -16,8 +16,8 @@ from playwright.async_api import Browser, Page, expect
 
 from app.config import Settings
 from app.main import create_app
-from tests.e2e.conftest import DESKTOP, LOOP, WAIT_MS, Upstreams
-from tests.e2e.test_chat_page import ask
+from tests.e2e.conftest import DESKTOP, LOOP, PHONE, WAIT_MS, Upstreams
+from tests.e2e.test_chat_page import ask, assert_fits_width
 from tests.fakes.oidc_server import FakeIdentityProvider
 from tests.fakes.scripted_server import Reply
 from tests.support.server import serve
@@ -147,3 +147,31 @@ async def test_the_page_refreshes_its_token_and_signs_out(
     await expect(page.locator("#auth-message")).to_contain_text("Sign in")
     tokens = await page.evaluate("sessionStorage.getItem('dodo-agent.oidc.tokens')")
     assert tokens is None
+
+
+async def assert_inside(page: Page, items: list[str], width: int) -> None:
+    """Each of the header's `items` (their texts) shown whole, inside the screen."""
+    for text in items:
+        item = page.locator("#header-menu").get_by_role("button", name=text, exact=True)
+        await expect(item).to_be_visible()
+        box = await item.bounding_box()
+        assert box is not None
+        assert box["x"] >= 0, f"{text} cut off: {box}"
+        assert box["x"] + box["width"] <= width, f"{text} cut off: {box}"
+
+
+async def test_on_a_phone_sign_in_stands_in_the_header_and_sign_out_in_the_menu(
+    page: Page, signed_in_app: str, idp: FakeIdentityProvider
+) -> None:
+    await page.set_viewport_size(PHONE)
+    await page.goto(signed_in_app)
+    await expect(page.locator("#auth-message")).to_contain_text("Sign in")
+    # Signed out, Sign in is seen at once, not folded into the menu.
+    await expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    await assert_fits_width(page, PHONE["width"])
+
+    await sign_in(page, signed_in_app, idp, "root")
+    await expect(page.get_by_role("button", name="Sign out")).to_be_hidden()
+    await page.get_by_role("button", name="Menu", exact=True).click()
+    await assert_inside(page, ["Admin", "Account", "Sign out"], PHONE["width"])
+    await assert_fits_width(page, PHONE["width"])

@@ -197,11 +197,12 @@ class FakeAnthropic(ScriptedServer):
     def system_text(self, body: Body) -> str:
         return str(body.get("system") or "")
 
-    def has_tool_results(self, body: Body) -> bool:
-        return any(
-            isinstance(m["content"], list)
-            and any(b.get("type") == "tool_result" for b in m["content"])
+    def tool_result_count(self, body: Body) -> int:
+        return sum(
+            b.get("type") == "tool_result"
             for m in body["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
         )
 
     def is_chat(self, request: Request) -> bool:

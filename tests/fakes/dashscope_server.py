@@ -143,8 +143,8 @@ class FakeDashScope(ScriptedServer):
         messages = body["input"]["messages"]
         return next((m["content"] for m in messages if m["role"] == "system"), "")
 
-    def has_tool_results(self, body: Body) -> bool:
-        return any(m["role"] == "tool" for m in body["input"]["messages"])
+    def tool_result_count(self, body: Body) -> int:
+        return sum(m["role"] == "tool" for m in body["input"]["messages"])
 
     def is_chat(self, request: Request) -> bool:
         return request.method == "POST" and request.target == PATH

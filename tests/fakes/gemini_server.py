@@ -167,8 +167,8 @@ class FakeGemini(ScriptedServer):
         parts = (body.get("systemInstruction") or {}).get("parts") or []
         return "".join(str(p.get("text") or "") for p in parts)
 
-    def has_tool_results(self, body: Body) -> bool:
-        return any("functionResponse" in p for c in body["contents"] for p in c["parts"])
+    def tool_result_count(self, body: Body) -> int:
+        return sum("functionResponse" in p for c in body["contents"] for p in c["parts"])
 
     def is_chat(self, request: Request) -> bool:
         return request.method == "POST" and bool(ROUTE.match(request.target))

@@ -22,6 +22,11 @@ ones met in the field:
   (`CallIds`): `reused-ids`, every response numbering its calls `call_1`,
   `call_2`, ... again, as local servers do; `repeated-ids`, one id for all
   the calls of a response; `missing-ids`, no id, as Gemini sends them.
+- `SchemaOnly`: holds to the schema it is sent and to nothing else: every JSON
+  step gets the least instance of the schema (tests/fakes/schema_instances.py),
+  whatever the prompt asked, so a rule the step checks but its schema leaves
+  out shows up as a failure; with no schema sent, `{}`. It alone does not
+  send the answer the test scripted (`keeps_answer`).
 """
 
 from __future__ import annotations
@@ -30,10 +35,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from typing import ClassVar
 
 import jsonschema_rs
 import orjson
 
+from tests.fakes.schema_instances import schema_instance
 from tests.fakes.scripted_server import Body, CallIds, Reply, Requested, ScriptedServer
 
 Answers = Callable[[ScriptedServer, Body], "str | Reply"]
@@ -45,6 +52,8 @@ STRAY_CALL = ("web_search", {"query": "something else"})
 class Behaviour(ABC):
     call_ids: CallIds = "unique"
     """How the server names its tool calls while this behaviour answers."""
+    keeps_answer: ClassVar[bool] = True
+    """Whether the JSON answer the test scripted goes out, in some form."""
 
     @abstractmethod
     def reply(self, answer: str, requested: Requested | None) -> Reply:
@@ -128,6 +137,20 @@ class NamesCalls(Behaviour):
         return native(answer, requested)
 
 
+@dataclass
+class SchemaOnly(Behaviour):
+    keeps_answer: ClassVar[bool] = False
+    pick: int = 0
+    """Which value the first choice of each answer takes (an enum's, by turns after it)."""
+
+    def reply(self, answer: str, requested: Requested | None) -> Reply:
+        if requested is None:
+            return Reply.text("{}")
+        if requested.schema is None:
+            return Reply.structured("{}")
+        return Reply.structured(orjson.dumps(schema_instance(requested.schema, self.pick)).decode())
+
+
 BEHAVIOURS: dict[str, Callable[[], Behaviour]] = {
     "native-only": NativeOnly,
     "ignores-native": IgnoresNative,
@@ -140,7 +163,10 @@ BEHAVIOURS: dict[str, Callable[[], Behaviour]] = {
     "reused-ids": partial(NamesCalls, "reused"),
     "repeated-ids": partial(NamesCalls, "repeated"),
     "missing-ids": partial(NamesCalls, "missing"),
+    "schema-only": SchemaOnly,
 }
+ANSWER_KEEPING = {name: make for name, make in BEHAVIOURS.items() if make().keeps_answer}
+"""The behaviours whose answers carry what the test scripted, in some form."""
 
 
 @dataclass

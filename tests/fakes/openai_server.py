@@ -43,6 +43,8 @@ _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 def strict_problem(schema: Body, where: str = "()") -> str | None:
     """What OpenAI's strict mode refuses in `schema`, if anything (a few of its rules)."""
+    if where == "()" and schema.get("type") != "object":
+        return "schema must be a JSON Schema of 'type: \"object\"'."
     if schema.get("type") == "object":
         if schema.get("additionalProperties") is not False:
             return (
@@ -55,7 +57,7 @@ def strict_problem(schema: Body, where: str = "()") -> str | None:
                 f"In context={where}, 'required' is required to include every property:"
                 f" {sorted(missing)}."
             )
-    for key in ("default", "minLength", "maxLength"):
+    for key in ("default", "minLength", "maxLength", "prefixItems"):
         if key in schema:
             return f"In context={where}, '{key}' is not permitted."
     children = [*schema.get("properties", {}).values(), *schema.get("$defs", {}).values()]
@@ -196,8 +198,8 @@ class FakeOpenAI(ScriptedServer):
     def system_text(self, body: Body) -> str:
         return next((str(m["content"]) for m in body["messages"] if m["role"] == "system"), "")
 
-    def has_tool_results(self, body: Body) -> bool:
-        return any(m["role"] == "tool" for m in body["messages"])
+    def tool_result_count(self, body: Body) -> int:
+        return sum(m["role"] == "tool" for m in body["messages"])
 
     def is_chat(self, request: Request) -> bool:
         # Exactly under the base path, as a real server: `/chat/completions` without

@@ -596,8 +596,11 @@ class ScriptedServer(ABC):
         """The request's system prompt, wherever the vendor puts it."""
 
     @abstractmethod
+    def tool_result_count(self, body: Body) -> int:
+        """How many tool results the conversation sent has in it."""
+
     def has_tool_results(self, body: Body) -> bool:
-        """Whether the conversation sent has tool results in it."""
+        return self.tool_result_count(body) > 0
 
     def script(self, *replies: Reply) -> None:
         """Answer the next requests with these replies, in order, before asking the responder."""

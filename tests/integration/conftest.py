@@ -1,5 +1,6 @@
 """Fixtures the integration tests share: databases and backends to run on, fake upstreams,
-a private Redis."""
+a private Redis, a Redis Cluster and a Sentinel-managed Redis, a webhook receiver, and instances
+behind a load balancer on a transaction pooler."""
 
 from __future__ import annotations
 
@@ -14,8 +15,12 @@ from uvicorn.logging import AccessFormatter
 from app.store.db import Database
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import Backend
+from tests.integration.service import Backend, process_env
+from tests.support.cluster import Cluster
+from tests.support.pgbouncer import PgBouncer
 from tests.support.processes import RedisServer
+from tests.support.receiver import Receiver, running_receiver
+from tests.support.redis_topologies import ClusterNodes, SentinelSet
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -56,6 +61,12 @@ async def fake_search() -> AsyncIterator[FakeTavily]:
 
 
 @pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    async with running_receiver() as hooks:
+        yield hooks
+
+
+@pytest.fixture
 def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     """A redis-server of the test's own, which it may kill and start again."""
     server = RedisServer(tmp_path)
@@ -64,6 +75,78 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
         yield server
     finally:
         server.kill()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterNodes]:
+    """A Redis Cluster of three primaries, shared by the run's tests as the shared Redis is:
+    each keeps to its own `redis_prefix`. A test that fails a node over starts its own."""
+    cluster = ClusterNodes(tmp_path_factory.mktemp("redis-cluster"))
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def redis_sentinels(tmp_path: Path) -> Iterator[SentinelSet]:
+    """A primary, a replica and three Sentinels of the test's own: it may kill the primary."""
+    sentinels = SentinelSet(tmp_path / "sentinels")
+    sentinels.start()
+    try:
+        yield sentinels
+    finally:
+        sentinels.stop()
+
+
+@pytest.fixture
+def pgbouncer(postgres_url: str) -> Iterator[PgBouncer]:
+    """PgBouncer in transaction mode in front of the PostgreSQL of `postgres_url`."""
+    pooler = PgBouncer(postgres_url)
+    pooler.start()
+    try:
+        yield pooler
+    finally:
+        pooler.remove()
+
+
+@pytest.fixture
+async def cluster(
+    tmp_path: Path,
+    postgres_url: str,
+    pgbouncer: PgBouncer,
+    redis_url: str,
+    redis_prefix: str,
+    fake_llm: FakeOpenAI,
+    fake_search: FakeTavily,
+) -> AsyncIterator[Cluster]:
+    """Instances behind HAProxy, on the run's database through PgBouncer in transaction mode
+    and on Redis, with the fake model and search; `await cluster.start()` starts three.
+
+    As documented for a pooler (docs/operate/scaling.md): migrations are a step of their
+    own on the direct connection, and the instances do not migrate.
+    """
+    instances = Cluster(
+        tmp_path,
+        {
+            "DATABASE_URL": pgbouncer.url(postgres_url),
+            "DB_TRANSACTION_POOLER": "true",
+            "MIGRATE_DATABASE_URL": postgres_url,
+            "AUTO_MIGRATE": "false",
+            "REDIS_URL": redis_url,
+            "REDIS_PREFIX": redis_prefix,
+            **process_env(fake_llm, fake_search),
+            # Each costs a LibreOffice run; the tests of report files and decks turn them on.
+            "DEEP_REPORT_FORMATS": "none",
+            "PPTX_PDF": "false",
+            "LOG_LEVEL": "WARNING",
+        },
+    )
+    try:
+        yield instances
+    finally:
+        await instances.close()
 
 
 @pytest.fixture

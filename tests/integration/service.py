@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,13 @@ from app.agents.turn import AgentCore
 from app.config import Settings
 from app.llm.base import ChatModel
 from app.main import create_app
+from tests.fakes.model_behaviours import Answers, Behaving, Behaviour
+from tests.fakes.model_servers import FAKE_PROVIDERS
 from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.scripted_server import ScriptedServer
 from tests.fakes.tavily_server import FakeTavily
 from tests.support.server import serve
-from tests.support.sse import Event, collect
+from tests.support.sse import Event, collect, events
 
 TEST_LLM_KEY = "sk-test-secret-key-0123456789"
 
@@ -61,6 +65,19 @@ def service_settings(
     return Settings(_env_file=None, **values)
 
 
+def process_env(fake_llm: FakeOpenAI, fake_search: FakeTavily) -> dict[str, str]:
+    """The environment of the service run as a process (`ServiceProcess`) on the fake model
+    and search, one model call a turn (no follow-up questions)."""
+    return {
+        "LLM_BASE_URL": fake_llm.base_url,
+        "LLM_API_KEY": TEST_LLM_KEY,
+        "LLM_MODEL": "fake-model",
+        "TAVILY_API_KEY": "tvly-test",
+        "TAVILY_BASE_URL": fake_search.base_url,
+        "RECOMMENDATIONS_ENABLED": "false",
+    }
+
+
 @dataclass
 class Backend:
     """Where a test app keeps its state: see the `backend` fixture in conftest.py."""
@@ -96,6 +113,33 @@ async def running_service(
         yield client
 
 
+@contextlib.asynccontextmanager
+async def app_on(
+    tmp_path: Path,
+    provider: str,
+    answers: Answers,
+    behaviour: Behaviour,
+    search: FakeTavily | None = None,
+    **settings: Any,
+) -> AsyncIterator[tuple[Any, ScriptedServer, Behaving]]:
+    """The app with `provider`'s fake as its model, answering `answers` in `behaviour`."""
+    async with FAKE_PROVIDERS[provider]() as fake:
+        behaving = Behaving(fake, answers, behaviour)
+        fake.responder = behaving
+        if search is not None:
+            settings |= {"tavily_api_key": "tvly-test", "tavily_base_url": search.base_url}
+        config = service_settings(
+            tmp_path,
+            f"sqlite+aiosqlite:///{tmp_path}/app.db",
+            llm_provider=provider,
+            llm_base_url=fake.base_url,
+            pptx_previews=False,
+            **settings,
+        )
+        async with running_service(config) as client:
+            yield client, fake, behaving
+
+
 def settings_with_search(
     backend: Backend,
     tmp_path: Path,
@@ -121,16 +165,28 @@ async def ask(
     kind: str = "chat",
     file_id: str | None = None,
     headers: dict[str, str] | None = None,
+    template_file_id: str | None = None,
 ) -> list[Event]:
     """One whole turn on an agent (web search unless `kind` says), read as the original
     client reads it."""
     params = {"query": query, "conversationId": conversation}
     if file_id is not None:
         params["fileId"] = file_id
+    if template_file_id is not None:
+        params["templateFileId"] = template_file_id
     url = f"/agent/{kind}/stream"
     async with client.stream("GET", url, params=params, headers=headers) as response:
         assert response.status_code == 200
         assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
+        return await collect(response)
+
+
+async def ask_with(client: httpx.AsyncClient, conversation: str, **fields: Any) -> list[Event]:
+    """One whole turn on the web-search agent with any stream `fields` (`parentId`,
+    `regenerate`, `query`)."""
+    params = {"conversationId": conversation, **fields}
+    async with client.stream("GET", "/agent/chat/stream", params=params) as response:
+        assert response.status_code == 200
         return await collect(response)
 
 
@@ -148,3 +204,85 @@ async def resume(client: httpx.AsyncClient, conversation: str, after: int) -> li
     async with client.stream("GET", "/agent/resume", params=params, headers=headers) as response:
         assert response.status_code == 200
         return await collect(response)
+
+
+def instance_environment(
+    database_url: str, redis: Mapping[str, str], fake_llm: FakeOpenAI, **settings: str
+) -> dict[str, str]:
+    """What an instance served as deployed (`ServiceProcess`) starts with: these backends
+    (`redis` names the Redis: REDIS_URL and the rest), the fake model, and `settings`."""
+    return {
+        "DATABASE_URL": database_url,
+        **redis,
+        "LLM_BASE_URL": fake_llm.base_url,
+        "LLM_API_KEY": TEST_LLM_KEY,
+        "LLM_MODEL": "fake-model",
+        "RECOMMENDATIONS_ENABLED": "false",
+        "LOG_LEVEL": "WARNING",
+        **settings,
+    }
+
+
+async def outcome(
+    client: httpx.AsyncClient,
+    conversation: str,
+    headers: dict[str, str] | None = None,
+    query: str = "Again",
+) -> str | int:
+    """How a question ends: the turn's final status, or the HTTP status that refused it."""
+    params = {"query": query, "conversationId": conversation}
+    async with client.stream(
+        "GET", "/agent/chat/stream", params=params, headers=headers
+    ) as response:
+        if response.status_code != 200:
+            return response.status_code
+        status: str = (await collect(response))[-1]["status"]
+        return status
+
+
+async def stored_turns(
+    client: httpx.AsyncClient, conversation: str, headers: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """The conversation's stored turns, as (status, answer)."""
+    response = await client.get(f"/session/{conversation}", headers=headers)
+    assert response.status_code == 200
+    return [(t["status"], t["answer"]) for t in response.json()["data"]["messages"]]
+
+
+class BackgroundTurn:
+    """A question whose stream is read to the end in the background, its answer's start
+    awaitable (`begun`), so a test can act while the turn runs."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        conversation: str,
+        headers: dict[str, str] | None = None,
+        query: str = "Tell me",
+    ) -> None:
+        self.seen: list[Event] = []
+        self._answered = asyncio.Event()
+        params = {"query": query, "conversationId": conversation}
+        self.task = asyncio.create_task(self._read(client, params, headers))
+
+    async def begun(self) -> None:
+        """Return once the answer's first text came; fail if the stream ended before it."""
+        answered = asyncio.ensure_future(self._answered.wait())
+        await asyncio.wait([self.task, answered], return_when=asyncio.FIRST_COMPLETED)
+        answered.cancel()
+        if not self._answered.is_set():
+            await self.task  # its failure (a refused request), if it failed
+            raise AssertionError(f"the stream ended before any text: {self.seen}")
+
+    async def _read(
+        self, client: httpx.AsyncClient, params: dict[str, str], headers: dict[str, str] | None
+    ) -> list[Event]:
+        async with client.stream(
+            "GET", "/agent/chat/stream", params=params, headers=headers
+        ) as response:
+            assert response.status_code == 200, (await response.aread()).decode()
+            async for event in events(response):
+                self.seen.append(event)
+                if event["type"] == "text":
+                    self._answered.set()
+        return self.seen

@@ -114,7 +114,7 @@ async def test_the_host_delegates_to_the_remote_chat_agent_and_cites_its_sources
     assert text_of(evts) == "Yes, says the research agent [1]."
     # The tool the host's model saw is described from the remote agent's card.
     tools = {t["function"]["name"]: t for t in fake_llm.requests[0]["tools"]}
-    assert set(tools) == {TOOL, "fetch_page"}
+    assert set(tools) == {TOOL, "fetch_page", "remember"}
     tool = tools[TOOL]
     assert "deep" in tool["function"]["parameters"]["properties"]["skill"]["enum"]
     assert "Deep research" in tool["function"]["description"]
@@ -194,7 +194,8 @@ async def test_an_unreachable_remote_agent_is_skipped_and_the_host_still_answers
     assert "No remote agent is reachable" in text_of(evts, "thinking")
     assert text_of(evts) == "From the model alone."
     # No remote agent to ask: only the page reader is offered.
-    assert [t["function"]["name"] for t in fake_llm.requests[0]["tools"]] == ["fetch_page"]
+    tools = [t["function"]["name"] for t in fake_llm.requests[0]["tools"]]
+    assert tools == ["fetch_page", "remember"]
     assert "A2A agent at http://127.0.0.1:9 unreachable" in caplog.text
     assert "sk-remote-secret" not in caplog.text
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -36,13 +35,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import Backend, running_service, settings_for
 from tests.support.a2a import a2a_client, message, state_name
-from tests.support.receiver import SECRET, Receiver, running_receiver, verified
-
-
-@pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
-    async with running_receiver() as hooks:
-        yield hooks
+from tests.support.receiver import SECRET, Receiver, verified
 
 
 def push_config(task_id: str, url: str, config_id: str = "cfg-1") -> TaskPushNotificationConfig:

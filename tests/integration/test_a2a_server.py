@@ -28,6 +28,7 @@ from a2a.utils.errors import (
     TaskNotCancelableError,
     TaskNotFoundError,
 )
+from google.protobuf.json_format import MessageToDict
 
 from app.agents.registry import AGENTS
 from tests.fakes.openai_server import FakeOpenAI
@@ -40,7 +41,7 @@ from tests.integration.service import (
     settings_for,
     settings_with_search,
 )
-from tests.integration.test_deep_research import INDEPENDENT, QUESTION, deep_settings
+from tests.integration.test_deep_research import INDEPENDENT, QUESTION, deep_settings, on_sqlite
 from tests.integration.test_deep_research import research_service as deep_service
 from tests.support.a2a import (
     REPORT_BYTES,
@@ -252,6 +253,33 @@ async def test_deep_research_asks_and_the_answer_continues_the_same_task(
         (QUESTION, "paused"),
         ("Europe, 2020 to 2024", "completed"),
     ]
+
+
+async def test_a_failed_task_says_the_sentence_naming_its_step_live_and_when_read_back(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
+) -> None:
+    researcher = Researcher("No plan today.", "Still no plan.")
+    settings = on_sqlite(tmp_path, sqlite_url, fake_search)
+    async with deep_service(settings, researcher) as service:
+        async with a2a_client(service) as client:
+            asked = message(QUESTION, "c-fail", skill="deep")
+            streamed = [r async for r in client.send_message(asked)]
+            task = await client.get_task(GetTaskRequest(id=streamed[0].task.id))
+        async with a2a_client(service, streaming=False) as client:
+            asked = message(QUESTION, "c-fail-2", skill="deep")
+            researcher.plans = ["No plan today.", "Still no plan."]
+            [sent] = [r async for r in client.send_message(asked)]
+        [stored] = await history(service, "c-fail")
+
+    sentence = stored["errorMessage"]
+    assert sentence.startswith("Planning the research failed: ")
+    assert states(streamed) == ["working", "failed"]
+    assert status_text(streamed[-1]) == sentence
+    for read in (task, sent.task):
+        assert state_name(read.status.state) == "failed"
+        text, data = read.status.message.parts
+        assert text.text == sentence
+        assert MessageToDict(data.data)["code"] == "LLM_INVALID_OUTPUT"
 
 
 async def test_a_busy_conversation_and_an_unknown_skill_are_refused_before_any_run(

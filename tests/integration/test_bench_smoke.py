@@ -18,7 +18,9 @@ from bench.formats import FORMATS
 from bench.formats import main as formats_bench
 from bench.harness import Sizes
 from bench.run import run
-from bench.table import figures, floor_lines, render, statements_per_turn, verdicts
+from bench.startbreakdown import STAGES
+from bench.startbreakdown import measure as start_breakdown
+from bench.table import TYPICAL, floor_lines, render, rows, statements_per_turn, verdicts
 from tests.conftest import POSTGRES_TEST_URL, require_server
 
 TINY = Sizes(
@@ -32,6 +34,9 @@ TINY = Sizes(
     wide_tokens=3,
     stops=2,
     floor_turns=4,
+    closed_loop=(2, 6),
+    closed_loop_tokens=3,
+    closed_loop_delay_ms=2,
 )
 
 
@@ -42,13 +47,13 @@ def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
         TINY, postgres_url=POSTGRES_TEST_URL, redis_url=redis_url, burst_rounds=1, startup_runs=1
     )
 
-    targets = results["targets"]
-    assert list(targets) == ["upstream", "proxy", "proxy (httpx2)", "service", "service (embedded)"]
+    [targets] = results["reps"]
+    columns = ["upstream", "proxy", "proxy (httpx2)", TYPICAL, "service", "service (embedded)"]
+    assert results["columns"] == list(targets) == columns
     for name, scenarios in targets.items():
         for scenario, report in scenarios.items():
-            if scenario in ("burst", "startup"):  # medians over rounds and cold starts
-                continue
             assert report["completed"] == report["streams"], (name, scenario, report["errors"])
+        assert "closed_loop" in scenarios, name
     scenarios_run = set(targets["service"])
     assert scenarios_run >= {"saturation", "long_answers", "wide", "stop_same", "stop_across"}
     assert "stop_across" not in targets["service (embedded)"]
@@ -67,9 +72,10 @@ def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
         most_reads = 1 + saturation["wall_seconds"] // 3 if sweeps else 0
         assert (writes, reads * turns <= most_reads) == (2.0, True), (name, counts)
     table = render(results)
-    for label, _ in figures(results["sizes"]):
+    for label, _ in rows(results["sizes"]):
         assert label in table
-    floor = results["floor"]
+    assert f"× {TYPICAL}" in table.splitlines()[0]
+    [floor] = results["floors"]
     assert floor["turns"] == 4
     assert floor["store_cpu_ms"] > 0
     assert floor["redis_turn_cpu_ms"] > 0
@@ -78,7 +84,7 @@ def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
     lines = floor_lines(results)
     assert lines[0].startswith("floor: storage")
     # The proxy's CPU is read in clock ticks; a tiny run can use less than one.
-    proxy_cpu = results["targets"]["proxy (httpx2)"]["saturation"]["cpu_seconds"]
+    proxy_cpu = targets["proxy (httpx2)"]["saturation"]["cpu_seconds"]
     assert len(lines) == (4 if proxy_cpu else 1)
     [burst] = results["burst"]["rounds"]
     assert list(burst) == ["proxy (httpx2)", "service", "service (embedded)"]
@@ -86,11 +92,56 @@ def test_bench_reports_every_figure_for_every_column(redis_url: str) -> None:
         assert row["completed"] == row["streams"] == 6, name
     startup = results["startup"]
     assert set(startup["service"]) == {"import_s", "import_mb", "health_s", "rest_mb", "turns_mb"}
-    assert startup["service"]["turns_mb"] > startup["service"]["rest_mb"] > 0
+    [turns_mb], [rest_mb] = startup["service"]["turns_mb"], startup["service"]["rest_mb"]
+    assert turns_mb > rest_mb > 0
     checked = "\n".join(verdicts(results))
-    for line in ("service: first burst p99", "service (embedded): import app.main, s <= 1"):
+    for line in (
+        "service: first burst p99",
+        "service (embedded): import app.main, s <= 1",
+        f"service: first token p50, closed loop, <= 1.3 x {TYPICAL}",
+    ):
         assert line in checked
     assert results["tracebacks"] == 0
+
+
+def test_bench_repeats_each_column_in_a_rotating_order(redis_url: str) -> None:
+    require_server(POSTGRES_TEST_URL, "PostgreSQL")
+
+    results = run(
+        TINY,
+        reps=2,
+        only=frozenset({"proxy (httpx2)", "typical"}),
+        postgres_url=POSTGRES_TEST_URL,
+        redis_url=redis_url,
+    )
+
+    orders = [list(rep) for rep in results["reps"]]
+    assert orders == [
+        ["upstream", "proxy (httpx2)", TYPICAL],
+        ["proxy (httpx2)", TYPICAL, "upstream"],
+    ]
+    # Each figure is the median of the two, its spread beside it.
+    turns_row = next(line for line in render(results).splitlines() if "closed loop" in line)
+    assert turns_row.count("[") == 2 * len(results["columns"])
+
+
+def test_start_breakdown_reads_every_stage_of_each_turns_start(redis_url: str) -> None:
+    require_server(POSTGRES_TEST_URL, "PostgreSQL")
+
+    results = start_breakdown(TINY, postgres_url=POSTGRES_TEST_URL, redis_url=redis_url)
+
+    columns = results["columns"]
+    assert list(columns) == [TYPICAL, "service", "service (embedded)"]
+    assert "stages" not in columns[TYPICAL]
+    for name, missing in (
+        ("service", {"memory read"}),
+        ("service (embedded)", {"claim", "waiting to start"}),
+    ):
+        column = columns[name]
+        # Every turn's spans joined its client's times.
+        assert column["turns"] == column["completed"] == 6, name
+        assert set(column["stages"]) == set(STAGES) - missing, name
+        assert all(stage["p50"] >= 0 for stage in column["stages"].values()), name
 
 
 def test_deep_bench_counts_one_checkpoint_per_super_step(

@@ -332,8 +332,9 @@ async def test_without_a_search_key_the_agent_answers_from_the_model(
 
     assert types(evts) == ["start", "thinking", "text", "complete"]
     assert "not configured" in text_of(evts, "thinking")
-    # No search; a page the user names can still be read.
-    assert [t["function"]["name"] for t in fake_llm.requests[0]["tools"]] == ["fetch_page"]
+    # No search; a page the user names can still be read, and the user's memory kept.
+    tools = [t["function"]["name"] for t in fake_llm.requests[0]["tools"]]
+    assert tools == ["fetch_page", "remember"]
 
 
 @pytest.mark.parametrize(

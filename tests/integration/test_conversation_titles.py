@@ -15,7 +15,7 @@ import httpx
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
-from tests.integration.service import Backend, ask, running_service, settings_for
+from tests.integration.service import Backend, ask, ask_with, running_service, settings_for
 
 ALICE = {"Authorization": "Bearer key-alice"}
 BOB = {"Authorization": "Bearer key-bob"}
@@ -51,6 +51,7 @@ async def test_a_conversation_is_titled_by_its_first_question_until_renamed(
         "conversationId": "short",
         "title": "Streams, compared",
         "pinned": False,
+        "projectId": None,
     }
     assert after == {"long": LONG_QUESTION[:100], "short": "Streams, compared"}
     assert detail["title"] == "Streams, compared"
@@ -127,7 +128,12 @@ async def test_a_pinned_conversation_leads_the_list_until_unpinned_and_keeps_its
         after = await listing(client)
         refused = await client.patch("/session/oldest", json={"pinned": "yes"})
 
-    assert pinned.json()["data"] == {"conversationId": "oldest", "title": None, "pinned": True}
+    assert pinned.json()["data"] == {
+        "conversationId": "oldest",
+        "title": None,
+        "pinned": True,
+        "projectId": None,
+    }
     # Pinned first, each group newest first; a pin alone leaves the title to the question.
     assert pinned_list == [
         ("older", "Kept", True),
@@ -138,12 +144,47 @@ async def test_a_pinned_conversation_leads_the_list_until_unpinned_and_keeps_its
         "conversationId": "oldest",
         "title": "Still pinned",
         "pinned": True,
+        "projectId": None,
     }
     assert (detail["title"], detail["pinned"]) == ("Still pinned", True)
-    assert unpinned.json()["data"] == {"conversationId": "older", "title": "Kept", "pinned": False}
+    assert unpinned.json()["data"] == {
+        "conversationId": "older",
+        "title": "Kept",
+        "pinned": False,
+        "projectId": None,
+    }
     assert after == [
         ("oldest", "Still pinned", True),
         ("newest", "The newest question", False),
         ("older", "Kept", False),
     ]
     assert refused.status_code == 422
+
+
+async def test_an_edited_first_question_titles_the_conversation_until_renamed(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    async with running_service(settings_for(backend, tmp_path, fake_llm)) as client:
+        [start, *_] = await ask(client, "What is SSE?", "c")
+        await ask(client, "And WebSockets?", "c")
+        await ask_with(client, "c", query="What are server-sent events?", parentId=0)
+        edited = await named(client, "c", "server-sent")
+        await client.post("/session/c/active", json={"turnId": start["sessionId"]})
+        switched_back = await named(client, "c", "What")
+        await ask_with(client, "c", query="What are server-sent events?", parentId=0)
+        await client.patch("/session/c", json={"title": "Mine"})
+        renamed = await named(client, "c", "server-sent")
+
+    # The list (its title and its first question), the history and a search say the same.
+    assert edited == ["What are server-sent events?"] * 4
+    assert switched_back == ["What is SSE?"] * 4
+    assert renamed == ["Mine", "What are server-sent events?", "Mine", "Mine"]
+
+
+async def named(client: httpx.AsyncClient, conversation: str, words: str) -> list[str]:
+    """What names the conversation: in the list (its title, then its `question`), in its
+    history, and in a search hit of `words`."""
+    [record] = (await client.get("/session/list")).json()["data"]["records"]
+    detail = (await client.get(f"/session/{conversation}")).json()["data"]
+    hits = (await client.get("/session/search", params={"q": words})).json()["data"]
+    return [record["title"], record["question"], detail["title"], hits["records"][0]["title"]]

@@ -48,12 +48,14 @@ async def test_only_allowed_origins_get_past_the_preflight(
             "/agent/chat/stream", headers=preflight(origin, headers="cache-control,authorization")
         )
         delete = await client.options("/session/c-1", headers=preflight(origin, method="DELETE"))
+        rename = await client.options("/session/c-1", headers=preflight(origin, method="PATCH"))
         health = await client.get("/health", headers={"Origin": origin})
 
     if allowed is None:
         assert stream.status_code == 400
         assert delete.status_code == 400
-        for response in (stream, delete, health):
+        assert rename.status_code == 400
+        for response in (stream, delete, rename, health):
             assert "access-control-allow-origin" not in response.headers
         return
     assert stream.status_code == 200
@@ -63,6 +65,9 @@ async def test_only_allowed_origins_get_past_the_preflight(
     assert "authorization" in allowed_headers
     assert delete.status_code == 200
     assert "DELETE" in delete.headers["access-control-allow-methods"]
+    # Renaming, pinning, moving a conversation and the account's preferences are PATCHes.
+    assert rename.status_code == 200
+    assert "PATCH" in rename.headers["access-control-allow-methods"]
     assert health.headers["access-control-allow-origin"] == allowed
     assert "access-control-allow-credentials" not in health.headers
 

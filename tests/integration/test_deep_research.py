@@ -232,8 +232,8 @@ async def test_continue_after_a_stop_does_not_run_finished_tasks_again(
 async def test_an_invalid_plan_is_asked_for_again_once(
     tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
 ) -> None:
-    cyclic = {"tasks": [{"id": "a", "title": MARKET, "dependsOn": ["a2"]}]}
-    researcher = Researcher(orjson.dumps(cyclic).decode(), orjson.dumps(INDEPENDENT).decode())
+    untitled = {"tasks": [{"id": "a", "title": ""}]}
+    researcher = Researcher(orjson.dumps(untitled).decode(), orjson.dumps(INDEPENDENT).decode())
     settings = on_sqlite(tmp_path, sqlite_url, fake_search)
     async with research_service(settings, researcher) as client:
         evts = await ask(client, QUESTION, "c-retry")
@@ -241,8 +241,37 @@ async def test_an_invalid_plan_is_asked_for_again_once(
     assert evts[-1]["status"] == "completed"
     assert researcher.calls["plan"] == 2
     again = researcher.requests["plan"][1].messages
-    assert again[-2].text_content() == orjson.dumps(cyclic).decode()
-    assert "depends on unknown tasks ['a2']" in again[-1].text_content()
+    assert again[-2].text_content() == orjson.dumps(untitled).decode()
+    assert "tasks.0.title: String should have at least 1 character" in again[-1].text_content()
+
+
+async def test_a_plan_with_broken_dependencies_is_mended_without_asking_again(
+    tmp_path: Path, sqlite_url: str, fake_search: FakeTavily
+) -> None:
+    tangled = {
+        "tasks": [
+            {"id": "a", "title": MARKET, "dependsOn": ["c", "a2"]},
+            {"id": "a", "title": COSTS},
+            {"id": "c", "title": OUTLOOK, "dependsOn": ["a"]},
+        ]
+    }
+    researcher = Researcher(orjson.dumps(tangled).decode())
+    settings = on_sqlite(tmp_path, sqlite_url, fake_search)
+    async with research_service(settings, researcher) as client:
+        evts = await ask(client, QUESTION, "c-mended")
+
+    assert evts[-1]["status"] == "completed"
+    assert researcher.calls["plan"] == 1
+    [plan] = of_type(evts, "plan")
+    assert [(t["id"], t["title"], t["dependsOn"]) for t in plan["tasks"]] == [
+        ("1.1", MARKET, ["1.3"]),
+        ("1.2", COSTS, []),
+        ("1.3", OUTLOOK, []),
+    ]
+    notes = text_of(evts, "thinking")
+    assert "Mended: task 'Market size': its dependency on 'a2' dropped (no such task)." in notes
+    assert "Mended: task 'Running costs': its id 'a' was taken; it is 'a+'." in notes
+    assert "Mended: task 'Outlook': its dependency on 'a' dropped (a cycle)." in notes
 
 
 async def test_a_plan_invalid_twice_fails_the_turn_with_an_error(
@@ -333,7 +362,9 @@ async def test_research_cut_by_a_shutdown_is_interrupted_and_continues_on_the_ne
 ) -> None:
     researcher = Researcher(orjson.dumps(INDEPENDENT).decode())
     researcher.hold[COSTS] = asyncio.Event()
-    settings = deep_settings(backend, tmp_path, fake_search)
+    # No moves: with Redis the next instance would carry the research on by itself
+    # (test_takeover.py); here it waits for the user's "retry".
+    settings = deep_settings(backend, tmp_path, fake_search, turn_takeovers=0)
     async with (
         research_service(settings, researcher) as first,
         market_done_costs_held(first, researcher, "c-crash"),

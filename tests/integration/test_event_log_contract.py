@@ -27,7 +27,9 @@ from app.core.run import Conclusion, Notice, StopSignal
 from app.tasks import Claim, Claims, EventLogReader, EventsGone, RunLog
 from app.tasks.redis import redis_tasks
 from app.tasks.redis_log import RedisRunLogs
+from app.tasks.redis_target import RedisTarget
 from app.tasks.runs import RunRegistry
+from tests.integration.test_task_managers import redis_target
 from tests.support.polling import eventually
 from tests.support.processes import RedisServer
 
@@ -101,15 +103,22 @@ async def no_stop(user_id: str, conversation_id: str) -> bool:
 
 @asynccontextmanager
 async def instance(
-    url: str, prefix: str, *, max_events: int = 1000, retention: float = 60, max_idle: float = IDLE
+    url: RedisTarget | str,
+    prefix: str,
+    *,
+    max_events: int = 1000,
+    retention: float = 60,
+    max_idle: float = IDLE,
 ) -> AsyncIterator[tuple[RedisRunLogs, Claims]]:
     """One instance's view of Redis: its shared run logs and its claims."""
-    tasks = redis_tasks(url, prefix, uuid.uuid4().hex[:6])
+    instance_id = uuid.uuid4().hex[:6]
+    tasks = redis_tasks(url, prefix, instance_id)
     await tasks.backend.start(no_stop)
     logs = RedisRunLogs(
         url,
         prefix,
         tasks.claims,
+        instance_id=instance_id,
         releaser=tasks.batch_release,
         ttl=30,
         retention=retention,
@@ -125,7 +134,7 @@ async def instance(
 
 @asynccontextmanager
 async def owned_run(
-    url: str, prefix: str, *, max_events: int = 1000
+    url: RedisTarget | str, prefix: str, *, max_events: int = 1000
 ) -> AsyncIterator[tuple[Claim, RunLog, Claims, asyncio.Task[bool]]]:
     """A claimed run whose log is being copied; closed, copied and released on exit."""
     claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
@@ -141,12 +150,18 @@ async def owned_run(
             await copier
 
 
-@pytest.fixture(params=["in-process", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "in-process",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("redis-cluster", marks=pytest.mark.redis),
+    ]
+)
 async def run(request: pytest.FixtureRequest) -> AsyncIterator[LoggedRun]:
     if request.param == "in-process":
         yield InProcessRun()
         return
-    url: str = request.getfixturevalue("redis_url")
+    url = redis_target(request)
     prefix: str = request.getfixturevalue("redis_prefix")
     # The reader may block on Redis as long as it is asked to, as a response's does.
     async with (
@@ -424,6 +439,12 @@ class TwoWords:
 
     async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
         return Conclusion(CompleteEvent("completed", 1, 2))
+
+    def movable(self) -> bool:
+        return False
+
+    async def moved(self, handed_over: bool) -> None:
+        return None
 
 
 @pytest.mark.redis

@@ -149,7 +149,8 @@ async def test_with_fetch_turned_off_no_agent_is_offered_it(
     async with running_service(turned_off) as client:
         events = await ask(client, "Read https://example.com", "c-off")
 
-    assert "tools" not in fake_llm.requests[0]
+    offered = [t["function"]["name"] for t in fake_llm.requests[0]["tools"]]
+    assert offered == ["remember"]
     assert events[-1]["status"] == "completed"
 
 

@@ -80,7 +80,7 @@ async def test_a_question_is_answered_from_the_right_page_with_references(
     calls = [m for m in request["messages"] if m.get("tool_calls")]
     assert calls[0]["tool_calls"][0]["function"]["name"] == "search_document"
     assert "seven years" in tool_results(request)[0]
-    assert [t["function"]["name"] for t in request["tools"]] == ["search_document"]
+    assert [t["function"]["name"] for t in request["tools"]] == ["search_document", "remember"]
     (message,) = turn["messages"]
     assert (message["fileid"], message["answer"]) == (file_id, text_of(evts))
     assert message["reference"] == refs

@@ -20,8 +20,10 @@ from tests.support.documents import (
     docx_bomb_bytes,
     docx_bytes,
     pdf_bomb_bytes,
+    pdf_bytes,
     pdf_nested_bytes,
     pdf_of_large_streams,
+    pdf_of_plain_and_packed_streams,
     pptx_bomb_bytes,
     xlsx_bomb_bytes,
 )
@@ -81,6 +83,31 @@ async def test_a_decompression_bomb_ends_failed_and_the_server_stays_small(
     assert "built to overload the reader" in record["error"]
     assert (peak - before) / 1024 < SERVER_GROWTH_MB
     assert health.status_code == 200
+
+
+async def test_unfiltered_streams_are_read_and_count_as_their_own_length(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """A pdf whose streams have no filter was stored `failed` as damaged: the unpacking
+    check asked pypdf to decode every stream, and it refuses "no filter"."""
+    settings = service_settings(tmp_path, sqlite_url, file_max_inflated_bytes=4 * MB)
+    plain = pdf_bytes(["Plain pages are read.", "Both of them."], compress=False)
+    async with running_service(settings) as client:
+        record = await upload_and_read(client, "plain.pdf", plain)
+        text = (await client.get(f"/file/content/{record['fileId']}")).json()["data"]
+        preview = await client.get(f"/file/preview/{record['fileId']}?page=2")
+        under = await upload_and_read(client, "under.pdf", pdf_of_plain_and_packed_streams(1, 1))
+        over = await upload_and_read(client, "over.pdf", pdf_of_plain_and_packed_streams(3, 2))
+        bomb = await upload_and_read(client, "bomb.pdf", pdf_bomb_bytes(8))
+
+    assert (record["status"], record["pages"]) == ("ready", 2)
+    assert text == "Plain pages are read.\n\nBoth of them."
+    assert preview.status_code == 200
+    # Lines and no text: read to the end, and found empty.
+    assert under["error"].startswith("No text could be found in this PDF")
+    for refused in (over, bomb):
+        assert refused["status"] == "failed"
+        assert "unpacks to more than 4 MB" in refused["error"]
 
 
 async def test_a_bomb_under_the_unpacking_budget_stops_at_the_memory_limit(

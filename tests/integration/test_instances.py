@@ -20,7 +20,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import TEST_LLM_KEY, ask, history, resume
+from tests.integration.service import ask, history, process_env, resume
 from tests.support.polling import eventually
 from tests.support.processes import ServiceProcess
 from tests.support.sse import Event, collect, events, text_of, types
@@ -65,12 +65,7 @@ def instance_env(
         "DATABASE_URL": postgres_url,
         "REDIS_URL": redis_url,
         "REDIS_PREFIX": redis_prefix,
-        "LLM_BASE_URL": fake_llm.base_url,
-        "LLM_API_KEY": TEST_LLM_KEY,
-        "LLM_MODEL": "fake-model",
-        "TAVILY_API_KEY": "tvly-test",
-        "TAVILY_BASE_URL": fake_search.base_url,
-        "RECOMMENDATIONS_ENABLED": "false",
+        **process_env(fake_llm, fake_search),
         "LOG_LEVEL": "WARNING",
     }
 
@@ -239,10 +234,15 @@ DEAD_SECONDS = 2.0
 async def test_a_killed_instance_is_noticed_in_seconds_and_its_turns_end_interrupted(
     instances: Instances, fake_llm: FakeOpenAI
 ) -> None:
+    """With no moves left (here `TURN_TAKEOVERS=0`) a dead instance's turns are not carried
+    on (test_takeover.py): they end `interrupted`, their conversations free."""
     # The claim TTL stays at its default (30 min): only the instance heartbeat can free them.
     # No rate limit: the test asks again every 50 ms until the conversation is free.
     on_a, on_b = await instances.start(
-        INSTANCE_DEAD_SECONDS=str(DEAD_SECONDS), PARTIAL_SAVE_SECONDS="0.2", STREAMS_PER_MINUTE="0"
+        INSTANCE_DEAD_SECONDS=str(DEAD_SECONDS),
+        PARTIAL_SAVE_SECONDS="0.2",
+        STREAMS_PER_MINUTE="0",
+        TURN_TAKEOVERS="0",
     )
     fake_llm.script(
         Reply.hang(first_text="Half an answer"),

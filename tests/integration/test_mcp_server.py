@@ -34,6 +34,7 @@ from tests.integration.test_deep_research import research_service as deep_servic
 from tests.support.a2a import REPORT_BYTES, with_report_agent
 from tests.support.polling import eventually
 from tests.support.research import REPORT, Researcher
+from tests.support.sse import events
 
 
 @contextlib.asynccontextmanager
@@ -253,6 +254,15 @@ async def test_a_tool_waiting_for_approval_says_so_and_a_plain_answer_declines_i
     assert _text(declined) == "Fine, nothing written."
 
 
+async def first_text(service: httpx.AsyncClient, conversation: str) -> None:
+    """Wait until the run has streamed some answer: what a stop must keep."""
+    params, headers = {"conversationId": conversation}, {"Last-Event-ID": "0"}
+    async with service.stream("GET", "/agent/resume", params=params, headers=headers) as r:
+        async for event in events(r):
+            if event["type"] == "text":
+                return
+
+
 async def test_a_cancelled_call_stops_its_run(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
@@ -272,6 +282,7 @@ async def test_a_cancelled_call_stops_its_run(
             )
         )
         await started.wait()
+        await first_text(service, "c-cancel")
         call.cancel()
         with pytest.raises(asyncio.CancelledError):
             await call

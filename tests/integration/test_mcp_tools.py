@@ -148,6 +148,7 @@ async def test_a_chat_turn_calls_a_stdio_server_tool_and_answers_from_its_result
             "parts__slow",
             "parts__tavily-search",
             "parts__whoami",
+            "remember",
         ]
         lookup = offered["parts__lookup"]
         assert lookup.description == "The warranty of a pump, by its SKU."
@@ -247,7 +248,7 @@ async def test_web_search_comes_from_an_mcp_server_with_its_references(
     backend: Backend, tmp_path: Path
 ) -> None:
     def search(request: ModelRequest) -> Reply:
-        assert request.tool_names == ["web_search", "fetch_page"]
+        assert request.tool_names == ["web_search", "fetch_page", "remember"]
         return Reply.tool_calls(("web_search", {"query": "pump warranty"}))
 
     def cite(request: ModelRequest) -> Reply:
@@ -282,7 +283,7 @@ async def test_web_search_from_a_server_that_is_down_is_a_tool_error_and_the_tur
     backend: Backend, tmp_path: Path
 ) -> None:
     def search(request: ModelRequest) -> Reply:
-        assert request.tool_names == ["web_search", "fetch_page"]
+        assert request.tool_names == ["web_search", "fetch_page", "remember"]
         return Reply.tool_calls(("web_search", {"query": "pump warranty"}))
 
     model = ScriptedModel(search, Reply.text("Search is down; from memory: seven years."))
@@ -407,7 +408,7 @@ async def test_a_server_refusing_the_key_is_down_with_its_status_and_no_secret_s
     for secret in (wrong_key, query_key):
         assert secret not in json.dumps(health)
     # Headers reach no log line at any level; a URL's query does reach the HTTP
-    # libraries' own debug lines (the README says to put keys in headers), not ours.
+    # libraries' own debug lines (docs/integrate/mcp.md says to put keys in headers), not ours.
     assert wrong_key not in caplog.text
     assert not [r for r in caplog.records if r.name.startswith("app") and query_key in r.message]
 

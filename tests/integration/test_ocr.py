@@ -24,7 +24,8 @@ from tests.conftest import require_binary, unavailable
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import ask, running_service, service_settings
-from tests.support.documents import mixed_pdf_bytes, text_picture
+from tests.integration.test_file_previews import has_ink, picture
+from tests.support.documents import mixed_pdf_bytes, pillow_pdf_bytes, text_picture
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +62,23 @@ async def test_a_photo_of_a_page_is_read_by_ocr(
         assert "Frost damage is not covered" in text
 
 
+async def test_a_scan_saved_as_pdf_by_pillow_is_read_by_ocr_and_previewed(
+    tmp_path: Path, sqlite_url: str
+) -> None:
+    """Its content stream has no filter, which the unpacking check took for a damaged
+    file: the scan was stored `failed`, never read, with no preview."""
+    scan = pillow_pdf_bytes(["The warranty of the pump lasts seven years."])
+    async with running_service(service_settings(tmp_path, sqlite_url)) as client:
+        info = await upload(client, "scan.pdf", scan)
+        text = await content(client, info["fileId"])
+        preview = await client.get(f"/file/preview/{info['fileId']}?page=1")
+
+    assert (info["status"], info["ocr"], info["pages"]) == ("ready", True, 1)
+    assert "warranty of the pump lasts seven years" in text
+    assert preview.status_code == 200
+    assert has_ink(picture(preview.content))
+
+
 @pytest.fixture
 def cjk_font() -> Path:
     """Debian's fonts-noto-cjk, which scripts/install-office installs."""
@@ -86,6 +104,23 @@ async def test_a_photo_of_a_chinese_page_is_read_as_written(
     # Tesseract may still miss a character: each line's gist is what must come through.
     for gist, line in zip(("保修期为七年", "霜冻造成的损坏"), read, strict=True):
         assert gist in line
+
+
+async def test_a_chinese_line_is_read_as_written_on_a_chinese_or_an_english_page(
+    tmp_path: Path, sqlite_url: str, cjk_font: Path
+) -> None:
+    """A heading-sized "量子计算 测试" came out "量子计算 Mist": alone, even read again with
+    Chinese leading; under English lines, not read again (the page is not mostly Chinese).
+    Each unsure Latin word on a line of Chinese ones is read again by Chinese alone."""
+    english = ["The warranty of the pump lasts seven years.", "Frost damage is not covered."]
+    line = text_picture(["量子计算 测试"], font=cjk_font, size=78)
+    page = text_picture([*english, "量子计算 测试"], font=cjk_font, size=66)
+    async with running_service(service_settings(tmp_path, sqlite_url)) as client:
+        alone = await content(client, (await upload(client, "line.png", line))["fileId"])
+        beside = await content(client, (await upload(client, "page.png", page))["fileId"])
+
+    assert alone == "量子计算测试"
+    assert [line for line in beside.splitlines() if line.strip()] == [*english, "量子计算测试"]
 
 
 async def test_a_pdf_with_typed_and_scanned_pages_gets_both_with_their_page_numbers(

@@ -126,6 +126,7 @@ async def test_every_column_of_a_turn_reaches_its_history(
     assert {c.name for c in columns if row[c.name] is None} == {
         "cost_usd",
         "error",
+        "error_message",
         "fileid",
         "parent_id",
         "pending",

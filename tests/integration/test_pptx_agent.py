@@ -20,8 +20,7 @@ import orjson
 from pptx import Presentation
 
 from app.config import Settings
-from app.store.db import Database
-from app.store.deck_builds import DeckBuild, SqlDeckBuildStore
+from app.store.deck_builds import DeckBuild
 from tests.conftest import require_binary
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
@@ -33,7 +32,7 @@ from tests.integration.service import (
     settings_for,
     settings_with_search,
 )
-from tests.support.decks import FULL_REQUIREMENT, DeckModel
+from tests.support.decks import FULL_REQUIREMENT, DeckModel, deck, slide, stored_builds
 from tests.support.sse import Event, collect, text_of
 
 TITLES = [
@@ -84,8 +83,7 @@ async def slide_titles(client: httpx.AsyncClient, url: str) -> list[str]:
 
 
 async def builds(settings: Settings, conversation: str) -> list[DeckBuild]:
-    async with Database.open(settings.database_url, pool_size=1, migrate=False) as db:
-        return await SqlDeckBuildStore(db).versions("local", conversation)
+    return await stored_builds(settings.database_url, conversation)
 
 
 def thinking(events: list[Event]) -> str:
@@ -276,22 +274,61 @@ async def test_an_invalid_template_choice_is_retried_then_fails_stored_and_retry
     assert [t["status"] for t in turns] == ["failed", "completed"]
 
 
-async def test_an_invalid_slide_schema_is_asked_for_once_more(
+async def test_a_deck_answer_is_mended_and_only_its_missing_slides_are_asked_for_alone(
     tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI
 ) -> None:
     model = DeckModel(TITLES)
-    bad_title = {"slides": [{"pageType": "cover", "fields": {"title": "x" * 500}}]}
-    model.answers["SCHEMA"] = ['{"slides": [ not json', orjson_text(bad_title)]
+    one_slide = {"slides": [{"pageType": "cover", "fields": {"title": "x" * 500}}]}
+    model.answers["SCHEMA"] = ['{"slides": [ not json', orjson_text(one_slide)]
     fake_llm.responder = model
     settings = settings_for(Backend(sqlite_url, "", ""), tmp_path, fake_llm, **NO_PREVIEWS)
     async with running_service(settings) as client:
-        failed = await ask(client, "10 friendly slides on solar power", "c-schema")
-        [build] = await builds(settings, "c-schema")
+        done = await ask(client, "10 friendly slides on solar power", "c-schema")
+        [link] = LINK.findall(text_of(done))
+        titles = await slide_titles(client, link)
+
+    assert done[-1]["status"] == "completed"
+    # Not JSON: the deck is asked for again. One slide of ten: the cover's title is cut to
+    # its budget and its empty subtitle taken from the outline; the nine missing slides
+    # are asked for, each alone.
+    assert model.asked["SCHEMA"] == 2
+    assert model.asked["ONE_SLIDE"] == 9
+    assert titles == ["x" * 59 + "…", *TITLES[1:]]
+    notes = thinking(done)
+    assert "Mended: slide 1: title: 500 characters, cut to 60." in notes
+    assert "Mended: slide 1: subtitle: empty; filled from the outline." in notes
+    assert "Slide 2 again: Slide 2 is missing." in notes
+
+
+async def test_a_slide_still_wrong_when_asked_alone_fails_the_build_naming_that_slide(
+    tmp_path: Path, sqlite_url: str, fake_llm: FakeOpenAI
+) -> None:
+    model = DeckModel(TITLES)
+    written = deck(TITLES)
+    # The outline plans a section page third; a chart cannot be mended into one.
+    written["slides"][2] = slide("Costs", "chart")
+    model.answers["SCHEMA"] = [orjson_text(written)]
+    model.answers["ONE_SLIDE"] = ["Sorry, I cannot.", "Sorry, I cannot."]
+    fake_llm.responder = model
+    settings = settings_for(Backend(sqlite_url, "", ""), tmp_path, fake_llm, **NO_PREVIEWS)
+    async with running_service(settings) as client:
+        failed = await ask(client, "10 friendly slides on solar power", "c-slide")
+        [build] = await builds(settings, "c-slide")
+        [stored] = await history(client, "c-slide")
 
     [error] = [e for e in failed if e["type"] == "error"]
     assert error["code"] == "PPT_INVALID_PLAN"
-    assert model.asked["SCHEMA"] == 2
-    assert (build.status, build.failed_step) == ("FAILED", "SCHEMA")
+    assert error["message"] == (
+        "Writing slide 3 failed: the model's answer could not be used, even when asked again"
+        " (The answer must be one JSON object). Say “retry” to try it again."
+    )
+    assert (stored["error"], stored["errorMessage"]) == ("PPT_INVALID_PLAN", error["message"])
+    assert (model.asked["SCHEMA"], model.asked["ONE_SLIDE"]) == (1, 2)
+    assert (build.status, build.failed_step, build.error_msg) == (
+        "FAILED",
+        "SCHEMA",
+        error["message"],
+    )
 
 
 async def test_a_render_past_its_time_limit_fails_at_render(

@@ -14,13 +14,12 @@ from typing import Any
 
 import pytest
 from redis.asyncio import Redis
-from redis.asyncio.client import Pipeline
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from app.tasks.base import TaskBackendUnavailable
 from app.tasks.redis_batch import Fill, SharedPipeline
-from app.tasks.redis_client import connect, translate_errors
+from app.tasks.redis_client import RedisPipeline, connect, translate_errors
 from tests.support.processes import RedisServer
 
 pytestmark = pytest.mark.redis
@@ -63,7 +62,7 @@ async def test_concurrent_callers_share_one_connection_and_get_their_own_replies
     redis_server: RedisServer,
 ) -> None:
     async def caller(batch: SharedPipeline, number: int) -> list[object]:
-        def fill(pipe: Pipeline) -> None:
+        def fill(pipe: RedisPipeline) -> None:
             pipe.set(f"key:{number}", f"value {number}")
             pipe.incrby("total", number)
             pipe.get(f"key:{number}")

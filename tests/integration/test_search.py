@@ -15,7 +15,7 @@ import httpx
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
-from tests.integration.service import Backend, ask, running_service, settings_for
+from tests.integration.service import Backend, ask, ask_with, running_service, settings_for
 
 LONG_ANSWER = "Filler sentence. " * 30 + "The NEEDLE is here." + " More filler." * 30
 CHINESE_ANSWER = "我们在这个项目中使用向量数据库来存储嵌入，并且检索速度很快。"
@@ -149,3 +149,42 @@ async def test_a_search_is_one_to_two_hundred_characters(
     assert [r.status_code for r in refused] == [422, 422, 422, 422]
     assert all(r.json()["code"] == 422 for r in refused)
     assert longest.status_code == 200
+
+
+async def test_a_turn_with_versions_is_one_hit_on_its_active_version(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.script(
+        Reply.text("Otters swim."),
+        Reply.text("Otters play."),
+        Reply.text("Otters sleep."),
+        Reply.text("Pups float."),
+    )
+    async with running_service(settings_for(backend, tmp_path, fake_llm)) as client:
+        [start, *_] = await ask(client, "Tell me about otters", "c")
+        first = start["sessionId"]
+        [regenerated, *_] = await ask_with(client, "c", regenerate=first)
+        second = regenerated["sessionId"]
+        await ask_with(client, "c", regenerate=first)
+        switched = await client.post("/session/c/active", json={"turnId": first})
+        assert switched.status_code == 200
+        one_turn = await search(client, "otters")
+        in_one_version = await search(client, "play")
+        await ask(client, "And otter pups?", "c")
+        two_turns = await search(client, "otter")
+        past_the_end = await search(client, "otter", pageSize="1", pageNum="3")
+
+    # Three versions of one question: one hit, on the version shown (not the newest).
+    assert [(r["turnId"], r["snippet"]) for r in one_turn["records"]] == [
+        (first, "Tell me about otters")
+    ]
+    assert one_turn["total"] == 1
+    # Only another version holds the words: that one is the hit.
+    assert [r["turnId"] for r in in_one_version["records"]] == [second]
+    assert in_one_version["total"] == 1
+    assert [r["snippet"] for r in two_turns["records"]] == [
+        "And otter pups?",
+        "Tell me about otters",
+    ]
+    assert two_turns["total"] == 2
+    assert (past_the_end["records"], past_the_end["total"]) == ([], 2)

@@ -25,7 +25,7 @@ from app.tools.shell import ShellLimits
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import TEST_LLM_KEY
+from tests.integration.service import process_env
 from tests.support.decks import STEP_PROMPTS, DeckModel
 from tests.support.polling import eventually
 from tests.support.processes import ServiceProcess
@@ -106,12 +106,7 @@ async def served(
         "served",
         tmp_path,
         {
-            "LLM_BASE_URL": fake_llm.base_url,
-            "LLM_API_KEY": TEST_LLM_KEY,
-            "LLM_MODEL": "fake-model",
-            "TAVILY_API_KEY": "tvly-test",
-            "TAVILY_BASE_URL": fake_search.base_url,
-            "RECOMMENDATIONS_ENABLED": "false",
+            **process_env(fake_llm, fake_search),
             "PPTX_PREVIEWS": "false",
             "PPTX_PDF": "false",
         },

@@ -12,8 +12,6 @@ their one answer is unusable.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +20,7 @@ import pytest
 
 from app.agents.recommend import PROMPT as FOLLOW_UPS
 from tests.fakes.model_behaviours import (
-    BEHAVIOURS,
-    Answers,
+    ANSWER_KEEPING,
     Behaving,
     Behaviour,
     IgnoresNative,
@@ -32,7 +29,7 @@ from tests.fakes.model_behaviours import (
 from tests.fakes.model_servers import FAKE_PROVIDERS
 from tests.fakes.scripted_server import Body, Reply, ScriptedServer
 from tests.fakes.tavily_server import FakeTavily
-from tests.integration.service import ask, running_service, service_settings
+from tests.integration.service import app_on, ask
 from tests.support.decks import DeckModel
 from tests.support.research import REPORT, over_http
 from tests.support.sse import Event, text_of
@@ -40,33 +37,6 @@ from tests.support.sse import Event, text_of
 PROVIDERS = sorted(FAKE_PROVIDERS)
 TITLES = ["Solar power", "Agenda", "How it works", "Costs", "Thank you"]
 QUESTIONS = ["Is it cheap?", "Does it work in winter?", "Who installs it?"]
-
-
-@asynccontextmanager
-async def app_on(
-    tmp_path: Path,
-    provider: str,
-    answers: Answers,
-    behaviour: Behaviour,
-    search: FakeTavily | None = None,
-    **settings: Any,
-) -> AsyncIterator[tuple[Any, ScriptedServer, Behaving]]:
-    """The app with `provider`'s fake as its model, answering `answers` in `behaviour`."""
-    async with FAKE_PROVIDERS[provider]() as fake:
-        behaving = Behaving(fake, answers, behaviour)
-        fake.responder = behaving
-        if search is not None:
-            settings |= {"tavily_api_key": "tvly-test", "tavily_base_url": search.base_url}
-        config = service_settings(
-            tmp_path,
-            f"sqlite+aiosqlite:///{tmp_path}/app.db",
-            llm_provider=provider,
-            llm_base_url=fake.base_url,
-            pptx_previews=False,
-            **settings,
-        )
-        async with running_service(config) as client:
-            yield client, fake, behaving
 
 
 def status(events: list[Event]) -> str:
@@ -231,15 +201,15 @@ async def test_a_server_refusing_the_native_field_is_asked_in_the_prompt_from_th
     assert len(behaving.asked) == 6
 
 
-@pytest.mark.parametrize("behaviour", sorted(BEHAVIOURS))
+@pytest.mark.parametrize("behaviour", sorted(ANSWER_KEEPING))
 async def test_every_agent_completes_whatever_way_the_model_answers(
     tmp_path: Path, fake_search: FakeTavily, behaviour: str
 ) -> None:
     researched, _, _ = await research(
-        tmp_path / "deep", "openai", BEHAVIOURS[behaviour](), fake_search
+        tmp_path / "deep", "openai", ANSWER_KEEPING[behaviour](), fake_search
     )
-    built, _, _ = await build_deck(tmp_path / "deck", "anthropic", BEHAVIOURS[behaviour]())
-    skilled, _, _ = await skills_turn(tmp_path / "skills", "gemini", BEHAVIOURS[behaviour]())
+    built, _, _ = await build_deck(tmp_path / "deck", "anthropic", ANSWER_KEEPING[behaviour]())
+    skilled, _, _ = await skills_turn(tmp_path / "skills", "gemini", ANSWER_KEEPING[behaviour]())
 
     assert_researched(researched)
     assert_built(built)

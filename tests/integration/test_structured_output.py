@@ -33,7 +33,7 @@ from app.llm.registry import PROVIDERS as REGISTRY
 from app.llm.registry import build_chat_model
 from app.llm.structured import StructuredOutputInvalid, structured
 from tests.fakes.model_behaviours import (
-    BEHAVIOURS,
+    ANSWER_KEEPING,
     Behaving,
     Behaviour,
     IgnoresNative,
@@ -88,13 +88,13 @@ async def ask_plan(model: ChatModel, usage: list[Usage] | None = None) -> Resear
     )
 
 
-@pytest.mark.parametrize("behaviour", sorted(BEHAVIOURS))
+@pytest.mark.parametrize("behaviour", sorted(ANSWER_KEEPING))
 @pytest.mark.parametrize("provider", PROVIDERS)
 async def test_every_behaviour_gives_the_plan_on_every_provider(
     provider: str, behaviour: str
 ) -> None:
     usage: list[Usage] = []
-    async with model_on(provider, BEHAVIOURS[behaviour]()) as (model, fake, behaving):
+    async with model_on(provider, ANSWER_KEEPING[behaviour]()) as (model, fake, behaving):
         plan = await ask_plan(model, usage)
 
     assert plan == ResearchPlan.model_validate(PLAN)

@@ -15,6 +15,7 @@ CI still passes, and how fast it is lives in bench/.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import time
@@ -24,6 +25,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import pytest
+import redis.asyncio
 
 from app.config import Settings
 from app.tasks import (
@@ -35,10 +37,12 @@ from app.tasks import (
 )
 from app.tasks.base import DeadInstances
 from app.tasks.redis import redis_tasks
+from app.tasks.redis_target import RedisTarget
 from tests.support.clock import TestClock
 from tests.support.logs import attached
 from tests.support.polling import eventually
 from tests.support.processes import RedisServer, free_port
+from tests.support.redis_topologies import ClusterNodes
 
 TTL = 30.0
 SHORT_TTL = 0.3
@@ -121,17 +125,31 @@ class Backend:
         await eventually(check, within=ttl + 5.0, what=f"the state {ttl:g} s on")
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("redis-cluster", marks=pytest.mark.redis),
+    ]
+)
 async def backend(request: pytest.FixtureRequest) -> AsyncIterator[Backend]:
     if request.param == "memory":
         clock = TestClock()
         async with started(in_process_tasks(clock)) as runs:
             yield Backend(runs.tasks, runs, clock)
         return
-    url: str = request.getfixturevalue("redis_url")
     prefix: str = request.getfixturevalue("redis_prefix")
-    async with started(redis_tasks(url, prefix, "instance-a")) as runs:
+    async with started(redis_tasks(redis_target(request), prefix, "instance-a")) as runs:
         yield Backend(runs.tasks, runs, None)
+
+
+def redis_target(request: pytest.FixtureRequest) -> RedisTarget | str:
+    """The shared Redis for a `redis` parameter, the run's Cluster for `redis-cluster`."""
+    if request.param == "redis-cluster":
+        cluster: ClusterNodes = request.getfixturevalue("redis_cluster")
+        return cluster.target
+    url: str = request.getfixturevalue("redis_url")
+    return url
 
 
 def instances(tasks: Tasks) -> DeadInstances:
@@ -438,3 +456,57 @@ async def test_listener_recovers_after_redis_restart(
         assert await ended_by_cancel(run)
         assert owner_runs.stops == [("alice", "conv-1")]
         assert await other.claims.current("alice", "conv-1") is None
+
+
+@pytest.mark.redis
+async def test_a_claim_the_promoted_replica_lacks_is_taken_again_when_the_listener_reconnects(
+    redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """Replication is asynchronous: a replica the Sentinels promote may lack a claim taken just
+    before its primary died, though it has the instance's heartbeat from earlier. The server
+    plays that replica: restarted from a snapshot taken after the beat, before the claim."""
+    tasks = redis_tasks(redis_server.url, redis_prefix, "instance-a")
+    claim = new_claim()
+    async with started(tasks):
+        async with redis.asyncio.Redis.from_url(redis_server.url) as server:
+            await server.save()
+        assert await tasks.claims.claim(claim, TTL)
+        await asyncio.to_thread(redis_server.kill)
+        await asyncio.to_thread(redis_server.start)
+
+        async def taken_again() -> bool:
+            with contextlib.suppress(TaskBackendUnavailable):
+                return await tasks.claims.current("alice", "conv-1") == claim
+            return False
+
+        await eventually(taken_again, what="the claim taken again")
+
+
+@pytest.mark.redis
+async def test_after_an_outage_that_outlasts_the_deadlines_the_silent_get_time_to_beat(
+    redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """No instance beats while Redis is away (a Sentinel failover takes 30 s by default): the
+    first sweep after it must not take every other instance for dead. The server keeps the
+    deadlines through the outage as a promoted replica would: restarted from a snapshot."""
+    dead_after = 1.0
+    judge = redis_tasks(redis_server.url, redis_prefix, "instance-a", dead_after=dead_after)
+    silent = redis_tasks(redis_server.url, redis_prefix, "instance-b", dead_after=dead_after)
+    async with started(judge):
+        async with started(silent):
+            pass  # it beat once; it may come back after the outage, or be dead
+        async with redis.asyncio.Redis.from_url(redis_server.url) as server:
+            await server.save()
+        await asyncio.to_thread(redis_server.kill)
+        with pytest.raises(TaskBackendUnavailable):
+            await instances(judge).dead_instances({"instance-b"}, TTL)
+        await asyncio.sleep(dead_after)  # the outage outlasts every deadline
+        await asyncio.to_thread(redis_server.start)
+        at_once = await instances(judge).dead_instances({"instance-b"}, TTL)
+
+        async def judged_dead() -> bool:
+            return await instances(judge).dead_instances({"instance-b"}, TTL) == ["instance-b"]
+
+        await eventually(judged_dead, what="the silent instance judged dead")
+
+    assert at_once == []

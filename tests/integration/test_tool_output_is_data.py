@@ -113,8 +113,9 @@ async def test_only_the_skills_agent_offers_the_model_tools_that_act(
                     t["function"]["name"] for r in requests for t in r.get("tools", [])
                 }
 
-    assert offered["chat"] == {"web_search", "fetch_page"}
-    assert offered["file"] == {"search_document"}
+    # `remember` writes only the user's own memory, which they see and undo (no file, no shell).
+    assert offered["chat"] == {"web_search", "fetch_page", "remember"}
+    assert offered["file"] == {"search_document", "remember"}
     assert offered["deep"] == {"web_search", "fetch_page"}
     assert offered["pptx"] == set()
     assert offered["skills"] >= ACTING_TOOLS | {"read_file", "web_search", "fetch_page"}

@@ -3,7 +3,9 @@
 A turn is stored in two statements on PostgreSQL (the question with the
 memory read beside it, then the answer) and three on SQLite (there the read
 is its own statement, after the question's; a first question has no path
-above it to read, so it costs two). The SQL count is the
+above it to read, so it costs two). Two reads come before: the conversation's
+project (a request that names its conversation; docs/integrate/memory-and-projects.md)
+and the user's memory items (with `MEMORY_ENABLED`). The SQL count is the
 app's own `Database.statements`, which sees both SQLAlchemy's statements and
 the driver's; the server's own view of each connection's last statement
 shows that a statement is not followed by a reset query of the pool's. Redis
@@ -38,6 +40,8 @@ REDIS_PER_TURN = {
     # end, and the release (a script sent with the log's last batch) with its notice.
     "set": 3,
     "get": 1,
+    # The claim holds its instance's deadline, on Redis's clock (`redis_liveness`).
+    "time": 1,
     "del": 1,
     "publish": 1,
     # The caller's list of runs (GET /agent/runs): the turn listed inside the claim's script,
@@ -106,7 +110,7 @@ async def run_turns(client: httpx.AsyncClient) -> None:
     ],
     ids=["both-limits", "streams-a-minute-only", "no-limits"],
 )
-async def test_a_turn_costs_two_statements_and_a_fixed_few_redis_commands(
+async def test_a_turn_costs_two_writes_two_reads_and_a_fixed_few_redis_commands(
     max_streams: int,
     per_minute: int,
     limits: Counter[str],
@@ -136,19 +140,24 @@ async def test_a_turn_costs_two_statements_and_a_fixed_few_redis_commands(
         statements = app.state.database.statements - before
         queries = await last_queries(postgres_url)
 
-    assert statements == Counter({"WITH": TURNS, "UPDATE": TURNS})
+    reads = Counter({"SELECT": 2 * TURNS})  # the conversation's project, the user's memory
+    assert statements == Counter({"WITH": TURNS, "UPDATE": TURNS}) + reads
     # Each is one round trip: the connections that stored the answers ended on that
     # statement, not on a reset query the pool sends after it (asyncpg's default).
     assert any(query.startswith("UPDATE ai_session SET answer=") for query in queries), queries
     assert not [query for query in queries if "RESET ALL" in query], queries
-    # The log's copy is one entry per burst of events: how many bursts depends on timing.
+    # The log's copy is one entry per burst of events: how many bursts depends on timing (a
+    # turn's `start` may go out alone while its user's memory is read). Each is a script that
+    # checks the claim (EVAL, GET); a turn's last one is its release.
     copies = {name: commands.pop(name) for name in LOG_COPY}
-    assert all(TURNS <= n <= 2 * TURNS for n in copies.values()), copies
+    assert all(TURNS <= n <= 3 * TURNS for n in copies.values()), copies
+    earlier_copies = copies["xadd"] - TURNS
     per_turn = Counter(REDIS_PER_TURN) + limits
-    assert commands == Counter({name: n * TURNS for name, n in per_turn.items()})
+    expected = Counter({name: n * TURNS for name, n in per_turn.items()})
+    assert commands == expected + Counter({"eval": earlier_copies, "get": earlier_copies})
 
 
-async def test_an_embedded_turn_costs_three_statements(
+async def test_an_embedded_turn_costs_its_writes_its_path_and_two_reads(
     sqlite_url: str, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
     settings = service_settings(tmp_path, sqlite_url, llm_base_url=fake_llm.base_url)
@@ -159,5 +168,7 @@ async def test_an_embedded_turn_costs_three_statements(
         await run_turns(client)
         statements = app.state.database.statements - before
 
-    # Only the second turn of each conversation has a path above it to read.
-    assert statements == Counter({"INSERT": TURNS, "SELECT": TURNS // 2, "UPDATE": TURNS})
+    # Only the second turn of each conversation has a path above it to read; every turn reads
+    # its conversation's project and its user's memory.
+    reads = TURNS // 2 + 2 * TURNS
+    assert statements == Counter({"INSERT": TURNS, "SELECT": reads, "UPDATE": TURNS})

@@ -6,22 +6,13 @@ refuses unless `OUTBOUND_ALLOWLIST` names it, as it would in production.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import Backend, ask, history, running_service, settings_for
-from tests.support.receiver import SECRET, Receiver, running_receiver, verified
+from tests.support.receiver import SECRET, Receiver, verified
 from tests.support.sse import events
-
-
-@pytest.fixture
-async def receiver() -> AsyncIterator[Receiver]:
-    async with running_receiver() as hooks:
-        yield hooks
 
 
 async def test_a_turns_end_is_posted_once_signed_with_its_outcome(

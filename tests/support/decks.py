@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
 from app.agents.pptx.templates import PAGE_TYPES, PageType
 from app.agents.turn import AgentCore
 from app.core.events import Event, FileEvent
+from app.store.db import Database
+from app.store.deck_builds import DeckBuild, SqlDeckBuildStore
 from tests.fakes.scripted_server import Reply
 from tests.support.scripted_model import ModelRequest
 
@@ -87,7 +90,10 @@ STEP_PROMPTS = {
     "SCHEMA": "Write every slide",
     "MODIFY": "You edit an existing",
     "SLIDE": "You rewrite one slide",
+    "ONE_SLIDE": "You write one slide",
 }
+_ONE_SLIDE = re.compile(r'Write slide (\d+): "(.*)", a "(\w+)" page')
+_EDITED_SLIDE = re.compile(r"This is slide (\d+) of (\d+)")
 FULL_REQUIREMENT = {
     "topic": "solar power",
     "audience": "high-school students",
@@ -134,9 +140,10 @@ class DeckModel:
         self.asked[step] = self.asked.get(step, 0) + 1
         self.waiting.setdefault(step, asyncio.Event()).set()
         queued = self.answers.get(step)
-        return queued.pop(0) if queued else self._default(step)
+        return queued.pop(0) if queued else self._default(step, system)
 
-    def _default(self, step: str) -> str:
+    def _default(self, step: str, system: str) -> str:
+        asked, edited = _ONE_SLIDE.search(system), _EDITED_SLIDE.search(system)
         answers: dict[str, Callable[[], Any]] = {
             "INTENT": lambda: {"intent": self.intent},
             "REQUIREMENT": lambda: {**FULL_REQUIREMENT, "slideCount": len(self.titles)},
@@ -144,8 +151,20 @@ class DeckModel:
             "OUTLINE": lambda: outline(self.titles),
             "SCHEMA": lambda: deck(self.titles, own_template=self.own_template),
             "MODIFY": lambda: deck(self.modified),
+            "SLIDE": lambda: edited and self._edited(int(edited.group(1)), int(edited.group(2))),
+            "ONE_SLIDE": lambda: (
+                asked
+                and slide(
+                    asked.group(2), cast(PageType, asked.group(3)), own_template=self.own_template
+                )
+            ),
         }
         return orjson.dumps(answers[step]()).decode()
+
+    def _edited(self, number: int, count: int) -> dict[str, Any]:
+        """Slide `number` of a deck of `count`, titled as `modified` says (else as before)."""
+        titles = self.modified or self.titles
+        return slide(titles[number - 1], page_types(count)[number - 1])
 
 
 async def deck_bytes(core: AgentCore, events: list[Event], user_id: str = "u1") -> bytes:
@@ -155,3 +174,9 @@ async def deck_bytes(core: AgentCore, events: list[Event], user_id: str = "u1") 
     stored = await core.documents.get(user_id, made.file_id)
     assert stored is not None
     return b"".join([chunk async for chunk in await core.documents.download(stored)])
+
+
+async def stored_builds(database_url: str, conversation: str) -> list[DeckBuild]:
+    """The local user's deck builds of a conversation (`ai_ppt_inst`), oldest first."""
+    async with Database.open(database_url, pool_size=1, migrate=False) as db:
+        return await SqlDeckBuildStore(db).versions("local", conversation)

@@ -21,9 +21,11 @@ from openpyxl import Workbook
 from PIL import Image, ImageDraw, ImageFont
 
 
-def pdf_bytes(pages: Sequence[str]) -> bytes:
-    """A pdf with one page per string, as a text layer (what word processors export)."""
+def pdf_bytes(pages: Sequence[str], *, compress: bool = True) -> bytes:
+    """A pdf with one page per string, as a text layer (what word processors export);
+    `compress` False leaves its content streams unfiltered, as many simple generators do."""
     pdf = FPDF()
+    pdf.compress = compress
     pdf.set_font("Helvetica", size=11)
     for text in pages:
         pdf.add_page()
@@ -40,14 +42,25 @@ def scanned_pdf_bytes(pages: int = 2) -> bytes:
     return bytes(pdf.output())
 
 
-def text_picture(lines: Sequence[str], kind: str = "PNG", font: Path | None = None) -> bytes:
-    """A picture of typed lines, as a scanner or a phone makes of a page: black on white;
-    in Pillow's own font, or in `font` (a CJK one for Chinese)."""
-    font_face = ImageFont.truetype(font, 40) if font else ImageFont.load_default(size=40)
-    image = Image.new("RGB", (1600, 120 + 80 * len(lines)), "white")
+def pillow_pdf_bytes(lines: Sequence[str]) -> bytes:
+    """A one-page pdf of a picture of `lines`, as Pillow writes a scan: its content stream,
+    which places the picture, has no filter."""
+    out = io.BytesIO()
+    Image.open(io.BytesIO(text_picture(lines))).save(out, "PDF", resolution=200)
+    return out.getvalue()
+
+
+def text_picture(
+    lines: Sequence[str], kind: str = "PNG", font: Path | None = None, size: int = 40
+) -> bytes:
+    """A picture of typed lines, as a scanner or a phone makes of a page: black on white,
+    `size` pixels high; in Pillow's own font, or in `font` (a CJK one for Chinese)."""
+    face = ImageFont.truetype(font, size) if font else ImageFont.load_default(size=size)
+    width = max(1600, 120 + max(int(face.getlength(line)) for line in lines))
+    image = Image.new("RGB", (width, 3 * size + 2 * size * len(lines)), "white")
     draw = ImageDraw.Draw(image)
     for n, line in enumerate(lines):
-        draw.text((60, 60 + 80 * n), line, fill="black", font=font_face)
+        draw.text((60, size * 3 // 2 + 2 * size * n), line, fill="black", font=face)
     out = io.BytesIO()
     image.save(out, kind)
     return out.getvalue()
@@ -193,10 +206,29 @@ def pdf_of_large_streams(streams: int, stream_mb: int, *, one_page: bool) -> byt
     return _pdf_file(objects)
 
 
-def _drawing_stream(inflated_mb: int) -> bytes:
-    """A Flate content stream of line drawing that inflates to `inflated_mb` MB."""
-    deflate = zlib.compressobj(9)
+def pdf_of_plain_and_packed_streams(plain_mb: int, packed_mb: int) -> bytes:
+    """A one-page pdf drawn by two content streams: `plain_mb` MB unfiltered, then a Flate
+    one that inflates to `packed_mb` MB."""
+    page = b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents [4 0 R 5 0 R] >>"
+    return _pdf_file(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            page,
+            _drawing_stream(plain_mb, packed=False),
+            _drawing_stream(packed_mb),
+        ]
+    )
+
+
+def _drawing_stream(inflated_mb: int, *, packed: bool = True) -> bytes:
+    """A content stream of line drawing that is `inflated_mb` MB: Flate, or (not `packed`)
+    with no filter."""
     operators = b"0 0 m 1 1 l S\n" * (MB // 14)
+    if not packed:
+        stream = operators * inflated_mb
+        return b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream)
+    deflate = zlib.compressobj(9)
     stream = b"".join(deflate.compress(operators) for _ in range(inflated_mb)) + deflate.flush()
     return b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(stream), stream)
 

@@ -9,6 +9,7 @@ deployed. Each is stopped by the test that started it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -33,6 +34,15 @@ SERVE_FLAGS = (
 is tested as it is served, on uvicorn's default loop (uvloop) and nothing else changed."""
 
 
+def child_env(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a process of this checkout's service (or its tools), and only what it needs:
+    nothing of the developer's own settings leaks in."""
+    base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
+    # This checkout's `app`, whatever checkout the installed package points at.
+    base["PYTHONPATH"] = str(PROJECT_ROOT)
+    return {**base, **env}
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -40,7 +50,7 @@ def free_port() -> int:
         return port
 
 
-def _wait_for_port(port: int, timeout: float = 10.0) -> None:
+def wait_for_port(port: int, timeout: float = 10.0) -> None:
     """Block until something accepts connections on the port (server start-up is short)."""
     deadline = time.monotonic() + timeout
     while True:
@@ -54,25 +64,32 @@ def _wait_for_port(port: int, timeout: float = 10.0) -> None:
 
 
 class RedisServer:
-    """A private redis-server on a free port, keeping nothing on disk."""
+    """A private redis-server on a free port, keeping nothing on disk.
 
-    def __init__(self, workdir: Path) -> None:
+    `options` are more of its command-line settings: a replica's `--replicaof`,
+    a cluster node's (`redis_topologies`).
+    """
+
+    def __init__(self, workdir: Path, *options: str) -> None:
         require_binary("redis-server", "redis-server")
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self._workdir = workdir
+        self._options = options
         self._process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        self._workdir.mkdir(parents=True, exist_ok=True)
         self._process = subprocess.Popen(
             [
                 "redis-server",
                 *("--port", str(self.port), "--bind", "127.0.0.1"),
                 *("--save", "", "--appendonly", "no", "--dir", str(self._workdir)),
+                *self._options,
             ],
             stdout=subprocess.DEVNULL,
         )
-        _wait_for_port(self.port)
+        wait_for_port(self.port)
 
     def kill(self) -> None:
         if self._process is not None:
@@ -101,11 +118,7 @@ class ServiceProcess:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = workdir / f"{name}.log"
         self._workdir = workdir
-        # Only what the process needs: nothing of the developer's own settings leaks in.
-        base = {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "LANG", "TMPDIR")}
-        # This checkout's `app`, whatever checkout the installed package points at.
-        base["PYTHONPATH"] = str(PROJECT_ROOT)
-        self.env = {**base, "DATA_DIR": str(workdir / f"{name}-data"), **env}
+        self.env = child_env({"DATA_DIR": str(workdir / f"{name}-data"), **env})
         """What the process starts with: a test may add to it before `start()`."""
         self._process: asyncio.subprocess.Process | None = None
 
@@ -121,6 +134,8 @@ class ServiceProcess:
                 env=self.env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                # A Ctrl-C reaches the test (or scripts/cluster), which stops it in order.
+                start_new_session=True,
             )
         process = self._process
         async with httpx.AsyncClient(base_url=self.url, timeout=2.0) as client:
@@ -138,14 +153,33 @@ class ServiceProcess:
     async def kill(self) -> None:
         """SIGKILL: the instance dies mid-whatever, as in a crash."""
         if self._process is not None:
-            self._process.kill()
+            with contextlib.suppress(ProcessLookupError):  # it had exited already
+                self._process.kill()
             await self._process.wait()
             self._process = None
+
+    def terminate(self) -> None:
+        """SIGTERM, as an orchestrator ends an instance (a deploy, a scale-in): it drains."""
+        assert self._process is not None, f"{self.name} is not running"
+        self._process.send_signal(signal.SIGTERM)
+
+    async def exited(self, within: float) -> float:
+        """Wait for the process to end; the seconds that took. Fails the test past `within`."""
+        assert self._process is not None, f"{self.name} is not running"
+        began = time.monotonic()
+        try:
+            async with asyncio.timeout(within):
+                await self._process.wait()
+        except TimeoutError:
+            pytest.fail(f"{self.name} did not exit within {within:g} s:\n{self.output()}")
+        self._process = None
+        return time.monotonic() - began
 
     async def stop(self) -> None:
         if self._process is None:
             return
-        self._process.send_signal(signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            self._process.send_signal(signal.SIGTERM)
         try:
             async with asyncio.timeout(15):
                 await self._process.wait()
@@ -160,4 +194,8 @@ class ServiceProcess:
 
     def output(self) -> str:
         """The end of the process's log, for a failing test's message."""
-        return self.log_path.read_text(errors="replace")[-4000:]
+        return self.log()[-4000:]
+
+    def log(self) -> str:
+        """All the process has written, over each of its starts."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""

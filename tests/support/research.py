@@ -134,7 +134,7 @@ def over_http(server: ScriptedServer, body: Body) -> str | scripted_server.Reply
         assert match is not None
         return scripted_server.Reply.tool_calls([("web_search", {"query": match.group(1)})])
     answers = {
-        "clarify": '{"needClarification": false, "questions": ""}',
+        "clarify": '{"needClarification": false, "questions": "", "remember": []}',
         "brief": "Topic: heat pumps.\n1. Market\n2. Costs",
         "plan": orjson.dumps(PLAN).decode(),
         "critique": '{"passed": true, "feedback": ""}',

@@ -72,3 +72,21 @@ def test_links_survive_brackets_and_spaces_and_files_link_to_the_service() -> No
         "",
         "---",
     ]
+
+
+def test_a_failed_turn_says_the_sentence_its_stream_said_not_its_code() -> None:
+    sentence = "Planning the research failed: the model's answer could not be used."
+    turn = MessageRecord(
+        id=8,
+        question="How big is the heat pump market?",
+        answer="",
+        status="failed",
+        error="LLM_INVALID_OUTPUT",
+        error_message=sentence,
+        create_time=datetime(2026, 1, 1, tzinfo=UTC),
+    )
+    detail = ConversationDetail(
+        conversation_id="c2", title="Heat pumps", agent_type="deep", fileid=None, messages=[turn]
+    )
+
+    assert f"_(failed: {sentence})_" in markdown(detail, "https://agents.example").splitlines()

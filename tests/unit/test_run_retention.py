@@ -33,6 +33,12 @@ class Answer:
     async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
         return Conclusion(CompleteEvent("completed", 1, 2))
 
+    def movable(self) -> bool:
+        return False
+
+    async def moved(self, handed_over: bool) -> None:
+        return None
+
 
 async def no_stop(user_id: str, conversation_id: str) -> bool:
     return False

@@ -12,6 +12,11 @@ never on another branch's:
   and tasks already finished are not run again;
 - anything else starts new research, with the path to the parent as memory.
 
+A turn carried on from another instance (its own died, or drained) resumes
+its own thread from the last checkpoint: finished steps and tasks are not run
+again, the task that was running starts over, and a report cut mid-way is
+continued from where it stopped rather than written (and shown) twice.
+
 A regeneration (`regenerate`) of a turn whose research finished reuses that
 research: the new turn starts from the checkpoint taken just before its
 report, so only the report is written again (no plan, no task, no search).
@@ -49,6 +54,7 @@ from app.agents.deep.graph import (
     TaskResearcher,
     build_graph,
     numbered_sources,
+    references_of,
     shown_again,
 )
 from app.agents.deep.prompts import CONTINUE_WORDS
@@ -57,7 +63,7 @@ from app.agents.deep.state import DeepState
 from app.agents.deep.structured import ModelSteps
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import Settings, SettingsPart
-from app.core.events import ApprovalEvent, Event, PlannedTask, ThinkingEvent
+from app.core.events import ApprovalEvent, Event, PlannedTask, TextEvent, ThinkingEvent
 from app.core.run import ConversationKey
 from app.documents.report import CitedSource
 from app.store.base import GoneTurn
@@ -81,6 +87,7 @@ class DeepSettings(SettingsPart, prefix="deep_"):
 
 class DeepResearchAgent(BaseAgent):
     agent_type = "deep"
+    carries_on = True
 
     def __init__(
         self,
@@ -138,11 +145,21 @@ class DeepResearchAgent(BaseAgent):
             "max_concurrency": self._limits.max_parallel,
         }
         snapshot = await graph.aget_state(config)
-        if snapshot.values and turn.answer is None:
+        carried = turn.carried is not None
+        if snapshot.values and turn.answer is None and not carried:
             # A turn id used again (SQLite reuses the newest row's id once it is deleted).
             await saver.adelete_thread(own)
         start: Any
-        if turn.answer is not None and snapshot.interrupts:
+        report_so_far = ""
+        if carried:
+            # Carried on from another instance: its own thread, from the last checkpoint.
+            start = None if snapshot.values else self._new(turn)
+            if snapshot.next == ("report",):
+                report_so_far = "".join(state.answer)
+            elif snapshot.values and not snapshot.next:
+                for event in _report_rest(cast(DeepState, snapshot.values), state):
+                    yield event
+        elif turn.answer is not None and snapshot.interrupts:
             # A decision on this turn's own plan review: the turn goes on in its thread.
             answer = turn.answer
             decided = {"decision": answer.decision, "arguments": answer.arguments}
@@ -165,7 +182,7 @@ class DeepResearchAgent(BaseAgent):
                 for event in shown_again(cast(DeepState, earlier.values)):
                     yield event
         else:
-            start = {"question": turn.question, "review_plan": turn.review_plan}
+            start = self._new(turn)
             if self._search is None:
                 yield ThinkingEvent(
                     "Web search is not configured (no TAVILY_API_KEY): researching from the"
@@ -178,6 +195,7 @@ class DeepResearchAgent(BaseAgent):
             self._limits.max_rounds,
             report_model=core.model_for(core.role_model("report", turn.model_id)),
             reading=self._reading(),
+            report_so_far=report_so_far,
         )
         async for mode, chunk in graph.astream(
             start,
@@ -195,9 +213,14 @@ class DeepResearchAgent(BaseAgent):
                 for waiting in interrupts:
                     if isinstance(waiting.value, dict) and waiting.value.get("kind") == "plan":
                         yield await self._ask_review(turn, state, waiting.value)
-        if state.outcome == "completed" and self._files.wanted:
+        if state.outcome == "completed" and self._files.wanted and not state.files:
             async for made in self._report_files(graph, config, turn):
                 yield made
+
+    @staticmethod
+    def _new(turn: Turn) -> dict[str, Any]:
+        """The input of new research."""
+        return {"question": turn.question, "review_plan": turn.review_plan}
 
     async def _report_files(
         self, graph: DeepGraph, config: RunnableConfig, turn: Turn
@@ -289,6 +312,15 @@ class DeepResearchAgent(BaseAgent):
         )
 
 
+def _report_rest(values: DeepState, state: TurnState) -> list[Event]:
+    """A carried-on turn whose research had finished when it moved: the end of the report its
+    log did not get to (the graph holds the whole), and the report's sources."""
+    state.references = references_of(values)
+    report, shown = values.get("report", ""), "".join(state.answer)
+    rest = report[len(shown) :] if report.startswith(shown) else ""
+    return [TextEvent(rest)] if rest else []
+
+
 def _asks_to_continue(message: str) -> bool:
     return message.strip().strip(string.punctuation + "。！!？?").strip().lower() in CONTINUE_WORDS
 
@@ -297,7 +329,11 @@ def build(core: AgentCore, settings: Settings) -> DeepResearchAgent:
     """With a Tavily key, each task searches the web; without one, tasks use the model alone."""
     return DeepResearchAgent(
         core,
-        partial(open_checkpointer, settings.database_url),
+        partial(
+            open_checkpointer,
+            settings.database_url,
+            transaction_pooler=settings.db_transaction_pooler,
+        ),
         core.search,
         DeepSettings.from_settings(settings),
         core.fetch_page,

@@ -45,7 +45,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, sql
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool
 from sqlalchemy.engine import make_url
@@ -68,22 +68,29 @@ async def _one_instance_at_a_time(
 ) -> AsyncIterator[None]:
     """Hold the setup lock, so instances starting together do not race to make the tables.
 
-    The saver's migrations take no lock of their own. The lock is polled, not waited
-    for: they build an index CONCURRENTLY, which waits for every statement still
-    running, a blocked `pg_advisory_lock` of another instance included, and that
-    instance waits for this one: a deadlock PostgreSQL does not detect.
+    The saver's migrations take no lock of their own. The lock is a transaction's,
+    held by a transaction kept open on a connection of its own while they run on
+    others: a session's lock, behind a transaction pooler, is taken on one server
+    session and its unlock sent to another, so it stays held by a session no one
+    uses and every later start waits for it forever. It is polled, each try a
+    transaction of its own, not waited for: the migrations build an index
+    CONCURRENTLY, which waits for the transactions with a statement running as it
+    starts, a blocked lock of another instance's included, and that instance waits
+    for this one: a deadlock PostgreSQL does not detect. And the lock is taken in a
+    simple query (no parameter, not prepared): a statement of the extended protocol
+    leaves its portal's snapshot to its transaction, and the index would then wait
+    for the holding transaction, which waits for the index.
     """
+    take = sql.SQL("SELECT pg_try_advisory_xact_lock({}) AS got").format(SETUP_LOCK_KEY)
     async with pool.connection() as conn:
         while True:
-            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s) AS got", (SETUP_LOCK_KEY,))
-            row = await cursor.fetchone()
-            if row is not None and row["got"]:
-                break
+            async with conn.transaction():
+                cursor = await conn.execute(take, prepare=False)
+                row = await cursor.fetchone()
+                if row is not None and row["got"]:
+                    yield
+                    return
             await asyncio.sleep(SETUP_POLL_SECONDS)
-        try:
-            yield
-        finally:
-            await conn.execute("SELECT pg_advisory_unlock(%s)", (SETUP_LOCK_KEY,))
 
 
 def sqlite_path(database: str | None) -> str:
@@ -159,15 +166,27 @@ async def ping(saver: BaseCheckpointSaver[str]) -> None:
 
 
 @asynccontextmanager
-async def open_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpointSaver[str]]:
-    """The saver for `database_url`, its tables created; closed on exit."""
+async def open_checkpointer(
+    database_url: str, *, transaction_pooler: bool = False
+) -> AsyncIterator[BaseCheckpointSaver[str]]:
+    """The saver for `database_url`, its tables created; closed on exit.
+
+    Its statements are prepared on the server (as LangGraph's own connections do),
+    except behind a transaction pooler (`transaction_pooler`), where a prepared
+    statement would be on one server session and its next use on another.
+    """
     url = make_url(database_url)
     if url.get_backend_name() == "postgresql":
         conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        prepare_threshold = None if transaction_pooler else 0
         pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
             conninfo,
             connection_class=AsyncConnection[DictRow],
-            kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row},
+            kwargs={
+                "autocommit": True,
+                "prepare_threshold": prepare_threshold,
+                "row_factory": dict_row,
+            },
             min_size=1,
             max_size=POOL_MAX_SIZE,
             open=False,

@@ -29,17 +29,28 @@ from pydantic import ValidationError
 
 from app.agents.deep import prompts
 from app.agents.deep.reading import PASSAGE_CHARS, TurnReading
+from app.agents.deep.rules import (
+    STEP_NAMES,
+    mend_clarify,
+    mend_critique,
+    mend_plan,
+    plan_schema,
+)
 from app.agents.deep.state import (
     ClarifyDecision,
     Critique,
     DeepState,
+    MemoryChange,
+    PlanAnswer,
     ResearchPlan,
     Source,
     TaskInput,
     TaskRecord,
 )
 from app.agents.deep.structured import Emit, ModelSteps
-from app.agents.react import ReActAgent
+from app.agents.react import ReActAgent, act
+from app.agents.recall import context_prompt, context_tools
+from app.agents.tool_history import CONTINUE_NOTE
 from app.agents.turn import AgentCore, Turn, TurnState
 from app.core.events import (
     CritiqueEvent,
@@ -54,10 +65,11 @@ from app.core.events import (
     ToolEndEvent,
     ToolStartEvent,
 )
-from app.core.messages import Msg
+from app.core.messages import Msg, ToolUseBlock, new_call_id
 from app.llm.base import ChatModel
 from app.llm.errors import ModelError, user_message
 from app.tools.base import Tool
+from app.tools.remember import REMEMBER
 from app.tools.untrusted import untrusted
 
 MAX_TASKS = 6
@@ -92,12 +104,14 @@ class TaskResearcher(ReActAgent):
         own = TurnState()
         # Each task runs on the task role's model (`DEEP_TASK_MODEL`), the turn's by default,
         # and from its own start: the plan review a turn goes on after is no tool call of the
-        # task's loop to go on with (`ReActAgent._go_on`).
+        # task's loop to go on with (`ReActAgent._go_on`), nor is the turn's answer so far
+        # when it was carried on from another instance.
         turn = dataclasses.replace(
             turn,
             model_id=self.core.role_model("task", turn.model_id),
             resumed=None,
             answer=None,
+            carried=None,
         )
         messages = [
             Msg.text("system", prompts.TASK.format(today=_today())),
@@ -130,6 +144,9 @@ class DeepContext:
     """Who writes the report (`DEEP_REPORT_MODEL`); None: the turn's model."""
     reading: TurnReading | None = None
     """How the turn's tasks read their search results; None: snippets only."""
+    report_so_far: str = ""
+    """The report as far as it was written when the turn moved from another instance: the
+    report goes on from there rather than being written (and shown) twice."""
 
     @property
     def memory(self) -> list[Msg]:
@@ -147,16 +164,34 @@ Rt = Runtime[DeepContext]
 async def clarify(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
     ctx, emit = runtime.context, runtime.stream_writer
     emit(ThinkingEvent("Reading the request…\n"))
+    context = context_prompt(ctx.steps.turn, ctx.steps.state)
     messages = [
-        Msg.text("system", prompts.CLARIFY.format(today=_today())),
+        Msg.text("system", prompts.CLARIFY.format(today=_today(), context=context)),
         *ctx.memory,
         Msg.text("user", state["question"]),
     ]
-    decision = await ctx.steps.structured(messages, ClarifyDecision, emit)
+    decision = await ctx.steps.structured(
+        messages, ClarifyDecision, emit, step=STEP_NAMES["clarify"], mend=mend_clarify
+    )
+    await _remember(ctx, decision.remember, emit)
     if not decision.need_clarification:
         return {}
     emit(TextEvent(decision.questions))
     return {"questions": decision.questions}
+
+
+async def _remember(ctx: DeepContext, changes: list[MemoryChange], emit: Emit) -> None:
+    """The memory changes the first step asked for, run as `remember` calls the turn shows."""
+    turn, state = ctx.steps.turn, ctx.steps.state
+    tools = {t.schema.name: t for t in context_tools(ctx.researcher.core, turn, state)}
+    remember = tools.get(REMEMBER)
+    if remember is None:
+        return
+    for change in changes:
+        arguments = change.model_dump(exclude_defaults=True)
+        call = ToolUseBlock(new_call_id(), REMEMBER, arguments)
+        async for event in act(ctx.researcher.core, turn, state, {REMEMBER: remember}, [call], []):
+            emit(event)
 
 
 async def ask(state: DeepState) -> dict[str, Any]:
@@ -166,8 +201,9 @@ async def ask(state: DeepState) -> dict[str, Any]:
 
 async def brief(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
     ctx, emit = runtime.context, runtime.stream_writer
+    context = context_prompt(ctx.steps.turn, ctx.steps.state, remembers=False)
     messages = [
-        Msg.text("system", prompts.BRIEF.format(today=_today())),
+        Msg.text("system", prompts.BRIEF.format(today=_today()) + context),
         *ctx.memory,
         Msg.text("user", _request(state)),
     ]
@@ -189,14 +225,21 @@ async def plan(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
         )
     system = prompts.PLAN.format(today=_today(), max_tasks=MAX_TASKS, previous=previous)
     messages = [Msg.text("system", system), Msg.text("user", state["brief"])]
-    planned = await ctx.steps.structured(messages, ResearchPlan, emit)
+    planned = await ctx.steps.structured(
+        messages,
+        PlanAnswer,
+        emit,
+        step=STEP_NAMES["plan"],
+        schema=plan_schema(MAX_TASKS),
+        mend=lambda answer: mend_plan(answer, MAX_TASKS),
+    )
     tasks = _records(planned, round_no)
     emit(ThinkingEvent(f"Plan: {len(tasks)} tasks\n"))
     emit(PlanEvent(round_no, [_planned(t) for t in tasks.values()]))
     return {"round": round_no, "tasks": tasks, "plan_feedback": ""}
 
 
-def _records(planned: ResearchPlan, round_no: int) -> dict[str, TaskRecord]:
+def _records(planned: PlanAnswer, round_no: int) -> dict[str, TaskRecord]:
     """A round's tasks as the state keeps them, numbered `round.n` in plan order."""
     ids = {t.id: f"{round_no}.{n}" for n, t in enumerate(planned.tasks, start=1)}
     return {
@@ -317,7 +360,9 @@ async def critique(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
         Msg.text("system", prompts.CRITIQUE),
         Msg.text("user", f"Brief:\n{state['brief']}\n\nFindings:\n{_findings(state)}"),
     ]
-    verdict = await ctx.steps.structured(messages, Critique, emit)
+    verdict = await ctx.steps.structured(
+        messages, Critique, emit, step=STEP_NAMES["critique"], mend=mend_critique
+    )
     line = "passed" if verdict.passed else f"needs {verdict.feedback.strip()}"
     emit(ThinkingEvent(f"Critique: {line}\n"))
     emit(CritiqueEvent(state["round"], verdict.passed, verdict.feedback))
@@ -337,8 +382,9 @@ async def report(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
     listing = "\n".join(
         f"[{n}] {s['title']} ({s['url']})\n{s['content']}" for n, s in enumerate(sources, 1)
     )
+    context = context_prompt(ctx.steps.turn, ctx.steps.state, remembers=False)
     messages = [
-        Msg.text("system", prompts.REPORT.format(today=_today())),
+        Msg.text("system", prompts.REPORT.format(today=_today()) + context),
         *ctx.memory,
         Msg.text(
             "user",
@@ -346,10 +392,19 @@ async def report(state: DeepState, *, runtime: Rt) -> dict[str, Any]:
             f"Task results:\n{_findings(state)}\n\nSources:\n{untrusted(listing, 'sources')}",
         ),
     ]
-    emit(ThinkingEvent("Writing the report…\n"))
+    so_far = ctx.report_so_far
+    if so_far:
+        messages += [Msg.text("assistant", so_far), Msg.text("user", CONTINUE_NOTE)]
+    else:
+        emit(ThinkingEvent("Writing the report…\n"))
     text = await ctx.steps.text(messages, emit, stream=True, model=ctx.report_model)
-    ctx.steps.state.references = {s["url"]: _reference(s) for s in sources}
-    return {"report": text}
+    ctx.steps.state.references = references_of(state)
+    return {"report": so_far + text}
+
+
+def references_of(state: DeepState) -> dict[str, Reference]:
+    """The report's sources as the turn's references."""
+    return {s["url"]: _reference(s) for s in numbered_sources(state)}
 
 
 def numbered_sources(state: DeepState) -> list[Source]:

@@ -14,7 +14,12 @@ Ask only when something essential is missing or ambiguous (the subject, the scop
 the period, the audience) and the conversation so far does not settle it.
 Answer with one JSON object and nothing else:
 {{"needClarification": true or false, "questions": "the questions for the user, in the
-language of the request, as short Markdown; empty when no clarification is needed"}}"""
+language of the request, as short Markdown; empty when no clarification is needed",
+"remember": []}}
+"remember" stays [] unless the user states a lasting fact or preference about themselves, or
+asks you to remember or forget one: then it lists the changes to their memory, each
+{{"action": "save" or "update" or "forget", "id": "an item's id (update, forget)",
+"content": "the fact, in their words (save, update)"}}.{context}"""
 
 BRIEF = """Write the research brief for the request below: one sentence stating the topic,
 then 3 to 5 numbered analysis points the research must cover. Today is {today}.

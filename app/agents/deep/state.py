@@ -1,8 +1,10 @@
 """What the deep research graph keeps: the model's structured answers and the graph's state.
 
 The structured answers (clarify decision, plan, critique) are pydantic
-models: a model's answer is validated against them, and an answer that does
-not fit is sent back once with the validation error (structured.py).
+models: a model's answer is validated against them, mended where code can
+mend it (rules.py, which also builds the schema each step sends), and an
+answer that still does not fit is sent back once with what was wrong
+(structured.py).
 
 The graph's state holds plain JSON values only (strings, lists, dicts), so
 any checkpoint store can keep it and any later version of this code can
@@ -21,6 +23,14 @@ from pydantic import AliasChoices, BaseModel, Field, model_validator
 TaskStatus = Literal["pending", "running", "completed", "failed"]
 
 
+class MemoryChange(BaseModel):
+    """A change to the user's memory the request calls for: the `remember` tool's arguments."""
+
+    action: Literal["save", "update", "forget"]
+    id: str = ""
+    content: str = ""
+
+
 class ClarifyDecision(BaseModel):
     """Whether research can start, or what the user must say first."""
 
@@ -28,13 +38,11 @@ class ClarifyDecision(BaseModel):
         validation_alias=AliasChoices("needClarification", "need_clarification")
     )
     questions: str = ""
-    """The questions for the user, in their language, when clarification is needed."""
-
-    @model_validator(mode="after")
-    def _questions_when_asking(self) -> ClarifyDecision:
-        if self.need_clarification and not self.questions.strip():
-            raise ValueError("questions must be given when needClarification is true")
-        return self
+    """The questions for the user, in their language, when clarification is needed (without
+    them, research starts: rules.py)."""
+    remember: list[MemoryChange] = Field(default_factory=list, max_length=5)
+    """What to keep of the user (a lasting fact or preference they state): the first step
+    is the one that reads their words, so deep research keeps memory here, with no call more."""
 
 
 class PlannedTaskOut(BaseModel):
@@ -47,7 +55,16 @@ class PlannedTaskOut(BaseModel):
     )
 
 
-class ResearchPlan(BaseModel):
+class PlanAnswer(BaseModel):
+    """A plan as the model writes it: its ids and dependencies are mended before use (a
+    dependency on no task dropped, a cycle broken: rules.py)."""
+
+    tasks: list[PlannedTaskOut] = Field(min_length=1)
+
+
+class ResearchPlan(PlanAnswer):
+    """A plan the research can run: as the user edits it, refused when it does not hold."""
+
     tasks: list[PlannedTaskOut] = Field(min_length=1, max_length=8)
 
     @model_validator(mode="after")

@@ -1,17 +1,18 @@
 """Model calls of the graph's own steps: plain text, streamed text, and validated JSON.
 
 A structured answer comes from `app/llm/structured.py` (the provider's native
-structured output, the prompt form as the fallback): one that does not
-validate is sent back to the model once, and a second miss raises
-`ModelOutputInvalid`, which ends the turn `failed` with an `error` event
-like any model error.
+structured output, held to the step's own schema, the prompt form as the
+fallback): what code can mend is mended (rules.py), and the thinking says
+so; one that still does not fit is sent back to the model once, and a second
+miss raises `ModelOutputInvalid`, which ends the turn `failed` with an
+`error` naming the step, like any model error.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
@@ -21,7 +22,7 @@ from app.core.events import Event, TextEvent, ThinkingEvent
 from app.core.messages import Msg, TextBlock, ThinkingBlock
 from app.core.responses import Retrying
 from app.llm.base import ChatModel
-from app.llm.structured import structured
+from app.llm.structured import Mend, structured
 
 S = TypeVar("S", bound=BaseModel)
 Emit = Callable[[Event], None]
@@ -63,13 +64,27 @@ class ModelSteps:
                     emit(ThinkingEvent(block.thinking))
         return "".join(pieces)
 
-    async def structured(self, messages: list[Msg], schema: type[S], emit: Emit) -> S:
-        """The answer validated as `schema`, asking once more when it does not fit."""
+    async def structured(
+        self,
+        messages: list[Msg],
+        shape: type[S],
+        emit: Emit,
+        *,
+        step: str,
+        schema: dict[str, Any] | None = None,
+        mend: Mend[S] | None = None,
+    ) -> S:
+        """The answer validated as `shape` (held to `schema`, the shape's own by default)
+        and mended, asking once more when it does not fit; `step` names it to the user."""
         return await structured(
             self.model,
             messages,
-            schema,
+            shape,
+            step=step,
+            schema=schema,
             options=self.turn.options,
             on_usage=self.state.add_usage,
             on_retry=lambda item: emit(retry_notice(item)),
+            mend=mend,
+            on_mended=lambda notes: emit(ThinkingEvent("".join(f"Mended: {n}\n" for n in notes))),
         )

@@ -12,6 +12,10 @@ the step it had reached, without redoing the ones before. A stop leaves the
 row at the step that was running. A change to a finished deck is a new row
 (a new version), so every earlier version stays downloadable.
 
+A turn carried on from another instance (its own died, or drained) goes on
+with the build it began, at the step stored last: the steps before are not
+run again.
+
 Each message is routed by rules first (a paused build takes the answer; an
 unfinished one plus a continue word resumes), then by the model's validated
 answer, falling back to a new deck. It sees only the builds of its own branch
@@ -45,7 +49,7 @@ from app.agents.pptx.builds import (
 from app.agents.pptx.images import configured_images
 from app.agents.pptx.preview import ConversionFailed
 from app.agents.pptx.schema import Intent, Outline
-from app.agents.pptx.steps import UPLOADED, DeckSettings, DeckSteps
+from app.agents.pptx.steps import STEP_NAMES, UPLOADED, DeckSettings, DeckSteps
 from app.agents.pptx.templates import TemplateLibrary
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import Settings
@@ -61,6 +65,7 @@ log = logging.getLogger(__name__)
 
 class PptAgent(BaseAgent):
     agent_type = "pptx"
+    carries_on = True
 
     def __init__(self, core: AgentCore, builds: DeckBuilds, steps: DeckSteps) -> None:
         super().__init__(core)
@@ -83,6 +88,16 @@ class PptAgent(BaseAgent):
     async def execute(self, turn: Turn, state: TurnState) -> AsyncIterator[Event]:
         await self._list_templates()
         versions = await self._builds.versions(turn.user_id, turn.conversation_id)
+        own = await self._begun(turn, versions) if turn.carried is not None else None
+        if own is not None:
+            if own.status == SUCCESS and state.deck is not None and state.deck.stage == "ready":
+                return  # the deck was handed over before the turn moved: nothing is left to do
+            if own.status == FAILED:
+                own.status = resume_step(own)
+                own.failed_step = own.error_msg = None
+            async for event in self._run(turn, state, own, versions):
+                yield event
+            return
         seen = await self._on_branch(turn, versions)
         latest = seen[-1] if seen else None
         intent = await self._intent(turn, state, latest)
@@ -119,6 +134,15 @@ class PptAgent(BaseAgent):
         above = {t.id for t in tree.path(turn.row_id) if t.id is not None and t.id != turn.row_id}
         return on_path(versions, tree.turns, above)
 
+    async def _begun(self, turn: Turn, versions: list[DeckBuild]) -> DeckBuild | None:
+        """The build this turn began, if it got that far (a turn carried on from another
+        instance goes on with it)."""
+        if not versions:
+            return None
+        tree = await self.core.store.get_tree(turn.user_id, turn.conversation_id)
+        begun = on_path(versions, tree.turns, {turn.row_id})
+        return begun[-1] if begun else None
+
     async def _intent(self, turn: Turn, state: TurnState, latest: DeckBuild | None) -> str:
         """`create`, `modify` or `resume`: rules first, then the model, then `create`."""
         if latest is None:
@@ -136,7 +160,9 @@ class PptAgent(BaseAgent):
             Msg.text("user", turn.question),
         ]
         try:
-            intent = (await self._steps.ask(turn, state, messages, Intent, attempts=1)).intent
+            step = STEP_NAMES["INTENT"]
+            asked = await self._steps.ask(turn, state, messages, Intent, step=step, attempts=1)
+            intent = asked.intent
         except ModelOutputInvalid:
             return "create"
         # Nothing is left to resume of a finished deck: the message changes it. A change
@@ -212,7 +238,8 @@ class PptAgent(BaseAgent):
         code = exc.code if isinstance(exc, AgentFailure | ModelError) else "INTERNAL_ERROR"
         detail = exc.detail if isinstance(exc, AgentFailure) else ""
         build.status, build.failed_step = FAILED, step
-        build.error_msg = f"{user_message(code)} {detail}".strip()
+        told = exc.message if isinstance(exc, AgentFailure) else ""
+        build.error_msg = told or f"{user_message(code)} {detail}".strip()
         try:
             await self._builds.save(build)
         except StoreError:

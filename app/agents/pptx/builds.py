@@ -28,6 +28,10 @@ _SLIDE_EDIT = re.compile(
     r"|(?:修改|更改|改|重写|调整)\s*第\s*(\d{1,2})\s*[页张]",
     re.IGNORECASE,
 )
+_STATED_SLIDES = re.compile(
+    r"\b(\d{1,2})[\s-]*(?:slides?|pages?)\b|(?<![第\d])(\d{1,2})\s*(?:[页张]|个?幻灯片)",
+    re.IGNORECASE,
+)
 CONTINUE_WORDS = ("继续", "重试", "再试", "resume", "retry", "continue", "go on", "try again")
 
 
@@ -112,6 +116,15 @@ def slide_edit_of(message: str) -> int | None:
     if found is None:
         return None
     return int(found.group(1) or found.group(2)) or None
+
+
+def stated_slide_count(query: str) -> int | None:
+    """The number of slides the user's messages ask for in so many words ("8 slides",
+    "8页"), the latest when they changed it; None when they did not say."""
+    found = list(_STATED_SLIDES.finditer(query))
+    if not found:
+        return None
+    return int(found[-1].group(1) or found[-1].group(2))
 
 
 def resume_step(build: DeckBuild) -> str:

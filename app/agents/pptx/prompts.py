@@ -74,6 +74,16 @@ The slide now:
 {{slide}}
 {JSON_ONLY} Format: {{{{"pageType": "...", "fields": {{{{"title": "...", ...}}}}}}}}"""
 
+ONE_SLIDE = f"""You write one slide of a PowerPoint deck, in {{language}}.
+The deck has {{count}} slides:
+{{titles}}
+Write slide {{number}}: "{{title}}", a "{{page_type}}" page{{points}}.
+Its fields must be exactly the fields of its page type below, every one filled and within
+its character budget (write shorter, never cut words).
+Page types and their fields:
+{{pages}}
+{JSON_ONLY} Format: {{{{"pageType": "...", "fields": {{{{"title": "...", ...}}}}}}}}"""
+
 
 def describe_pages(template: TemplateSpec) -> str:
     """The page types with their purpose and fields, as the model reads them."""

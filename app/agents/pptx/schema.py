@@ -1,10 +1,12 @@
 """What the model writes at each step, validated before anything is stored or drawn.
 
 The model answers in JSON, read and checked against these shapes by
-`app/llm/structured.py`. `check_deck` then holds a deck to its template:
-every page type exists, every field the page has is filled, none the page
-lacks is given, and each text fits its shape's budget. Problems come back as
-sentences the model can act on when it is asked again.
+`app/llm/structured.py` (the request's own JSON Schema, which says the same
+rules where it can, is step_schemas.py). What code can repair is repaired
+first (mending.py); `check_deck` then holds a deck to its template and
+outline: every slide of its planned page, every field the page has filled,
+none the page lacks given, and each text within its shape's budget. Problems
+come back as sentences the model can act on when it is asked again.
 """
 
 from __future__ import annotations
@@ -111,6 +113,9 @@ def check_outline(outline: Outline, slide_count: int, template: TemplateSpec) ->
     for number, slide in enumerate(outline.slides, 1):
         if template.page(slide.page_type) is None:
             problems.append(f"Slide {number}: the template has no {slide.page_type!r} page.")
+        elif 1 < number < len(outline.slides) and slide.page_type in ("cover", "closing"):
+            problems.append(f"Slide {number}: only the first slide is the cover, and only the"
+                            " last the closing slide.")  # fmt: skip
     return problems
 
 
@@ -119,35 +124,46 @@ def check_deck(deck: DeckSchema, outline: Outline, template: TemplateSpec) -> li
     problems = []
     if len(deck.slides) != len(outline.slides):
         problems.append(f"The deck must have exactly {len(outline.slides)} slides.")
-    for number, slide in enumerate(deck.slides, 1):
-        page = template.page(slide.page_type)
-        if page is None:
-            problems.append(f"Slide {number}: the template has no {slide.page_type!r} page.")
-            continue
-        for spec in page.fields:
-            value = slide.fields.get(spec.name)
-            where = f"Slide {number}, field {spec.name!r}"
-            if spec.kind == "text":
-                if not isinstance(value, str) or not value.strip():
-                    problems.append(f"{where}: write a non-empty text.")
-                elif len(value) > spec.budget:
-                    problems.append(f"{where}: {len(value)} characters, at most {spec.budget}.")
-            elif spec.kind == "bullets":
-                problems.extend(_check_items(where, value, spec.max_items, spec.budget))
-            elif spec.kind == "chart":
-                problems.extend(_check_chart(where, value, spec))
-            elif not isinstance(value, TableData):
-                problems.append(f"{where}: give a table as {{header, rows}}.")
-            else:
-                problems.extend(_check_table(where, value, spec.max_items, spec.max_columns))
-                problems.extend(
-                    f"{where}: the cell {cell!r} is over {spec.budget} characters."
-                    for cell in [*value.header, *(c for row in value.rows for c in row)]
-                    if len(cell) > spec.budget
-                )
-        extra = set(slide.fields) - {f.name for f in page.fields}
-        if extra:
-            problems.append(f"Slide {number}: the page has no field {', '.join(sorted(extra))}.")
+    for number, (slide, planned) in enumerate(zip(deck.slides, outline.slides, strict=False), 1):
+        problems.extend(check_slide(number, slide, template, planned.page_type))
+    return problems
+
+
+def check_slide(
+    number: int, slide: SlideSchema, template: TemplateSpec, planned: str | None = None
+) -> list[str]:
+    """Everything wrong with one slide: its page (`planned`, the outline's, when given),
+    every field of the page filled within its budget, and no other field."""
+    page = template.page(slide.page_type)
+    if planned is not None and slide.page_type != planned:
+        return [f"Slide {number}: it must be a {planned!r} page, as the outline plans it."]
+    if page is None:
+        return [f"Slide {number}: the template has no {slide.page_type!r} page."]
+    problems = []
+    for spec in page.fields:
+        value = slide.fields.get(spec.name)
+        where = f"Slide {number}, field {spec.name!r}"
+        if spec.kind == "text":
+            if not isinstance(value, str) or not value.strip():
+                problems.append(f"{where}: write a non-empty text.")
+            elif len(value) > spec.budget:
+                problems.append(f"{where}: {len(value)} characters, at most {spec.budget}.")
+        elif spec.kind == "bullets":
+            problems.extend(_check_items(where, value, spec.max_items, spec.budget))
+        elif spec.kind == "chart":
+            problems.extend(_check_chart(where, value, spec))
+        elif not isinstance(value, TableData):
+            problems.append(f"{where}: give a table as {{header, rows}}.")
+        else:
+            problems.extend(_check_table(where, value, spec.max_items, spec.max_columns))
+            problems.extend(
+                f"{where}: the cell {cell!r} is over {spec.budget} characters."
+                for cell in [*value.header, *(c for row in value.rows for c in row)]
+                if len(cell) > spec.budget
+            )
+    extra = set(slide.fields) - {f.name for f in page.fields}
+    if extra:
+        problems.append(f"Slide {number}: the page has no field {', '.join(sorted(extra))}.")
     return problems
 
 
@@ -201,14 +217,6 @@ def _check_chart(where: str, value: FieldValue | None, spec: FieldSpec) -> list[
     return problems
 
 
-def only_over_budget(problems: list[str]) -> bool:
-    """Whether every problem is a text that is too long (so shortening it is enough)."""
-    return all(
-        (" at most " in p and "characters" in p) or (" is over " in p and "characters" in p)
-        for p in problems
-    )
-
-
 def shorten(text: str, budget: int) -> str:
     """`text` cut at the last word boundary that fits `budget` with an ellipsis, never mid-word."""
     if len(text) <= budget:
@@ -216,33 +224,3 @@ def shorten(text: str, budget: int) -> str:
     cut = text[: budget - 1]
     space = cut.rfind(" ")
     return (cut[:space] if space > 0 else cut).rstrip(" ,;:.-") + "…"
-
-
-def fit_deck(deck: DeckSchema, template: TemplateSpec) -> DeckSchema:
-    """The deck with every over-long text shortened at a word boundary to its budget."""
-    slides = []
-    for slide in deck.slides:
-        page = template.page(slide.page_type)
-        fields = dict(slide.fields)
-        for spec in page.fields if page else []:
-            value = fields.get(spec.name)
-            if isinstance(value, str):
-                fields[spec.name] = shorten(value, spec.budget)
-            elif isinstance(value, list):
-                fields[spec.name] = [shorten(v, spec.budget) for v in value]
-            elif isinstance(value, TableData):
-                fields[spec.name] = TableData(
-                    header=[shorten(c, spec.budget) for c in value.header],
-                    rows=[[shorten(c, spec.budget) for c in row] for row in value.rows],
-                )
-            elif isinstance(value, ChartData):
-                fields[spec.name] = ChartData(
-                    chart_type=value.chart_type,
-                    categories=[shorten(c, spec.budget) for c in value.categories],
-                    series=[
-                        ChartSeries(name=shorten(s.name, spec.budget), values=s.values)
-                        for s in value.series
-                    ],
-                )
-        slides.append(slide.model_copy(update={"fields": fields}))
-    return DeckSchema(slides=slides)

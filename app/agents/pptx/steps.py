@@ -1,9 +1,12 @@
 """The steps of a deck build, each reading the build's row and writing its result and next status.
 
 The model's steps (requirement, template, outline, slides, change) ask for a
-validated JSON answer, checked against the template, once more with what was
-wrong, then fail with a clear `error`; the search step runs the agents' one
-tool-call loop; the render step draws the deck with python-pptx and stores it.
+JSON answer held to the request's own schema (step_schemas.py), mend what
+code can mend (mending.py), check it against the template, and send what is
+still wrong back once, for the failing part alone (a slide, not the deck),
+then fail with an `error` naming the step; the search step runs the agents'
+one tool-call loop; the render step draws the deck with python-pptx and
+stores it.
 """
 
 from __future__ import annotations
@@ -11,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from pathlib import PurePath
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,9 +35,18 @@ from app.agents.pptx.builds import (
     requirement_of,
     research_text,
     slide_edit_of,
+    stated_slide_count,
 )
 from app.agents.pptx.images import ImageMaker
 from app.agents.pptx.layouts import LayoutPlan, TemplateLayouts, UnusableTemplate, match
+from app.agents.pptx.mending import (
+    CONTENT_PAGE,
+    mend_outline,
+    mend_requirement,
+    mend_slide,
+    mend_slides,
+    mend_template,
+)
 from app.agents.pptx.render import (
     RenderError,
     RenderTimeout,
@@ -45,23 +58,33 @@ from app.agents.pptx.render_layouts import render_on_layouts
 from app.agents.pptx.schema import (
     DeckSchema,
     Outline,
+    OutlineSlide,
     Requirement,
     SlideSchema,
     TemplateChoice,
-    check_deck,
     check_outline,
-    fit_deck,
-    only_over_budget,
+    check_slide,
+)
+from app.agents.pptx.step_schemas import (
+    MIN_SLIDES,
+    any_slide_schema,
+    deck_schema,
+    free_deck_schema,
+    outline_schema,
+    requirement_schema,
+    slide_schema,
+    template_schema,
 )
 from app.agents.pptx.templates import TemplateLibrary, TemplateSpec
 from app.agents.react import act
+from app.agents.recall import context_prompt
 from app.agents.turn import AgentCore, AgentFailure, Turn, TurnState
 from app.config import SettingsPart
 from app.core.events import DeckEvent, Event, FileEvent, TextEvent, ThinkingEvent
 from app.core.messages import Msg, ToolResultBlock, ToolUseBlock
 from app.documents.extract import UnreadableFile
 from app.documents.library import generated_event
-from app.llm.structured import StructuredOutputInvalid, structured
+from app.llm.structured import AGAIN, Mend, StructuredOutputInvalid, structured
 from app.store.deck_builds import DeckBuild
 from app.tools.base import Tool
 
@@ -74,6 +97,17 @@ UPLOADED_KEPT = 32
 
 Answer = TypeVar("Answer", bound=BaseModel)
 Events = AsyncIterator[Event]
+STEP_NAMES = {
+    "INTENT": "Reading what the message asks of the deck",
+    "REQUIREMENT": "Reading what the deck should be",
+    "TEMPLATE": "Choosing the deck's template",
+    "OUTLINE": "Planning the deck's outline",
+    "SCHEMA": "Writing the slides",
+    "MODIFY": "Changing the deck",
+    "SLIDE": "Changing the slide",
+}
+"""Each model step as the user reads it, in the sentence of its failure."""
+RETRY_HINT = "Say “retry” to try it again."
 
 
 class DeckSettings(SettingsPart, prefix="pptx_"):
@@ -85,12 +119,19 @@ class DeckSettings(SettingsPart, prefix="pptx_"):
 
 
 class InvalidPlan(AgentFailure):
-    """A step's answer was still invalid after one retry; `value` is the last parsed one."""
+    """A step's answer was still invalid after it was asked again: the build fails at that
+    step, with the sentence naming it (the one the turn's `error.message` says too)."""
 
-    def __init__(self, step: str, problems: list[str], value: BaseModel | None) -> None:
-        super().__init__("PPT_INVALID_PLAN", f"{step}: {problems[0]}"[:300])
-        self.problems = problems
-        self.value = value
+    def __init__(self, step: str, failed: StructuredOutputInvalid) -> None:
+        first = failed.problems[0] if failed.problems else ""
+        super().__init__(
+            "PPT_INVALID_PLAN", f"{step}: {first}"[:300], f"{failed.sentence} {RETRY_HINT}"
+        )
+
+
+def repaired(notes: list[str]) -> ThinkingEvent:
+    """The repairs made to a step's answer without the model, as the turn's thinking says."""
+    return ThinkingEvent("".join(f"Mended: {note}\n" for note in notes))
 
 
 class RequirementAnswer(Requirement):
@@ -100,6 +141,21 @@ class RequirementAnswer(Requirement):
 
     ask: str | None = None
     """The question for the user when something is missing."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlideAsk:
+    """One slide asked for again: where it is in the deck, and what was wrong with it."""
+
+    number: int
+    count: int
+    titles: str
+    """The deck's slide titles, one numbered line each."""
+    slide: SlideSchema | None
+    """The slide as the model wrote it, None when it wrote none."""
+    plan: OutlineSlide | None
+    """What the outline plans for it; None for a slide of a changed deck."""
+    problems: list[str]
 
 
 class DeckSteps:
@@ -126,10 +182,17 @@ class DeckSteps:
     async def requirement(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
         yield ThinkingEvent("Checking the request…\n")
         system = prompts.REQUIREMENT.format(max_slides=self.settings.max_slides)
-        answer = await self._plan(
+        system += context_prompt(turn, state, remembers=False)
+        stated = stated_slide_count(build.query)
+        if stated is not None and not MIN_SLIDES <= stated <= self.settings.max_slides:
+            stated = None
+        answer, notes = await self._plan(
             turn, state, "REQUIREMENT", [Msg.text("system", system), Msg.text("user", build.query)],
-            RequirementAnswer, lambda _: [],
+            RequirementAnswer, schema=requirement_schema(stated),
+            mend=lambda found: mend_requirement(found, stated),
         )  # fmt: skip
+        if notes:
+            yield repaired(notes)
         known = requirement_of(build)
         requirement = known.merged(Requirement.model_validate(answer.model_dump(exclude={"ask"})))
         too_many = (requirement.slide_count or 0) > self.settings.max_slides
@@ -221,7 +284,13 @@ class DeckSteps:
                 return []
             return [f"there is no template {choice.template_code!r}; use one of {list(library)}."]
 
-        choice = await self._plan(turn, state, "TEMPLATE", messages, TemplateChoice, exists)
+        choice, notes = await self._plan(
+            turn, state, "TEMPLATE", messages, TemplateChoice,
+            schema=template_schema(list(library)),
+            mend=lambda found: mend_template(found, library), check=exists,
+        )  # fmt: skip
+        if notes:
+            yield repaired(notes)
         build.template_code, build.status = choice.template_code, "OUTLINE"
         yield ThinkingEvent(f"Template: {library[choice.template_code].name}\n")
 
@@ -236,15 +305,18 @@ class DeckSteps:
             language=requirement.language or "the user's language",
             pages=prompts.describe_pages(template),
             research=research_text(build) or "(no research)",
-        )
+        ) + context_prompt(turn, state, remembers=False)
         messages = [Msg.text("system", system), Msg.text("user", build.query)]
         written: asyncio.Queue[str | None] = asyncio.Queue()
 
-        async def plan() -> Outline:
+        async def plan() -> tuple[Outline, list[str]]:
             try:
                 return await self._plan(
                     turn, state, "OUTLINE", messages, Outline,
-                    lambda o: check_outline(o, count, template), written.put_nowait,
+                    schema=outline_schema(template, count),
+                    mend=lambda found: mend_outline(found, count, template),
+                    check=lambda found: check_outline(found, count, template),
+                    written=written.put_nowait,
                 )  # fmt: skip
             finally:
                 written.put_nowait(None)
@@ -259,10 +331,12 @@ class DeckSteps:
                 if len(slides) != shown:
                     shown = len(slides)
                     yield DeckEvent("outline", build.version, "", template.name, slides)
-            outline = await planning
+            outline, notes = await planning
         finally:
             planning.cancel()
             await asyncio.gather(planning, return_exceptions=True)
+        if notes:
+            yield repaired(notes)
         build.outline, build.status = outline.model_dump_json(by_alias=True), "SCHEMA"
         yield deck_event("outline", build, template, [], self.layouts(build))
         yield ThinkingEvent(
@@ -280,10 +354,17 @@ class DeckSteps:
             outline=build.outline,
         )
         messages = [Msg.text("system", system), Msg.text("user", build.query)]
-        deck = await self._fitted_plan(
-            turn, state, "SCHEMA", messages, template, lambda d: check_deck(d, outline, template)
+        planned = [s.page_type for s in outline.slides]
+        deck, _ = await self._plan(
+            turn, state, "SCHEMA", messages, DeckSchema, schema=deck_schema(template, planned)
         )
-        build.ppt_schema, build.status = deck.model_dump_json(by_alias=True), "RENDER"
+        slides, notes = mend_slides(deck.slides, outline.slides, template)
+        if notes:
+            yield repaired(notes)
+        async for event in self._slides_again(turn, state, build, slides, outline.slides):
+            yield event
+        written = DeckSchema(slides=[s for s in slides if s is not None])
+        build.ppt_schema, build.status = written.model_dump_json(by_alias=True), "RENDER"
 
     async def modify(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
         yield ThinkingEvent("Changing the slides…\n")
@@ -294,15 +375,17 @@ class DeckSteps:
             deck=build.ppt_schema,
         )
         messages = [Msg.text("system", system), Msg.text("user", build.query)]
-
+        schema = free_deck_schema(template, self.settings.max_slides)
+        deck, _ = await self._plan(turn, state, "MODIFY", messages, DeckSchema, schema=schema)
+        slides, notes = mend_slides(deck.slides, [None] * len(deck.slides), template)
+        if notes:
+            yield repaired(notes)
+        async for event in self._slides_again(turn, state, build, slides, [None] * len(slides)):
+            yield event
+        edited = DeckSchema(slides=[s for s in slides if s is not None])
         title = Outline.model_validate_json(build.outline or "{}").title
-
-        def fits(deck: DeckSchema) -> list[str]:
-            return check_deck(deck, outline_of(title, deck), template)
-
-        deck = await self._fitted_plan(turn, state, "MODIFY", messages, template, fits)
-        build.outline = outline_of(title, deck).model_dump_json(by_alias=True)
-        build.ppt_schema, build.status = deck.model_dump_json(by_alias=True), "RENDER"
+        build.outline = outline_of(title, edited).model_dump_json(by_alias=True)
+        build.ppt_schema, build.status = edited.model_dump_json(by_alias=True), "RENDER"
 
     async def edit_slide(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
         """Ask the model for the one slide the message names; the others are kept as they are."""
@@ -319,22 +402,84 @@ class DeckSteps:
             slide=deck.slides[number - 1].model_dump_json(by_alias=True),
         )
         messages = [Msg.text("system", system), Msg.text("user", build.query)]
-
-        def fits(slide: SlideSchema) -> list[str]:
-            one = DeckSchema(slides=[slide])
-            return check_deck(one, outline_of("-", one), template)
-
-        try:
-            slide = await self._plan(turn, state, "SLIDE", messages, SlideSchema, fits)
-        except InvalidPlan as exc:
-            if not isinstance(exc.value, SlideSchema) or not only_over_budget(exc.problems):
-                raise
-            slide = fit_deck(DeckSchema(slides=[exc.value]), template).slides[0]
+        slide, notes = await self._plan(
+            turn, state, "SLIDE", messages, SlideSchema, schema=any_slide_schema(template),
+            mend=lambda found: mend_slide(found, template),
+            check=lambda found: check_slide(number, found, template),
+        )  # fmt: skip
+        if notes:
+            yield repaired([f"slide {number}: {note}" for note in notes])
         slides = [*deck.slides[: number - 1], slide, *deck.slides[number:]]
         title = Outline.model_validate_json(build.outline or "{}").title
         edited = DeckSchema(slides=slides)
         build.outline = outline_of(title, edited).model_dump_json(by_alias=True)
         build.ppt_schema, build.status = edited.model_dump_json(by_alias=True), "RENDER"
+
+    async def _slides_again(
+        self,
+        turn: Turn,
+        state: TurnState,
+        build: DeckBuild,
+        slides: list[SlideSchema | None],
+        planned: Sequence[OutlineSlide | None],
+    ) -> Events:
+        """Ask again, each alone, for the slides still missing or wrong after mending (in
+        place); the slides that are right are kept as they are."""
+        template = self.template(build)
+        titles = "\n".join(
+            f"{n}. {p.title if p else s.title if s else ''}"
+            for n, (s, p) in enumerate(zip(slides, planned, strict=True), 1)
+        )
+        for number, (slide, plan) in enumerate(zip(slides, planned, strict=True), 1):
+            wanted = plan.page_type if plan else None
+            problems = (
+                [f"Slide {number} is missing."]
+                if slide is None
+                else check_slide(number, slide, template, wanted)
+            )
+            if not problems:
+                continue
+            yield ThinkingEvent(f"Slide {number} again: {problems[0]}\n")
+            fixed, notes = await self._one_slide(
+                turn, state, build, SlideAsk(number, len(slides), titles, slide, plan, problems)
+            )
+            if notes:
+                yield repaired([f"slide {number}: {note}" for note in notes])
+            slides[number - 1] = fixed
+
+    async def _one_slide(
+        self, turn: Turn, state: TurnState, build: DeckBuild, ask: SlideAsk
+    ) -> tuple[SlideSchema, list[str]]:
+        """One slide, asked alone with its own page's schema (any page, for a slide of a
+        changed deck that has none), with what was wrong with the one it replaces."""
+        requirement, template = requirement_of(build), self.template(build)
+        plan, slide = ask.plan, ask.slide
+        kind = plan.page_type if plan else slide.page_type if slide else CONTENT_PAGE
+        points = "; ".join(plan.points) if plan else ""
+        system = prompts.ONE_SLIDE.format(
+            language=requirement.language or "the user's language",
+            count=ask.count,
+            titles=ask.titles,
+            number=ask.number,
+            title=plan.title if plan else slide.title if slide else "",
+            page_type=kind,
+            points=f", from the outline's points: {points}" if points else "",
+            pages=prompts.describe_pages(template),
+        )
+        messages = [Msg.text("system", system), Msg.text("user", build.query)]
+        if slide is not None:
+            messages += [
+                Msg.text("assistant", slide.model_dump_json(by_alias=True)),
+                Msg.text("user", AGAIN.format(problems=" ".join(ask.problems))),
+            ]
+        page, plan_type = template.page(kind), plan.page_type if plan else None
+        return await self._plan(
+            turn, state, build.status, messages, SlideSchema,
+            schema=slide_schema(page) if page is not None else any_slide_schema(template),
+            mend=lambda found: mend_slide(found, template, plan),
+            check=lambda found: check_slide(ask.number, found, template, plan_type),
+            name=f"Writing slide {ask.number}",
+        )  # fmt: skip
 
     async def render(self, turn: Turn, state: TurnState, build: DeckBuild) -> Events:
         yield ThinkingEvent("Rendering…\n")
@@ -431,23 +576,6 @@ class DeckSteps:
             raise AgentFailure("PPT_RENDER_FAILED", "a file the deck needs is gone")
         return b"".join([chunk async for chunk in await documents.download(stored)])
 
-    async def _fitted_plan(
-        self,
-        turn: Turn,
-        state: TurnState,
-        step: str,
-        messages: list[Msg],
-        template: TemplateSpec,
-        check: Callable[[DeckSchema], list[str]],
-    ) -> DeckSchema:
-        """A deck that passes `check`; text still too long after the retry is shortened."""
-        try:
-            return await self._plan(turn, state, step, messages, DeckSchema, check)
-        except InvalidPlan as exc:
-            if isinstance(exc.value, DeckSchema) and only_over_budget(exc.problems):
-                return fit_deck(exc.value, template)
-            raise
-
     async def _plan(
         self,
         turn: Turn,
@@ -455,17 +583,28 @@ class DeckSteps:
         step: str,
         messages: list[Msg],
         kind: type[Answer],
-        check: Callable[[Answer], list[str]],
+        *,
+        schema: dict[str, Any],
+        mend: Mend[Answer] | None = None,
+        check: Callable[[Answer], list[str]] | None = None,
         written: Callable[[str], None] | None = None,
-    ) -> Answer:
-        """The model's answer as `kind`, passing `check`; asked once more if it does not.
+        name: str | None = None,
+    ) -> tuple[Answer, list[str]]:
+        """The model's answer as `kind`, mended and passing `check`, asked once more if it
+        does not; with the notes of its repairs. Fails the build at `step` (named `name` to
+        the user; the step's own name by default).
 
         `written` is told each piece of text as it comes, and "" when an answer starts.
         """
+        notes: list[str] = []
         try:
-            return await self.ask(turn, state, messages, kind, check=check, written=written)
+            answer = await self.ask(
+                turn, state, messages, kind, step=name or STEP_NAMES[step], schema=schema,
+                mend=mend, on_mended=notes.extend, check=check, written=written,
+            )  # fmt: skip
         except StructuredOutputInvalid as exc:
-            raise InvalidPlan(step, exc.problems, exc.value) from exc
+            raise InvalidPlan(step, exc) from exc
+        return answer, notes
 
     async def ask(
         self,
@@ -474,6 +613,10 @@ class DeckSteps:
         messages: list[Msg],
         kind: type[Answer],
         *,
+        step: str,
+        schema: dict[str, Any] | None = None,
+        mend: Mend[Answer] | None = None,
+        on_mended: Callable[[list[str]], None] | None = None,
         check: Callable[[Answer], list[str]] | None = None,
         written: Callable[[str], None] | None = None,
         attempts: int = 2,
@@ -483,9 +626,13 @@ class DeckSteps:
             self.core.model_for(turn.model_id),
             messages,
             kind,
+            step=step,
+            schema=schema,
             options=turn.options,
             on_usage=state.add_usage,
             on_text=written,
+            mend=mend,
+            on_mended=on_mended,
             check=check,
             attempts=attempts,
         )

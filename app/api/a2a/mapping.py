@@ -44,6 +44,7 @@ from a2a.types.a2a_pb2 import (
 from app.core import events as ev
 from app.core.frames import joined_deltas
 from app.core.urls import absolute
+from app.llm.errors import stored_error_message
 from app.store.models import StoredTurn
 from app.store.push_configs import task_id_of
 
@@ -132,7 +133,8 @@ def stored_task(rows: Sequence[StoredTurn], ref: TaskRef, base_url: str) -> Task
     if state == TaskState.TASK_STATE_INPUT_REQUIRED:
         status.message.CopyFrom(agent_message(last.answer or "", ref))
     elif last.error:
-        status.message.CopyFrom(agent_message(last.error, ref, {"code": last.error}))
+        said = stored_error_message(last.error, last.error_message) or last.error
+        status.message.CopyFrom(agent_message(said, ref, {"code": last.error}))
     task.status.CopyFrom(status)
     if last.answer and state != TaskState.TASK_STATE_INPUT_REQUIRED:
         task.artifacts.append(

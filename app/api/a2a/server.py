@@ -82,14 +82,14 @@ from app.api.run_events import event_batches
 from app.core.events import Event, StartEvent
 from app.service.errors import (
     BadRequest,
-    Busy,
+    Conflict,
     NotAvailable,
     NotFound,
     OverLimit,
     TooLong,
     TurnRefused,
 )
-from app.service.streams import TurnRequest
+from app.service.streams import MemoryMode, TurnRequest
 from app.store.base import StoreError
 from app.store.models import StoredTurn
 from app.tasks.base import EventsGone, TaskBackendUnavailable
@@ -304,7 +304,8 @@ class RunTasks(RequestHandler):
         if not question.strip() and metadata.get("regenerate") is None and decision is None:
             raise InvalidParamsError("The message must have a text part")
         earlier: list[StoredTurn] = []
-        kind = str(metadata.get("skill") or DEFAULT_KIND)
+        project_id = str(metadata["projectId"]) if metadata.get("projectId") else None
+        kind = str(metadata.get("skill") or await self._project_kind(user, project_id))
         conversation = message.context_id or None
         task_ref: TaskRef | None = None
         if message.task_id:
@@ -339,6 +340,8 @@ class RunTasks(RequestHandler):
             if metadata.get("templateFileId")
             else None,
             tool_approval=_approval_mode(metadata.get("toolApproval")),
+            project_id=project_id,
+            memory=_memory_mode(metadata.get("memory")),
         )
         try:
             run, stop_when_gone = await services.streams.open(
@@ -355,6 +358,16 @@ class RunTasks(RequestHandler):
             stop_when_gone=stop_when_gone,
             earlier=earlier,
         )
+
+    async def _project_kind(self, user: str, project_id: str | None) -> str:
+        """The kind of a message with no `skill`: its project's `defaultKind`, else chat."""
+        if project_id is None:
+            return DEFAULT_KIND
+        try:
+            project = await self._services().projects.project(user, project_id)
+        except TurnRefused as exc:
+            raise _a2a_error(exc) from exc
+        return project.default_kind or DEFAULT_KIND
 
     async def _task(
         self, task_id: str, context: ServerCallContext
@@ -391,6 +404,14 @@ def _user(context: ServerCallContext) -> str:
 def _base_url(context: ServerCallContext) -> str:
     base: str = context.state[BASE_URL_KEY]
     return base
+
+
+def _memory_mode(value: object) -> MemoryMode | None:
+    if value is None:
+        return None
+    if value not in ("on", "off"):
+        raise InvalidParamsError("metadata.memory must be on or off")
+    return "off" if value == "off" else "on"
 
 
 def _approval_mode(value: object) -> ApprovalMode | None:
@@ -457,7 +478,7 @@ def _a2a_error(exc: TurnRefused) -> A2AError:
     message = str(exc)
     if isinstance(exc, BadRequest | NotFound | TooLong):
         return InvalidParamsError(message, {"error": exc.code} if exc.code else None)
-    if isinstance(exc, Busy):
+    if isinstance(exc, Conflict):
         return InvalidRequestError(message, {"status": 409})
     if isinstance(exc, OverLimit):
         return InvalidRequestError(message, {"status": 429})

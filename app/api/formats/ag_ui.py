@@ -70,6 +70,8 @@ FORWARDED_FIELDS = (
     "reviewPlan",
     "templateFileId",
     "approval",
+    "projectId",
+    "memory",
 )
 """Our own stream fields a client may pass in `forwardedProps`."""
 PAUSED_REASON = "input_required"
@@ -392,7 +394,8 @@ async def run_ag_ui(
 
     `threadId` is the conversation, the last user message the question, a
     `resume` entry's `payload` (a string, or `{answer}`) the answer to a paused
-    turn; `forwardedProps` may carry `fileId`, `onDisconnect` and `model`. With
+    turn; `forwardedProps` may carry our stream fields (`fileId`, `model`, `projectId`,
+    `memory`, ...). With
     `Last-Event-ID` the request rejoins the thread's running (or just ended)
     run after that event instead of starting one.
     """

@@ -81,6 +81,8 @@ class ChatRequest(BaseModel):
     tool_approval: str | None = Field(default=None, alias="toolApproval")
     review_plan: bool | None = Field(default=None, alias="reviewPlan")
     template_file_id: str | None = Field(default=None, alias="templateFileId")
+    project_id: str | None = Field(default=None, alias="projectId")
+    memory: str | None = None
     approval: Any = Field(
         default=None,
         description="Our `approval` decision; else read from the last assistant message's"
@@ -297,6 +299,8 @@ def _stream_params(request: ChatRequest, regenerate: int | str | None = None) ->
         "toolApproval": request.tool_approval,
         "reviewPlan": request.review_plan,
         "templateFileId": request.template_file_id,
+        "projectId": request.project_id,
+        "memory": request.memory,
         "approval": _approval(request),
     }
     try:
@@ -347,7 +351,8 @@ async def run_ai_sdk(
     """Start a turn of agent `kind` from `useChat`'s request, answered as a UI message stream.
 
     `id` is the conversation and the last user message's text the question;
-    `fileId`, `onDisconnect`, `parentId` and `model` may be added with the transport's `body`.
+    `fileId`, `onDisconnect`, `parentId`, `model`, `projectId` and `memory` may be added with
+    the transport's `body`.
     `regenerate()` answers the regenerated turn's question again, as its sibling.
     """
     entry, user = agent_entry(services, kind), caller.user

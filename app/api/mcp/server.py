@@ -17,7 +17,7 @@ under a 2025-revision call does not reach the handler: the run goes on and
 its answer lands in the history, as our streams' runs do.
 
 Left out: the MCP tasks extension (a call is answered when its turn ends; a
-client that cannot wait that long polls the run: README, "MCP clients").
+client that cannot wait that long polls the run: docs/integrate/mcp.md, "Long calls").
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from app.api.run_events import event_batches
 from app.core import events as ev
 from app.core.urls import absolute
 from app.service.errors import TurnRefused
-from app.service.streams import CONVERSATION_ID, TurnRequest
+from app.service.streams import CONVERSATION_ID, MemoryMode, TurnRequest
 from app.tasks.runs import Run
 
 log = logging.getLogger(__name__)
@@ -84,10 +84,13 @@ class ToolInput(BaseModel):
     conversation_id: str | None = Field(default=None, alias="conversationId")
     file_id: str | None = Field(default=None, alias="fileId")
     model: str | None = None
+    project_id: str | None = Field(default=None, alias="projectId", max_length=64)
+    memory: MemoryMode | None = None
 
 
 def input_schema(entry: AgentEntry) -> dict[str, Any]:
-    """The kind's tool input: `query`, `conversationId`, `model`; `fileId` where it reads one."""
+    """The kind's tool input: `query`, `conversationId`, `model`, `projectId`, `memory`;
+    `fileId` where it reads one."""
     properties: dict[str, Any] = {
         "query": {"type": "string", "minLength": 1, "description": "The question or request."},
         "conversationId": {
@@ -101,6 +104,18 @@ def input_schema(entry: AgentEntry) -> dict[str, Any]:
         "model": {
             "type": "string",
             "description": "A model id of GET /agent/models; omitted: the agent's default.",
+        },
+        "projectId": {
+            "type": "string",
+            "description": (
+                "A project (GET /projects) to start the new conversation in: its instructions,"
+                " files and defaults apply; later calls on the conversation stay in it."
+            ),
+        },
+        "memory": {
+            "type": "string",
+            "enum": ["on", "off"],
+            "description": "`off`: this turn neither reads nor writes the user's memory.",
         },
     }
     required = ["query"]
@@ -266,6 +281,8 @@ class AgentTools:
             arguments.conversation_id,
             arguments.file_id,
             model=arguments.model,
+            project_id=arguments.project_id,
+            memory=arguments.memory,
         )
         try:
             caller = request.scope["state"][CALLER_KEY]

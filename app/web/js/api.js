@@ -9,11 +9,15 @@ import { accessToken } from './auth.js';
 const KEY_STORAGE = 'dodo-agent.apiKey';
 
 export class ApiError extends Error {
-  /** `status` is the HTTP status, or 0 when the server could not be reached. */
-  constructor(status, message) {
+  /**
+   * `status` is the HTTP status, or 0 when the server could not be reached; `code` the
+   * machine-readable reason the envelope gives (`data.error`: `DRAINING`, ...), if any.
+   */
+  constructor(status, message, code = null) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
+    this.code = code;
   }
 }
 
@@ -70,15 +74,18 @@ const FALLBACK = {
   503: 'The service is unavailable right now. Try again in a moment.',
 };
 
-/** The server's own message in an error body: the envelope's `message`, or FastAPI's `detail`. */
-function messageIn(text) {
-  let body;
+function parsed(text) {
   try {
-    body = JSON.parse(text);
+    const body = JSON.parse(text);
+    return body !== null && typeof body === 'object' ? body : null;
   } catch {
-    return ''; // Not JSON (a proxy's error page, say): the status tells enough.
+    return null; // Not JSON (a proxy's error page, say): the status tells enough.
   }
-  if (body === null || typeof body !== 'object') return '';
+}
+
+/** The server's own message in an error body: the envelope's `message`, or FastAPI's `detail`. */
+function messageIn(body) {
+  if (body === null) return '';
   if (typeof body.message === 'string') return body.message;
   return typeof body.detail === 'string' ? body.detail : '';
 }
@@ -92,14 +99,17 @@ async function errorOf(response) {
   } catch (error) {
     if (error.name === 'AbortError') throw error;
   }
-  let message = messageIn(text);
+  const body = parsed(text);
+  let message = messageIn(body);
   if (response.status === 401) {
     if (accessToken()) message = 'Your sign-in was not accepted: sign out and in again.';
     else message = apiKey() ? 'The API key was not accepted.' : FALLBACK[401];
   }
+  const code = typeof body?.data?.error === 'string' ? body.data.error : null;
   return new ApiError(
     response.status,
     message || FALLBACK[response.status] || `The server answered with status ${response.status}.`,
+    code,
   );
 }
 
@@ -108,12 +118,29 @@ export async function objectUrl(url) {
   return URL.createObjectURL(await (await send(url)).blob());
 }
 
-/** Save a download (a generated file), sending the key, which a plain link cannot. */
+/** The file name a response gives in its Content-Disposition (RFC 6266: `filename*` before
+ * `filename`), or null when it gives none. */
+function suggestedName(response) {
+  const header = response.headers.get('Content-Disposition') ?? '';
+  const encoded = /filename\*=UTF-8''([^;\s]+)/i.exec(header);
+  if (encoded) {
+    try {
+      return decodeURIComponent(encoded[1]);
+    } catch {
+      // Not valid percent-encoding: the plain name, or the caller's, will do.
+    }
+  }
+  return /filename="([^"]*)"/i.exec(header)?.[1] || null;
+}
+
+/** Save a download (a generated file, an export), sending the key, which a plain link
+ * cannot; named as the server names it, else `name`. */
 export async function download(url, name) {
-  const blob = await (await send(url)).blob();
+  const response = await send(url);
+  const blob = await response.blob();
   const link = document.createElement('a');
   link.href = URL.createObjectURL(blob);
-  link.download = name;
+  link.download = suggestedName(response) ?? name;
   document.body.append(link);
   link.click();
   link.remove();

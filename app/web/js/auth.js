@@ -155,11 +155,12 @@ async function finishSignIn(params) {
 let button = null;
 
 async function showButton() {
-  if (!button) {
-    button = h('button', { type: 'button', id: 'sign-in', class: 'button' });
-    document.querySelector('.topbar')?.append(button);
-  }
+  button ??= h('button', { type: 'button', id: 'sign-in', class: 'button' });
   const signedIn = Boolean(accessToken());
+  // Sign in stands in the header, where it is seen at once; Sign out goes with the account
+  // items, in their menu on a phone (header-menu.js).
+  const place = signedIn ? document.getElementById('header-menu') : document.querySelector('.topbar');
+  place?.append(button);
   button.textContent = signedIn ? 'Sign out' : 'Sign in';
   button.onclick = () => (signedIn ? signOut() : signIn());
   if (!signedIn) return;

@@ -6,8 +6,8 @@
 // keyboard does not lose a conversation, and no modal dialog is needed. A badge says
 // which conversations have a turn running, queued or waiting for the reader
 // (`/agent/runs`), whichever tab, browser or instance started it. Each conversation
-// has a menu (a disclosure) to rename it in place, download it as Markdown or JSON, or
-// delete it. The list is one tab stop: the arrow keys move between conversations, and
+// has a menu (a disclosure) to rename it in place, move it to a project, download it as
+// Markdown or JSON, or delete it; a conversation in a project names it. The list is one tab stop: the arrow keys move between conversations, and
 // Right arrow reaches a conversation's menu (Left comes back), so a keyboard user
 // passes the whole list with one Tab. The open conversation is scrolled into view.
 
@@ -50,11 +50,25 @@ export class ConversationList {
   /**
    * `onOpen(id)` opens a conversation, `onDeleted(id)` follows a deletion, `onError` shows
    * one and `onNotice` news (a link shared), and `agentName(type)` names an agent as the
-   * agent picker does.
+   * agent picker does; `projects()` lists the caller's projects (a conversation moves
+   * between them), and `onMoved(id, projectId)` follows a move.
    */
-  constructor({ list, empty, more, onOpen, onDeleted, onError, onNotice, agentName }) {
+  constructor({
+    list,
+    empty,
+    more,
+    onOpen,
+    onDeleted,
+    onError,
+    onNotice,
+    agentName,
+    projects,
+    onMoved,
+  }) {
     this.onNotice = onNotice;
     this.agentName = agentName;
+    this.projects = projects;
+    this.onMoved = onMoved;
     this.list = list;
     this.empty = empty;
     this.more = more;
@@ -200,6 +214,7 @@ export class ConversationList {
 
   item(record, period) {
     const title = record.title || record.question;
+    const project = this.projects().find((p) => p.projectId === record.projectId);
     const open = h(
       'button',
       {
@@ -214,6 +229,7 @@ export class ConversationList {
         { class: 'meta' },
         `${this.agentName(record.agentType)} · ${when(record.updateTime, period)}`,
       ),
+      project ? h('span', { class: 'meta project-tag' }, project.name) : null,
     );
     const item = h('li', {}, open);
     item.append(this.menu(record, title, item, open));
@@ -288,6 +304,8 @@ export class ConversationList {
       entry({ class: 'pin' }, record.pinned ? 'Unpin' : 'Pin', () =>
         this.change(id, { pinned: !record.pinned }),
       ),
+      // None while there is no project to move to (append() would write a null as "null").
+      ...[this.moveControl(record, close)].filter(Boolean),
       ...EXPORTS.map(({ format, extension, label }) =>
         entry({ 'data-format': format }, label, () =>
           download(`${path}/export?format=${format}`, `${id}.${extension}`),
@@ -296,6 +314,28 @@ export class ConversationList {
       remove,
     );
     return wrapper;
+  }
+
+  /** A box choosing the conversation's project (`PATCH /session/{id} {projectId}`); none
+   * while the caller has no project and it is in none. */
+  moveControl(record, close) {
+    const projects = this.projects();
+    if (!projects.length && !record.projectId) return null;
+    const select = h(
+      'select',
+      { class: 'move' },
+      new Option('No project', ''),
+      ...projects.map((project) => new Option(project.name, project.projectId)),
+    );
+    select.value = record.projectId ?? '';
+    select.addEventListener('change', () => {
+      const projectId = select.value || null;
+      close();
+      this.change(record.conversationId, { projectId })
+        .then(() => this.onMoved(record.conversationId, projectId))
+        .catch(this.onError);
+    });
+    return h('label', { class: 'move-label' }, 'Project ', select);
   }
 
   /** Share the conversation by link up to its latest answer (or move its link there), and
@@ -317,8 +357,8 @@ export class ConversationList {
     this.onNotice('Not shared any more: the link no longer opens it.');
   }
 
-  /** Rename, pin or unpin the conversation (`PATCH /session/{id}` with `change`), and keep
-   * the keyboard on it in its new place. */
+  /** Rename, pin, unpin or move the conversation (`PATCH /session/{id}` with `change`), and
+   * keep the keyboard on it in its new place. */
   async change(id, change) {
     await sendJson('PATCH', `/session/${encodeURIComponent(id)}`, change);
     await this.refresh();

@@ -2,6 +2,8 @@
 // large), and one download per version, the newest first. Fed by the `deck` event live
 // and by the turn's stored `deck` on reload, so a reopened conversation looks the same.
 // The version's PDF is offered beside its download, or why there is none said under it.
+// A slide opened large is the page drawn at full size (`/file/preview`, of the version's PDF,
+// else of its .pptx), shown once it comes: the thumbnail stands in for it until then.
 // The slide list lives here only: the answer text, which repeats it for the original
 // client, is not shown beside it.
 
@@ -31,6 +33,8 @@ export class DeckView {
     const pdfName = current ? current.name.replace(/\.pptx$/i, '') + '.pdf' : '';
     this.urls = new Set([...versions.map((v) => safeUrl(v.url)), ...(pdf ? [pdf] : [])]);
     this.unmade = current && deck.pdfError ? pdfName : null;
+    /** Where each slide is drawn at full size: the PDF's pages, else the deck's own. */
+    this.pages = fileIdOf(pdf) ?? fileIdOf(current ? safeUrl(current.url) : null);
     const earlier = versions.filter((v) => v !== current).reverse();
     const facts = [`Version ${deck.version}`, deck.template, `${slides.length} slides`];
     // Parts a deck lacks are null: left out, not shown as the word "null".
@@ -84,6 +88,7 @@ export class DeckView {
           if (!image.src) return;
           const large = h('img', { class: 'slide-large', src: image.src, alt: `Slide ${label}` });
           view(`Slide ${label}`, large);
+          this.enlarge(large, index + 1);
         },
       },
       image,
@@ -95,4 +100,32 @@ export class DeckView {
       .catch(() => open.remove());
     return h('li', { class: 'slide' }, open, caption);
   }
+
+  /** Put page `page` drawn at full size in `large` (the thumbnail until it comes), while the
+   * viewer still shows it; a failure leaves the thumbnail. */
+  async enlarge(large, page) {
+    if (!this.pages) return;
+    let local;
+    try {
+      local = await objectUrl(`/file/preview/${encodeURIComponent(this.pages)}?page=${page}`);
+    } catch {
+      return;
+    }
+    const dialog = large.closest('dialog');
+    if (!dialog?.open) {
+      URL.revokeObjectURL(local);
+      return;
+    }
+    large.src = local;
+    dialog.addEventListener('close', () => URL.revokeObjectURL(local), { once: true });
+  }
+}
+
+/** The file id of one of our downloads (`safeUrl`'s `<origin>/file/download/{fileId}`), or
+ * null. */
+function fileIdOf(url) {
+  if (!url) return null;
+  const { origin, pathname } = new URL(url);
+  const id = origin === location.origin ? /^\/file\/download\/([^/]+)$/.exec(pathname)?.[1] : null;
+  return id ? decodeURIComponent(id) : null;
 }

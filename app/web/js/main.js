@@ -25,7 +25,10 @@ import { SchedulesScreen, runEveryButton } from './schedules.js';
 import { Composer } from './composer.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
+import { headerMenu } from './header-menu.js';
+import { MemoryScreen } from './memory.js';
 import { ModelPicker } from './models.js';
+import { ProjectList, ProjectScreen } from './projects.js';
 import { followRun, resumeRequest } from './stream.js';
 import { TurnView } from './turn.js';
 import { closeScreens } from './screen.js';
@@ -54,7 +57,13 @@ const ui = {
   sidebar: $('sidebar'),
   welcomeText: $('welcome-text'),
   examples: $('examples'),
+  temporary: $('temporary'),
+  temporaryOption: $('temporary-option'),
+  temporaryNote: $('temporary-note'),
+  projectChip: $('project-chip'),
 };
+
+headerMenu($('header-menu-button'), $('header-menu'));
 
 const composer = new Composer({ question: ui.question, send: ui.send, hint: $('composer-hint') });
 
@@ -89,6 +98,31 @@ const account = new AccountScreen({
   ...screenParts,
   modelName: (id) => models.nameOf(id),
 });
+const projects = new ProjectList({
+  list: $('projects'),
+  create: $('new-project'),
+  onOpen: (id, options) => projectScreen.show(id, options).catch(showError),
+  onError: showError,
+});
+const projectScreen = new ProjectScreen({
+  panel: $('project'),
+  ...screenParts,
+  onChanged: (deleted) => {
+    // A deleted project took its conversations: the one on screen too, if it was in it.
+    if (deleted && deleted === state.projectId) newChat();
+    return Promise.all([projects.refresh(), conversations.refresh()]).catch(showError);
+  },
+  onNewChat: (project) => newChat({ project }),
+  onOpenConversation: (id) => openConversation(id),
+  agents: () => [...ui.agent.options].map((o) => ({ kind: o.value, name: o.textContent })),
+});
+const memory = new MemoryScreen({
+  button: $('memory-button'),
+  place: $('account-memory-section'),
+  panel: $('memory'),
+  ...screenParts,
+  projectName: (id) => projects.name(id),
+});
 const schedules = new SchedulesScreen({
   button: $('schedules-button'),
   panel: $('schedules'),
@@ -112,6 +146,8 @@ const state = {
   joining: false,
   /** The turns on screen (TurnViews, each with its `branch` controls), oldest first. */
   turns: [],
+  /** The project of the open conversation, or the one a new chat starts in; null: none. */
+  projectId: null,
 };
 
 const conversations = new ConversationList({
@@ -125,6 +161,10 @@ const conversations = new ConversationList({
   onError: showError,
   onNotice: (message) => showNotice(message, 'info'),
   agentName,
+  projects: () => projects.projects,
+  onMoved: (id, projectId) => {
+    if (id === state.conversationId) setProject(projectId);
+  },
 });
 
 // The search box lives on its own: it only needs a way to open what it finds.
@@ -194,7 +234,22 @@ const turnHandlers = {
   onFollowUp: (question) => ask(question),
   onDecide: (turn, answer) => decide(turn, answer),
   onRetry: (turn) => retry(turn),
+  onError: showError,
 };
+
+/** The project of the conversation on screen (or of the new chat about to start). */
+function setProject(projectId) {
+  state.projectId = projectId;
+  ui.projectChip.textContent = projectId ? `In project: ${projects.name(projectId)}` : '';
+  ui.projectChip.hidden = !projectId;
+}
+
+/** A temporary chat neither reads nor saves memory: the page says so while it is on. */
+function showTemporary() {
+  const on = ui.temporary.checked && !ui.temporaryOption.hidden;
+  ui.temporaryNote.hidden = !on;
+  ui.composer.classList.toggle('temporary', on);
+}
 
 /** A stream request: its fields in a JSON body, so no question ends up in a URL or a log. */
 function openStream(agent, body, signal) {
@@ -256,6 +311,7 @@ function stopReading() {
 function showAgentTools() {
   attachment.show();
   ui.reviewPlanOption.hidden = ui.agent.value !== 'deep';
+  models.forAgent(ui.agent.value);
   const welcome = { text: ui.welcomeText, examples: ui.examples, question: ui.question };
   showWelcome(welcome, ui.agent.selectedOptions[0], (example, attach) => {
     composer.fill(example);
@@ -297,7 +353,8 @@ function closeSidebar() {
 function openSidebar() {
   document.body.classList.add('sidebar-open');
   ui.menuButton.setAttribute('aria-expanded', 'true');
-  (ui.sidebar.querySelector('button:not([hidden])') ?? ui.sidebar).focus();
+  const conversation = ui.sidebar.querySelector('.conversations button.open[tabindex="0"]');
+  (conversation ?? ui.sidebar.querySelector('button:not([hidden])') ?? ui.sidebar).focus();
 }
 
 /**
@@ -401,13 +458,16 @@ async function ask(text, branch = {}) {
   else params.set('regenerate', String(branch.regenerate));
   if (branch.parentId !== undefined) params.set('parentId', String(branch.parentId));
   for (const [name, fileId] of Object.entries(attached)) params.set(name, fileId);
-  models.choose(conversationId, params);
+  models.choose(params);
   if (agent === 'deep' && ui.reviewPlan.checked) params.set('reviewPlan', 'true');
   const body = Object.fromEntries(params);
   for (const name of ['regenerate', 'parentId']) {
     if (name in body) body[name] = Number(body[name]);
   }
   if ('reviewPlan' in body) body.reviewPlan = true;
+  if (ui.temporary.checked && !ui.temporaryOption.hidden) body.memory = 'off';
+  // A new conversation starts in the project; later turns stay in it without saying so.
+  if (state.projectId && !state.turns.length) body.projectId = state.projectId;
   const typed = ui.question.value;
   const replaced = branch.replaces?.branch.meta;
   const parentId = replaced ? replaced.parentId : (state.turns.at(-1)?.branch.meta.id ?? null);
@@ -578,6 +638,7 @@ function showHistory(id, detail) {
   }
   showAgentTools();
   attachment.restore(detail.fileid);
+  setProject(detail.projectId ?? null);
   for (const message of detail.messages) {
     const view = TurnView.fromStored(message, turnHandlers);
     const turn = withBranch(view, message);
@@ -585,7 +646,7 @@ function showHistory(id, detail) {
     models.annotateStored(turn.el, message);
     addTurn(turn);
   }
-  models.show(id);
+  models.show(detail.messages);
 }
 
 /** After drawing a history: follow its last turn if it is still answering. */
@@ -607,7 +668,8 @@ async function rejoin(stored, question, id) {
   });
 }
 
-function newChat() {
+/** A new chat; in `project`, with its default agent when it names one. */
+function newChat({ project = null } = {}) {
   closeScreens();
   stopReading();
   setConversation(null);
@@ -615,6 +677,13 @@ function newChat() {
   clearNotice();
   closeSidebar();
   attachment.set(null);
+  setProject(project?.projectId ?? null);
+  const kind = project?.defaultKind;
+  if (kind && [...ui.agent.options].some((o) => o.value === kind)) {
+    ui.agent.value = kind;
+    showAgentTools();
+  }
+  models.show([], project?.defaultModel);
   ui.question.focus();
 }
 
@@ -654,11 +723,29 @@ async function loadCaller() {
   account.load(me, (config?.methods ?? []).length > 0);
 }
 
+/** The Memory screen and the temporary-chat switch, where the server keeps memory. */
+async function loadMemory() {
+  try {
+    await memory.load();
+  } catch (error) {
+    showError(error);
+  }
+  ui.temporaryOption.hidden = !memory.available;
+  showTemporary();
+}
+
 async function load() {
   // Read first: whatever the reader does while the agents and the list load changes it.
   const hash = location.hash;
   ui.keyButton.hidden = !apiKey();
-  await Promise.all([loadAgents(), models.load(), loadLimits(), loadCaller()]);
+  await Promise.all([
+    loadAgents(),
+    models.load(),
+    loadLimits(),
+    loadCaller(),
+    projects.refresh().catch(showError),
+    loadMemory(),
+  ]);
   showAgentTools();
   try {
     await conversations.refresh();
@@ -688,6 +775,7 @@ ui.question.addEventListener('keydown', (event) => {
   }
 });
 ui.stop.addEventListener('click', stop);
+ui.temporary.addEventListener('change', showTemporary);
 ui.agent.addEventListener('change', showAgentTools);
 // A file dropped anywhere on the page is taken, not opened by the browser in the page's place.
 document.addEventListener('dragover', (event) => {
@@ -712,7 +800,7 @@ ui.question.addEventListener('paste', (event) => {
   event.preventDefault();
   attachment.offer(files);
 });
-$('new-chat').addEventListener('click', newChat);
+$('new-chat').addEventListener('click', () => newChat());
 // The skip links move the keyboard without touching the URL, which names the conversation.
 for (const link of document.querySelectorAll('.skip-link')) {
   link.addEventListener('click', (event) => {

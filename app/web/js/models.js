@@ -1,34 +1,15 @@
 // The model picker: the models this service offers (GET /agent/models) beside the
-// agent picker, the choice remembered per conversation in this browser, and each
-// answer's model and cost under it. A service with one model shows no picker; one
-// without /agent/models (an older server) leaves the page as it was.
+// agent picker, and each answer's model and cost under it. An open conversation shows
+// the model its last turn used; a new chat the one the user picked last, which the
+// service keeps for them (`/account/preferences`), so it follows them to another device.
+// A service with one model shows no picker; one without /agent/models (an older server)
+// leaves the page as it was, and one without preferences keeps the choice for this page.
 
-import { getJson } from './api.js';
+import { getJson, sendJson } from './api.js';
 import { h } from './dom.js';
 
-const STORAGE = 'dodo-agent.models';
-/** Conversations whose choice is kept: the oldest are forgotten beyond this. */
-const KEPT = 200;
 /** The picker's first option: no `model` sent, so the agent kind's own (AGENT_MODELS). */
 const AGENT_DEFAULT = '';
-
-function remembered() {
-  try {
-    const stored = JSON.parse(localStorage.getItem(STORAGE) ?? '{}');
-    return stored !== null && typeof stored === 'object' ? stored : {};
-  } catch {
-    return {};
-  }
-}
-
-function remember(conversationId, modelId) {
-  const stored = remembered();
-  delete stored[conversationId];
-  if (modelId) stored[conversationId] = modelId;
-  const ids = Object.keys(stored);
-  for (const old of ids.slice(0, Math.max(0, ids.length - KEPT))) delete stored[old];
-  localStorage.setItem(STORAGE, JSON.stringify(stored));
-}
 
 /** Dollars as a person reads them: cents for most answers, more digits for tiny ones. */
 export function dollars(cost) {
@@ -41,6 +22,10 @@ export class ModelPicker {
   /** `container`: where the picker goes (the composer's tools, beside the agent picker). */
   constructor(container) {
     this.models = [];
+    /** The model the user picked last (AGENT_DEFAULT: none), what a new chat offers. */
+    this.preferred = AGENT_DEFAULT;
+    /** The agent kind picked beside, whose own model the first option names. */
+    this.kind = null;
     this.select = h('select', { id: 'model' }, new Option('Agent default', AGENT_DEFAULT));
     this.el = h(
       'span',
@@ -48,10 +33,12 @@ export class ModelPicker {
       h('label', { for: 'model' }, 'Model'),
       this.select,
     );
+    this.select.addEventListener('change', () => this.prefer(this.select.value));
     container.append(this.el);
   }
 
-  /** Offer the server's models; on any failure (or a single model) the picker stays hidden. */
+  /** Offer the server's models, the user's own first; on any failure (or a single model)
+   * the picker stays hidden. */
   async load() {
     let models;
     try {
@@ -59,35 +46,60 @@ export class ModelPicker {
     } catch {
       return;
     }
+    // An older server keeps no preferences: the page's choice stands until it is left.
+    const preferences = await getJson('/account/preferences').catch(() => null);
     this.models = Array.isArray(models) ? models : [];
     const picked = this.select.value;
     this.select.replaceChildren(
       new Option('Agent default', AGENT_DEFAULT),
       ...this.models.map((m) => new Option(m.vision ? `${m.label} (images)` : m.label, m.id)),
     );
-    this.select.value = this.known(picked) ? picked : AGENT_DEFAULT;
+    const preferred = preferences?.model ?? AGENT_DEFAULT;
+    this.preferred = this.known(preferred) ? preferred : AGENT_DEFAULT;
+    this.select.value = this.known(picked) && picked ? picked : this.preferred;
+    this.forAgent(this.kind);
     this.el.hidden = this.models.length < 2;
   }
 
-  /** Show the choice of `conversationId` (null: a new chat keeps what is picked). */
-  show(conversationId) {
-    if (!conversationId) return;
-    const chosen = remembered()[conversationId] ?? AGENT_DEFAULT;
-    this.select.value = this.known(chosen) ? chosen : AGENT_DEFAULT;
+  /** Name, in the first option, the model agent `kind` takes when none is picked. */
+  forAgent(kind) {
+    this.kind = kind;
+    const own = this.agentDefault();
+    this.select.options[0].textContent = own ? `Agent default (${own.label})` : 'Agent default';
   }
 
-  /** Whether the model a turn would use now reads images (the picked one, else the default). */
+  /** The catalog's model agent `this.kind` takes of itself (`AGENT_MODELS`, else `default`). */
+  agentDefault() {
+    const kind = this.kind;
+    const own = this.models.find((m) => (m.defaultFor ?? []).includes(kind));
+    return own ?? this.models.find((m) => m.default);
+  }
+
+  /** Show the model a conversation's next turn takes: the one its last turn used (of its
+   * `messages`, `/session/{id}`'s), or, in a new chat (none), `planned` (its project's
+   * default model) or the user's own. */
+  show(messages, planned = null) {
+    const used = messages.findLast((message) => message.model)?.model ?? planned;
+    this.select.value = used && this.known(used) ? used : this.preferred;
+  }
+
+  /** Keep what the user picked, for every device they use; a failure costs only that. */
+  prefer(modelId) {
+    this.preferred = modelId;
+    sendJson('PATCH', '/account/preferences', { model: modelId || null }).catch(() => {});
+  }
+
+  /** Whether the model a turn would use now reads images (the picked one, else the agent's). */
   seesImages() {
     const id = this.select.value;
-    const model = this.models.find((m) => (id ? m.id === id : m.default));
+    const model = id ? this.models.find((m) => m.id === id) : this.agentDefault();
     return Boolean(model?.vision);
   }
 
-  /** Add the picked model to a stream's `params`, and remember it for the conversation. */
-  choose(conversationId, params) {
+  /** Add the picked model to a stream's `params`. */
+  choose(params) {
     const modelId = this.select.value;
     if (modelId) params.set('model', modelId);
-    remember(conversationId, modelId);
   }
 
   /** Under a live answer: its model and cost, once `complete` says them. */

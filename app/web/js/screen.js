@@ -9,12 +9,13 @@ export const DAY_MS = 86_400_000;
 const open = new Set();
 
 export class Screen {
-  /** `button` opens it, `panel` is its section; `chat` are the elements it hides while open. */
-  constructor({ button, panel, chat }) {
+  /** `button` opens it (none: the page opens it), `panel` is its section; `chat` are the
+   * elements it hides while open. */
+  constructor({ button = null, panel, chat }) {
     this.button = button;
     this.panel = panel;
     this.chat = chat;
-    button.addEventListener('click', () => (this.isOpen() ? this.close() : this.open()));
+    button?.addEventListener('click', () => (this.isOpen() ? this.close() : this.open()));
   }
 
   isOpen() {
@@ -26,7 +27,7 @@ export class Screen {
     open.add(this);
     this.panel.hidden = false;
     for (const element of this.chat) element.hidden = true;
-    this.button.setAttribute('aria-expanded', 'true');
+    this.button?.setAttribute('aria-expanded', 'true');
     this.panel.querySelector('h2').focus();
     this.opened();
   }
@@ -36,7 +37,7 @@ export class Screen {
     open.delete(this);
     this.panel.hidden = true;
     for (const element of this.chat) element.hidden = false;
-    this.button.setAttribute('aria-expanded', 'false');
+    this.button?.setAttribute('aria-expanded', 'false');
     this.closed();
   }
 

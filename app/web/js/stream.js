@@ -6,10 +6,17 @@
 // asks /agent/resume for the events after the last id it saw: nothing is lost and
 // nothing is shown twice. When the run can no longer be followed (it finished long
 // ago, or the server has no resume endpoint) the caller reads the stored turn instead.
+//
+// Behind a load balancer the instance serving a stream may go away mid-turn (a deploy)
+// or die: its stream ends without `complete`, the turn goes on at another instance, and
+// the resume reaches it there. A new turn sent to an instance that is going away is
+// refused with 503 `DRAINING` before anything is stored: it is sent again, and the load
+// balancer picks another instance.
 
 import { ApiError, send } from './api.js';
 
 const RESUME_DELAYS_MS = [250, 1000, 2000, 4000, 8000];
+const DRAINING_DELAYS_MS = [250, 500, 1000, 2000];
 
 /** Parse one SSE frame (the text between blank lines): its id and joined data lines. */
 function parseFrame(text) {
@@ -65,6 +72,19 @@ function sleep(ms, signal) {
   });
 }
 
+/** `open()`, sent again while an instance going away refuses it (503 `DRAINING`). */
+async function opened(open, signal) {
+  for (const delay of DRAINING_DELAYS_MS) {
+    try {
+      return await open();
+    } catch (error) {
+      if (!(error instanceof ApiError) || error.code !== 'DRAINING') throw error;
+      await sleep(delay, signal);
+    }
+  }
+  return open();
+}
+
 /** Ask for a run's events after `lastId`: 0 rejoins a run from its start (say, after a reload). */
 export function resumeRequest(conversationId, lastId, signal) {
   const query = new URLSearchParams({ conversationId });
@@ -81,7 +101,7 @@ export function resumeRequest(conversationId, lastId, signal) {
  * Returns the `complete` event, or null when the run can no longer be followed.
  */
 export async function followRun({ open, conversationId, onEvent, onReconnect, signal }) {
-  let response = await open();
+  let response = await opened(open, signal);
   let lastId = 0;
   let failures = 0;
   for (;;) {

@@ -10,8 +10,10 @@ import { ApprovalView } from './approvals.js';
 import { copyButton } from './clipboard.js';
 import { dressCodeBlocks } from './codeblocks.js';
 import { DeckView } from './deck.js';
+import { foldButton } from './fold.js';
 import { PlanView } from './plan.js';
 import { addPreview } from './previews.js';
+import { rememberedNote } from './remembered.js';
 import { linkCitations, referenceItems } from './sources.js';
 
 const RENDER_EVERY_MS = 50;
@@ -79,11 +81,13 @@ function durationText(ms) {
 export class TurnView {
   /** `onFollowUp(question)` is called when a suggested follow-up is chosen;
    * `onDecide(turn, answer)` when the user decides what the turn waits for;
-   * `onRetry(turn)` when the user asks again after an error. */
-  constructor(question, { onFollowUp, onDecide, onRetry }) {
+   * `onRetry(turn)` when the user asks again after an error; `onError(error)` shows a
+   * failure of the turn's own controls (an Undo). */
+  constructor(question, { onFollowUp, onDecide, onRetry, onError }) {
     this.onFollowUp = onFollowUp;
     this.onDecide = onDecide;
     this.onRetry = onRetry;
+    this.onError = onError;
     /** The turn's sources, which the answer's `[n]` citations link to. */
     this.refs = [];
     this.approval = null;
@@ -104,7 +108,11 @@ export class TurnView {
     this.plan = new PlanView();
     this.tools = h('ol', { class: 'tools', hidden: true, 'aria-label': 'Tool calls' });
     this.answer = h('div', { class: 'answer markdown' });
+    /** "Saved to memory" notes, with their Undo (remembered.js). */
+    this.memoryNotes = h('div', { class: 'memory-notes', hidden: true });
     this.files = h('ul', { class: 'files', hidden: true, 'aria-label': 'Generated files' });
+    /** The links of each file row, by the files' name without its extension. */
+    this.fileRows = new Map();
     this.deckView = new DeckView((url, name, label) => this.downloadLink(url, name, label));
     this.deck = this.deckView.el;
     this.errorText = h('span', { class: 'error-text' });
@@ -147,10 +155,12 @@ export class TurnView {
      * opens. */
     this.ratingTools = h('span', { class: 'rating-tools', hidden: true });
     this.ratingForm = h('div', { class: 'rating-form-place' });
+    const asked = h('p', { class: 'question' }, question);
     this.el = h(
       'article',
       { class: 'turn' },
-      h('div', { class: 'ask' }, this.questionTools, h('p', { class: 'question' }, question)),
+      h('div', { class: 'ask' }, this.questionTools, asked),
+      foldButton(asked, question),
       h(
         'div',
         { class: 'reply' },
@@ -159,6 +169,7 @@ export class TurnView {
         this.tools,
         this.deck,
         this.answer,
+        this.memoryNotes,
         this.files,
         this.error,
         this.references,
@@ -336,6 +347,11 @@ export class TurnView {
     entry.result.hidden = !entry.result.textContent;
     const page = name === 'fetch_page' && !isError ? readPage(result) : null;
     if (page) entry.hint.replaceChildren(pageLink(page));
+    const note = name === 'remember' && !isError ? rememberedNote(result, this.onError) : null;
+    if (note) {
+      this.memoryNotes.append(note);
+      this.memoryNotes.hidden = false;
+    }
   }
 
   showReferences(items) {
@@ -385,7 +401,17 @@ export class TurnView {
     }
     const link = this.downloadLink(url, name, `Download ${name}`);
     const size = h('span', { class: 'muted' }, ` ${sizeText(file.size)}`);
-    const row = h('li', { 'data-url': url }, link, size);
+    // One document in two formats (a report's .docx and .pdf): one row, one picture of it.
+    const stem = name.replace(/\.[^.]*$/, '');
+    const same = this.fileRows.get(stem);
+    if (same) {
+      same.append(' · ', link, size);
+      this.showFiles();
+      return;
+    }
+    const links = h('span', { class: 'file-links' }, link, size);
+    const row = h('li', { 'data-url': url }, links);
+    this.fileRows.set(stem, links);
     this.files.append(row);
     addPreview(row, file.fileId, name);
     this.showFiles();
@@ -432,6 +458,8 @@ export class TurnView {
   fail(message) {
     this.errorText.textContent = message;
     this.error.hidden = false;
+    // Its Retry asks again: the Regenerate beside the answer would be a second button for it.
+    this.el.classList.add('has-error');
   }
 
   /** The error shown, or '' when there is none. */

@@ -1,0 +1,182 @@
+"""Projects on SQL: a user's projects, their attached files, and what a turn needs of one.
+
+Every statement filters on the user in SQL, so another user's project is simply not
+found. A conversation's project is its mark in `ai_conversation_title` (titles.py);
+`for_turn` reads that mark, the project and its files in one statement, once per turn
+that names a conversation or a project.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import String, delete, exists, func, literal, select, update
+
+from app.store.db import Database
+from app.store.models import AI_CONVERSATION_TITLE as TT
+from app.store.models import AI_FILE as F
+from app.store.models import AI_SESSION as T
+from app.store.models import StoredFile
+from app.store.project_models import PROJECT as P
+from app.store.project_models import PROJECT_FILE as PF
+from app.store.project_models import StoredProject
+from app.store.user_memory import delete_project_memory
+
+_FILE_COLUMNS = [c for c in F.c if c.name != "content"]
+
+
+@dataclass(frozen=True, slots=True)
+class TurnProject:
+    """A turn's project as its start reads it."""
+
+    project: StoredProject | None
+    """The project asked for (`projectId`), else the conversation's; None: no such project
+    of the user's, or none."""
+    file_ids: list[str] = field(default_factory=list)
+    """Its attached files."""
+    placed: str | None = None
+    """The project the conversation is in now (its mark); None: none."""
+    asked: bool = False
+    """The conversation has turns already."""
+
+
+class SqlProjects:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def add(self, project: StoredProject) -> None:
+        values = {c.name: getattr(project, c.name) for c in P.c}
+        async with self._db.statement() as conn:
+            await conn.execute(P.insert().values(values))
+
+    async def of_user(self, user_id: str) -> list[StoredProject]:
+        """The user's projects, newest first."""
+        stmt = (
+            select(P).where(P.c.user_id == user_id).order_by(P.c.create_time.desc(), P.c.project_id)
+        )
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [StoredProject.model_construct(**row) for row in rows]
+
+    async def get(self, user_id: str, project_id: str) -> StoredProject | None:
+        stmt = select(P).where(P.c.user_id == user_id, P.c.project_id == project_id)
+        async with self._db.statement() as conn:
+            row = (await conn.execute(stmt)).mappings().one_or_none()
+        return None if row is None else StoredProject.model_construct(**row)
+
+    async def change(
+        self, user_id: str, project_id: str, values: dict[str, Any]
+    ) -> StoredProject | None:
+        """Set the given columns; the project as it is now, or None when not the user's."""
+        stmt = (
+            update(P)
+            .where(P.c.user_id == user_id, P.c.project_id == project_id)
+            .values({**values, "update_time": datetime.now(UTC)})
+            .returning(*P.c)
+        )
+        async with self._db.statement() as conn:
+            row = (await conn.execute(stmt)).mappings().one_or_none()
+        return None if row is None else StoredProject.model_construct(**row)
+
+    async def files(self, user_id: str, project_id: str) -> list[StoredFile]:
+        """The files attached to the project, in the order they were attached."""
+        stmt = (
+            select(*_FILE_COLUMNS)
+            .join(PF, PF.c.file_id == F.c.id)
+            .where(PF.c.user_id == user_id, PF.c.project_id == project_id, F.c.user_id == user_id)
+            .order_by(PF.c.create_time, F.c.id)
+        )
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        return [StoredFile.model_construct(**row) for row in rows]
+
+    async def conversations(self, user_id: str, project_id: str) -> list[str]:
+        """The ids of the project's conversations (those with turns)."""
+        has_turn = exists().where(T.c.user_id == user_id, T.c.session_id == TT.c.conversation_id)
+        stmt = select(TT.c.conversation_id).where(
+            TT.c.user_id == user_id, TT.c.project_id == project_id, has_turn
+        )
+        async with self._db.statement() as conn:
+            return list((await conn.execute(stmt)).scalars().all())
+
+    async def count_conversations(self, user_id: str, project_id: str) -> int:
+        has_turn = exists().where(T.c.user_id == user_id, T.c.session_id == TT.c.conversation_id)
+        stmt = select(func.count()).where(
+            TT.c.user_id == user_id, TT.c.project_id == project_id, has_turn
+        )
+        async with self._db.statement() as conn:
+            return int((await conn.execute(stmt)).scalar_one())
+
+    async def attach(self, user_id: str, project_id: str, file_id: str) -> bool:
+        """Attach the user's file (again: no change); False when the project or the file is
+        not the user's."""
+        mine = exists().where(P.c.user_id == user_id, P.c.project_id == project_id)
+        theirs = exists().where(F.c.user_id == user_id, F.c.id == file_id)
+        attached = exists().where(PF.c.project_id == project_id, PF.c.file_id == file_id)
+        row = select(
+            literal(project_id, String),
+            literal(file_id, String),
+            literal(user_id, String),
+            literal(datetime.now(UTC), PF.c.create_time.type),
+        ).where(mine, theirs, ~attached)
+        stmt = PF.insert().from_select(["project_id", "file_id", "user_id", "create_time"], row)
+        async with self._db.begin() as conn:
+            await conn.execute(stmt)
+            found = await conn.execute(select(mine & theirs))
+            return bool(found.scalar_one())
+
+    async def detach(self, user_id: str, project_id: str, file_id: str) -> bool:
+        stmt = delete(PF).where(
+            PF.c.user_id == user_id, PF.c.project_id == project_id, PF.c.file_id == file_id
+        )
+        async with self._db.statement() as conn:
+            return bool((await conn.execute(stmt)).rowcount)
+
+    async def delete(self, user_id: str, project_id: str) -> bool:
+        """Delete the project, its attachments, its memory items and its conversations' marks
+        (the conversations themselves are deleted before, one by one); False when not found."""
+        async with self._db.begin() as conn:
+            await conn.execute(
+                delete(PF).where(PF.c.user_id == user_id, PF.c.project_id == project_id)
+            )
+            await delete_project_memory(conn, user_id, project_id)
+            await conn.execute(
+                delete(TT).where(TT.c.user_id == user_id, TT.c.project_id == project_id)
+            )
+            gone = await conn.execute(
+                delete(P).where(P.c.user_id == user_id, P.c.project_id == project_id)
+            )
+            return bool(gone.rowcount)
+
+    async def for_turn(
+        self, user_id: str, conversation_id: str, project_id: str | None
+    ) -> TurnProject:
+        """The conversation's mark, whether it has turns, and the project (`project_id`, else
+        the conversation's) with its files: one statement, a row per file."""
+        placed = (
+            select(TT.c.project_id)
+            .where(TT.c.user_id == user_id, TT.c.conversation_id == conversation_id)
+            .scalar_subquery()
+        )
+        asked = exists().where(T.c.user_id == user_id, T.c.session_id == conversation_id)
+        wanted = placed if project_id is None else literal(project_id, String)
+        anchor = select(literal(user_id, String).label("owner")).subquery("owner")
+        stmt = select(placed.label("placed"), asked.label("asked"), *P.c, PF.c.file_id).select_from(
+            anchor.outerjoin(
+                P, (P.c.user_id == anchor.c.owner) & (P.c.project_id == wanted)
+            ).outerjoin(PF, PF.c.project_id == P.c.project_id)
+        )
+        async with self._db.statement() as conn:
+            rows = (await conn.execute(stmt)).mappings().all()
+        first = rows[0]
+        project = None
+        if first["project_id"] is not None:
+            project = StoredProject.model_construct(**{c.name: first[c.name] for c in P.c})
+        return TurnProject(
+            project,
+            [row["file_id"] for row in rows if row["file_id"] is not None],
+            first["placed"],
+            bool(first["asked"]),
+        )

@@ -1,0 +1,117 @@
+"""Repeated benchmark runs: the rotating order, medians with their spreads, two runs compared."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bench.harness import QUICK, rotated
+from bench.table import TYPICAL, agreement, render
+from bench.table import main as table_main
+
+
+def _run(turns_per_second: dict[str, list[float]]) -> dict[str, Any]:
+    """A run's raw results holding only the saturation's turns/s, per column and repetition."""
+    columns = list(turns_per_second)
+    reps = [
+        {
+            "upstream": {"saturation": {"turns_per_second": 1000.0}},
+            **{
+                name: {"saturation": {"turns_per_second": values[rep]}}
+                for name, values in turns_per_second.items()
+            },
+        }
+        for rep in range(len(next(iter(turns_per_second.values()))))
+    ]
+    return {
+        "sizes": asdict(QUICK),
+        "columns": ["upstream", *columns],
+        "clients": dict.fromkeys(columns, "httpx2"),
+        "reps": reps,
+        "floors": [],
+    }
+
+
+def _row(table: str, label: str) -> list[str]:
+    [line] = [line for line in table.splitlines() if line.startswith(f"| {label} |")]
+    return [cell.strip() for cell in line.strip("|").split("|")]
+
+
+def test_each_repetition_starts_the_columns_one_place_further_on() -> None:
+    columns = ["A", "B", "C"]
+
+    orders = [rotated(columns, rep) for rep in range(4)]
+
+    assert orders == [["A", "B", "C"], ["B", "C", "A"], ["C", "A", "B"], ["A", "B", "C"]]
+
+
+def test_the_table_gives_each_figure_as_its_median_and_spread() -> None:
+    results = _run(
+        {
+            "proxy (httpx2)": [200.0, 250.0, 210.0],
+            TYPICAL: [90.0, 110.0, 100.0],
+            "service": [300.0, 220.0, 400.0],
+        }
+    )
+
+    table = render(results)
+
+    header = _row(table, "figure")
+    assert header == [
+        "figure",
+        "upstream",
+        "proxy (httpx2)",
+        TYPICAL,
+        "service",
+        "× proxy (httpx2)",
+        f"× {TYPICAL}",
+    ]
+    cells = _row(table, "saturation (no delay): turns/s")
+    assert cells[4] == "300 [220–400]"
+    # Ratios of the medians: 300 / 210 and 300 / 100.
+    assert cells[5:] == ["1.43", "3.00"]
+
+
+def test_one_repetition_shows_its_figure_alone() -> None:
+    table = render(_run({"proxy (httpx2)": [200.0], "service": [300.0]}))
+
+    assert _row(table, "saturation (no delay): turns/s")[2:4] == ["200", "300"]
+
+
+def test_two_runs_agree_when_each_median_lies_within_the_others_spread() -> None:
+    first = _run({"proxy (httpx2)": [200.0, 250.0, 210.0], "service": [300.0, 220.0, 400.0]})
+    second = _run({"proxy (httpx2)": [205.0, 240.0, 220.0], "service": [280.0, 250.0, 310.0]})
+
+    compared, differ = agreement(first, second)
+
+    assert (compared, differ) == (3, [])
+
+
+def test_a_median_outside_the_other_runs_spread_is_named() -> None:
+    first = _run({"proxy (httpx2)": [200.0, 250.0, 210.0], "service": [300.0, 290.0, 310.0]})
+    second = _run({"proxy (httpx2)": [205.0, 240.0, 220.0], "service": [200.0, 190.0, 320.0]})
+
+    compared, differ = agreement(first, second)
+
+    assert compared == 3
+    assert differ == [
+        "saturation (no delay): turns/s, service: 300 [290–310] against 200 [190–320]"
+    ]
+
+
+def test_the_agree_command_fails_when_two_saved_runs_disagree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps(_run({"service": [300.0, 290.0, 310.0]})))
+    second.write_text(json.dumps(_run({"service": [200.0, 190.0, 210.0]})))
+
+    with pytest.raises(SystemExit) as exited:
+        table_main([str(first), str(second), "--agree"])
+
+    assert exited.value.code == 1
+    assert "1 of 2 figures agree" in capsys.readouterr().out
