@@ -320,8 +320,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             {entry.kind: entry for entry in app.state.agents},
             catalog,
             webhooks,
+            projects,
             instance_id,
             tasks.instances,
+            drain,
         )
         if webhooks.enabled:
             # Here, not at the top: push notifications need the secret, and A2A's library

@@ -57,9 +57,17 @@ class ScheduleFields(WireModel):
         " DTSTART zone, else UTC.",
     )
     model: str | None = Field(
-        default=None, max_length=64, description="The model id (`/agent/models`); null: default."
+        default=None,
+        max_length=64,
+        description="The model id (`/agent/models`); null: the project's `defaultModel`, else"
+        " the default.",
     )
-    project_id: str | None = Field(default=None, max_length=64)
+    project_id: str | None = Field(
+        default=None,
+        max_length=64,
+        description="A project (`/projects`) its runs are in: its instructions, files, memory"
+        " and `defaultModel` apply; another user's or an unknown one: 404.",
+    )
     conversation: Conversation | None = Field(
         default=None,
         description="`new`: each run in a new conversation (default); `same`: every run in"
@@ -188,7 +196,7 @@ async def create_schedule(
 ) -> Envelope[SchedulePublic]:
     """400 with the reason for a bad rule or zone, an interval under SCHEDULE_MIN_SECONDS, more
     than SCHEDULES_PER_USER schedules, or a webhook that may not be called; `MODEL_UNKNOWN`
-    as on a stream."""
+    as on a stream; 404 for a `projectId` not the caller's."""
     return ok(SchedulePublic.of(await services.schedules.create(user, body.draft())))
 
 

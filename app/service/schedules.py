@@ -12,6 +12,14 @@ answer), is `skipped`, not queued: a late run of a periodic question is
 one the next due time makes again, and queued ones would pile up behind
 a run slower than the schedule.
 
+A schedule in a project (`projectId`, checked as a stream's: another user's
+or an unknown one is not found) runs its turns in it: the project's
+instructions, files and memory, and its `defaultModel` when the schedule
+names no model (read at each run, so a change to the project applies to the
+next). `kind` is required of a schedule, so the project's `defaultKind` does
+not apply. A `same` schedule's conversation follows the schedule when its
+project changes. Deleting a project deletes its schedules (app/service/projects.py).
+
 A schedule is checked as a stream's request is (the kind, the model, the
 webhook, the question's length, the project), and its times: an RRULE or
 cron in its zone, no two of its next few dozen due times closer than
@@ -25,16 +33,17 @@ reason, checked when a run ends on this instance or fails to start.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import logging
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from app.agents.registry import AgentEntry
 from app.config import SettingsPart
+from app.core.drain import Drain
 from app.core.recurrence import (
     Recurrence,
     RecurrenceError,
@@ -45,6 +54,7 @@ from app.llm.models import ModelCatalog, UnknownModel
 from app.service.errors import (
     BadRequest,
     Busy,
+    Draining,
     ModelUnknown,
     NotAvailable,
     NotFound,
@@ -52,7 +62,9 @@ from app.service.errors import (
     TurnRefused,
     Unavailable,
 )
+from app.service.projects import ProjectService
 from app.service.streams import StreamService, TurnRequest
+from app.service.turns import DRAINING, DRAINING_RETRY_SECONDS
 from app.store.base import SessionStore, StoreError
 from app.store.schedule_models import RunState, ScheduleRow, ScheduleRunRow
 from app.store.schedules import RunRecord, SqlSchedules, new_id
@@ -81,12 +93,6 @@ class ScheduleSettings(SettingsPart):
     schedule_min_seconds: float
     schedule_max_failures: int
     query_max_chars: int
-
-
-class ProjectLookup(Protocol):
-    """Whether a project is the user's (the projects' store, once there is one)."""
-
-    async def owns(self, user_id: str, project_id: str) -> bool: ...
 
 
 RunStarted = Callable[[Run, str, str], None]
@@ -135,9 +141,10 @@ class ScheduleService:
         agents: Mapping[str, AgentEntry],
         models: ModelCatalog,
         webhooks: Webhooks,
+        projects: ProjectService,
         instance_id: str,
         instances: DeadInstances | None,
-        projects: ProjectLookup | None = None,
+        drain: Drain,
         now: Callable[[], datetime] = utc_now,
     ) -> None:
         self._settings = settings
@@ -149,11 +156,12 @@ class ScheduleService:
         self._webhooks = webhooks
         self._instance_id = instance_id
         self._projects = projects
+        self._drain = drain
         self._now = now
         self._watching: set[asyncio.Task[None]] = set()
         self.on_started: RunStarted | None = None
         self.clock = ScheduleClock(
-            store, self.start_run, clock_settings, instance_id, instances, now
+            store, self.start_run, clock_settings, instance_id, instances, drain, now
         )
 
     def start(self) -> None:
@@ -223,8 +231,19 @@ class ScheduleService:
             changed.paused_reason = None
         if not await self._store.save(changed):
             raise NotFound("Schedule not found")
+        if changed.conversation == "same" and changed.project_id != row.project_id:
+            await self._move_conversation(changed)
         self.clock.wake()
         return await self._view(changed)
+
+    async def _move_conversation(self, schedule: ScheduleRow) -> None:
+        """Its runs' conversation into its new project (or out of any), so the next run is
+        not refused as one naming another project than its conversation's."""
+        # Not found: no run began it yet, and the first run puts it in the project.
+        with contextlib.suppress(NotFound):
+            await self._projects.move(
+                schedule.user_id, schedule.conversation_id, schedule.project_id
+            )
 
     async def set_enabled(self, schedule_id: str, enabled: bool, reason: str) -> ScheduleView:
         """An admin pauses (with `reason`) or resumes any user's schedule."""
@@ -249,8 +268,12 @@ class ScheduleService:
         return await self._store.runs(schedule_id, RUNS_LIMIT)
 
     async def run_now(self, user_id: str, schedule_id: str) -> RunRecord:
-        """One run now, beside the schedule's own (a paused schedule too)."""
+        """One run now, beside the schedule's own (a paused schedule too). A draining
+        instance refuses it before claiming, as it refuses a stream, so the client's retry
+        on another instance makes the one run."""
         row = await self._owned(user_id, schedule_id)
+        if self._drain.draining:
+            raise Draining(DRAINING, DRAINING_RETRY_SECONDS)
         run = await self._store.claim_now(row, self._instance_id, self._now())
         if run is None:
             raise Busy("A run of this schedule was started at this very moment")
@@ -260,9 +283,9 @@ class ScheduleService:
         return record
 
     async def start_run(self, schedule: ScheduleRow, run: ScheduleRunRow) -> None:
-        """Start the claimed run as a turn of the owner; its row says how that went."""
-        same = schedule.conversation == "same"
-        conversation_id = schedule.conversation_id if same else uuid.uuid4().hex
+        """Start the claimed run as a turn of the owner, in the conversation its claim chose;
+        its row says how that went."""
+        conversation_id = run.conversation_id or schedule.conversation_id
         try:
             started = await self._open(schedule, conversation_id)
         except Busy:
@@ -300,6 +323,7 @@ class ScheduleService:
             on_disconnect="continue",
             webhook=schedule.webhook_url,
             model=schedule.model,
+            project_id=schedule.project_id,
         )
         run, _ = await self._streams.open(entry, request, schedule.user_id)
         return run
@@ -441,13 +465,10 @@ class ScheduleService:
         return recurrence, format_wall(start), upcoming[0].at
 
     async def _check_project(self, user_id: str, project_id: str | None) -> None:
-        """A project must be the caller's (another user's is not found), as on a stream."""
-        if project_id is None:
-            return
-        if self._projects is None:
-            raise BadRequest("projectId: projects are not available in this version")
-        if not await self._projects.owns(user_id, project_id):
-            raise NotFound("Project not found")
+        """A project must be the caller's (another user's, or none: not found), as on a
+        stream."""
+        if project_id is not None:
+            await self._projects.project(user_id, project_id)
 
 
 class _Waiting(Exception):

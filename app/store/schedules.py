@@ -7,8 +7,14 @@ and set: of two instances, one moves it) and inserts the run for the due
 time, unique per schedule, so a due time is never run twice even by two
 instances that read different due times.
 
+A run's conversation is chosen with its claim (a new one, or the schedule's
+own), so a run whose claimer died is found by its turn, if one began: the
+turn, carried on by another instance as any turn is, tells the run's status.
 A run's status is its turn's once it has one (a join on `ai_session`);
 before, and when no turn ever began, its own row's (`RunState`).
+
+A deleted project takes its schedules with it (`delete_project_schedules`, in
+the project's own transaction), as it takes its conversations.
 """
 
 from __future__ import annotations
@@ -19,8 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, case, delete, func, insert, select, update
+from sqlalchemy import and_, case, delete, exists, func, insert, select, update
 from sqlalchemy.engine import RowMapping
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.db import Database
 from app.store.models import AI_SESSION as T
@@ -215,17 +222,39 @@ class SqlSchedules:
             return [(row.id, row.instance_id) for row in (await conn.execute(stmt)).all()]
 
     async def interrupt(self, run_ids: Sequence[str], reason: str) -> int:
-        """Mark runs whose claimer died before their turn began `interrupted`, unless they
-        began meanwhile."""
+        """Settle runs whose claimer died while they were `starting`: one whose turn began
+        all the same (the claimer died before it could say so) is `started` with that turn,
+        which another instance carries on as any turn; the others are `interrupted`. How
+        many were interrupted."""
         if not run_ids:
             return 0
-        stmt = (
-            update(R)
-            .where(R.c.id.in_(run_ids), R.c.status == "starting")
-            .values(status="interrupted", reason=reason)
+        starting = and_(R.c.id.in_(run_ids), R.c.status == "starting")
+        # The run's turn: in its conversation, begun since its claim (a `same` conversation
+        # has the earlier runs' turns too); the claimer's clock wrote both times.
+        turns = select(T.c.id, T.c.create_time).where(
+            T.c.user_id == R.c.user_id,
+            T.c.session_id == R.c.conversation_id,
+            T.c.create_time >= R.c.claimed_at,
         )
-        async with self._db.statement() as conn:
-            return int((await conn.execute(stmt)).rowcount)
+        began = turns.order_by(T.c.id).limit(1)
+        adopt = (
+            update(R)
+            .where(starting, exists(turns))
+            .values(
+                status="started",
+                reason=None,
+                turn_id=began.with_only_columns(T.c.id).scalar_subquery(),
+                start_time=began.with_only_columns(T.c.create_time).scalar_subquery(),
+            )
+        )
+        lost = (
+            update(R)
+            .where(starting)
+            .values(status="interrupted", reason=reason, conversation_id=None)
+        )
+        async with self._db.begin() as conn:
+            await conn.execute(adopt)
+            return int((await conn.execute(lost)).rowcount)
 
     async def runs(self, schedule_id: str, limit: int) -> list[RunRecord]:
         """The schedule's runs, newest first."""
@@ -297,6 +326,7 @@ async def _insert_run(
         claimed_at=now,
         instance_id=instance_id,
         status="starting",
+        conversation_id=schedule.conversation_id if schedule.conversation == "same" else new_id(),
     )
     stmt = (
         db.upsert(R)
@@ -306,6 +336,14 @@ async def _insert_run(
     )
     inserted = (await conn.execute(stmt)).one_or_none()
     return None if inserted is None else run
+
+
+async def delete_project_schedules(conn: AsyncConnection, user_id: str, project_id: str) -> None:
+    """In the caller's transaction: a deleted project's schedules and their runs go with it
+    (the runs' conversations are the project's, deleted with it)."""
+    schedules = select(S.c.id).where(S.c.user_id == user_id, S.c.project_id == project_id)
+    await conn.execute(delete(R).where(R.c.user_id == user_id, R.c.schedule_id.in_(schedules)))
+    await conn.execute(delete(S).where(S.c.user_id == user_id, S.c.project_id == project_id))
 
 
 def _values(schedule: ScheduleRow) -> dict[str, Any]:

@@ -14,10 +14,16 @@ Due times missed while no instance ran give one run, the latest missed
 (`SCHEDULE_CATCH_UP=one`), or none (`none`: a due time later than the grace
 below is passed over). An instance that dies between its claim and the
 turn's start leaves a `starting` row: the row stays (its due time is not
-run again) and becomes `interrupted` once its instance is known dead (with
-Redis, by the instances' heartbeats; without, any other instance is a past
-process, one ran at a time). A run cut by its instance's death later is a
-turn like any other: its status is its turn's.
+run again) and, once its instance is known dead (with Redis, by the
+instances' heartbeats; without, any other instance is a past process, one
+ran at a time), becomes `interrupted`, unless its turn began after all (the
+instance died before it recorded that): then the run is that turn's. A run
+whose turn began is a turn like any other: cut by its instance's death or
+drain, it is carried on by another instance (app/service/takeover.py), and
+its status is its turn's; the clock never touches it.
+
+A draining instance claims nothing: its turns would be refused (`DRAINING`)
+and the due time lost; the others claim it.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal, Protocol
 
 from app.config import SettingsPart
+from app.core.drain import Drain
 from app.core.recurrence import (
     Occurrence,
     Recurrence,
@@ -107,9 +114,11 @@ class ScheduleClock:
         settings: ClockSettings,
         instance_id: str,
         instances: DeadInstances | None,
+        drain: Drain,
         now: Callable[[], datetime] = utc_now,
     ) -> None:
         self._schedules = schedules
+        self._drain = drain
         self._start_run = start_run
         self._poll = settings.schedule_poll_seconds
         self._catch_up = settings.schedule_catch_up
@@ -140,6 +149,8 @@ class ScheduleClock:
 
     async def tick(self) -> int:
         """Claim and start what is due now; how many runs were started."""
+        if self._drain.draining:
+            return 0
         now = self._now()
         started = 0
         for schedule in await self._schedules.due(now, _BATCH):
@@ -165,7 +176,8 @@ class ScheduleClock:
         )
 
     async def _interrupt_dead_claims(self, now: datetime) -> None:
-        """Claims whose turn never began, of instances that are dead: `interrupted`."""
+        """Claims still `starting`, of instances that are dead: settled (`interrupted`, or
+        their turn's if it began)."""
         waiting = await self._schedules.unstarted(now - self._claim_wait)
         others = {run: instance for run, instance in waiting if instance != self._instance_id}
         if not others:

@@ -121,8 +121,13 @@ async def test_a_client_schedules_a_run_and_lists_its_schedules(
 ) -> None:
     settings = settings_for(backend, tmp_path, fake_llm)
     async with running_service(settings) as service, mcp_session(service) as session:
+        project = await service.post("/projects", json={"name": "Work"})
         refused = await session.call_tool(
             "create_schedule", {"kind": "chat", "query": "News?", "rrule": "FREQ=MINUTELY"}
+        )
+        unknown = await session.call_tool(
+            "create_schedule",
+            {"kind": "chat", "query": "News?", "cron": "0 8 * * *", "projectId": "f" * 32},
         )
         made = await session.call_tool(
             "create_schedule",
@@ -132,6 +137,7 @@ async def test_a_client_schedules_a_run_and_lists_its_schedules(
                 "cron": "0 8 * * 1-5",
                 "timezone": "Europe/Paris",
                 "name": "Weekday news",
+                "projectId": project.json()["data"]["projectId"],
             },
         )
         listed = await session.call_tool("list_schedules", {})
@@ -142,6 +148,8 @@ async def test_a_client_schedules_a_run_and_lists_its_schedules(
     assert not made.is_error
     assert made.structured_content is not None
     assert made.structured_content["name"] == "Weekday news"
+    assert made.structured_content["projectId"] == project.json()["data"]["projectId"]
+    assert (unknown.is_error, _text(unknown)) == (True, "Project not found")
     assert _text(made).startswith("Scheduled: Weekday news (chat, 0 8 * * 1-5, Europe/Paris): ")
     assert listed.structured_content == {"schedules": over_http}
     assert over_http[0]["scheduleId"] == made.structured_content["scheduleId"]

@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import Backend, history, running_service, settings_for
+from tests.integration.test_projects import PIRATE, listed, project
 from tests.support.polling import eventually
 
 DAILY_EIGHT = "FREQ=DAILY;BYHOUR=8;BYMINUTE=0"
@@ -113,7 +115,6 @@ async def test_a_schedule_is_changed_paused_resumed_and_deleted(
         ({"kind": "file"}, "needs a file"),
         ({"query": "  "}, "query is required"),
         ({"webhookUrl": "https://example.com/hook"}, "webhookUrl refused"),
-        ({"projectId": "p-1"}, "projects are not available"),
     ],
 )
 async def test_a_bad_schedule_is_refused_with_the_reason_and_nothing_is_kept(
@@ -293,3 +294,102 @@ async def test_the_clock_runs_a_due_schedule_once_per_due_time(
     assert len(set(due)) == len(due)
     assert all(r["trigger"] == "schedule" for r in runs)
     assert len({r["conversationId"] for r in runs}) == len(runs)
+
+
+async def test_a_project_not_the_callers_is_not_found_and_nothing_is_kept(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = settings_for(backend, tmp_path, fake_llm, api_keys=KEYS)
+    async with running_service(settings) as client:
+        bobs = await client.post("/projects", json={"name": "Bob's"}, headers=as_("bob"))
+        fields = {"kind": "chat", "query": "Hi", "rrule": DAILY_EIGHT}
+        refused = [
+            await client.post(
+                "/schedules", json={**fields, "projectId": project_id}, headers=as_("alice")
+            )
+            for project_id in (bobs.json()["data"]["projectId"], "f" * 32)
+        ]
+        mine = await make(client, as_("alice"))
+        moved = await client.patch(
+            f"/schedules/{mine['scheduleId']}",
+            json={"projectId": bobs.json()["data"]["projectId"]},
+            headers=as_("alice"),
+        )
+        kept = (await client.get("/schedules", headers=as_("alice"))).json()["data"]
+
+    assert [r.status_code for r in refused] == [404, 404]
+    assert all(r.json()["message"] == "Project not found" for r in refused)
+    assert moved.status_code == 404
+    assert [(s["scheduleId"], s["projectId"]) for s in kept] == [(mine["scheduleId"], None)]
+
+
+async def test_a_run_in_a_project_has_its_instructions_its_default_model_and_is_listed_in_it(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    async with FakeOpenAI() as fast:
+        fast.script(Reply.text("Arr, here is what changed."))
+        models = [
+            {"id": "fast", "provider": "openai", "baseUrl": fast.base_url, "apiKey": "sk-fast-key"}
+        ]
+        settings = settings_for(backend, tmp_path, fake_llm, models=orjson.dumps(models).decode())
+        async with running_service(settings) as client:
+            project_id = await project(client, instructions=PIRATE, defaultModel="fast")
+            made = await make(client, projectId=project_id, enabled=False)
+            await client.post(f"/schedules/{made['scheduleId']}/run")
+            [run] = await settled(client, made["scheduleId"], 1)
+            stored = await history(client, run["conversationId"])
+            in_project = await listed(client, projectId=project_id)
+
+    assert made["projectId"] == project_id
+    assert made["model"] is None
+    assert run["status"] == "completed"
+    assert PIRATE in fast.system_text(fast.requests[0])
+    assert fake_llm.requests == []
+    assert [(t["answer"], t["model"]) for t in stored] == [("Arr, here is what changed.", "fast")]
+    assert in_project == [(run["conversationId"], project_id)]
+
+
+async def test_a_same_schedule_moved_to_another_project_takes_its_conversation_along(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    french = "Always answer in French."
+    async with running_service(settings_for(backend, tmp_path, fake_llm)) as client:
+        flat = await project(client, instructions=PIRATE)
+        office = await project(client, name="Office", instructions=french)
+        made = await make(client, projectId=flat, conversation="same", enabled=False)
+        path = f"/schedules/{made['scheduleId']}"
+        await client.post(f"{path}/run")
+        await settled(client, made["scheduleId"], 1)
+        first = fake_llm.system_text(fake_llm.requests[-1])
+        moved = (await client.patch(path, json={"projectId": office})).json()["data"]
+        await client.post(f"{path}/run")
+        runs = await settled(client, made["scheduleId"], 2)
+        second = fake_llm.system_text(fake_llm.requests[-1])
+        in_office = await listed(client, projectId=office)
+
+    assert (PIRATE in first, french in first) == (True, False)
+    assert moved["projectId"] == office
+    assert [r["status"] for r in runs] == ["completed", "completed"]
+    assert (PIRATE in second, french in second) == (False, True)
+    assert in_office == [(made["conversationId"], office)]
+
+
+async def test_deleting_a_project_deletes_its_schedules_and_their_runs(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    async with running_service(settings_for(backend, tmp_path, fake_llm)) as client:
+        project_id = await project(client)
+        inside = await make(client, projectId=project_id, enabled=False)
+        outside = await make(client)
+        await client.post(f"/schedules/{inside['scheduleId']}/run")
+        [run] = await settled(client, inside["scheduleId"], 1)
+        deleted = await client.delete(f"/projects/{project_id}")
+        kept = (await client.get("/schedules")).json()["data"]
+        gone = await client.get(f"/schedules/{inside['scheduleId']}")
+        runs_gone = await client.get(f"/schedules/{inside['scheduleId']}/runs")
+        conversation = await client.get(f"/session/{run['conversationId']}")
+
+    assert deleted.json()["data"] == {"projectId": project_id, "deletedConversations": 1}
+    assert [s["scheduleId"] for s in kept] == [outside["scheduleId"]]
+    assert (gone.status_code, runs_gone.status_code) == (404, 404)
+    assert conversation.status_code == 404

@@ -34,7 +34,16 @@ _CREATE_INPUT: dict[str, Any] = {
         },
         "cron": {"type": "string", "description": "Five fields: minute hour day month weekday."},
         "timezone": {"type": "string", "description": "An IANA zone, e.g. Europe/Paris."},
-        "model": {"type": "string", "description": "A model id of GET /agent/models."},
+        "model": {
+            "type": "string",
+            "description": "A model id of GET /agent/models; omitted: the project's default,"
+            " else the agent's.",
+        },
+        "projectId": {
+            "type": "string",
+            "description": "A project (GET /projects) to run in: its instructions, files and"
+            " memory apply to every run.",
+        },
         "conversation": {
             "type": "string",
             "enum": ["new", "same"],
