@@ -1,6 +1,7 @@
 """The Schedules screen: a schedule made from an answer's "Run this every…", refused with the
 server's reason, run now (its run linked to its conversation), paused, resumed, edited and
-deleted, all from the page; the screen passes axe."""
+deleted, all from the page; the screen passes axe. Made from an answer in a project, it is
+in that project, and its runs follow the project's instructions."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from tests.e2e.conftest import LOOP, Upstreams, artifact
 from tests.e2e.test_accessibility_page import serious_violations
 from tests.e2e.test_chat_page import ask
 from tests.fakes.scripted_server import Reply
+from tests.support.polling import eventually
 from tests.support.server import serve
 
 pytestmark = LOOP
@@ -99,3 +101,37 @@ async def make_run_change_and_delete(page: Page) -> None:
     await row.get_by_role("button", name="Delete it? Delete “Morning notes”").click()
     await expect(page.locator("#schedules-list-empty")).to_be_visible()
     await expect(page.locator("#schedules-list")).to_be_hidden()
+
+
+async def test_run_this_every_in_a_project_makes_a_schedule_that_runs_in_it(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    pirate = "Always answer like a pirate."
+    upstreams.llm.script(Reply.text("Arr, the shed."), Reply.text("Arr, still the shed."))
+    async with serve(create_app(app_settings(recommendations_enabled=False))) as url:
+        made = await page.request.post(
+            f"{url}/projects", data={"name": "Flat", "instructions": pirate}
+        )
+        project_id = (await made.json())["data"]["projectId"]
+        await page.goto(url)
+        await page.locator("#projects .open-project").click()
+        await page.get_by_role("button", name="New chat in this project").click()
+        turn = await ask(page, "Where do bikes go?")
+        await expect(turn).to_have_attribute("data-status", "completed")
+
+        await turn.get_by_role("button", name="Run this every…").click()
+        await expect(page.locator("#schedule-project")).to_have_value(project_id)
+        await expect(page.locator("#schedule-project option:checked")).to_have_text("Flat")
+        await page.get_by_role("button", name="Save").click()
+        row = page.locator("#schedules-list tbody tr")
+        await expect(row).to_have_count(1)
+        await row.get_by_role("button", name="Run now “Where do bikes go?”").click()
+
+        async def asked_twice() -> bool:
+            return len(upstreams.llm.requests) == 2
+
+        await eventually(asked_twice, what="the run's question sent to the model")
+        listed = await (await page.request.get(f"{url}/schedules")).json()
+
+    assert [s["projectId"] for s in listed["data"]] == [project_id]
+    assert pirate in upstreams.llm.system_text(upstreams.llm.requests[-1])

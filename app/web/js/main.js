@@ -127,6 +127,7 @@ const schedules = new SchedulesScreen({
   button: $('schedules-button'),
   panel: $('schedules'),
   agents: ui.agent,
+  projects: () => projects.projects,
   ...screenParts,
 });
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
@@ -273,7 +274,11 @@ function withBranch(turn, meta) {
     rate: (rating, comment) => rate(turn, rating, comment),
     onError: showError,
   });
-  runEveryButton(turn, { agent: () => ui.agent.value, screen: schedules });
+  runEveryButton(turn, {
+    agent: () => ui.agent.value,
+    project: () => state.projectId,
+    screen: schedules,
+  });
   if (meta) turn.branch.set(meta);
   return turn;
 }

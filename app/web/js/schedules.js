@@ -3,7 +3,8 @@
 // recurrences picked from a list, or an RRULE or cron of one's own, in the browser's time
 // zone unless changed), pauses, resumes, runs one now, deletes one, and shows a schedule's
 // runs, each linked to its conversation. "Run this every…" under an answer opens the form
-// filled with that question and agent (`runEveryButton`).
+// filled with that question, agent and project (`runEveryButton`). A schedule in a project
+// runs in it: its instructions, files and memory, its default model when none is picked.
 //
 // While it is open it takes the chat's place (a `Screen`). The server checks everything
 // (an interval too short, a bad rule): its words are shown under the form.
@@ -94,12 +95,14 @@ function field(id, label, control) {
 export class SchedulesScreen extends Screen {
   /**
    * As a `Screen`; `agents` is the composer's agent picker (its options are the agents a
-   * schedule may ask), `onError(error)` shows a failure the way the page shows any other,
-   * `agentName(kind)` names an agent as the picker does.
+   * schedule may ask), `projects()` the caller's projects (`{projectId, name}`), `onError(error)`
+   * shows a failure the way the page shows any other, `agentName(kind)` names an agent as
+   * the picker does.
    */
-  constructor({ button, panel, chat, agents, onError, agentName }) {
+  constructor({ button, panel, chat, agents, projects, onError, agentName }) {
     super({ button, panel, chat });
     this.agents = agents;
+    this.projects = projects;
     this.onError = onError;
     this.agentName = agentName;
     this.editing = null;
@@ -119,6 +122,7 @@ export class SchedulesScreen extends Screen {
     this.nameInput = input('schedule-name', { maxlength: 200, placeholder: 'Morning news' });
     this.kind = h('select', { id: 'schedule-kind' });
     this.query = h('textarea', { id: 'schedule-query', rows: 3, required: true });
+    this.project = h('select', { id: 'schedule-project' });
     this.repeat = h(
       'select',
       { id: 'schedule-repeat', onchange: () => this.showRepeat() },
@@ -145,6 +149,7 @@ export class SchedulesScreen extends Screen {
       field('schedule-name', 'Name', this.nameInput),
       field('schedule-kind', 'Agent', this.kind),
       field('schedule-query', 'Question', this.query),
+      field('schedule-project', 'Project', this.project),
       field('schedule-repeat', 'Repeat', this.repeat),
       this.dayField,
       this.timeField,
@@ -227,7 +232,8 @@ export class SchedulesScreen extends Screen {
     this.refresh().catch(this.onError);
   }
 
-  /** Open the screen on a new schedule's form, filled with `prefill` (`query`, `kind`). */
+  /** Open the screen on a new schedule's form, filled with `prefill` (`query`, `kind`,
+   * `projectId`). */
   openNew(prefill = {}) {
     if (!this.isOpen()) this.open();
     this.editing = null;
@@ -235,6 +241,7 @@ export class SchedulesScreen extends Screen {
       name: '',
       kind: prefill.kind ?? this.agents.value,
       query: prefill.query ?? '',
+      projectId: prefill.projectId ?? null,
       timezone: browserZone(),
       conversation: 'new',
       rrule: 'FREQ=DAILY;BYHOUR=8;BYMINUTE=0',
@@ -257,6 +264,14 @@ export class SchedulesScreen extends Screen {
         .map((o) => new Option(o.textContent, o.value)),
     );
     this.kind.value = schedule.kind;
+    const projects = this.projects();
+    this.project.replaceChildren(
+      new Option('None', ''),
+      ...projects.map((p) => new Option(p.name, p.projectId)),
+    );
+    this.project.value = projects.some((p) => p.projectId === schedule.projectId)
+      ? schedule.projectId
+      : '';
     this.nameInput.value = schedule.name ?? '';
     this.query.value = schedule.query;
     this.zone.value = schedule.timezone;
@@ -313,6 +328,7 @@ export class SchedulesScreen extends Screen {
       name: this.nameInput.value.trim() || query.slice(0, NAME_CHARS),
       kind: this.kind.value,
       query,
+      projectId: this.project.value || null,
       timezone: this.zone.value.trim() || browserZone(),
       conversation: this.same.checked ? 'same' : 'new',
       ...this.rule(),
@@ -426,15 +442,16 @@ export class SchedulesScreen extends Screen {
   }
 }
 
-/** "Run this every…" under a finished answer: the Schedules form, filled with its question
- * and (`agent()`) the agent that answered. */
-export function runEveryButton(turn, { agent, screen }) {
+/** "Run this every…" under a finished answer: the Schedules form, filled with its question,
+ * (`agent()`) the agent that answered and (`project()`) the conversation's project. */
+export function runEveryButton(turn, { agent, project, screen }) {
   const button = h(
     'button',
     {
       type: 'button',
       class: 'button run-every',
-      onclick: () => screen.openNew({ query: turn.question, kind: agent() }),
+      onclick: () =>
+        screen.openNew({ query: turn.question, kind: agent(), projectId: project() }),
     },
     'Run this every…',
   );
