@@ -26,51 +26,25 @@ from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import history
 from tests.integration.test_instances import instance_env
 from tests.integration.test_schedules import runs_of
+from tests.support.moving_turns import Instances
 from tests.support.polling import eventually
-from tests.support.processes import ServiceProcess
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis]
 
 QUERY = "What changed overnight?"
 
 
-class Cluster:
-    """Instances of the service on one Redis and one database, started and stopped one by one."""
-
-    def __init__(self, workdir: Path, env: dict[str, str]) -> None:
-        self._workdir = workdir
-        self._env = env
-        self._started = 0
-        self._processes: list[ServiceProcess] = []
-        self._clients: list[httpx.AsyncClient] = []
-
-    async def start(self) -> tuple[ServiceProcess, httpx.AsyncClient]:
-        self._started += 1
-        process = ServiceProcess(f"instance-{self._started}", self._workdir, self._env)
-        await process.start()
-        client = httpx.AsyncClient(base_url=process.url, timeout=10)
-        self._processes.append(process)
-        self._clients.append(client)
-        return process, client
-
-    async def close(self) -> None:
-        for client in self._clients:
-            await client.aclose()
-        for process in self._processes:
-            await process.stop()
-
-
 @pytest.fixture
-async def cluster(
+async def instances(
     tmp_path: Path,
     postgres_url: str,
     redis_url: str,
     redis_prefix: str,
     fake_llm: FakeOpenAI,
     fake_search: FakeTavily,
-) -> AsyncIterator[Cluster]:
+) -> AsyncIterator[Instances]:
     env = instance_env(postgres_url, redis_url, redis_prefix, fake_llm, fake_search)
-    instances = Cluster(
+    started = Instances(
         tmp_path,
         {
             **env,
@@ -82,9 +56,9 @@ async def cluster(
         },
     )
     try:
-        yield instances
+        yield started
     finally:
-        await instances.close()
+        await started.close()
 
 
 async def make(client: httpx.AsyncClient, every: int, **body: Any) -> str:
@@ -124,10 +98,9 @@ async def conversations(client: httpx.AsyncClient) -> int:
 
 
 async def test_each_due_time_runs_once_on_two_instances_a_paused_one_never_run_now_once(
-    cluster: Cluster,
+    instances: Instances,
 ) -> None:
-    _, on_a = await cluster.start()
-    _, on_b = await cluster.start()
+    on_a, on_b = await instances.start(2)
     every_five = await make(on_a, 5)
     paused = await make(on_b, 5, enabled=False)
     now = await on_b.post(f"/schedules/{paused}/run")
@@ -149,12 +122,12 @@ async def test_each_due_time_runs_once_on_two_instances_a_paused_one_never_run_n
 
 
 async def test_an_instance_killed_mid_run_makes_no_second_run_of_its_due_time(
-    cluster: Cluster, fake_llm: FakeOpenAI
+    instances: Instances, fake_llm: FakeOpenAI
 ) -> None:
     """The cut run's turn had begun: the other instance carries it on (its claim and log in
     Redis), so it ends `completed` with the answer it had begun, in its one conversation."""
     fake_llm.script(Reply.hang(first_text="Halfway"))
-    first, on_a = await cluster.start()
+    (on_a,) = await instances.start(1)
     schedule_id = await make(on_a, 3)
 
     hanging: list[dict[str, Any]] = []
@@ -164,8 +137,8 @@ async def test_an_instance_killed_mid_run_makes_no_second_run_of_its_due_time(
         return bool(hanging)
 
     await eventually(running, within=20, what="the first run running")
-    _, on_b = await cluster.start()
-    await first.kill()
+    (on_b,) = await instances.start(1)
+    await instances.processes[0].kill()
     (cut,) = hanging
     runs = await until_runs(on_b, schedule_id, 4, within=60)
     await on_b.patch(f"/schedules/{schedule_id}", json={"enabled": False})
@@ -180,21 +153,19 @@ async def test_an_instance_killed_mid_run_makes_no_second_run_of_its_due_time(
 
 
 async def test_due_times_missed_while_every_instance_was_down_give_one_catch_up_run(
-    cluster: Cluster,
+    instances: Instances,
 ) -> None:
-    first, on_a = await cluster.start()
-    second, _ = await cluster.start()
+    on_a, _ = await instances.start(2)
     schedule_id = await make(on_a, 2)
     await until_runs(on_a, schedule_id, 1, within=20)
-    await first.stop()
-    await second.stop()
+    for instance in instances.processes:
+        await instance.stop()
     stopped = time.time()
     # Five due times (of two seconds) pass with no instance up.
     await eventually(
         _after(stopped + 11), within=15, what="five due times with every instance down"
     )
-    _, on_c = await cluster.start()
-    await cluster.start()
+    on_c, _ = await instances.start(2)
     after = await until_runs(on_c, schedule_id, len(await runs_of(on_c, schedule_id)) + 3, 60)
     await on_c.patch(f"/schedules/{schedule_id}", json={"enabled": False})
 
