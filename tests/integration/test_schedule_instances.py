@@ -1,8 +1,8 @@
 """Scheduled runs on two instances sharing PostgreSQL and Redis, served as `scripts/run` serves
 them: each due time runs once whichever instance is up, a paused schedule runs nothing, run
 now runs once, an instance killed mid-run makes no second run of its due time (its run is
-carried on by the other, as any turn is), and due times missed while every instance was
-down give one catch-up run.
+carried on by the other, as any turn is), a draining instance refuses run now (the other
+makes the run), and due times missed while every instance was down give one catch-up run.
 
 These wait on the wall clock, since the clock is what is tested: schedules of a few seconds
 (`SCHEDULE_MIN_SECONDS=1`) and a one-second poll keep that short.
@@ -150,6 +150,34 @@ async def test_an_instance_killed_mid_run_makes_no_second_run_of_its_due_time(
     assert [(t["question"], t["status"]) for t in stored] == [(QUERY, "completed")]
     assert stored[0]["answer"].startswith("Halfway")
     assert all(r["status"] == "completed" for r in runs if r["runId"] != cut["runId"])
+
+
+async def test_a_draining_instance_refuses_run_now_and_the_other_makes_the_run(
+    instances: Instances, fake_llm: FakeOpenAI
+) -> None:
+    """Refused before it claims anything, so the client's retry elsewhere makes the one run."""
+    fake_llm.script(Reply.hang(first_text="Halfway"))
+    on_a, on_b = await instances.start(2, DRAIN_SECONDS="5")
+    schedule_id = await make(on_a, 3600, enabled=False)
+    # A turn running on the first instance keeps its drain going for DRAIN_SECONDS.
+    await on_a.post(f"/schedules/{schedule_id}/run")
+    instances.processes[0].terminate()
+
+    async def draining() -> bool:
+        return (await on_a.get("/ready")).status_code == 503
+
+    await eventually(draining, within=5, what="/ready answering 503")
+    refused = await on_a.post(f"/schedules/{schedule_id}/run")
+    retried = await on_b.post(f"/schedules/{schedule_id}/run")
+    runs = await runs_of(on_b, schedule_id)
+
+    assert refused.status_code == 503
+    assert refused.json()["data"] == {"error": "DRAINING"}
+    assert refused.headers["Retry-After"] == "1"
+    assert retried.status_code == 200
+    # The first instance's running one, and the retry's: none for the refused request.
+    assert len(runs) == 2
+    assert retried.json()["data"]["runId"] in {r["runId"] for r in runs}
 
 
 async def test_due_times_missed_while_every_instance_was_down_give_one_catch_up_run(
