@@ -378,7 +378,7 @@ async def run_ai_sdk(
             "content": {"text/event-stream": {}},
             "description": "The turn's stream, from its start or after `Last-Event-ID`",
         },
-        204: {"description": "Nothing is running on this chat (with `Last-Event-ID`: nor ended)"},
+        204: {"description": "Nothing runs on this chat (with `Last-Event-ID`: nor ended lately)"},
         400: {"description": "Bad chat id, or Last-Event-ID not a non-negative integer"},
         404: {"description": "Unknown kind"},
         410: {"description": "The run's first events are no longer kept"},
