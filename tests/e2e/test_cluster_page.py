@@ -64,20 +64,6 @@ async def cluster(
         redis.kill()
 
 
-async def serving(cluster: Cluster) -> str:
-    """The instance streaming the page's answer: the only one serving a request."""
-    assert cluster.haproxy is not None
-    haproxy = cluster.haproxy
-    found: list[str] = []
-
-    async def one() -> bool:
-        found[:] = [name for name, count in (await haproxy.sessions()).items() if count]
-        return len(found) == 1
-
-    await eventually(one, within=10, what="one instance streaming the answer")
-    return found[0]
-
-
 async def test_the_page_resumes_an_answer_whose_instance_was_killed(
     page: Page, cluster: Cluster
 ) -> None:
@@ -92,7 +78,7 @@ async def test_the_page_resumes_an_answer_whose_instance_was_killed(
     await page.goto(cluster.url)
     turn = await ask(page, "Tell me")
     await expect(turn.locator(".answer")).to_contain_text("Tell me-2")
-    await cluster.instance(await serving(cluster)).kill()
+    await cluster.instance(await cluster.serving()).kill()
 
     await expect(turn).to_have_attribute("data-status", "completed", timeout=TURN_MS)
     answer = answer_for("Tell me", WORDS)

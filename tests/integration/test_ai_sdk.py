@@ -29,6 +29,8 @@ from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
 
 ANSWER = "Python 3.13 is out [1]."
 SEARCH = Reply.tool_calls(("web_search", {"query": "python 3.13"}), reasoning="Let me search.")
+ANSWER_PARTS = ["text-start", "text-delta", "text-end", "source-url", "source-url", "finish"]
+"""The parts of the answer after the search, folded (`chunk_types`)."""
 
 
 @pytest.fixture
@@ -85,12 +87,7 @@ async def test_a_turn_with_a_tool_is_a_message_use_chat_can_show_and_is_stored(
         "reasoning-end",
         "tool-input-available",
         "tool-output-available",
-        "text-start",
-        "text-delta",
-        "text-end",
-        "source-url",
-        "source-url",
-        "finish",
+        *ANSWER_PARTS,
     ]
     assert chunks[-1]["finishReason"] == "stop"
     (message,) = node.of("message")
@@ -190,14 +187,7 @@ async def test_a_reconnect_with_last_event_id_gets_only_the_parts_after_it(
         bad = await client.get(path, headers={"Last-Event-ID": "x"})
 
     assert chunk_types(before)[-2:] == ["tool-input-available", "tool-output-available"]
-    assert chunk_types(after) == [
-        "text-start",
-        "text-delta",
-        "text-end",
-        "source-url",
-        "source-url",
-        "finish",
-    ]
+    assert chunk_types(after) == ANSWER_PARTS
     assert "".join(p.get("delta", "") for p in after) == ANSWER
     assert after_the_end == after
     # Without an id it is useChat's resume on mount: nothing runs, nothing to replay.

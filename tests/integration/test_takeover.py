@@ -52,6 +52,17 @@ DEAD_SECONDS = 2.0
 WORDS = 20
 PAUSE = 0.5
 """Twenty words half a second apart: ten-second turns."""
+SHORT = {
+    "DRAIN_SECONDS": str(DRAIN_SECONDS),
+    "INSTANCE_DEAD_SECONDS": str(DEAD_SECONDS),
+    "PARTIAL_SAVE_SECONDS": "0.5",
+    "SSE_PING_SECONDS": "1",
+    "STREAMS_PER_MINUTE": "0",
+    "MAX_STREAMS_PER_USER": "0",
+    # The PostgreSQL is shared with the rest of the run: a few connections each.
+    "DB_POOL_SIZE": "3",
+}
+"""Seconds, not the defaults' minutes; no per-user limit on nine turns at once."""
 
 
 @pytest.fixture
@@ -73,14 +84,7 @@ async def cluster(
             "LLM_MODEL": "fake-model",
             "RECOMMENDATIONS_ENABLED": "false",
             "LOG_LEVEL": "WARNING",
-            "DRAIN_SECONDS": str(DRAIN_SECONDS),
-            "INSTANCE_DEAD_SECONDS": str(DEAD_SECONDS),
-            "PARTIAL_SAVE_SECONDS": "0.5",
-            "SSE_PING_SECONDS": "1",
-            "STREAMS_PER_MINUTE": "0",
-            "MAX_STREAMS_PER_USER": "0",
-            # The PostgreSQL is shared with the rest of the run: a few connections each.
-            "DB_POOL_SIZE": "3",
+            **SHORT,
             # Every turn's end is announced once, by the instance that ends it.
             "WEBHOOK_URL": receiver.url,
             "WEBHOOK_SECRET": SECRET,

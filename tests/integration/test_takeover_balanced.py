@@ -24,9 +24,9 @@ from app.agents.base import MOVED_NOTICE
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.service import history
 from tests.integration.test_takeover import (
-    DEAD_SECONDS,
     DRAIN_SECONDS,
     PAUSE,
+    SHORT,
     WORDS,
     assert_whole,
     nine_turns,
@@ -36,20 +36,9 @@ from tests.support.js_clients import JS, js_client, run_client
 from tests.support.moving_turns import Balanced, SlowWriter, answer_for, follow, moved
 from tests.support.polling import eventually
 from tests.support.processes import RedisServer
+from tests.support.sse import Event
 
 pytestmark = [pytest.mark.postgres]
-
-SHORT = {
-    "DRAIN_SECONDS": str(DRAIN_SECONDS),
-    "INSTANCE_DEAD_SECONDS": str(DEAD_SECONDS),
-    "PARTIAL_SAVE_SECONDS": "0.5",
-    "SSE_PING_SECONDS": "1",
-    "STREAMS_PER_MINUTE": "0",
-    "MAX_STREAMS_PER_USER": "0",
-    # The PostgreSQL is shared with the rest of the run: a few connections each.
-    "DB_POOL_SIZE": "3",
-}
-"""Seconds, not the defaults' minutes; no per-user limit on nine turns at once."""
 
 
 @pytest.fixture
@@ -63,20 +52,21 @@ def slow_writer(fake_llm: FakeOpenAI) -> None:
     fake_llm.responder = SlowWriter(WORDS, PAUSE)
 
 
-async def serving(cluster: Cluster) -> str:
-    """The one instance serving a request now: the one whose stream a lone client reads."""
+async def nine_turns_through(
+    cluster: Cluster,
+) -> tuple[Balanced, list[asyncio.Task[list[Event]]], list[str], dict[str, int]]:
+    """Three instances started, and nine turns through HAProxy each showing text; how many
+    each instance holds."""
+    doors = Balanced(await cluster.start(3, **SHORT))
+    turns, questions = await nine_turns(doors)
     assert cluster.haproxy is not None
-    (name,) = [name for name, count in (await cluster.haproxy.sessions()).items() if count]
-    return name
+    return doors, turns, questions, await cluster.haproxy.sessions()
 
 
 async def test_sigterm_to_one_of_three_cuts_no_turn_and_new_turns_go_elsewhere(
     cluster: Cluster,
 ) -> None:
-    doors = Balanced(await cluster.start(3, **SHORT))
-    turns, questions = await nine_turns(doors)
-    assert cluster.haproxy is not None
-    held = await cluster.haproxy.sessions()
+    doors, turns, questions, held = await nine_turns_through(cluster)
     draining = cluster.instance("a")
     draining.terminate()
     signalled = time.monotonic()
@@ -112,10 +102,7 @@ async def test_sigterm_to_one_of_three_cuts_no_turn_and_new_turns_go_elsewhere(
 async def test_sigkill_to_one_of_three_cuts_no_turn_and_none_is_interrupted(
     cluster: Cluster,
 ) -> None:
-    doors = Balanced(await cluster.start(3, **SHORT))
-    turns, questions = await nine_turns(doors)
-    assert cluster.haproxy is not None
-    held = await cluster.haproxy.sessions()
+    doors, turns, questions, held = await nine_turns_through(cluster)
     await cluster.instance("b").kill()
     seen = await asyncio.gather(*turns)
     stored = [(await history(doors.clients[0], f"c-{q}"))[0]["status"] for q in questions]
@@ -140,7 +127,7 @@ async def test_an_ai_sdk_chat_resumes_by_itself_when_its_instance_is_killed(
         JS / "ai-sdk" / "resuming.mjs", f"{cluster.url}/ai-sdk/chat", spec
     ) as node:
         await node.until("text")
-        await cluster.instance(await serving(cluster)).kill()
+        await cluster.instance(await cluster.serving()).kill()
         await node.finish()
     stored = (await history(client, "sdk-moved"))[0]
 
@@ -163,7 +150,7 @@ async def test_an_ag_ui_agent_resumes_by_itself_when_its_instance_is_killed(
     spec = {"threadId": "agui-moved", "resuming": True, "runs": [{"message": "Tell me"}]}
     async with run_client(script, f"{cluster.url}/ag-ui/chat", spec) as node:
         await node.until("event", lambda e: e["type"] == "TEXT_MESSAGE_CONTENT")
-        await cluster.instance(await serving(cluster)).kill()
+        await cluster.instance(await cluster.serving()).kill()
         await node.finish()
     stored = (await history(client, "agui-moved"))[0]
 
