@@ -29,6 +29,8 @@ from tests.support.scripted_model import ModelRequest, Reply, ScriptedModel
 
 ANSWER = "Python 3.13 is out [1]."
 SEARCH = Reply.tool_calls(("web_search", {"query": "python 3.13"}), reasoning="Let me search.")
+ANSWER_PARTS = ["text-start", "text-delta", "text-end", "source-url", "source-url", "finish"]
+"""The parts of the answer after the search, folded (`chunk_types`)."""
 
 
 @pytest.fixture
@@ -85,12 +87,7 @@ async def test_a_turn_with_a_tool_is_a_message_use_chat_can_show_and_is_stored(
         "reasoning-end",
         "tool-input-available",
         "tool-output-available",
-        "text-start",
-        "text-delta",
-        "text-end",
-        "source-url",
-        "source-url",
-        "finish",
+        *ANSWER_PARTS,
     ]
     assert chunks[-1]["finishReason"] == "stop"
     (message,) = node.of("message")
@@ -147,6 +144,55 @@ async def test_a_cut_connection_is_resumed_from_the_run_log_to_the_whole_message
     ]
     assert message["parts"][2]["text"] == ANSWER
     assert [(t["answer"], t["status"]) for t in stored] == [(ANSWER, "completed")]
+
+
+async def read_parts(
+    response: httpx.Response, until: str | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """A UI message stream's parts up to the first of type `until` (else to `[DONE]`), and
+    the last `id:` it carried."""
+    parts: list[dict[str, Any]] = []
+    last_id = 0
+    async for line in response.aiter_lines():
+        if line.startswith("id: "):
+            last_id = int(line.removeprefix("id: "))
+        elif line.startswith("data: "):
+            if line == "data: [DONE]":
+                break
+            parts.append(orjson.loads(line.removeprefix("data: ")))
+            if parts[-1]["type"] == until:
+                break
+    return parts, last_id
+
+
+async def test_a_reconnect_with_last_event_id_gets_only_the_parts_after_it(
+    backend: Backend, tmp_path: Path, fake_search: FakeTavily
+) -> None:
+    release = asyncio.Event()
+    model = ScriptedModel(SEARCH, held(release, ANSWER))
+    user = {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "What is new?"}]}
+    body = {"id": "sdk-after", "messages": [user], "trigger": "submit-message"}
+    path = "/ai-sdk/chat/sdk-after/stream"
+    async with sdk_service(backend, tmp_path, fake_search, model) as client:
+        async with client.stream("POST", "/ai-sdk/chat", json=body) as first:
+            before, last_id = await read_parts(first, until="tool-output-available")
+        release.set()
+        headers = {"Last-Event-ID": str(last_id)}
+        async with client.stream("GET", path, headers=headers) as again:
+            after, _ = await read_parts(again)
+        # The turn has ended since: from where the client is, it still gets the end.
+        async with client.stream("GET", path, headers=headers) as late:
+            after_the_end, _ = await read_parts(late)
+        from_the_start = await client.get(path)
+        bad = await client.get(path, headers={"Last-Event-ID": "x"})
+
+    assert chunk_types(before)[-2:] == ["tool-input-available", "tool-output-available"]
+    assert chunk_types(after) == ANSWER_PARTS
+    assert "".join(p.get("delta", "") for p in after) == ANSWER
+    assert after_the_end == after
+    # Without an id it is useChat's resume on mount: nothing runs, nothing to replay.
+    assert from_the_start.status_code == 204
+    assert bad.status_code == 400
 
 
 async def test_a_stop_ends_the_stream_with_abort_and_resume_then_finds_nothing_running(

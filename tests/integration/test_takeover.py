@@ -30,7 +30,15 @@ from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import TEST_LLM_KEY, history
 from tests.integration.test_pptx_agent import TITLES
 from tests.support.decks import DeckModel
-from tests.support.moving_turns import Instances, SlowWriter, answer_for, event_ids, follow, moved
+from tests.support.moving_turns import (
+    Doors,
+    Instances,
+    SlowWriter,
+    answer_for,
+    event_ids,
+    follow,
+    moved,
+)
 from tests.support.polling import eventually
 from tests.support.processes import RedisServer
 from tests.support.receiver import SECRET, Receiver
@@ -44,6 +52,17 @@ DEAD_SECONDS = 2.0
 WORDS = 20
 PAUSE = 0.5
 """Twenty words half a second apart: ten-second turns."""
+SHORT = {
+    "DRAIN_SECONDS": str(DRAIN_SECONDS),
+    "INSTANCE_DEAD_SECONDS": str(DEAD_SECONDS),
+    "PARTIAL_SAVE_SECONDS": "0.5",
+    "SSE_PING_SECONDS": "1",
+    "STREAMS_PER_MINUTE": "0",
+    "MAX_STREAMS_PER_USER": "0",
+    # The PostgreSQL is shared with the rest of the run: a few connections each.
+    "DB_POOL_SIZE": "3",
+}
+"""Seconds, not the defaults' minutes; no per-user limit on nine turns at once."""
 
 
 @pytest.fixture
@@ -65,14 +84,7 @@ async def cluster(
             "LLM_MODEL": "fake-model",
             "RECOMMENDATIONS_ENABLED": "false",
             "LOG_LEVEL": "WARNING",
-            "DRAIN_SECONDS": str(DRAIN_SECONDS),
-            "INSTANCE_DEAD_SECONDS": str(DEAD_SECONDS),
-            "PARTIAL_SAVE_SECONDS": "0.5",
-            "SSE_PING_SECONDS": "1",
-            "STREAMS_PER_MINUTE": "0",
-            "MAX_STREAMS_PER_USER": "0",
-            # The PostgreSQL is shared with the rest of the run: a few connections each.
-            "DB_POOL_SIZE": "3",
+            **SHORT,
             # Every turn's end is announced once, by the instance that ends it.
             "WEBHOOK_URL": receiver.url,
             "WEBHOOK_SECRET": SECRET,
@@ -85,13 +97,14 @@ async def cluster(
         await cluster.close()
 
 
-async def nine_turns(cluster: Instances) -> tuple[list[asyncio.Task[list[Event]]], list[str]]:
-    """Nine turns, three on each instance, each showing text before this returns."""
+async def nine_turns(cluster: Doors) -> tuple[list[asyncio.Task[list[Event]]], list[str]]:
+    """Nine turns, sent to each door in turn, each showing text before this returns."""
     questions = [f"q{n}" for n in range(9)]
     started = [asyncio.Event() for _ in questions]
+    doors = len(cluster.clients)
     turns = [
         asyncio.create_task(
-            follow(cluster, n % 3, {"query": q, "conversationId": f"c-{q}"}, started=started[n])
+            follow(cluster, n % doors, {"query": q, "conversationId": f"c-{q}"}, started=started[n])
         )
         for n, q in enumerate(questions)
     ]
@@ -100,7 +113,7 @@ async def nine_turns(cluster: Instances) -> tuple[list[asyncio.Task[list[Event]]
     return turns, questions
 
 
-async def assert_whole(cluster: Instances, turns: list[list[Event]], questions: list[str]) -> None:
+async def assert_whole(cluster: Doors, turns: list[list[Event]], questions: list[str]) -> None:
     """Each turn ended `completed`, with the answer it would have had uncut, stored as shown,
     its event ids going on one by one from 1."""
     client = cluster.clients[cluster.live()[0]]

@@ -93,6 +93,20 @@ class Cluster:
         states = await self.haproxy.states()
         return {name for name, state in states.items() if state == "UP"} == names
 
+    async def serving(self) -> str:
+        """The instance serving the one request in flight (a lone client's stream), once
+        only one is."""
+        assert self.haproxy is not None
+        haproxy = self.haproxy
+        found: list[str] = []
+
+        async def one() -> bool:
+            found[:] = [name for name, count in (await haproxy.sessions()).items() if count]
+            return len(found) == 1
+
+        await eventually(one, within=10, what="one instance serving a request")
+        return found[0]
+
     def logs(self) -> dict[str, str]:
         """Every instance's log, and HAProxy's, by name."""
         found = {each.name: each.log() for each in self.instances}

@@ -87,6 +87,14 @@ class HAProxy(Daemon):
 
     async def states(self) -> dict[str, str]:
         """Each instance's state as the health checks left it: `UP`, `DOWN`, ...."""
+        return {name: row["status"].split()[0] for name, row in (await self._stats()).items()}
+
+    async def sessions(self) -> dict[str, int]:
+        """How many requests each instance is serving now (a stream counts until it ends)."""
+        return {name: int(row["scur"]) for name, row in (await self._stats()).items()}
+
+    async def _stats(self) -> dict[str, dict[str, str]]:
+        """Each instance's row of `show stat`, by name."""
         reader, writer = await asyncio.open_unix_connection(str(self._admin))
         try:
             writer.write(b"show stat\n")
@@ -96,7 +104,7 @@ class HAProxy(Daemon):
             writer.close()
         rows = csv.DictReader(io.StringIO(text.removeprefix("# ")))
         return {
-            row["svname"]: row["status"].split()[0]
+            row["svname"]: row
             for row in rows
             if row["pxname"] == "instances" and row["svname"] not in ("FRONTEND", "BACKEND")
         }

@@ -1,11 +1,12 @@
 """Turns that move between instances, as clients and the model see them.
 
 `Instances` starts uvicorn processes (`ServiceProcess`) on one Redis and one
-PostgreSQL, each reached directly (tests/support/cluster.py puts HAProxy in
-front); a test stops, kills or drains them. `follow` is a client that
-reads a turn's stream and, when its connection ends without `complete` (its
-instance drained, or died), resumes it on another instance with its last event
-id, as the page and a load balancer do together. `SlowWriter` is the model:
+PostgreSQL, each reached directly; `Balanced` is the one address of a load
+balancer in front of them (tests/support/cluster.py). A test stops, kills or
+drains instances. `follow` is a client that reads a turn's stream and, when
+its connection ends without `complete` (its instance drained, or died),
+resumes it with its last event id: on another instance, or through the load
+balancer again, as the page does. `SlowWriter` is the model:
 each question has its own answer, written a word at a time, and a request to
 go on from an answer cut short gets the rest of it, so a turn that moved ends
 with exactly the answer it would have had.
@@ -17,7 +18,7 @@ import asyncio
 import itertools
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -28,6 +29,24 @@ from tests.support.sse import Event, events
 
 RESUME_PAUSE_SECONDS = 0.2
 """How long a client waits before it resumes a stream that ended without `complete`."""
+
+
+class Doors(Protocol):
+    """Where a client sends its requests and its resumes: `clients[n]` while `n` is live."""
+
+    clients: list[httpx.AsyncClient]
+
+    def live(self, besides: int | None = None) -> list[int]: ...
+
+
+class Balanced:
+    """A load balancer's one address: every request and every resume goes through it."""
+
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.clients = [client]
+
+    def live(self, besides: int | None = None) -> list[int]:
+        return [0]
 
 
 class Instances:
@@ -73,7 +92,7 @@ async def read_into(response: httpx.Response, seen: list[Event]) -> None:
 
 
 async def follow(
-    cluster: Instances,
+    cluster: Doors,
     first: int,
     params: dict[str, str],
     *,
@@ -82,8 +101,8 @@ async def follow(
     when: Callable[[Event], bool] = lambda event: event["type"] == "text",
     within: float = 90.0,
 ) -> list[Event]:
-    """A turn sent to instance `first` and read to `complete`, resuming on the live instances
-    (in turn) with the last event id each time its stream ends without it. Without a
+    """A turn sent to `cluster.clients[first]` and read to `complete`, resuming on the live
+    ones (in turn) with the last event id each time its stream ends without it. Without a
     `query`, the conversation's running turn is followed from its start.
 
     `started` is set once the turn has shown an event `when` holds for (its first text).

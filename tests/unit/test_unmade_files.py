@@ -42,8 +42,8 @@ def test_ai_sdk_gives_an_unmade_file_as_data_only() -> None:
     parts = [
         orjson.loads(line.removeprefix(b"data: "))
         for event in (WORD, UNMADE)
-        for line in translator.translate(1, event).split(b"\n\n")
-        if line
+        for line in translator.translate(1, event).splitlines()
+        if line.startswith(b"data: ")
     ]
 
     assert [p["type"] for p in parts] == ["file", "data-file", "data-file"]

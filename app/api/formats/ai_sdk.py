@@ -9,7 +9,10 @@ ended by `data: [DONE]`.
 
 `GET /ai-sdk/{kind}/{id}/stream` is what `useChat({resume: true})` calls on
 mount: the running turn's whole stream again, from the shared log (so from
-any instance), and 204 when the conversation has nothing running. Stop is our
+any instance), and 204 when the conversation has nothing running. Each
+group of parts carries the `id:` of our event it came from, so a transport
+whose stream was cut (its instance drained or died) reconnects there with
+`Last-Event-ID` and gets only what follows (docs/integrate/ai-sdk.md). Stop is our
 `/agent/stop`, and the stream then ends with `abort` and `finish`: unlike the
 AI SDK's reference setup, stopping and resuming work together because neither
 depends on the HTTP connection.
@@ -20,11 +23,11 @@ from __future__ import annotations
 from typing import Annotated, Any, assert_never
 
 import orjson
-from fastapi import APIRouter, Body, Response
+from fastapi import APIRouter, Body, Header, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.agents.approvals import DECLINED
-from app.api.agent import StreamParams
+from app.api.agent import EVENT_ID, StreamParams
 from app.api.auth import CallerDep, UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError
@@ -116,7 +119,12 @@ class AiSdkTranslator:
             self._close_text(parts)
             self._close_reasoning(parts)
             self._other(event, parts)
-        out = b"".join(b"data: %s\n\n" % orjson.dumps(part) for part in parts)
+        frames = [b"data: %s\n\n" % orjson.dumps(part) for part in parts]
+        if frames:
+            # The id of the event the parts came from, on the last of them: a client that
+            # reconnects with it as `Last-Event-ID` gets what follows (the SDK ignores it).
+            frames[-1] = b"id: %d\n%s" % (event_id, frames[-1])
+        out = b"".join(frames)
         return out + DONE if isinstance(event, ev.CompleteEvent) else out
 
     def _other(self, event: ev.Event, parts: list[dict[str, Any]]) -> None:
@@ -373,28 +381,42 @@ async def run_ai_sdk(
     responses={
         200: {
             "content": {"text/event-stream": {}},
-            "description": "The turn's stream, from its start",
+            "description": "The turn's stream, from its start or after `Last-Event-ID`",
         },
-        204: {"description": "Nothing is running on this chat"},
-        400: {"description": "Bad chat id"},
+        204: {"description": "Nothing runs on this chat (with `Last-Event-ID`: nor ended lately)"},
+        400: {"description": "Bad chat id, or Last-Event-ID not a non-negative integer"},
         404: {"description": "Unknown kind"},
         410: {"description": "The run's first events are no longer kept"},
         503: {"description": "The task backend (Redis) is down"},
     },
 )
-async def resume_ai_sdk(kind: str, chat_id: str, user: UserDep, services: ServicesDep) -> Response:
+async def resume_ai_sdk(
+    kind: str,
+    chat_id: str,
+    user: UserDep,
+    services: ServicesDep,
+    last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
+) -> Response:
     """The chat's running turn from its first part, then live until `finish`, on any instance.
 
     204 when nothing runs: `useChat` then shows the stored history as it is.
+    With `Last-Event-ID` (the `id:` of the last part a client read before its
+    stream was cut) only the parts after it come, and a turn that ended since
+    (within `RESUME_RETENTION_SECONDS`) still answers: the client gets its end.
     """
     agent_entry(services, kind)
+    if last_event_id is not None and not EVENT_ID.fullmatch(last_event_id):
+        raise ApiError(400, "Last-Event-ID must be a non-negative integer")
     reader = await services.streams.reader(user, chat_id, 0)
+    if reader is None:
+        return Response(status_code=204)
+    if last_event_id is not None:
+        log = TranslatedLog(reader, AiSdkTranslator(), hide_through=int(last_event_id))
+        return _response(log, services)
     try:
-        running = (
-            reader is not None and await services.tasks.claims.current(user, chat_id) is not None
-        )
+        running = await services.tasks.claims.current(user, chat_id) is not None
     except TaskBackendUnavailable as exc:
         raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
-    if reader is None or not running:
+    if not running:
         return Response(status_code=204)
     return _response(TranslatedLog(reader, AiSdkTranslator()), services)

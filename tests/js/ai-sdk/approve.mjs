@@ -7,38 +7,12 @@
 //   {"error": "..."}                the chat failed
 //
 // node approve.mjs <api> '<spec>', spec = {chatId, text, approved, reason?, body?}.
-import {
-  AbstractChat,
-  DefaultChatTransport,
-  lastAssistantMessageIsCompleteWithApprovalResponses,
-} from "ai";
+import { DefaultChatTransport, lastAssistantMessageIsCompleteWithApprovalResponses } from "ai";
+import { Chat } from "./chat.mjs";
 
 const [api, raw] = process.argv.slice(2);
 const spec = JSON.parse(raw);
 const print = (line) => process.stdout.write(`${JSON.stringify(line)}\n`);
-
-/** The chat's state in plain fields: what a framework binding keeps reactive. */
-class State {
-  status = "ready";
-  error = undefined;
-  messages = [];
-  pushMessage = (message) => {
-    this.messages = [...this.messages, message];
-  };
-  popMessage = () => {
-    this.messages = this.messages.slice(0, -1);
-  };
-  replaceMessage = (index, message) => {
-    this.messages = this.messages.map((m, i) => (i === index ? message : m));
-  };
-  snapshot = (thing) => structuredClone(thing);
-}
-
-class Chat extends AbstractChat {
-  constructor(init) {
-    super({ ...init, state: new State() });
-  }
-}
 
 const chat = new Chat({
   id: spec.chatId,
