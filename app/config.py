@@ -525,6 +525,32 @@ class MemorySection(SettingsSection):
     409, and the `remember` tool tells the model the memory is full."""
 
 
+class SchedulesSection(SettingsSection):
+    """Schedules
+
+    Scheduled runs (`/schedules`, docs/operate/schedules.md): each instance runs a clock that
+    claims what is due in the database (one row per schedule and due time, so each due time
+    runs once across every instance) and starts it as an ordinary turn of the schedule's
+    owner, counted against the owner's limits.
+    """
+
+    schedules_per_user: int = Field(default=20, ge=0)
+    """Schedules one user may have; one more answers 400 with the reason. 0: no limit."""
+    schedule_min_seconds: float = Field(default=900.0, ge=0)
+    """Shortest time a schedule may leave between two runs, over its next few dozen due
+    times; a recurrence with a shorter gap answers 400 with the reason."""
+    schedule_max_failures: int = Field(default=3, ge=0)
+    """Failed runs in a row after which a schedule pauses itself and says why
+    (`pausedReason`); 0: never."""
+    schedule_catch_up: Literal["one", "none"] = "one"
+    """Due times missed while no instance ran: `one` run (the latest of them), or `none` (a
+    due time later than a minute, or three `SCHEDULE_POLL_SECONDS`, is passed over)."""
+    schedule_poll_seconds: float = Field(default=10.0, gt=0)
+    """Longest each instance's schedule clock sleeps: it wakes sooner at a due time it knows
+    of, and at once for a schedule made or changed on it; a schedule made on another
+    instance is seen within this."""
+
+
 class DeepResearchSection(SettingsSection):
     """Deep research
 
@@ -713,6 +739,7 @@ class Settings(
     LimitsSection,
     TurnsSection,
     MemorySection,
+    SchedulesSection,
     DeepResearchSection,
     DocumentsSection,
     SkillsSection,

@@ -49,6 +49,7 @@ from app.api import (
     preferences,
     projects,
     runs,
+    schedules,
     search,
     sessions,
     shared,
@@ -86,6 +87,7 @@ from app.llm.tokens import TokenCounter, install_encodings
 from app.service.draining import Drainer
 from app.service.memory import MemoryService
 from app.service.projects import ProjectService
+from app.service.schedules import ScheduleService, ScheduleSettings
 from app.service.streams import StreamService, StreamSettings
 from app.service.takeover import TurnSuccessor
 from app.service.turns import TurnService
@@ -97,6 +99,7 @@ from app.store.preferences import SqlPreferences
 from app.store.projects import SqlProjects
 from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
+from app.store.schedules import SqlSchedules
 from app.store.search import SqlTurnSearch
 from app.store.sessions import SqlSessionStore
 from app.store.shares import SqlShares
@@ -106,6 +109,7 @@ from app.store.user_limits import SqlUserLimits
 from app.store.user_memory import SqlUserMemory
 from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
 from app.tasks.runs import RunRegistry
+from app.tasks.schedule_clock import ClockSettings
 from app.tasks.sweeper import Sweeper
 from app.tasks.unstored import UnstoredSweeper
 from app.tasks.webhooks import Webhooks
@@ -296,6 +300,39 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         stack.callback(drain_on_sigterm(drainer))
         made_keys = SqlAuthKeys(db)
         auth = await stack.enter_async_context(open_authenticator(settings, made_keys))
+        streams = StreamService(
+            StreamSettings.from_settings(settings),
+            turns,
+            run_registry,
+            library,
+            limits,
+            webhooks,
+            store,
+            catalog,
+            projects,
+        )
+        schedule_service = ScheduleService(
+            ScheduleSettings.from_settings(settings),
+            ClockSettings.from_settings(settings),
+            SqlSchedules(db),
+            streams,
+            store,
+            {entry.kind: entry for entry in app.state.agents},
+            catalog,
+            webhooks,
+            projects,
+            instance_id,
+            tasks.instances,
+            drain,
+        )
+        if webhooks.enabled:
+            # Here, not at the top: push notifications need the secret, and A2A's library
+            # loads only with a configuration (or a call) that uses it.
+            from app.api.a2a.push import PushNotifications, scheduled_runs
+
+            schedule_service.on_started = scheduled_runs(
+                PushNotifications(SqlPushConfigs(db), webhooks, store), settings.a2a_public_url
+            )
         app.state.services = Services(
             http=ApiSettings.from_settings(settings),
             agents={entry.kind: entry for entry in app.state.agents},
@@ -309,19 +346,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             tasks=tasks,
             runs=run_registry,
             turns=turns,
-            streams=StreamService(
-                StreamSettings.from_settings(settings),
-                turns,
-                run_registry,
-                library,
-                limits,
-                webhooks,
-                store,
-                catalog,
-                projects,
-            ),
+            streams=streams,
             projects=projects,
             memory=MemoryService(user_memory, projects),
+            schedules=schedule_service,
             auth=auth,
             auth_keys=made_keys,
             files=library,
@@ -334,6 +362,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             drain=drain,
         )
         app.state.telemetry = telemetry
+        # Stopped first at shutdown: no run starts while the parts runs need are closing.
+        schedule_service.start()
+        stack.push_async_callback(schedule_service.close)
         # After the start, so the first request does not wait for it either.
         codecs = asyncio.create_task(prepare_codecs())
         stack.callback(codecs.cancel)
@@ -477,6 +508,8 @@ def create_app(
     app.include_router(auth_keys.router)
     app.include_router(preferences.router)
     app.include_router(admin.router)
+    app.include_router(schedules.router)
+    app.include_router(schedules.admin_router)
     install_ag_ui(app)
     app.include_router(ai_sdk.router)
     document_query_models(app)

@@ -18,9 +18,11 @@ from alembic import context
 from sqlalchemy import Connection
 from sqlmodel import SQLModel
 
+# Each registers its tables on SQLModel.metadata.
 import app.store.memory_models
 import app.store.models
-import app.store.project_models  # noqa: F401
+import app.store.project_models
+import app.store.schedule_models  # noqa: F401
 from app.config import Settings
 from app.store.db import Database
 

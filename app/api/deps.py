@@ -18,6 +18,7 @@ from app.llm.base import ChatModel
 from app.llm.models import ModelCatalog
 from app.service.memory import MemoryService
 from app.service.projects import ProjectService
+from app.service.schedules import ScheduleService
 from app.service.streams import StreamService
 from app.service.turns import TurnService
 from app.store.auth_keys import SqlAuthKeys
@@ -73,6 +74,7 @@ class Services:
     projects: ProjectService
     memory: MemoryService
     """The caller's memory items and switch (404 throughout with `MEMORY_ENABLED=false`)."""
+    schedules: ScheduleService
     auth: Authenticator
     """Who a request is (app/api/auth.py); `auth.enabled` False: everyone is one local user."""
     auth_keys: SqlAuthKeys

@@ -152,8 +152,8 @@ async def change_project(
 async def delete_project(
     project_id: ProjectId, user: UserDep, services: ServicesDep
 ) -> Envelope[DeletedProject]:
-    """Its conversations go as `DELETE /session/{id}` deletes one, and its memory items and
-    attachments with it; the attached files stay in the caller's library."""
+    """Its conversations go as `DELETE /session/{id}` deletes one, and its schedules, memory
+    items and attachments with it; the attached files stay in the caller's library."""
     count = await services.projects.delete(user, project_id)
     return ok(DeletedProject(project_id=project_id, deleted_conversations=count))
 

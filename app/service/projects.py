@@ -6,9 +6,10 @@ another user's project is `NotFound`, as is one that does not exist. `for_turn()
 turn's start: the project the request names (or the conversation is in), with the rule
 that a conversation stays in the project it was started in (another project: 409).
 
-Deleting a project deletes its conversations as `DELETE /session/{id}` does (their
-turns, the files only they used, what the agents kept of them), then its memory items,
-its attachments (the files stay in the library) and itself.
+Deleting a project deletes its schedules first (so none starts a run in it meanwhile),
+then its conversations as `DELETE /session/{id}` does (their turns, the files only they
+used, what the agents kept of them), then its memory items, its attachments (the files
+stay in the library) and itself.
 """
 
 from __future__ import annotations
@@ -111,6 +112,7 @@ class ProjectService:
     async def delete(self, user_id: str, project_id: str) -> int:
         """Delete the project and all it holds; how many conversations went with it."""
         await self.project(user_id, project_id)
+        await self._projects.delete_schedules(user_id, project_id)
         conversations = await self._projects.conversations(user_id, project_id)
         for conversation_id in conversations:
             deleted = await self._store.delete_conversation(user_id, conversation_id)

@@ -22,6 +22,7 @@ from app.store.models import StoredFile
 from app.store.project_models import PROJECT as P
 from app.store.project_models import PROJECT_FILE as PF
 from app.store.project_models import StoredProject
+from app.store.schedules import delete_project_schedules
 from app.store.user_memory import delete_project_memory
 
 _FILE_COLUMNS = [c for c in F.c if c.name != "content"]
@@ -134,14 +135,21 @@ class SqlProjects:
         async with self._db.statement() as conn:
             return bool((await conn.execute(stmt)).rowcount)
 
+    async def delete_schedules(self, user_id: str, project_id: str) -> None:
+        """Delete the project's schedules, so none starts a run in it while it goes."""
+        async with self._db.begin() as conn:
+            await delete_project_schedules(conn, user_id, project_id)
+
     async def delete(self, user_id: str, project_id: str) -> bool:
-        """Delete the project, its attachments, its memory items and its conversations' marks
-        (the conversations themselves are deleted before, one by one); False when not found."""
+        """Delete the project, its attachments, its memory items, its schedules (one made
+        since `delete_schedules`) and its conversations' marks (the conversations themselves
+        are deleted before, one by one); False when not found."""
         async with self._db.begin() as conn:
             await conn.execute(
                 delete(PF).where(PF.c.user_id == user_id, PF.c.project_id == project_id)
             )
             await delete_project_memory(conn, user_id, project_id)
+            await delete_project_schedules(conn, user_id, project_id)
             await conn.execute(
                 delete(TT).where(TT.c.user_id == user_id, TT.c.project_id == project_id)
             )

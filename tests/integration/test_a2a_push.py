@@ -212,3 +212,28 @@ async def test_deleting_a_turn_deletes_its_tasks_configs(
     assert second[0].task.id == task_id
     assert not listed.configs
     assert kept == 0
+
+
+async def test_a_config_set_on_a_scheduled_runs_task_is_told_its_end(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI, receiver: Receiver
+) -> None:
+    gate = asyncio.Event()
+    fake_llm.script(Reply.gated("Overnight", " nothing changed.", gate))
+    settings = pushing(backend, tmp_path, fake_llm)
+    async with running_service(settings) as service, a2a_client(service) as client:
+        made = await service.post(
+            "/schedules",
+            json={"kind": "chat", "query": "What changed?", "rrule": "FREQ=DAILY;BYHOUR=8"},
+        )
+        schedule_id = made.json()["data"]["scheduleId"]
+        run = (await service.post(f"/schedules/{schedule_id}/run")).json()["data"]
+        task_id = f"{run['conversationId']}.{run['turnId']}"
+        await client.create_task_push_notification_config(push_config(task_id, receiver.url))
+        gate.set()
+        call = await receiver.next_call()
+
+    assert verified(call)
+    pushed = call.json()["task"]
+    assert (pushed["id"], pushed["contextId"]) == (task_id, run["conversationId"])
+    assert pushed["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert receiver.calls.empty()

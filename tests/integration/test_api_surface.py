@@ -86,6 +86,12 @@ async def test_openapi_documents_every_endpoint(tmp_path: Path) -> None:
         "/admin/usage": {"get"},
         "/admin/ratings": {"get"},
         "/admin/users/{user_id}/limits": {"get", "put"},
+        "/schedules": {"get", "post"},
+        "/schedules/{schedule_id}": {"get", "patch", "delete"},
+        "/schedules/{schedule_id}/run": {"post"},
+        "/schedules/{schedule_id}/runs": {"get"},
+        "/admin/schedules": {"get"},
+        "/admin/schedules/{schedule_id}": {"patch"},
     }
     assert {path: set(ops) for path, ops in paths.items()} == expected
     assert "text/event-stream" in paths["/agent/chat/stream"]["get"]["responses"]["200"]["content"]

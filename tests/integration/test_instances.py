@@ -53,6 +53,23 @@ class Instances:
         await asyncio.gather(*(p.stop() for p in self.processes))
 
 
+def instance_env(
+    postgres_url: str,
+    redis_url: str,
+    redis_prefix: str,
+    fake_llm: FakeOpenAI,
+    fake_search: FakeTavily,
+) -> dict[str, str]:
+    """An instance's environment: the shared database and Redis, the fake upstreams."""
+    return {
+        "DATABASE_URL": postgres_url,
+        "REDIS_URL": redis_url,
+        "REDIS_PREFIX": redis_prefix,
+        **process_env(fake_llm, fake_search),
+        "LOG_LEVEL": "WARNING",
+    }
+
+
 @pytest.fixture
 async def instances(
     tmp_path: Path,
@@ -63,14 +80,7 @@ async def instances(
     fake_search: FakeTavily,
 ) -> AsyncIterator[Instances]:
     cluster = Instances(
-        tmp_path,
-        {
-            "DATABASE_URL": postgres_url,
-            "REDIS_URL": redis_url,
-            "REDIS_PREFIX": redis_prefix,
-            **process_env(fake_llm, fake_search),
-            "LOG_LEVEL": "WARNING",
-        },
+        tmp_path, instance_env(postgres_url, redis_url, redis_prefix, fake_llm, fake_search)
     )
     try:
         yield cluster

@@ -85,7 +85,14 @@ async def test_the_tools_are_the_available_agents_and_a_call_is_a_stored_turn(
 
     by_name = {tool.name: tool for tool in tools}
     # pptx is left out of this service; the host agent is unavailable with no remote agents.
-    assert list(by_name) == ["chat", "file", "deep", "skills"]
+    assert list(by_name) == [
+        "chat",
+        "file",
+        "deep",
+        "skills",
+        "list_schedules",
+        "create_schedule",
+    ]
     assert by_name["chat"].description == AGENTS[0].description
     assert by_name["file"].input_schema["required"] == ["query", "fileId"]
     assert "fileId" not in by_name["deep"].input_schema["properties"]
@@ -107,6 +114,45 @@ async def test_the_tools_are_the_available_agents_and_a_call_is_a_stored_turn(
     assert [(m["question"], m["answer"], m["status"]) for m in stored] == [
         ("How do heat pumps work?", "Heat pumps move heat.", "completed")
     ]
+
+
+async def test_a_client_schedules_a_run_and_lists_its_schedules(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    settings = settings_for(backend, tmp_path, fake_llm)
+    async with running_service(settings) as service, mcp_session(service) as session:
+        project = await service.post("/projects", json={"name": "Work"})
+        refused = await session.call_tool(
+            "create_schedule", {"kind": "chat", "query": "News?", "rrule": "FREQ=MINUTELY"}
+        )
+        unknown = await session.call_tool(
+            "create_schedule",
+            {"kind": "chat", "query": "News?", "cron": "0 8 * * *", "projectId": "f" * 32},
+        )
+        made = await session.call_tool(
+            "create_schedule",
+            {
+                "kind": "chat",
+                "query": "What changed in X?",
+                "cron": "0 8 * * 1-5",
+                "timezone": "Europe/Paris",
+                "name": "Weekday news",
+                "projectId": project.json()["data"]["projectId"],
+            },
+        )
+        listed = await session.call_tool("list_schedules", {})
+        over_http = (await service.get("/schedules")).json()["data"]
+
+    assert refused.is_error
+    assert "shortest interval allowed is 15 min" in _text(refused)
+    assert not made.is_error
+    assert made.structured_content is not None
+    assert made.structured_content["name"] == "Weekday news"
+    assert made.structured_content["projectId"] == project.json()["data"]["projectId"]
+    assert (unknown.is_error, _text(unknown)) == (True, "Project not found")
+    assert _text(made).startswith("Scheduled: Weekday news (chat, 0 8 * * 1-5, Europe/Paris): ")
+    assert listed.structured_content == {"schedules": over_http}
+    assert over_http[0]["scheduleId"] == made.structured_content["scheduleId"]
 
 
 async def test_a_call_continues_its_conversation_and_refusals_are_tool_errors(

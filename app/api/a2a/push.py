@@ -14,14 +14,21 @@ The call is a webhook's (`app/tasks/webhooks.py`): signed with
 (its `authentication`). Without `WEBHOOK_SECRET` push notifications are off,
 as webhooks are, and the card says so.
 
+Scheduled runs are watched too (`scheduled_runs`): a run of a schedule
+starts with no client, so a receiver sets its config on the run's task once
+it runs (its id is `<conversationId>.<turnId>`, both in the schedule's runs,
+or found by `ListTasks` with the conversation as `contextId`), and is told
+how it ended.
+
 Left out: a notification for each intermediate update (a client that wants
-them streams or subscribes), and runs not started over A2A (a task begun on
-another surface notifies once an A2A message continues it).
+them streams or subscribes), and runs started on our other surfaces (a task
+begun there notifies once an A2A message continues it).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 import orjson
 from a2a.types.a2a_pb2 import StreamResponse, TaskPushNotificationConfig
@@ -100,6 +107,18 @@ class PushNotifications:
             return [Delivery(c.url, body, run.claim.task_id, _headers(c)) for c in configs]
 
         self._webhooks.after(run, deliveries)
+
+
+def scheduled_runs(push: PushNotifications, base_url: str) -> Callable[[Run, str, str], None]:
+    """What tells a scheduled run's task configs of its end: given each run as it starts,
+    with its owner and conversation. `base_url` (`A2A_PUBLIC_URL`) makes its artifacts'
+    URLs absolute; empty, they stay relative, as no request names the host."""
+
+    def watch(run: Run, user: str, conversation_id: str) -> None:
+        if run.row_id is not None:
+            push.watch(run, user, TaskRef(conversation_id, run.row_id), base_url)
+
+    return watch
 
 
 def _headers(config: PushConfig) -> dict[str, str]:

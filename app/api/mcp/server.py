@@ -1,4 +1,5 @@
-"""The MCP server behind `/mcp`: a tool per agent kind, each call one ordinary turn.
+"""The MCP server behind `/mcp`: a tool per agent kind, each call one ordinary turn (and the
+schedules' two tools, `schedule_tools.py`).
 
 A call is a turn started through `StreamService.open`, the path every
 stream takes (checks, limits, the claim, the stored question), so it is in
@@ -43,6 +44,8 @@ from starlette.types import Receive, Scope, Send
 from app.agents.registry import AgentEntry
 from app.api.deps import Services, public_base_url
 from app.api.mcp import CALLER_KEY
+from app.api.mcp.schedule_tools import NAMES as SCHEDULE_TOOLS
+from app.api.mcp.schedule_tools import call_schedule_tool, schedule_tools
 from app.api.run_events import event_batches
 from app.core import events as ev
 from app.core.urls import absolute
@@ -240,20 +243,28 @@ class AgentTools:
     ) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
-                types.Tool(
-                    name=entry.kind,
-                    title=entry.name,
-                    description=entry.description or entry.summary,
-                    input_schema=input_schema(entry),
-                    output_schema=OUTPUT_SCHEMA,
-                )
-                for entry in self._available()
+                *(
+                    types.Tool(
+                        name=entry.kind,
+                        title=entry.name,
+                        description=entry.description or entry.summary,
+                        input_schema=input_schema(entry),
+                        output_schema=OUTPUT_SCHEMA,
+                    )
+                    for entry in self._available()
+                ),
+                *schedule_tools(),
             ]
         )
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
+        if params.name in SCHEDULE_TOOLS:
+            caller = _http_request(ctx).scope["state"][CALLER_KEY]
+            return await call_schedule_tool(
+                params.name, params.arguments or {}, caller.user, self._services().schedules
+            )
         entry = self._entries.get(params.name)
         if entry is None or entry not in self._available():
             raise MCPError(types.INVALID_PARAMS, f"Unknown tool: {params.name}")

@@ -21,6 +21,7 @@ import { Attachment } from './attach.js';
 import { startSignIn } from './auth.js';
 import { BranchControls } from './branches.js';
 import { RatingControls } from './rating.js';
+import { SchedulesScreen, runEveryButton } from './schedules.js';
 import { Composer } from './composer.js';
 import { ConversationList } from './conversations.js';
 import { ConversationSearch } from './search.js';
@@ -121,6 +122,13 @@ const memory = new MemoryScreen({
   panel: $('memory'),
   ...screenParts,
   projectName: (id) => projects.name(id),
+});
+const schedules = new SchedulesScreen({
+  button: $('schedules-button'),
+  panel: $('schedules'),
+  agents: ui.agent,
+  projects: () => projects.projects,
+  ...screenParts,
 });
 const CONVERSATION_HASH = /^#c=([A-Za-z0-9_-]{1,128})$/;
 const SHARED_HASH = /^#s=([A-Za-z0-9_-]{16,64})$/;
@@ -265,6 +273,11 @@ function withBranch(turn, meta) {
   turn.verdict = new RatingControls(turn, {
     rate: (rating, comment) => rate(turn, rating, comment),
     onError: showError,
+  });
+  runEveryButton(turn, {
+    agent: () => ui.agent.value,
+    project: () => state.projectId,
+    screen: schedules,
   });
   if (meta) turn.branch.set(meta);
   return turn;

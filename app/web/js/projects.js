@@ -1,8 +1,8 @@
 // Projects (`/projects`): the sidebar's list, and a project's screen, where its name,
 // instructions (what every conversation in it follows), default agent and model, its
 // files (every agent in it searches them) and its conversations are; a new chat starts
-// in it from there. Deleting one takes its conversations and memory with it (pressed
-// twice); its files stay in the library.
+// in it from there. Deleting one takes its conversations, memory and schedules with it
+// (pressed twice); its files stay in the library.
 
 import { ApiError, getJson, send, sendJson } from './api.js';
 import { h, pressTwice } from './dom.js';
