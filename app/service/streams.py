@@ -35,13 +35,16 @@ from app.service.errors import (
     Unavailable,
 )
 from app.service.projects import ProjectService
-from app.service.turns import DATABASE_DOWN, Strategy, TurnService
+from app.service.turns import DATABASE_DOWN, TASKS_UNREADABLE, Strategy, TurnService
 from app.store.base import SessionStore, StoreError
 from app.store.models import StoredTurn
 from app.tasks.base import EventsGone, TaskBackendUnavailable
 from app.tasks.log import EventLogReader
 from app.tasks.runs import Run, RunRegistry
 from app.tasks.webhooks import WebhookRefused, Webhooks
+
+# An A2A message's text parts are the question of the turn it starts.
+from app.tools.a2a_parts import text_of as text_of
 
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 DECIDING = "(a decision on a paused turn)"
@@ -203,7 +206,7 @@ class StreamService:
         try:
             return await self._runs.reader(user, conversation_id, after)
         except TaskBackendUnavailable as exc:
-            raise Unavailable("Service unavailable: the task backend (Redis) is down") from exc
+            raise Unavailable(TASKS_UNREADABLE) from exc
         except EventsGone as exc:
             raise Gone(f"Cannot resume: {exc}; read the conversation's history") from exc
 
