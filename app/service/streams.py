@@ -43,9 +43,6 @@ from app.tasks.log import EventLogReader
 from app.tasks.runs import Run, RunRegistry
 from app.tasks.webhooks import WebhookRefused, Webhooks
 
-# An A2A message's text parts are the question of the turn it starts.
-from app.tools.a2a_parts import text_of as text_of
-
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9_-]{1,128}")
 DECIDING = "(a decision on a paused turn)"
 """What the list of runs shows as the question while a decision is taken (the turn's own

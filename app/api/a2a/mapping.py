@@ -45,7 +45,7 @@ from app.core import events as ev
 from app.core.frames import joined_deltas
 from app.core.urls import absolute
 from app.llm.errors import stored_error_message
-from app.service.push import task_id_of
+from app.service.a2a import task_id_of
 
 if TYPE_CHECKING:
     from app.store.models import StoredTurn

@@ -37,7 +37,7 @@ from a2a.utils.errors import InvalidParamsError, PushNotificationNotSupportedErr
 from google.protobuf.json_format import MessageToDict
 
 from app.api.a2a.mapping import TaskRef, stored_task, task_turns
-from app.service.push import Delivery, PushConfig, WebhookRefused
+from app.service.a2a import Delivery, PushConfig, WebhookRefused
 
 if TYPE_CHECKING:
     from app.store.base import SessionStore

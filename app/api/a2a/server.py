@@ -80,6 +80,7 @@ from app.api.agent import ApprovalParams
 from app.api.deps import Services
 from app.api.run_events import event_batches
 from app.core.events import Event, StartEvent
+from app.service.a2a import text_of
 from app.service.errors import (
     BadRequest,
     Conflict,
@@ -92,7 +93,7 @@ from app.service.errors import (
     TooLong,
     TurnRefused,
 )
-from app.service.streams import MemoryMode, TurnRequest, text_of
+from app.service.streams import MemoryMode, TurnRequest
 
 if TYPE_CHECKING:
     from app.store.models import StoredTurn
