@@ -6,7 +6,6 @@ admin surface is not revealed to those who may not use it.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
@@ -20,10 +19,7 @@ from app.api.usage import End, Start, UsagePeriod, period
 from app.auth import Caller
 from app.core.wire import WireModel, WireTime
 from app.limits.base import Rates
-from app.store.ratings import RatedTurn
-from app.store.records import Rating
-from app.store.user_limits import LimitOverride
-from app.tasks.base import TaskBackendUnavailable
+from app.service.records import LimitOverride, RatedTurn, Rating
 
 
 async def admin_caller(caller: CallerDep) -> Caller:
@@ -74,13 +70,7 @@ class UserLimitsPublic(WireModel):
 @router.get("/runs", summary="Every user's running and queued turns")
 async def list_all_runs(services: ServicesDep) -> Envelope[list[AdminRun]]:
     """On any instance, oldest first."""
-    board = services.tasks.board
-    try:
-        users = await board.users()
-        posted = await asyncio.gather(*(board.posted(user) for user in users))
-    except TaskBackendUnavailable as exc:
-        raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
-    tickets = sorted((t for each in posted for t in each), key=lambda t: t.started_at)
+    tickets = await services.turns.everyones()
     return ok(
         [
             AdminRun(

@@ -371,9 +371,7 @@ async def stop_conversation(
     if not conversation_id:
         raise ApiError(400, "conversationId is required, in the query string or the JSON body")
     valid_conversation_id(conversation_id)
-    # The queue first: stopping the running turn would otherwise start the next queued one.
-    queued = await services.tasks.queue.clear_queue(user, conversation_id)
-    if await services.tasks.claims.request_stop(user, conversation_id, STOP_WAIT_SECONDS) or queued:
+    if await services.turns.stop(user, conversation_id):
         return StopResult(success=True, message="The task was stopped")
     return StopResult(success=False, message="No task is running for this conversation")
 

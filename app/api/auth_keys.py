@@ -10,7 +10,7 @@ key would have no one to stand for (409).
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Path
 from pydantic import AwareDatetime, Field, field_validator
@@ -20,7 +20,9 @@ from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.auth import IssuerUnreachable
 from app.core.wire import WireModel, WireTime
-from app.store.auth_keys import KeyInfo
+
+if TYPE_CHECKING:
+    from app.store.auth_keys import KeyInfo
 
 router = APIRouter(prefix="/auth", tags=["auth"])
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import Depends, Request
 from pydantic import SecretStr
@@ -21,17 +21,19 @@ from app.service.projects import ProjectService
 from app.service.schedules import ScheduleService
 from app.service.streams import StreamService
 from app.service.turns import TurnService
-from app.store.auth_keys import SqlAuthKeys
-from app.store.base import ConversationTitles, SessionStore, TurnSearch
-from app.store.preferences import SqlPreferences
-from app.store.push_configs import SqlPushConfigs
-from app.store.ratings import SqlRatings
-from app.store.shares import SqlShares
-from app.store.usage import SqlUsage
-from app.tasks.base import Tasks
-from app.tasks.runs import RunRegistry
-from app.tasks.webhooks import Webhooks
-from app.tools.mcp import McpHub
+
+if TYPE_CHECKING:
+    from app.store.auth_keys import SqlAuthKeys
+    from app.store.base import ConversationTitles, SessionStore, TurnSearch
+    from app.store.preferences import SqlPreferences
+    from app.store.push_configs import SqlPushConfigs
+    from app.store.ratings import SqlRatings
+    from app.store.shares import SqlShares
+    from app.store.usage import SqlUsage
+    from app.tasks.base import Tasks
+    from app.tasks.runs import RunRegistry
+    from app.tasks.webhooks import Webhooks
+    from app.tools.mcp import McpHub
 
 
 class ApiSettings(SettingsPart, renamed={"public_url": "a2a_public_url"}):

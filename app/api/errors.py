@@ -4,8 +4,8 @@ A turn the service refuses (`TurnRefused`, app/service/errors.py) answers
 the status of its kind. A user over one of their limits (`LimitExceeded`,
 from app/limits) is 429 with `Retry-After`, from wherever it is checked.
 Dependencies that are down surface as `StoreUnavailable` / `TaskBackendUnavailable`
-from anywhere below the routes; they are mapped to 503 here, once, instead of
-in every route. A client that hangs up before its request is read is no
+from anywhere below the routes; they are mapped to 503 here (`OUTAGES`), once, instead
+of in every route. A client that hangs up before its request is read is no
 error of ours: it is logged at DEBUG, not as a traceback. Unexpected errors
 are logged and answered without detail.
 """
@@ -24,6 +24,7 @@ from starlette.requests import ClientDisconnect
 from app.api.envelope import error_body
 from app.limits import LimitExceeded
 from app.service.errors import (
+    OUTAGES,
     BadRequest,
     Conflict,
     Draining,
@@ -35,8 +36,6 @@ from app.service.errors import (
     TurnRefused,
     Unavailable,
 )
-from app.store.base import StoreUnavailable
-from app.tasks.base import TaskBackendUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -44,10 +43,8 @@ log = logging.getLogger(__name__)
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
-    app.add_exception_handler(StoreUnavailable, _dependency_down("the database is unavailable"))
-    app.add_exception_handler(
-        TaskBackendUnavailable, _dependency_down("the task backend (Redis) is unavailable")
-    )
+    for outage, what in OUTAGES.items():
+        app.add_exception_handler(outage, _dependency_down(what))
     app.add_exception_handler(LimitExceeded, _over_limit)
     app.add_exception_handler(TurnRefused, _turn_refused)
     app.add_exception_handler(ClientDisconnect, _client_gone)

@@ -8,7 +8,7 @@ answers, so the next request can use it at once.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import quote
 
 from fastapi import APIRouter, Path, Query, Request
@@ -29,8 +29,11 @@ from app.documents.previews import (
     PreviewFailed,
     PreviewUnavailable,
 )
-from app.store.blobs import BlobNotFound
-from app.store.models import PUBLIC_CONFIG, FileBase, FileUpload, StoredFile
+from app.service.errors import BlobNotFound
+from app.service.records import PUBLIC_CONFIG, FileBase, FileUpload
+
+if TYPE_CHECKING:
+    from app.store.models import StoredFile
 
 router = APIRouter(prefix="/file", tags=["files"])
 

@@ -9,8 +9,7 @@ from fastapi.responses import JSONResponse
 
 from app.api.deps import ServicesDep
 from app.llm.errors import ModelNotConfigured
-from app.store.base import StoreError
-from app.tasks.base import TaskError
+from app.service.errors import StoreError, TaskError
 
 router = APIRouter(tags=["health"])
 

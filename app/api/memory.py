@@ -7,7 +7,7 @@ docs/use/memory.md, docs/integrate/memory-and-projects.md.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Body, Path, Query
 from pydantic import StrictBool, StringConstraints
@@ -17,8 +17,10 @@ from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.store.memory_models import UserMemoryBase, UserMemoryItem
-from app.store.models import PUBLIC_CONFIG
+from app.service.records import PUBLIC_CONFIG, UserMemoryBase
+
+if TYPE_CHECKING:
+    from app.store.memory_models import UserMemoryItem
 
 router = APIRouter(prefix="/memory", tags=["memory"])
 

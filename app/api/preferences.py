@@ -18,7 +18,7 @@ from app.api.envelope import Envelope, ok
 from app.core.wire import WireModel
 from app.llm.models import UnknownModel
 from app.service.errors import ModelUnknown
-from app.store.preferences import Preferences
+from app.service.records import Preferences
 
 router = APIRouter(prefix="/account", tags=["account"])
 

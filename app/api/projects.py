@@ -8,7 +8,7 @@ answers 404. A conversation joins one with the stream field `projectId` or `PATC
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Body, Path
 from pydantic import StringConstraints, model_validator
@@ -19,8 +19,11 @@ from app.api.deps import ServicesDep
 from app.api.envelope import Envelope, ok
 from app.core.wire import WireModel, WireTime
 from app.service.projects import ProjectDetail
-from app.store.models import PUBLIC_CONFIG, StoredFile
-from app.store.project_models import ProjectBase, StoredProject
+from app.service.records import PUBLIC_CONFIG, ProjectBase
+
+if TYPE_CHECKING:
+    from app.store.models import StoredFile
+    from app.store.project_models import StoredProject
 
 router = APIRouter(prefix="/projects", tags=["projects"])
 Responses = dict[int | str, dict[str, Any]]

@@ -7,10 +7,13 @@ themselves, in the batches the log hands out, so runs of deltas can be joined.
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from typing import TYPE_CHECKING
 
 from app.core.events import Event
 from app.core.frames import decode_frames
-from app.tasks.log import EventLogReader
+
+if TYPE_CHECKING:
+    from app.tasks.log import EventLogReader
 
 WAIT_SECONDS = 15.0
 """How long one read of a run's log waits before it looks again (a run may be silent)."""

@@ -8,7 +8,6 @@ research waiting for the user) are turns that ended, read from the stored rows.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Literal
 
 from fastapi import APIRouter
@@ -16,11 +15,9 @@ from pydantic import Field
 
 from app.api.auth import UserDep
 from app.api.deps import ServicesDep
-from app.api.envelope import ApiError, Envelope, ok
+from app.api.envelope import Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.store.base import StoreError
-from app.store.records import Pending
-from app.tasks.base import TaskBackendUnavailable
+from app.service.records import Pending
 
 router = APIRouter(prefix="/agent", tags=["agent"])
 
@@ -52,34 +49,21 @@ class RunInfo(WireModel):
 )
 async def list_runs(user: UserDep, services: ServicesDep) -> Envelope[list[RunInfo]]:
     """Running and queued turns (oldest first) on any instance, then paused ones (newest first)."""
-    try:
-        tickets = await services.tasks.board.posted(user)
-        # Read together: on Redis, the running turns' newest ids then share one round trip.
-        running = [t for t in tickets if t.status == "running"]
-        newest = await asyncio.gather(
-            *(services.runs.last_event_id(user, t.conversation_id, t.task_id) for t in running)
+    runs = [
+        RunInfo(
+            kind=t.agent_type,
+            conversation_id=t.conversation_id,
+            question=t.question,
+            started_at=t.started_at,
+            status=t.status,
+            task_id=t.task_id,
+            session_id=None,
+            last_event_id=last_id,
         )
-        last_ids = dict(zip((t.task_id for t in running), newest, strict=True))
-        runs = [
-            RunInfo(
-                kind=t.agent_type,
-                conversation_id=t.conversation_id,
-                question=t.question,
-                started_at=t.started_at,
-                status=t.status,
-                task_id=t.task_id,
-                session_id=None,
-                last_event_id=last_ids.get(t.task_id),
-            )
-            for t in tickets
-        ]
-    except TaskBackendUnavailable as exc:
-        raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
+        for t, last_id in await services.turns.posted(user)
+    ]
     busy = {r.conversation_id for r in runs}
-    try:
-        paused = await services.store.paused_turns(user, PAUSED_SHOWN)
-    except StoreError as exc:
-        raise ApiError(503, "Service unavailable: the database is down") from exc
+    paused = await services.turns.paused(user, PAUSED_SHOWN)
     runs += [
         RunInfo(
             kind=turn.agent_type,

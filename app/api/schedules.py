@@ -9,7 +9,7 @@ and how a run goes is the service's (app/service/schedules.py).
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from zoneinfo import ZoneInfo
 
 from fastapi import APIRouter, Depends, Path
@@ -21,7 +21,9 @@ from app.api.deps import ServicesDep
 from app.api.envelope import Envelope, ok
 from app.core.wire import WireModel, WireTime
 from app.service.schedules import ScheduleDraft, ScheduleView
-from app.store.schedules import RunRecord
+
+if TYPE_CHECKING:
+    from app.store.schedules import RunRecord
 
 router = APIRouter(prefix="/schedules", tags=["schedules"])
 admin_router = APIRouter(

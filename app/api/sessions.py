@@ -7,7 +7,7 @@ so a client that knows nothing of branches reads a linear chat.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Body, Path, Query
 from pydantic import StrictBool, StringConstraints, model_validator
@@ -18,11 +18,11 @@ from app.api.deps import Services, ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
 from app.llm.errors import stored_error_message
-from app.store.models import PUBLIC_CONFIG, TurnBase
-from app.store.records import Rating
-from app.store.shares import Share
-from app.store.titles import title_of
-from app.store.tree import ConversationTree
+from app.service.records import PUBLIC_CONFIG, Rating, TurnBase, title_of
+
+if TYPE_CHECKING:
+    from app.store.shares import Share
+    from app.store.tree import ConversationTree
 
 router = APIRouter(prefix="/session", tags=["sessions"])
 

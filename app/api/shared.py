@@ -15,7 +15,7 @@ from fastapi import APIRouter, Path
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.store.titles import title_of
+from app.service.records import title_of
 
 router = APIRouter(prefix="/shared", tags=["sessions"])
 

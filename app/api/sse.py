@@ -15,13 +15,16 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import anyio
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from app.core.frames import PING_FRAME
-from app.tasks.log import EventLogReader
+
+if TYPE_CHECKING:
+    from app.tasks.log import EventLogReader
 
 SSE_HEADERS = {
     "cache-control": "no-cache",

@@ -8,7 +8,7 @@ and are left out (`costUsd: null`) where no price is set.
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Query
 from pydantic import Field
@@ -17,7 +17,9 @@ from app.api.auth import UserDep
 from app.api.deps import ServicesDep
 from app.api.envelope import ApiError, Envelope, ok
 from app.core.wire import WireModel, WireTime
-from app.store.usage import Spend, UsageReport
+
+if TYPE_CHECKING:
+    from app.store.usage import Spend, UsageReport
 
 router = APIRouter(tags=["usage"])
 

@@ -16,9 +16,28 @@ TurnRefused          base: the message says what to change
 └── Unavailable      a dependency (database, Redis) is down (503)
     └── Draining     this instance is going away (a deploy): 503 `DRAINING`, `retry_after`
                      seconds; a load balancer retries elsewhere
+
+Beside the tree, the failures of the parts below (`StoreError`, `TaskError` and their
+kinds, a file's missing content `BlobNotFound`) reach the surfaces as they are:
+`OUTAGES` says what each outage takes down, and a surface that answers in its own
+words (A2A's JSON-RPC errors, `/ready`'s checks) names them from here rather than
+from `app.store` or `app.tasks`.
 """
 
 from __future__ import annotations
+
+from app.store.base import StoreError as StoreError
+from app.store.base import StoreUnavailable as StoreUnavailable
+from app.store.blobs import BlobNotFound as BlobNotFound
+from app.tasks.base import EventsGone as EventsGone
+from app.tasks.base import TaskBackendUnavailable as TaskBackendUnavailable
+from app.tasks.base import TaskError as TaskError
+
+OUTAGES: dict[type[Exception], str] = {
+    StoreUnavailable: "the database is unavailable",
+    TaskBackendUnavailable: "the task backend (Redis) is unavailable",
+}
+"""A dependency down, from anywhere below the routes: what is unavailable (HTTP 503)."""
 
 
 class TurnRefused(Exception):

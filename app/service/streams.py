@@ -35,7 +35,7 @@ from app.service.errors import (
     Unavailable,
 )
 from app.service.projects import ProjectService
-from app.service.turns import DATABASE_DOWN, Strategy, TurnService
+from app.service.turns import DATABASE_DOWN, TASKS_UNREADABLE, Strategy, TurnService
 from app.store.base import SessionStore, StoreError
 from app.store.models import StoredTurn
 from app.tasks.base import EventsGone, TaskBackendUnavailable
@@ -203,7 +203,7 @@ class StreamService:
         try:
             return await self._runs.reader(user, conversation_id, after)
         except TaskBackendUnavailable as exc:
-            raise Unavailable("Service unavailable: the task backend (Redis) is down") from exc
+            raise Unavailable(TASKS_UNREADABLE) from exc
         except EventsGone as exc:
             raise Gone(f"Cannot resume: {exc}; read the conversation's history") from exc
 

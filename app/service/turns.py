@@ -42,6 +42,7 @@ from app.core.tools import GenerateOptions
 from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.service.errors import Busy, Draining, NotAvailable, Unavailable
 from app.store.base import GoneTurn, SessionStore, StoreError
+from app.store.models import StoredTurn
 from app.tasks.base import (
     Claim,
     Claims,
@@ -59,6 +60,8 @@ log = logging.getLogger(__name__)
 
 TASKS_DOWN = "Service unavailable: the task backend (Redis) is unavailable"
 DATABASE_DOWN = "Service unavailable: the database is unavailable"
+TASKS_UNREADABLE = "Service unavailable: the task backend (Redis) is down"
+"""What reading the runs (a list, a resume) answers while Redis is away."""
 UNDECIDABLE = "No paused turn of this conversation waits on that approvalId (or it is decided)"
 Strategy = Literal["reject", "enqueue", "interrupt", "rollback"]
 """What a new message does when its conversation is busy."""
@@ -108,7 +111,7 @@ class TurnService:
         self._ttl = ttl
         self._observer = observer
         self._store = store
-        """Where `rollback` deletes the turn it stopped."""
+        """Where `rollback` deletes the turn it stopped, and paused turns are read."""
         self._stop_wait = stop_wait
         self._waiting: set[asyncio.Task[None]] = set()
         """Queued turns waiting for their conversation, cancelled at shutdown."""
@@ -215,6 +218,55 @@ class TurnService:
         if not claimed:
             raise Busy("A task is already running for this conversation")
         return await self._launch(agent, claim, turn, on_end, posted=True)
+
+    async def stop(self, user_id: str, conversation_id: str) -> bool:
+        """Empty the conversation's queue and stop its running turn, on any instance;
+        whether there was either."""
+        # The queue first: stopping the running turn would otherwise start the next queued one.
+        queued = await self._queue.clear_queue(user_id, conversation_id)
+        return await self.stop_run(user_id, conversation_id) or queued > 0
+
+    async def stop_run(self, user_id: str, conversation_id: str) -> bool:
+        """Stop the conversation's running turn, on any instance; whether one ran."""
+        return await self._claims.request_stop(user_id, conversation_id, self._stop_wait)
+
+    async def running(self, user_id: str, conversation_id: str) -> bool:
+        """Whether a turn of the conversation runs now, on any instance."""
+        try:
+            return await self._claims.current(user_id, conversation_id) is not None
+        except TaskBackendUnavailable as exc:
+            raise Unavailable(TASKS_UNREADABLE) from exc
+
+    async def posted(self, user_id: str) -> list[tuple[Ticket, int | None]]:
+        """The user's running and queued turns on any instance, oldest first; beside each,
+        the newest event id of a running one (None: queued)."""
+        try:
+            tickets = await self._board.posted(user_id)
+            # Read together: on Redis, the running turns' newest ids then share one round trip.
+            running = [t for t in tickets if t.status == "running"]
+            newest = await asyncio.gather(
+                *(self._runs.last_event_id(user_id, t.conversation_id, t.task_id) for t in running)
+            )
+        except TaskBackendUnavailable as exc:
+            raise Unavailable(TASKS_UNREADABLE) from exc
+        last_ids = dict(zip((t.task_id for t in running), newest, strict=True))
+        return [(t, last_ids.get(t.task_id)) for t in tickets]
+
+    async def everyones(self) -> list[Ticket]:
+        """Every user's running and queued turns on any instance, oldest first (admins')."""
+        try:
+            users = await self._board.users()
+            posted = await asyncio.gather(*(self._board.posted(user) for user in users))
+        except TaskBackendUnavailable as exc:
+            raise Unavailable(TASKS_UNREADABLE) from exc
+        return sorted((t for each in posted for t in each), key=lambda t: t.started_at)
+
+    async def paused(self, user_id: str, limit: int) -> list[StoredTurn]:
+        """The user's conversations waiting on the user's decision, newest first (`limit`)."""
+        try:
+            return await self._store.paused_turns(user_id, limit)
+        except StoreError as exc:
+            raise Unavailable("Service unavailable: the database is down") from exc
 
     async def shutdown(self) -> None:
         """Queued turns leave their queues (their streams end `stopped`) with the app."""

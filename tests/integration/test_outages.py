@@ -119,6 +119,37 @@ async def test_redis_restarted_mid_run_loses_no_answer_and_is_used_again_once_ba
     assert text_of(back) == "Back again."
 
 
+@pytest.mark.redis
+async def test_redis_down_listing_stopping_and_rejoining_runs_answer_503_naming_it(
+    tmp_path: Path, postgres_url: str, redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """Not a 500: each says Redis is what is down, and each answers again once it is back."""
+    settings = service_settings(
+        tmp_path,
+        postgres_url,
+        redis_server.url,
+        redis_prefix=redis_prefix,
+        api_keys="key-root:root",
+        admin_users="root",
+    )
+    asks = [
+        ("/agent/runs", {}),
+        ("/admin/runs", {}),
+        ("/agent/stop", {"conversationId": "c-down"}),
+        ("/agent/resume", {"conversationId": "c-down", "lastEventId": "0"}),
+        ("/ai-sdk/chat/c-down/stream", {}),
+    ]
+    async with running_service(settings) as client:
+        client.headers["Authorization"] = "Bearer key-root"
+        await asyncio.to_thread(redis_server.kill)
+        down = [await client.get(path, params=params) for path, params in asks]
+        await asyncio.to_thread(redis_server.start)
+        back = [(await client.get(path, params=params)).status_code for path, params in asks]
+
+    assert [(r.status_code, "(Redis)" in r.json()["message"]) for r in down] == [(503, True)] * 5
+    assert back == [200, 200, 200, 404, 204]
+
+
 @pytest.mark.postgres
 async def test_database_down_answers_503_before_streaming_and_recovers(
     tmp_path: Path,

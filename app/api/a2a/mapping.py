@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, assert_never
+from typing import TYPE_CHECKING, Any, assert_never
 
 from a2a.helpers.proto_helpers import (
     new_data_part,
@@ -45,8 +45,10 @@ from app.core import events as ev
 from app.core.frames import joined_deltas
 from app.core.urls import absolute
 from app.llm.errors import stored_error_message
-from app.store.models import StoredTurn
-from app.store.push_configs import task_id_of
+from app.service.a2a import task_id_of
+
+if TYPE_CHECKING:
+    from app.store.models import StoredTurn
 
 TASK_ID = re.compile(r"(?P<conversation>[A-Za-z0-9_-]{1,128})\.(?P<row>[0-9]{1,18})")
 

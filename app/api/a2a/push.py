@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import orjson
 from a2a.types.a2a_pb2 import StreamResponse, TaskPushNotificationConfig
@@ -36,10 +37,13 @@ from a2a.utils.errors import InvalidParamsError, PushNotificationNotSupportedErr
 from google.protobuf.json_format import MessageToDict
 
 from app.api.a2a.mapping import TaskRef, stored_task, task_turns
-from app.store.base import SessionStore
-from app.store.push_configs import PushConfig, SqlPushConfigs
-from app.tasks.runs import Run
-from app.tasks.webhooks import Delivery, WebhookRefused, Webhooks
+from app.service.a2a import Delivery, PushConfig, WebhookRefused
+
+if TYPE_CHECKING:
+    from app.store.base import SessionStore
+    from app.store.push_configs import SqlPushConfigs
+    from app.tasks.runs import Run
+    from app.tasks.webhooks import Webhooks
 
 TOKEN_HEADER = "X-A2A-Notification-Token"
 _MAX_ID_CHARS = 64

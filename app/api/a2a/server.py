@@ -26,7 +26,7 @@ import contextlib
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from a2a.server.context import ServerCallContext
 from a2a.server.events.event_queue import Event as A2AEvent
@@ -76,26 +76,29 @@ from app.api.a2a.mapping import (
     user_message,
 )
 from app.api.a2a.push import PushNotifications
-from app.api.agent import STOP_WAIT_SECONDS, ApprovalParams
+from app.api.agent import ApprovalParams
 from app.api.deps import Services
 from app.api.run_events import event_batches
 from app.core.events import Event, StartEvent
+from app.service.a2a import text_of
 from app.service.errors import (
     BadRequest,
     Conflict,
+    EventsGone,
     NotAvailable,
     NotFound,
     OverLimit,
+    StoreError,
+    TaskBackendUnavailable,
     TooLong,
     TurnRefused,
 )
 from app.service.streams import MemoryMode, TurnRequest
-from app.store.base import StoreError
-from app.store.models import StoredTurn
-from app.tasks.base import EventsGone, TaskBackendUnavailable
-from app.tasks.log import EventLogReader
-from app.tasks.runs import Run
-from app.tools.a2a_parts import text_of
+
+if TYPE_CHECKING:
+    from app.store.models import StoredTurn
+    from app.tasks.log import EventLogReader
+    from app.tasks.runs import Run
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -166,7 +169,7 @@ class RunTasks(RequestHandler):
             raise TaskNotCancelableError(f"The task is {rows[-1].status}")
         user, services = _user(context), self._services()
         try:
-            await services.tasks.claims.request_stop(user, ref.conversation_id, STOP_WAIT_SECONDS)
+            await services.turns.stop_run(user, ref.conversation_id)
         except TaskBackendUnavailable as exc:
             raise InternalError("The task backend (Redis) is down") from exc
         ref, rows = await self._task(params.id, context)

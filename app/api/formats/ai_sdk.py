@@ -35,7 +35,6 @@ from app.api.formats.base import TranslatedLog, agent_entry
 from app.api.sse import EventStreamResponse
 from app.core import events as ev
 from app.service.streams import TURN_ID
-from app.tasks.base import TaskBackendUnavailable
 
 router = APIRouter(prefix="/ai-sdk", tags=["ai-sdk"])
 
@@ -413,10 +412,6 @@ async def resume_ai_sdk(
     if last_event_id is not None:
         log = TranslatedLog(reader, AiSdkTranslator(), hide_through=int(last_event_id))
         return _response(log, services)
-    try:
-        running = await services.tasks.claims.current(user, chat_id) is not None
-    except TaskBackendUnavailable as exc:
-        raise ApiError(503, "Service unavailable: the task backend (Redis) is down") from exc
-    if not running:
+    if not await services.turns.running(user, chat_id):
         return Response(status_code=204)
     return _response(TranslatedLog(reader, AiSdkTranslator()), services)

@@ -15,14 +15,16 @@ same as the first reader's, and so is every byte after that point.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from app.agents.registry import AgentEntry
 from app.api.deps import Services
 from app.api.envelope import ApiError
 from app.core.events import Event
 from app.core.frames import decode_frames, joined_deltas
-from app.tasks.log import EventLogReader
+
+if TYPE_CHECKING:
+    from app.tasks.log import EventLogReader
 
 
 class Translator(Protocol):

@@ -28,7 +28,7 @@ import contextvars
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
@@ -51,7 +51,9 @@ from app.core import events as ev
 from app.core.urls import absolute
 from app.service.errors import TurnRefused
 from app.service.streams import CONVERSATION_ID, MemoryMode, TurnRequest
-from app.tasks.runs import Run
+
+if TYPE_CHECKING:
+    from app.tasks.runs import Run
 
 log = logging.getLogger(__name__)
 
