@@ -4,7 +4,7 @@ Under load the sweeps of two live instances overlap (the lead lasts one beat,
 a sweep may last longer), and a new turn may read a turn left `running`. Each
 test drives the steps in the one order that used to go wrong, with events
 rather than timing: the sweepers, claims and rows are the service's own, on a
-real Redis and database; only the successor is the test's, a takeover held
+real Redis (and a Redis Cluster) and database; only the successor is the test's, a takeover held
 between its two steps (its claim in Redis, then its row), where a slow one
 would be. The instance that dies resigns, as a drained one does, so it is
 dead at once.
@@ -18,7 +18,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import pytest
-import redis.asyncio
 
 from app.agents.memory import load_memory
 from app.llm.tokens import TokenCounter
@@ -28,7 +27,10 @@ from app.store.sessions import SqlSessionStore
 from app.tasks import Claim, Tasks
 from app.tasks.base import DeadInstances, TakeOvers
 from app.tasks.redis import redis_tasks
+from app.tasks.redis_client import connect
+from app.tasks.redis_target import RedisTarget
 from app.tasks.sweeper import Sweeper
+from tests.integration.test_task_managers import redis_target
 
 pytestmark = [pytest.mark.redis]
 
@@ -63,9 +65,15 @@ class HeldTakeover:
         return len(self.taken)
 
 
+@pytest.fixture(params=["redis", "redis-cluster"])
+def target(request: pytest.FixtureRequest) -> RedisTarget | str:
+    """The shared Redis, then the run's Cluster."""
+    return redis_target(request)
+
+
 @asynccontextmanager
-async def instance(redis_url: str, prefix: str, name: str) -> AsyncIterator[Tasks]:
-    tasks = redis_tasks(redis_url, prefix, name)
+async def instance(target: RedisTarget | str, prefix: str, name: str) -> AsyncIterator[Tasks]:
+    tasks = redis_tasks(target, prefix, name)
 
     async def no_run(user_id: str, conversation_id: str) -> bool:
         return False
@@ -83,10 +91,10 @@ def roles(tasks: Tasks) -> tuple[DeadInstances, TakeOvers]:
     return tasks.instances, tasks.takeovers
 
 
-async def died_running(db: Database, redis_url: str, prefix: str) -> tuple[int, Claim]:
+async def died_running(db: Database, target: RedisTarget | str, prefix: str) -> tuple[int, Claim]:
     """A turn left `running` by an instance that held its conversation and is gone."""
     claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
-    async with instance(redis_url, prefix, DEAD) as dead:
+    async with instance(target, prefix, DEAD) as dead:
         turn_id = await SqlSessionStore(db, DEAD).add_question(
             StoredTurn(session_id="conv-1", user_id="alice", agent_type="chat", question="Hi")
         )
@@ -96,14 +104,14 @@ async def died_running(db: Database, redis_url: str, prefix: str) -> tuple[int, 
 
 
 async def test_a_sweep_overlapping_a_takeover_leaves_the_turn_to_it(
-    db: Database, redis_url: str, redis_prefix: str
+    db: Database, target: RedisTarget | str, redis_prefix: str
 ) -> None:
-    turn_id, claim = await died_running(db, redis_url, redis_prefix)
+    turn_id, claim = await died_running(db, target, redis_prefix)
     a_store, b_store = SqlSessionStore(db, A), SqlSessionStore(db, B)
+    raw = connect(target, timeout=2.0, read_timeout=2.0)
     async with (
-        instance(redis_url, redis_prefix, A) as a,
-        instance(redis_url, redis_prefix, B) as b,
-        redis.asyncio.Redis.from_url(redis_url) as raw,
+        instance(target, redis_prefix, A) as a,
+        instance(target, redis_prefix, B) as b,
     ):
         held = HeldTakeover(roles(a)[1], a_store)
         a_sweep = asyncio.create_task(Sweeper(roles(a)[0], a_store, TTL, held).sweep())
@@ -115,6 +123,7 @@ async def test_a_sweep_overlapping_a_takeover_leaves_the_turn_to_it(
         a_marked = await a_sweep
         current = await a.claims.current("alice", "conv-1")
         [stored] = await a_store.get_conversation("alice", "conv-1")
+    await raw.aclose()
 
     assert (b_marked, a_marked) == (0, 0)
     assert [t.id for t in held.taken] == [turn_id]
@@ -124,13 +133,13 @@ async def test_a_sweep_overlapping_a_takeover_leaves_the_turn_to_it(
 
 
 async def test_a_sweep_that_gave_the_turn_up_first_wins_over_a_takeover(
-    db: Database, redis_url: str, redis_prefix: str
+    db: Database, target: RedisTarget | str, redis_prefix: str
 ) -> None:
-    turn_id, _ = await died_running(db, redis_url, redis_prefix)
+    turn_id, _ = await died_running(db, target, redis_prefix)
     b_store = SqlSessionStore(db, B)
     async with (
-        instance(redis_url, redis_prefix, A) as a,
-        instance(redis_url, redis_prefix, B) as b,
+        instance(target, redis_prefix, A) as a,
+        instance(target, redis_prefix, B) as b,
     ):
         b_marked = await Sweeper(roles(b)[0], b_store, TTL).sweep()
         claimed = await roles(a)[1].take_over("alice", "conv-1", "chat", DEAD, TTL)
@@ -145,9 +154,9 @@ async def test_a_sweep_that_gave_the_turn_up_first_wins_over_a_takeover(
 
 
 async def test_a_new_turns_memory_marks_the_turn_left_running_not_itself(
-    db: Database, redis_url: str, redis_prefix: str
+    db: Database, target: RedisTarget | str, redis_prefix: str
 ) -> None:
-    earlier_id, _ = await died_running(db, redis_url, redis_prefix)
+    earlier_id, _ = await died_running(db, target, redis_prefix)
     a_store, b_store = SqlSessionStore(db, A), SqlSessionStore(db, B)
     asked = StoredTurn(session_id="conv-1", user_id="alice", agent_type="chat", question="Again")
     turn_id, earlier = await a_store.begin_turn(asked, memory_turns=5)
