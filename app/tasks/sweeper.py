@@ -100,8 +100,9 @@ class Sweeper:
             carried = 0
             if self._successor is not None:
                 carried = await self._successor.carry_on(instance)
-            conversations = await self._interrupt(instance)
-            self._handled.add(instance)
+            conversations, left = await self._interrupt(instance)
+            if not left:
+                self._handled.add(instance)
             marked += len(conversations)
             if conversations or carried:
                 log.warning(
@@ -113,24 +114,27 @@ class Sweeper:
                 )
         return marked
 
-    async def _interrupt(self, instance: str) -> list[tuple[str, str]]:
-        """Mark `interrupted` the dead `instance`'s turns no instance took over; free them.
+    async def _interrupt(self, instance: str) -> tuple[list[tuple[str, str]], int]:
+        """Mark `interrupted` the dead `instance`'s turns no instance took over, and free
+        them; the (user, conversation) pairs marked, and how many turns were left.
 
-        Each turn's claim is taken from the dead instance first, in Redis: one that
-        another instance took over already (its sweep overlapping this one, still
-        between its claim and its row) is left to it, and none is taken over once this
-        sweep has it. Then the rows, each only while it still names the dead instance.
+        Each turn's claim is taken from the dead instance first, in Redis: none is
+        taken over once this sweep has it. A turn whose claim another instance holds is
+        left, and looked at again next sweep: that instance is taking it over (its sweep
+        overlapping this one, between its claim and its row), and the row soon names it;
+        or a new turn took the conversation, and the turn left is ended once that one
+        let go. Then the rows, each only while it still names the dead instance.
         """
         rows = await self._rows.running_turns(instance)
         if not rows:
-            return []
+            return [], 0
         given = set(
             await self._instances.give_up(instance, {(r.user_id, r.session_id) for r in rows})
         )
         ended = [row for row in rows if (row.user_id, row.session_id) in given]
         conversations = await self._rows.interrupt_turns(ended)
         await self._instances.free(given)
-        return conversations
+        return conversations, len(rows) - len(ended)
 
     async def _run(self) -> None:
         failing = False

@@ -169,3 +169,29 @@ async def test_a_new_turns_memory_marks_the_turn_left_running_not_itself(
     assert (before.status, after.status) == ("interrupted", "running")
     assert taken is not None
     assert (after.id, after.instance_id) == (turn_id, B)
+
+
+async def test_a_turn_whose_conversation_a_new_turn_took_ends_once_that_one_lets_go(
+    db: Database, target: RedisTarget | str, redis_prefix: str
+) -> None:
+    turn_id, _ = await died_running(db, target, redis_prefix)
+    b_store = SqlSessionStore(db, B)
+    raw = connect(target, timeout=2.0, read_timeout=2.0)
+    async with (
+        instance(target, redis_prefix, A) as a,
+        instance(target, redis_prefix, B) as b,
+    ):
+        # The user asks again (on another branch, say) before any sweep: A runs that turn.
+        asked_again = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
+        assert await a.claims.claim(asked_again, TTL)
+        sweeper = Sweeper(roles(b)[0], b_store, TTL)
+        while_held = await sweeper.sweep()
+        [left] = await b_store.get_conversation("alice", "conv-1")
+        await a.claims.release(asked_again)
+        await raw.delete(f"{redis_prefix}sweeper")  # the next beat's sweep
+        once_free = await sweeper.sweep()
+    await raw.aclose()
+    [ended] = await b_store.get_conversation("alice", "conv-1")
+
+    assert (while_held, left.status) == (0, "running")
+    assert (once_free, ended.id, ended.status) == (1, turn_id, "interrupted")
