@@ -388,8 +388,6 @@ class AgentTurn:
                 load_memory(
                     core.store,
                     core.tokens,
-                    turn.user_id,
-                    turn.conversation_id,
                     turn.earlier,
                     core.memory_tokens(turn.model_id),
                 ),

@@ -6,9 +6,10 @@ sees half a turn. A turn's tool calls are replayed between its question and
 its answer (see `tool_history`), calls cut short closed with a synthetic
 result. Turns with neither answer text nor tool calls are left out; a turn
 with calls but no text (a call the user declined with a message) is its
-question and its calls. Turns left `running`
-by an instance that died are marked `interrupted` here, by whichever
-instance next touches the conversation.
+question and its calls. Earlier turns left `running` by an instance that
+died are marked `interrupted` here, by whichever instance next touches the
+conversation: only those turns, and only while no instance took them over
+(never the turn that reads them, nor one carried on elsewhere).
 """
 
 from __future__ import annotations
@@ -28,14 +29,13 @@ TURN_OVERHEAD_TOKENS = 8
 async def load_memory(
     store: SessionStore,
     tokens: TokenCounter,
-    user_id: str,
-    conversation_id: str,
     turns: Sequence[StoredTurn],
     max_tokens: int,
 ) -> list[Msg]:
     """The window of `turns`, the conversation's latest (read with the question's insert)."""
-    if any(t.status == "running" for t in turns):
-        await store.mark_interrupted(conversation_id=conversation_id, user_id=user_id)
+    running = [t for t in turns if t.status == "running"]
+    if running:
+        await store.interrupt_turns(running)
     return window(turns, tokens, max_tokens)
 
 

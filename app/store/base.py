@@ -15,6 +15,7 @@ never in the database.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
@@ -123,20 +124,20 @@ class SessionStore(Protocol):
         ...
 
     async def mark_interrupted(
-        self,
-        conversation_id: str | None = None,
-        user_id: str | None = None,
-        older_than: datetime | None = None,
-        *,
-        unowned: bool = False,
+        self, older_than: datetime | None = None, *, unowned: bool = False
     ) -> int:
         """Mark `running` turns (matching every given filter) `interrupted`; return how many.
 
-        Their partial answer stays. For turns whose run died with its instance:
-        at start-up, and when a conversation's claim is found expired.
-        `older_than` compares with the turn's latest write (`update_time`);
-        `unowned` keeps to rows stored before turns recorded their instance.
+        Their partial answer stays. For turns whose run died with its process, at
+        start-up. `older_than` compares with the turn's latest write (`update_time`);
+        `unowned` keeps to rows stored before turns recorded their instance (no
+        instance can take those over).
         """
+        ...
+
+    async def interrupt_turns(self, turns: Sequence[StoredTurn]) -> list[tuple[str, str]]:
+        """Mark `turns` `interrupted` where each is still `running` on the instance it was read
+        with (none took it over since); the (user, conversation) pairs of those marked."""
         ...
 
     async def running_turns(self, instance_id: str) -> list[StoredTurn]:

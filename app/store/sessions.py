@@ -21,7 +21,7 @@ statement, for those on the page only: store/active_paths.py).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +29,7 @@ from sqlalchemy import (
     ColumnElement,
     Delete,
     Select,
+    and_,
     bindparam,
     case,
     delete,
@@ -151,7 +152,7 @@ def _question_with_memory() -> Select[Any]:
 class SqlSessionStore:
     """`instance_id` names the running instance in each question's row: when that instance
     dies, another finds its running turns by it (`running_turns`) and takes them over
-    (`take_over`) or marks them `interrupted` (`interrupt_instance`).
+    (`take_over`) or marks them `interrupted` (`interrupt_turns`).
 
     A turn is written by the instance its row names: once another took it over, this one's
     late writes (an instance that was only slow, not dead) change nothing.
@@ -249,12 +250,7 @@ class SqlSessionStore:
             await conn.execute(self._save_partial, params)
 
     async def mark_interrupted(
-        self,
-        conversation_id: str | None = None,
-        user_id: str | None = None,
-        older_than: datetime | None = None,
-        *,
-        unowned: bool = False,
+        self, older_than: datetime | None = None, *, unowned: bool = False
     ) -> int:
         stmt = (
             update(T)
@@ -263,10 +259,6 @@ class SqlSessionStore:
         )
         if unowned:
             stmt = stmt.where(T.c.instance_id.is_(None))
-        if conversation_id is not None:
-            stmt = stmt.where(T.c.session_id == conversation_id)
-        if user_id is not None:
-            stmt = stmt.where(T.c.user_id == user_id)
         if older_than is not None:
             stmt = stmt.where(T.c.update_time < older_than)
         async with self._db.statement() as conn:
@@ -279,11 +271,29 @@ class SqlSessionStore:
             rows = (await conn.execute(stmt)).scalars().all()
         return {row for row in rows if row is not None}
 
-    async def interrupt_instance(self, instance_id: str) -> list[tuple[str, str]]:
-        """Mark the instance's running turns `interrupted`; their (user, conversation) pairs."""
+    async def interrupt_turns(self, turns: Sequence[StoredTurn]) -> list[tuple[str, str]]:
+        """Mark `turns` `interrupted` where each is still `running` on the instance it was
+        read with; the (user, conversation) pairs of those marked.
+
+        One conditional UPDATE, as `take_over` is: a turn another instance took over since
+        it was read (its row names that instance now) or that ended is left as it is, so a
+        turn is carried on or interrupted, never both.
+        """
+        read = [
+            and_(
+                T.c.id == turn.id,
+                T.c.instance_id.is_(None)
+                if turn.instance_id is None
+                else T.c.instance_id == turn.instance_id,
+            )
+            for turn in turns
+            if turn.id is not None
+        ]
+        if not read:
+            return []
         stmt = (
             update(T)
-            .where(T.c.status == "running", T.c.instance_id == instance_id)
+            .where(T.c.status == "running", or_(*read))
             .values(status="interrupted", update_time=_now())
             .returning(T.c.user_id, T.c.session_id)
         )

@@ -231,8 +231,16 @@ class DeadInstances(Protocol):
         """
         ...
 
-    async def free(self, instance: str, conversations: Iterable[tuple[str, str]]) -> None:
-        """Drop the dead `instance`'s claims on `conversations`, waking whoever waits on them."""
+    async def give_up(
+        self, instance: str, conversations: Iterable[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        """Of the dead `instance`'s `conversations`, those whose turns are this sweep's to end:
+        their claims, the dead one's, are this instance's now, or nobody held them. One that
+        another instance holds is missing: it took the turn over."""
+        ...
+
+    async def free(self, conversations: Iterable[tuple[str, str]]) -> None:
+        """Drop the claims given up to this instance (`give_up`), waking whoever waits on them."""
         ...
 
 

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 
 from app.tasks.base import TaskBackendUnavailable
 from app.tasks.redis_client import milliseconds, translate_errors
-from app.tasks.redis_liveness import FREE_LUA, SWEEP_LUA
+from app.tasks.redis_liveness import FREE_LUA, GIVE_UP_LUA, SWEEP_LUA
 from app.tasks.redis_shared import RedisTaskSpace, message
 
 
@@ -62,12 +62,24 @@ class RedisInstances:
             return []
         return [str(instance) for instance in dead if instance != self.instance_id]
 
-    async def free(self, instance: str, conversations: Iterable[tuple[str, str]]) -> None:
+    async def give_up(
+        self, instance: str, conversations: Iterable[tuple[str, str]]
+    ) -> list[tuple[str, str]]:
+        asked = list(conversations)
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for user_id, conversation_id in asked:
+                key = self._keys.claim(user_id, conversation_id)
+                pipe.eval(GIVE_UP_LUA, 1, key, instance, self.instance_id)
+            with translate_errors(self._where):
+                given = await pipe.execute()
+        return [pair for pair, ok in zip(asked, given, strict=True) if ok]
+
+    async def free(self, conversations: Iterable[tuple[str, str]]) -> None:
         async with self._redis.pipeline(transaction=False) as pipe:
             for user_id, conversation_id in conversations:
                 key = self._keys.claim(user_id, conversation_id)
                 done = message(user_id, conversation_id)
-                pipe.eval(FREE_LUA, 1, key, instance, self._keys.done_channel, done)
+                pipe.eval(FREE_LUA, 1, key, self.instance_id, self._keys.done_channel, done)
             with translate_errors(self._where):
                 await pipe.execute()
 

@@ -29,6 +29,13 @@ two, being only slow, finds its claim another's at its next heartbeat and
 at its next copy of the run's log, and stops, while the run goes on at the
 other. The run keeps its task id and the claim names the new instance.
 
+A turn the sweep cannot carry on ends `interrupted`, also in one step in Redis
+first (`GIVE_UP_LUA`): the sweep takes the claim from the dead instance, and
+marks the turn only if it did (or nobody held it). An instance that took the
+turn over first keeps it, however the sweeps of several instances overlap;
+the rows' conditional UPDATEs settle whatever Redis cannot (a claim already
+gone): a turn is carried on or interrupted, never both.
+
 The sweep finds the dead from the hash: any instance holding turns stored
 `running` that the hash does not know is entered with a deadline `grace`
 away (Redis may have restarted empty, and a live instance beats again
@@ -147,8 +154,23 @@ return dead
 """
 )
 
+GIVE_UP_LUA = """
+-- KEYS: claim. ARGV: the dead instance, this instance. The sweep ends the dead instance's
+-- turn (`interrupted`) unless another instance took it over: 1 when the claim was the dead
+-- one's, now this instance's (so none takes the turn over from here: `TAKE_OVER_LUA` wants
+-- the dead one), or nobody's; 0 when another instance holds it. The holder's deadline stays
+-- the dead one's: a new turn may take the conversation at once.
+local held = redis.call('GET', KEYS[1])
+if not held then return 1 end
+local claim = cjson.decode(held)
+if claim['instance'] ~= ARGV[1] then return 0 end
+claim['instance'] = ARGV[2]
+redis.call('SET', KEYS[1], cjson.encode(claim), 'KEEPTTL')
+return 1
+"""
+
 FREE_LUA = """
--- KEYS: claim. ARGV: the dead instance, done channel, done message. Deleted only if still its.
+-- KEYS: claim. ARGV: the instance, done channel, done message. Deleted only if still its.
 local held = redis.call('GET', KEYS[1])
 if held and cjson.decode(held)['instance'] == ARGV[1] then
   redis.call('DEL', KEYS[1])

@@ -11,6 +11,12 @@ at once, a resume ends, and the list of runs no longer shows them. An
 instance alive by its own heartbeat is never swept, whatever the sweeping
 instance's settings.
 
+Sweeps may overlap (the lead lasts one beat; a sweep under load, longer):
+another instance's sweep may be taking a turn over while this one ends the
+dead instance's turns. Each turn is ended only after its claim was taken from
+the dead instance (`DeadInstances.give_up`), the step a takeover needs too,
+so of the two exactly one happens.
+
 A dead instance is handled once per sweeper; Redis forgets it once its
 claims would have expired anyway (the claim TTL).
 """
@@ -19,10 +25,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from contextlib import suppress
 from typing import Protocol
 
 from app.store.base import StoreError
+from app.store.models import StoredTurn
 from app.tasks.base import DeadInstances, TaskError
 
 log = logging.getLogger(__name__)
@@ -33,8 +41,11 @@ class OrphanRows(Protocol):
 
     async def running_instances(self) -> set[str]: ...
 
-    async def interrupt_instance(self, instance_id: str) -> list[tuple[str, str]]:
-        """Mark its running turns `interrupted`; their (user, conversation) pairs."""
+    async def running_turns(self, instance_id: str) -> list[StoredTurn]: ...
+
+    async def interrupt_turns(self, turns: Sequence[StoredTurn]) -> list[tuple[str, str]]:
+        """Mark those still running where they were read `interrupted`; their (user,
+        conversation) pairs."""
         ...
 
 
@@ -89,9 +100,9 @@ class Sweeper:
             carried = 0
             if self._successor is not None:
                 carried = await self._successor.carry_on(instance)
-            conversations = await self._rows.interrupt_instance(instance)
-            await self._instances.free(instance, conversations)
-            self._handled.add(instance)
+            conversations, left = await self._interrupt(instance)
+            if not left:
+                self._handled.add(instance)
             marked += len(conversations)
             if conversations or carried:
                 log.warning(
@@ -102,6 +113,28 @@ class Sweeper:
                     len(conversations),
                 )
         return marked
+
+    async def _interrupt(self, instance: str) -> tuple[list[tuple[str, str]], int]:
+        """Mark `interrupted` the dead `instance`'s turns no instance took over, and free
+        them; the (user, conversation) pairs marked, and how many turns were left.
+
+        Each turn's claim is taken from the dead instance first, in Redis: none is
+        taken over once this sweep has it. A turn whose claim another instance holds is
+        left, and looked at again next sweep: that instance is taking it over (its sweep
+        overlapping this one, between its claim and its row), and the row soon names it;
+        or a new turn took the conversation, and the turn left is ended once that one
+        let go. Then the rows, each only while it still names the dead instance.
+        """
+        rows = await self._rows.running_turns(instance)
+        if not rows:
+            return [], 0
+        given = set(
+            await self._instances.give_up(instance, {(r.user_id, r.session_id) for r in rows})
+        )
+        ended = [row for row in rows if (row.user_id, row.session_id) in given]
+        conversations = await self._rows.interrupt_turns(ended)
+        await self._instances.free(given)
+        return conversations, len(rows) - len(ended)
 
     async def _run(self) -> None:
         failing = False

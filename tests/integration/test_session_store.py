@@ -299,7 +299,9 @@ async def test_a_turn_stored_late_fills_only_unfinished_rows(store: SessionStore
     running = await store.add_question(new_turn("r"))
     interrupted = await store.add_question(new_turn("i"))
     await store.save_partial(interrupted, "half", "")
-    assert await store.mark_interrupted(conversation_id="i") == 1
+    assert await store.interrupt_turns(await store.get_conversation("alice", "i")) == [
+        ("alice", "i")
+    ]
     finished = await store.add_question(new_turn("f"))
     await store.finish_turn(finished, outcome(answer="final", status="stopped"))
     call = ToolCall(id="call_1", name="web_search", arguments="{}", result="found")
@@ -325,27 +327,22 @@ async def test_mark_interrupted_filters_and_keeps_partial_answer(store: SessionS
     await asyncio.sleep(0.01)
     cutoff = datetime.now(UTC)
     await asyncio.sleep(0.01)
-    await store.add_question(new_turn("a"))
     await store.add_question(new_turn("b"))
-    await store.add_question(new_turn("a", user_id="bob"))
     done = await store.add_question(new_turn("c"))
     await store.finish_turn(done, outcome())
 
-    assert await store.mark_interrupted(conversation_id="a", older_than=cutoff) == 1
-    [first, second] = await store.get_conversation("alice", "a")
+    assert await store.mark_interrupted(older_than=cutoff) == 1
+    [first] = await store.get_conversation("alice", "a")
     assert (first.status, first.answer) == ("interrupted", "half an answer")
-    assert second.status == "running"
+    assert (await store.get_conversation("alice", "b"))[0].status == "running"
 
-    assert await store.mark_interrupted(conversation_id="a", user_id="alice") == 1
-    assert (await store.get_conversation("bob", "a"))[0].status == "running"
-
-    assert await store.mark_interrupted() == 2
+    assert await store.mark_interrupted() == 1
     assert (await store.get_conversation("alice", "b"))[0].status == "interrupted"
     assert (await store.get_conversation("alice", "c"))[0].status == "completed"
     assert await store.mark_interrupted() == 0
 
 
-async def test_a_dead_instances_running_turns_are_found_and_marked_by_its_id(
+async def test_a_dead_instances_running_turns_are_found_by_its_id_and_marked_unless_taken_over(
     db: Database,
 ) -> None:
     dead, alive = SqlSessionStore(db, "dead-1"), SqlSessionStore(db, "alive-2")
@@ -355,14 +352,18 @@ async def test_a_dead_instances_running_turns_are_found_and_marked_by_its_id(
     await dead.add_question(new_turn("b", user_id="bob"))
     finished = await dead.add_question(new_turn("c"))
     await dead.finish_turn(finished, outcome())
+    moving = await dead.add_question(new_turn("g"))
     await alive.add_question(new_turn("d"))
     await legacy.add_question(new_turn("e"))
 
     holding = await alive.running_instances()
-    marked = await alive.interrupt_instance("dead-1")
-    again = await alive.interrupt_instance("dead-1")
+    read = await alive.running_turns("dead-1")
+    # Another instance takes one of them over between the read and the UPDATE.
+    assert await SqlSessionStore(db, "alive-3").take_over(moving, "dead-1", 0) is not None
+    marked = await alive.interrupt_turns(read)
+    again = await alive.interrupt_turns(read)
     unowned = await alive.mark_interrupted(unowned=True)
-    statuses = {c: await alive.latest_status("alice", c) for c in "acdef"}
+    statuses = {c: await alive.latest_status("alice", c) for c in "acdefg"}
     [first] = await alive.get_conversation("alice", "a")
 
     assert holding == {"dead-1", "alive-2"}
@@ -375,6 +376,7 @@ async def test_a_dead_instances_running_turns_are_found_and_marked_by_its_id(
         "d": "running",
         "e": "interrupted",
         "f": None,
+        "g": "running",
     }
     assert (first.answer, first.instance_id) == ("half an answer", "dead-1")
 

@@ -276,7 +276,12 @@ async def test_a_tool_call_in_flight_at_the_kill_is_closed_not_run_again(
     ]
 
 
-async def test_a_turn_past_its_moves_ends_interrupted(cluster: Instances) -> None:
+async def test_a_turn_past_its_moves_ends_interrupted(
+    cluster: Instances, fake_llm: FakeOpenAI
+) -> None:
+    # A minute's turn: it must still run after a move and a third instance's start, however
+    # loaded the machine; cut short, it ends at once.
+    fake_llm.responder = SlowWriter(WORDS * 6, PAUSE)
     await cluster.start(2, TURN_TAKEOVERS="1")
     started = asyncio.Event()
     turn = asyncio.create_task(
