@@ -19,10 +19,10 @@ from sqlalchemy import String, delete, exists, literal, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.base import UNSET, Marks, Unset
+from app.store.columns import UTCDateTime
 from app.store.db import Database
 from app.store.models import AI_CONVERSATION_TITLE as TT
 from app.store.models import AI_SESSION as T
-from app.store.models import UTCDateTime
 
 DEFAULT_TITLE_CHARS = 100
 
