@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, bindparam, func, insert, or_, select, true, update
 
 from app.store.db import Database
-from app.store.models import AI_SESSION as T
+from app.store.models import AI_SESSION as TURNS
 from app.store.models import StoredTurn, TurnOutcome
 from app.store.records import ToolCall
 from app.store.turn_approvals import TurnApprovals
@@ -33,35 +33,35 @@ from app.store.turn_recovery import TurnRecovery
 from app.store.turn_rows import _ACTIVE_LEAF, _now, _path, _turn
 from app.store.turn_tree import TurnTree
 
-_INSERTED = [c.name for c in T.c if c.name not in ("id", "parent_id")]
+_INSERTED = [c.name for c in TURNS.c if c.name not in ("id", "parent_id")]
 """Every column a question's INSERT writes as given: all but the parent, which it works out."""
 _OUTCOME = list(TurnOutcome.model_fields)
 """Every column the answer's UPDATE writes, by the family's rule (models.py)."""
 
-_GIVEN_PARENT = bindparam("parent_id", type_=T.c.parent_id.type)
+_GIVEN_PARENT = bindparam("parent_id", type_=TURNS.c.parent_id.type)
 _PARENT = func.nullif(func.coalesce(_GIVEN_PARENT, _ACTIVE_LEAF), 0)
 """A new turn's parent: `parent_id`, 0 for none, or (None) the active leaf, worked out in the
 question's own INSERT so following the active path costs no statement."""
 _INSERT_QUESTION = (
-    insert(T)
+    insert(TURNS)
     .values(
         {
-            **{name: bindparam(name, type_=T.c[name].type) for name in _INSERTED},
+            **{name: bindparam(name, type_=TURNS.c[name].type) for name in _INSERTED},
             "parent_id": _PARENT,
         }
     )
-    .returning(T.c.id, T.c.parent_id)
+    .returning(TURNS.c.id, TURNS.c.parent_id)
 )
-_FINISH_TURN = update(T).where(T.c.id == bindparam("turn_id"))
-_SAVE_PARTIAL = update(T).where(T.c.id == bindparam("turn_id"), T.c.status == "running")
-_FINISH_UNFINISHED = update(T).where(
-    T.c.id == bindparam("turn_id"), T.c.status.in_(("running", "interrupted"))
+_FINISH_TURN = update(TURNS).where(TURNS.c.id == bindparam("turn_id"))
+_SAVE_PARTIAL = update(TURNS).where(TURNS.c.id == bindparam("turn_id"), TURNS.c.status == "running")
+_FINISH_UNFINISHED = update(TURNS).where(
+    TURNS.c.id == bindparam("turn_id"), TURNS.c.status.in_(("running", "interrupted"))
 )
 
 
 # Memory is read on every turn: built once, a statement skips SQLAlchemy's construction
 # and cache-key work (about a fifth of the read's CPU, measured with cProfile).
-_PATH_FROM = _path(bindparam("start_id", type_=T.c.id.type))
+_PATH_FROM = _path(bindparam("start_id", type_=TURNS.c.id.type))
 
 
 def _question_with_memory() -> Select[Any]:
@@ -184,4 +184,4 @@ class SqlSessionStore(TurnRecovery, TurnHistory, TurnTree, TurnApprovals):
 
 def _owned_by(instance_id: str) -> ColumnElement[bool]:
     """The row is this instance's to write: its own turn, or one stored before rows named one."""
-    return or_(T.c.instance_id.is_(None), T.c.instance_id == instance_id)
+    return or_(TURNS.c.instance_id.is_(None), TURNS.c.instance_id == instance_id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select, update
 
 from app.store.active_paths import active_leaf
-from app.store.models import AI_SESSION as T
+from app.store.models import AI_SESSION as TURNS
 from app.store.models import StoredTurn
 from app.store.turn_rows import TurnTableAccess, _now, _turn
 
@@ -17,13 +17,13 @@ class TurnApprovals(TurnTableAccess):
         """A paused turn is listed while it is the active leaf (what a plain next message
         answers); one on a branch switched away from waits there, unlisted, until switched back."""
         stmt = (
-            select(T)
+            select(TURNS)
             .where(
-                T.c.user_id == user_id,
-                T.c.status == "paused",
-                T.c.id == active_leaf(user_id, T.c.session_id),
+                TURNS.c.user_id == user_id,
+                TURNS.c.status == "paused",
+                TURNS.c.id == active_leaf(user_id, TURNS.c.session_id),
             )
-            .order_by(T.c.id.desc())
+            .order_by(TURNS.c.id.desc())
             .limit(limit)
         )
         async with self._db.statement() as conn:
@@ -33,14 +33,14 @@ class TurnApprovals(TurnTableAccess):
     async def decide(
         self, user_id: str, conversation_id: str, approval_id: str, agent_type: str | None = None
     ) -> StoredTurn | None:
-        mine = [] if agent_type is None else [T.c.agent_type == agent_type]
+        mine = [] if agent_type is None else [TURNS.c.agent_type == agent_type]
         stmt = (
-            update(T)
+            update(TURNS)
             .where(
-                T.c.user_id == user_id,
-                T.c.session_id == conversation_id,
-                T.c.approval_id == approval_id,
-                T.c.status == "paused",
+                TURNS.c.user_id == user_id,
+                TURNS.c.session_id == conversation_id,
+                TURNS.c.approval_id == approval_id,
+                TURNS.c.status == "paused",
                 *mine,
             )
             .values(
@@ -49,7 +49,7 @@ class TurnApprovals(TurnTableAccess):
                 instance_id=self._instance_id,
                 update_time=_now(),
             )
-            .returning(*T.c)
+            .returning(*TURNS.c)
         )
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).mappings().one_or_none()

@@ -13,9 +13,9 @@ from sqlalchemy import ColumnElement, bindparam, case, func, select
 
 from app.store.active_paths import active_first_questions
 from app.store.base import ConversationSummary
-from app.store.models import AI_CONVERSATION_TITLE as TT
-from app.store.models import AI_SESSION as T
-from app.store.models import AI_SHARE as S
+from app.store.models import AI_CONVERSATION_TITLE as TITLES
+from app.store.models import AI_SESSION as TURNS
+from app.store.models import AI_SHARE as SHARES
 from app.store.models import StoredTurn
 from app.store.records import TurnStatus
 from app.store.titles import title_of
@@ -24,7 +24,7 @@ from app.store.turn_rows import _ACTIVE_LEAF, TurnTableAccess, _path, _turn
 # Built once, as the turn writes' own (sessions.py): a statement skips SQLAlchemy's
 # construction and cache-key work.
 _ACTIVE_PATH = _path(_ACTIVE_LEAF)
-_PARENT_OF = select(T.c.parent_id).where(T.c.id == bindparam("before_id")).scalar_subquery()
+_PARENT_OF = select(TURNS.c.parent_id).where(TURNS.c.id == bindparam("before_id")).scalar_subquery()
 _PATH_BEFORE = _path(_PARENT_OF)
 
 
@@ -34,9 +34,9 @@ class TurnHistory(TurnTableAccess):
     async def latest_status(self, user_id: str, conversation_id: str) -> TurnStatus | None:
         """How the conversation's newest turn is stored (`running` while it runs); None if none."""
         stmt = (
-            select(T.c.status)
-            .where(T.c.user_id == user_id, T.c.session_id == conversation_id)
-            .order_by(T.c.id.desc())
+            select(TURNS.c.status)
+            .where(TURNS.c.user_id == user_id, TURNS.c.session_id == conversation_id)
+            .order_by(TURNS.c.id.desc())
             .limit(1)
         )
         async with self._db.statement() as conn:
@@ -60,31 +60,31 @@ class TurnHistory(TurnTableAccess):
     ) -> tuple[list[ConversationSummary], int]:
         if page < 1 or size < 1:
             raise ValueError("page and size start at 1")
-        mine: list[ColumnElement[bool]] = [T.c.user_id == user_id]
+        mine: list[ColumnElement[bool]] = [TURNS.c.user_id == user_id]
         if project_id is not None:
             mine.append(
-                T.c.session_id.in_(
-                    select(TT.c.conversation_id).where(
-                        TT.c.user_id == user_id, TT.c.project_id == project_id
+                TURNS.c.session_id.in_(
+                    select(TITLES.c.conversation_id).where(
+                        TITLES.c.user_id == user_id, TITLES.c.project_id == project_id
                     )
                 )
             )
         conversations = (
             select(
-                func.min(T.c.id).label("first_id"),
-                func.max(T.c.id).label("last_id"),
-                func.max(T.c.update_time).label("last_time"),
+                func.min(TURNS.c.id).label("first_id"),
+                func.max(TURNS.c.id).label("last_id"),
+                func.max(TURNS.c.update_time).label("last_time"),
                 # More than one first question: it was edited, the title follows the active one.
-                func.count(case((T.c.parent_id.is_(None), 1))).label("roots"),
+                func.count(case((TURNS.c.parent_id.is_(None), 1))).label("roots"),
                 # Counted over all groups before the outer LIMIT: the total in the same trip.
                 func.count().over().label("total"),
             )
             .where(*mine)
-            .group_by(T.c.session_id)
+            .group_by(TURNS.c.session_id)
             .subquery()
         )
-        first = T.alias("first_turn")
-        pinned = TT.c.pinned_at.is_not(None).label("pinned")
+        first = TURNS.alias("first_turn")
+        pinned = TITLES.c.pinned_at.is_not(None).label("pinned")
         stmt = (
             select(
                 first.c.id,
@@ -96,14 +96,20 @@ class TurnHistory(TurnTableAccess):
                 conversations.c.last_time,
                 conversations.c.roots,
                 conversations.c.total,
-                TT.c.title,
-                TT.c.project_id,
+                TITLES.c.title,
+                TITLES.c.project_id,
                 pinned,
-                S.c.token.is_not(None).label("shared"),
+                SHARES.c.token.is_not(None).label("shared"),
             )
             .join_from(conversations, first, first.c.id == conversations.c.first_id)
-            .outerjoin(TT, (TT.c.user_id == user_id) & (TT.c.conversation_id == first.c.session_id))
-            .outerjoin(S, (S.c.user_id == user_id) & (S.c.conversation_id == first.c.session_id))
+            .outerjoin(
+                TITLES,
+                (TITLES.c.user_id == user_id) & (TITLES.c.conversation_id == first.c.session_id),
+            )
+            .outerjoin(
+                SHARES,
+                (SHARES.c.user_id == user_id) & (SHARES.c.conversation_id == first.c.session_id),
+            )
             # Pinned first; ties in time (same instant) fall back to the newest row, so pages
             # never shuffle.
             .order_by(
@@ -118,7 +124,7 @@ class TurnHistory(TurnTableAccess):
                 total = int(rows[0]["total"])
             else:
                 # A page past the end has no row to carry the total.
-                count = select(func.count(func.distinct(T.c.session_id))).where(*mine)
+                count = select(func.count(func.distinct(TURNS.c.session_id))).where(*mine)
                 total = int((await conn.execute(count)).scalar_one())
             edited = [row["id"] for row in rows if row["roots"] > 1]
             firsts = await active_first_questions(conn, user_id, edited)
@@ -142,17 +148,17 @@ class TurnHistory(TurnTableAccess):
 
     async def get_conversation(self, user_id: str, conversation_id: str) -> list[StoredTurn]:
         stmt = (
-            select(T)
-            .where(T.c.user_id == user_id, T.c.session_id == conversation_id)
-            .order_by(T.c.id)
+            select(TURNS)
+            .where(TURNS.c.user_id == user_id, TURNS.c.session_id == conversation_id)
+            .order_by(TURNS.c.id)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [_turn(row) for row in rows]
 
     async def get_turn(self, user_id: str, conversation_id: str, turn_id: int) -> StoredTurn | None:
-        stmt = select(T).where(
-            T.c.id == turn_id, T.c.user_id == user_id, T.c.session_id == conversation_id
+        stmt = select(TURNS).where(
+            TURNS.c.id == turn_id, TURNS.c.user_id == user_id, TURNS.c.session_id == conversation_id
         )
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).mappings().one_or_none()

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from sqlalchemy import select, update
 
-from app.store.models import AI_SESSION as T
+from app.store.models import AI_SESSION as TURNS
 from app.store.models import StoredTurn
 from app.store.turn_rows import TurnTableAccess, _now, _turn
 
@@ -29,24 +29,24 @@ class TurnRecovery(TurnTableAccess):
         unowned: bool = False,
     ) -> int:
         stmt = (
-            update(T)
-            .where(T.c.status == "running")
+            update(TURNS)
+            .where(TURNS.c.status == "running")
             .values(status="interrupted", update_time=_now())
         )
         if unowned:
-            stmt = stmt.where(T.c.instance_id.is_(None))
+            stmt = stmt.where(TURNS.c.instance_id.is_(None))
         if conversation_id is not None:
-            stmt = stmt.where(T.c.session_id == conversation_id)
+            stmt = stmt.where(TURNS.c.session_id == conversation_id)
         if user_id is not None:
-            stmt = stmt.where(T.c.user_id == user_id)
+            stmt = stmt.where(TURNS.c.user_id == user_id)
         if older_than is not None:
-            stmt = stmt.where(T.c.update_time < older_than)
+            stmt = stmt.where(TURNS.c.update_time < older_than)
         async with self._db.statement() as conn:
             return (await conn.execute(stmt)).rowcount
 
     async def running_instances(self) -> set[str]:
         """The instances with turns stored `running` (read from the running rows' own index)."""
-        stmt = select(T.c.instance_id).where(T.c.status == "running").distinct()
+        stmt = select(TURNS.c.instance_id).where(TURNS.c.status == "running").distinct()
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).scalars().all()
         return {row for row in rows if row is not None}
@@ -54,10 +54,10 @@ class TurnRecovery(TurnTableAccess):
     async def interrupt_instance(self, instance_id: str) -> list[tuple[str, str]]:
         """Mark the instance's running turns `interrupted`; their (user, conversation) pairs."""
         stmt = (
-            update(T)
-            .where(T.c.status == "running", T.c.instance_id == instance_id)
+            update(TURNS)
+            .where(TURNS.c.status == "running", TURNS.c.instance_id == instance_id)
             .values(status="interrupted", update_time=_now())
-            .returning(T.c.user_id, T.c.session_id)
+            .returning(TURNS.c.user_id, TURNS.c.session_id)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).all()
@@ -66,9 +66,9 @@ class TurnRecovery(TurnTableAccess):
     async def running_turns(self, instance_id: str) -> list[StoredTurn]:
         """The instance's turns stored `running`, oldest first."""
         stmt = (
-            select(T)
-            .where(T.c.status == "running", T.c.instance_id == instance_id)
-            .order_by(T.c.id)
+            select(TURNS)
+            .where(TURNS.c.status == "running", TURNS.c.instance_id == instance_id)
+            .order_by(TURNS.c.id)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
@@ -81,15 +81,15 @@ class TurnRecovery(TurnTableAccess):
         back, the others None (as does a turn that ended or moved meanwhile).
         """
         stmt = (
-            update(T)
+            update(TURNS)
             .where(
-                T.c.id == turn_id,
-                T.c.status == "running",
-                T.c.instance_id == dead,
-                T.c.takeovers == takeovers,
+                TURNS.c.id == turn_id,
+                TURNS.c.status == "running",
+                TURNS.c.instance_id == dead,
+                TURNS.c.takeovers == takeovers,
             )
             .values(instance_id=self._instance_id, takeovers=takeovers + 1, update_time=_now())
-            .returning(*T.c)
+            .returning(*TURNS.c)
         )
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).mappings().one_or_none()

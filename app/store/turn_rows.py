@@ -15,8 +15,8 @@ from typing import Any
 from sqlalchemy import ColumnElement, Select, bindparam, func, literal, select
 
 from app.store.db import Database
-from app.store.models import AI_ACTIVE_PATH as A
-from app.store.models import AI_SESSION as T
+from app.store.models import AI_ACTIVE_PATH as ACTIVE_PATHS
+from app.store.models import AI_SESSION as TURNS
 from app.store.models import StoredTurn
 
 
@@ -27,14 +27,14 @@ class TurnTableAccess:
     _instance_id: str | None
 
 
-_MINE = (T.c.user_id == bindparam("user_id"), T.c.session_id == bindparam("session_id"))
-_NEWEST = select(func.max(T.c.id)).where(*_MINE).scalar_subquery()
+_MINE = (TURNS.c.user_id == bindparam("user_id"), TURNS.c.session_id == bindparam("session_id"))
+_NEWEST = select(func.max(TURNS.c.id)).where(*_MINE).scalar_subquery()
 _ACTIVE_LEAF = func.coalesce(
-    select(A.c.leaf_id)
+    select(ACTIVE_PATHS.c.leaf_id)
     .where(
-        A.c.user_id == bindparam("user_id"),
-        A.c.conversation_id == bindparam("session_id"),
-        A.c.newest_id >= _NEWEST,
+        ACTIVE_PATHS.c.user_id == bindparam("user_id"),
+        ACTIVE_PATHS.c.conversation_id == bindparam("session_id"),
+        ACTIVE_PATHS.c.newest_id >= _NEWEST,
     )
     .scalar_subquery(),
     _NEWEST,
@@ -48,11 +48,11 @@ def _path_ids(start: ColumnElement[Any]) -> Select[Any]:
     The recursive CTE is nested in the statement that uses it, so that statement
     stays a plain SELECT; each step is one primary-key lookup.
     """
-    anchor = select(T.c.id, T.c.parent_id, literal(1).label("depth")).where(
-        T.c.id == start, *_MINE, bindparam("limit") > 0
+    anchor = select(TURNS.c.id, TURNS.c.parent_id, literal(1).label("depth")).where(
+        TURNS.c.id == start, *_MINE, bindparam("limit") > 0
     )
     path = anchor.cte("path", recursive=True, nesting=True)
-    up = T.alias("up")
+    up = TURNS.alias("up")
     path = path.union_all(
         select(up.c.id, up.c.parent_id, path.c.depth + 1).where(
             up.c.id == path.c.parent_id,
@@ -66,7 +66,7 @@ def _path_ids(start: ColumnElement[Any]) -> Select[Any]:
 
 def _path(start: ColumnElement[Any]) -> Select[Any]:
     """`start` and its ancestors (the memory of a turn that follows `start`), newest first."""
-    return select(T).where(T.c.id.in_(_path_ids(start))).order_by(T.c.id.desc())
+    return select(TURNS).where(TURNS.c.id.in_(_path_ids(start))).order_by(TURNS.c.id.desc())
 
 
 def _now() -> datetime:

@@ -10,10 +10,10 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.base import DeletedConversation, DeletedTurns, GoneTurn
 from app.store.file_store import delete_file_rows
-from app.store.models import AI_ACTIVE_PATH as A
-from app.store.models import AI_FILE as F
-from app.store.models import AI_SESSION as T
-from app.store.project_models import PROJECT_FILE as PF
+from app.store.models import AI_ACTIVE_PATH as ACTIVE_PATHS
+from app.store.models import AI_FILE as FILES
+from app.store.models import AI_SESSION as TURNS
+from app.store.project_models import PROJECT_FILE as PROJECT_FILES
 from app.store.push_configs import delete_push_configs, delete_turns_push_configs
 from app.store.records import TurnStatus
 from app.store.shares import delete_share
@@ -56,9 +56,12 @@ class TurnTree(TurnTableAccess):
                 leaf = _after_deleting(tree, turn_id)
             made = [f.file_id for t in tree.turns if t.id in gone for f in t.files]
             blob_keys = await _delete_files(
-                conn, user_id, T.c.id.in_(ids), F.c.id.in_(made) & (F.c.source == "generated")
+                conn,
+                user_id,
+                TURNS.c.id.in_(ids),
+                FILES.c.id.in_(made) & (FILES.c.source == "generated"),
             )
-            turns = (await conn.execute(delete(T).where(T.c.id.in_(ids)))).rowcount
+            turns = (await conn.execute(delete(TURNS).where(TURNS.c.id.in_(ids)))).rowcount
             await delete_turns_push_configs(conn, user_id, conversation_id, ids)
             remaining = [t.id for t in tree.turns if t.id is not None and t.id not in gone]
             if leaf is None or not remaining:
@@ -76,13 +79,15 @@ class TurnTree(TurnTableAccess):
         A file is used by a conversation when one of its turns names it; a
         file never asked about is the user's to delete, not the conversation's.
         """
-        mine = (T.c.user_id == user_id) & (T.c.session_id == conversation_id)
-        made_by_it = (F.c.source == "generated") & (F.c.session_id == conversation_id)
+        mine = (TURNS.c.user_id == user_id) & (TURNS.c.session_id == conversation_id)
+        made_by_it = (FILES.c.source == "generated") & (FILES.c.session_id == conversation_id)
         async with self._db.begin() as conn:
             blob_keys = await _delete_files(conn, user_id, mine, made_by_it)
             rows = (
                 await conn.execute(
-                    delete(T).where(mine).returning(T.c.id, T.c.create_time, T.c.agent_type)
+                    delete(TURNS)
+                    .where(mine)
+                    .returning(TURNS.c.id, TURNS.c.create_time, TURNS.c.agent_type)
                 )
             ).all()
             await conn.execute(_forget_path(user_id, conversation_id))
@@ -99,16 +104,16 @@ class TurnTree(TurnTableAccess):
         self, user_id: str, conversation_id: str, statuses: tuple[TurnStatus, ...]
     ) -> GoneTurn | None:
         newest = (
-            select(T.c.id)
-            .where(T.c.user_id == user_id, T.c.session_id == conversation_id)
-            .order_by(T.c.id.desc())
+            select(TURNS.c.id)
+            .where(TURNS.c.user_id == user_id, TURNS.c.session_id == conversation_id)
+            .order_by(TURNS.c.id.desc())
             .limit(1)
             .scalar_subquery()
         )
         stmt = (
-            delete(T)
-            .where(T.c.id == newest, T.c.status.in_(statuses))
-            .returning(T.c.id, T.c.create_time, T.c.agent_type)
+            delete(TURNS)
+            .where(TURNS.c.id == newest, TURNS.c.status.in_(statuses))
+            .returning(TURNS.c.id, TURNS.c.create_time, TURNS.c.agent_type)
         )
         async with self._db.begin() as conn:
             row = (await conn.execute(stmt)).one_or_none()
@@ -119,10 +124,10 @@ class TurnTree(TurnTableAccess):
 
 
 async def _read_tree(conn: AsyncConnection, user_id: str, conversation_id: str) -> ConversationTree:
-    turns = (T.c.user_id == user_id) & (T.c.session_id == conversation_id)
-    rows = (await conn.execute(select(T).where(turns).order_by(T.c.id))).mappings().all()
-    chosen = select(A.c.leaf_id, A.c.newest_id).where(
-        A.c.user_id == user_id, A.c.conversation_id == conversation_id
+    turns = (TURNS.c.user_id == user_id) & (TURNS.c.session_id == conversation_id)
+    rows = (await conn.execute(select(TURNS).where(turns).order_by(TURNS.c.id))).mappings().all()
+    chosen = select(ACTIVE_PATHS.c.leaf_id, ACTIVE_PATHS.c.newest_id).where(
+        ACTIVE_PATHS.c.user_id == user_id, ACTIVE_PATHS.c.conversation_id == conversation_id
     )
     leaf = (await conn.execute(chosen)).one_or_none() if rows else None
     return ConversationTree(
@@ -132,7 +137,9 @@ async def _read_tree(conn: AsyncConnection, user_id: str, conversation_id: str) 
 
 
 def _forget_path(user_id: str, conversation_id: str) -> Delete:
-    return delete(A).where(A.c.user_id == user_id, A.c.conversation_id == conversation_id)
+    return delete(ACTIVE_PATHS).where(
+        ACTIVE_PATHS.c.user_id == user_id, ACTIVE_PATHS.c.conversation_id == conversation_id
+    )
 
 
 async def _choose(
@@ -142,7 +149,7 @@ async def _choose(
     chosen = ChosenLeaf(leaf_id, newest_id or leaf_id)
     await conn.execute(_forget_path(user_id, conversation_id))
     await conn.execute(
-        insert(A).values(
+        insert(ACTIVE_PATHS).values(
             user_id=user_id,
             conversation_id=conversation_id,
             leaf_id=chosen.leaf_id,
@@ -169,11 +176,11 @@ async def _delete_files(
 ) -> list[str]:
     """Delete the user's files only `turns` used (named by one of them and by no other turn,
     and attached to no project), and those `made` selects; the deleted files' blob keys."""
-    used_here = select(T.c.fileid).where(turns, T.c.fileid.is_not(None))
-    used_elsewhere = exists().where(T.c.fileid == F.c.id, ~turns)
-    attached = exists().where(PF.c.file_id == F.c.id)
-    only_here = select(F.c.id, F.c.blob_key).where(
-        F.c.user_id == user_id, (F.c.id.in_(used_here) & ~used_elsewhere & ~attached) | made
+    used_here = select(TURNS.c.fileid).where(turns, TURNS.c.fileid.is_not(None))
+    used_elsewhere = exists().where(TURNS.c.fileid == FILES.c.id, ~turns)
+    attached = exists().where(PROJECT_FILES.c.file_id == FILES.c.id)
+    only_here = select(FILES.c.id, FILES.c.blob_key).where(
+        FILES.c.user_id == user_id, (FILES.c.id.in_(used_here) & ~used_elsewhere & ~attached) | made
     )
     files = (await conn.execute(only_here)).all()
     await delete_file_rows(conn, [row.id for row in files])
