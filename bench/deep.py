@@ -28,7 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import orjson
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -99,7 +99,7 @@ async def _turns(
     install_encodings(data_dir / "tiktoken")
     async with (
         Database.open(database_url, pool_size=4, migrate=True) as db,
-        httpx.AsyncClient() as http,
+        httpx2.AsyncClient() as http,
     ):
         limits = dataclasses.replace(
             AgentSettings.defaults(), recommendations=False, partial_save_seconds=3600

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx2 as httpx
+import httpx2
 from pydantic import SecretStr
 
 from app.documents.library import DocumentLibrary, LibrarySettings
@@ -93,7 +93,7 @@ async def measure(root: Path, pages: int, searches: int, embedder: Embedder | No
 
 
 async def main(pages: list[int], searches: int) -> None:
-    async with FakeEmbeddings().running() as fake, httpx.AsyncClient(timeout=60) as http:
+    async with FakeEmbeddings().running() as fake, httpx2.AsyncClient(timeout=60) as http:
         embedder = OpenAIEmbeddings(http, fake.base_url, SecretStr(""), "fake-embed")
         for count in pages:
             for mode in (None, embedder):

@@ -46,8 +46,8 @@ from app.tasks import (
     SharedRunLogs,
     in_process_tasks,
 )
-from app.tasks.redis import redis_tasks
-from app.tasks.redis_log import RedisRunLogs
+from app.tasks.redis.backend import redis_tasks
+from app.tasks.redis.log import RedisRunLogs
 from bench.procs import fast_event_loop
 
 ANSWER_TOKENS = 20

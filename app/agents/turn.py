@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Literal
 
-import httpx2 as httpx
+import httpx2
 
 from app.agents.approvals import ApprovalAnswer, ApprovalMode, ApprovalPolicy
 from app.agents.plan_record import PLAN_EVENTS, record_plan
@@ -85,7 +85,7 @@ class AgentCore:
     model: ChatModel
     store: SessionStore
     tokens: TokenCounter
-    http: httpx.AsyncClient
+    http: httpx2.AsyncClient
     """The pooled client for tools' HTTP calls (not the model's)."""
     limits: AgentSettings
     documents: DocumentLibrary

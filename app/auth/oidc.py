@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import jwt
 from jwt.exceptions import InvalidTokenError, PyJWKError
 
@@ -203,7 +203,7 @@ class OidcVerifier:
                 self._client, url, max_bytes=_MAX_DOCUMENT_BYTES, seconds=self._timeout
             )
             document = json.loads(fetched.body)
-        except (OutboundError, httpx.HTTPError, ValueError) as exc:
+        except (OutboundError, httpx2.HTTPError, ValueError) as exc:
             log.warning("the identity provider could not be read (%s): %s", url, exc)
             raise IssuerUnreachable("the identity provider could not be reached") from exc
         if not isinstance(document, dict):

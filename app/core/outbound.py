@@ -43,7 +43,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpcore2
-import httpx2 as httpx
+import httpx2
 from httpcore2._async.interfaces import AsyncRequestInterface
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -176,9 +176,9 @@ _CERTIFICATES_FROM_ENV = ("SSL_CERT_FILE", "SSL_CERT_DIR")
 def tls_context(trust_env: bool) -> ssl.SSLContext:
     """The certificates every client verifies servers with, read once for the process.
 
-    httpx reads the system's CA bundle again for each transport it builds, 20 ms
+    httpx2 reads the system's CA bundle again for each transport it builds, 20 ms
     each: a tenth of a second of every start, with one client per model and the
-    tools'. `trust_env` honours `SSL_CERT_FILE` and `SSL_CERT_DIR`, as httpx does;
+    tools'. `trust_env` honours `SSL_CERT_FILE` and `SSL_CERT_DIR`, as httpx2 does;
     without them both kinds of client share one context.
     """
     return _read_certificates(trust_env and any(map(os.environ.get, _CERTIFICATES_FROM_ENV)))
@@ -186,7 +186,7 @@ def tls_context(trust_env: bool) -> ssl.SSLContext:
 
 @cache
 def _read_certificates(from_env: bool) -> ssl.SSLContext:
-    return httpx.create_ssl_context(trust_env=from_env)
+    return httpx2.create_ssl_context(trust_env=from_env)
 
 
 def transport_over(
@@ -194,21 +194,21 @@ def transport_over(
     *,
     pool: Callable[[httpcore2.AsyncConnectionPool], AsyncRequestInterface] | None = None,
     **options: Any,
-) -> httpx.AsyncHTTPTransport:
-    """An httpx transport (built with `options`) whose connections go through `wrap(network)`.
+) -> httpx2.AsyncHTTPTransport:
+    """An httpx2 transport (built with `options`) whose connections go through `wrap(network)`.
 
-    httpx's transport takes no network backend, so its pool's own is wrapped
-    in place; with `pool`, what it builds around httpx's pool (which then only
+    httpx2's transport takes no network backend, so its pool's own is wrapped
+    in place; with `pool`, what it builds around httpx2's pool (which then only
     makes the connections) takes that pool's place. The one spot that reaches
-    into httpx's and httpcore's insides.
+    into httpx2's and httpcore's insides.
     """
     options.setdefault("verify", tls_context(options.get("trust_env", True)))
-    transport = httpx.AsyncHTTPTransport(**options)
+    transport = httpx2.AsyncHTTPTransport(**options)
     made = transport._pool
     assert isinstance(made, httpcore2.AsyncConnectionPool)
     made._network_backend = wrap(made._network_backend)
     if pool is not None:
-        transport._pool = pool(made)  # type: ignore[assignment]  # httpx only calls its interface
+        transport._pool = pool(made)  # type: ignore[assignment]  # httpx2 only calls its interface
     return transport
 
 
@@ -219,7 +219,7 @@ def guarded_client(
     max_redirects: int = 5,
     user_agent: str | None = None,
     max_connections: int = 100,
-) -> httpx.AsyncClient:
+) -> httpx2.AsyncClient:
     """A client for chosen URLs: every connection checked, redirects followed (and checked).
 
     It keeps no cookies: one page's (or one redirect's) `Set-Cookie` is never sent
@@ -229,9 +229,9 @@ def guarded_client(
     transport = transport_over(
         lambda network: GuardedNetwork(policy, network),
         trust_env=False,
-        limits=httpx.Limits(max_connections=max_connections),
+        limits=httpx2.Limits(max_connections=max_connections),
     )
-    return httpx.AsyncClient(
+    return httpx2.AsyncClient(
         transport=transport,
         trust_env=False,
         follow_redirects=True,
@@ -242,8 +242,8 @@ def guarded_client(
     )
 
 
-async def _without_cookies(request: httpx.Request) -> None:
-    """Called before every request, each redirect's too: httpx carries a redirect's
+async def _without_cookies(request: httpx2.Request) -> None:
+    """Called before every request, each redirect's too: httpx2 carries a redirect's
     `Set-Cookie` over to the next request whatever the client's jar refuses."""
     request.headers.pop("cookie", None)
 
@@ -260,7 +260,7 @@ class Fetched:
 
 
 async def fetch(
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
     url: str,
     *,
     max_bytes: int,
@@ -298,7 +298,7 @@ async def fetch(
             )
     except TimeoutError as exc:
         raise FetchFailed(f"No complete answer within {seconds:g} seconds") from exc
-    except httpx.TooManyRedirects as exc:
+    except httpx2.TooManyRedirects as exc:
         raise FetchFailed("Too many redirects") from exc
-    except httpx.HTTPError as exc:
+    except httpx2.HTTPError as exc:
         raise FetchFailed(f"The page could not be fetched: {type(exc).__name__}") from exc

@@ -10,7 +10,7 @@ from __future__ import annotations
 from app.config import Settings
 from app.limits.base import LimitExceeded, Rates, StreamSlot, UserLimits
 from app.limits.in_process import InProcessUserLimits
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.target import RedisTarget
 
 __all__ = ["LimitExceeded", "Rates", "StreamSlot", "UserLimits", "build_user_limits"]
 

@@ -22,9 +22,9 @@ from redis.exceptions import RedisError
 
 from app.limits.base import UNHELD, Action, Rates, StreamSlot, too_fast, too_many_streams
 from app.tasks.base import TaskBackendUnavailable
-from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import RedisPipeline, translate_errors
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.batch import SharedPipeline
+from app.tasks.redis.client import RedisPipeline, translate_errors
+from app.tasks.redis.target import RedisTarget
 
 SLOT_SECONDS = 6 * 3600
 """Longest a slot is held without release: far past any turn, short of a lockout."""

@@ -36,7 +36,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import ClassVar, Literal, Protocol
 
-import httpx2 as httpx
+import httpx2
 from pydantic import SecretStr
 
 from app.core.messages import ContentBlock, Msg, TextBlock
@@ -155,7 +155,7 @@ class ChatModel(ABC):
     def __init__(
         self,
         config: ModelConfig,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         observer: ModelObserver | None = None,
         tokens: TokenCounter | None = None,
     ) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import orjson
 from pydantic import SecretStr
 
@@ -31,7 +31,7 @@ class EmbeddingError(Exception):
 class OpenAIEmbeddings:
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         base_url: str,
         api_key: SecretStr,
         model: str,
@@ -61,7 +61,7 @@ class OpenAIEmbeddings:
             response = await self._client.post(
                 self._url, json={"model": self._model, "input": list(texts)}, headers=headers
             )
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise EmbeddingError(f"embeddings request failed ({type(exc).__name__})") from exc
         if response.status_code != 200:
             raise EmbeddingError(f"embeddings request failed (HTTP {response.status_code})")
@@ -76,7 +76,7 @@ class OpenAIEmbeddings:
         return vectors
 
 
-def build_embedder(settings: Settings, client: httpx.AsyncClient) -> OpenAIEmbeddings | None:
+def build_embedder(settings: Settings, client: httpx2.AsyncClient) -> OpenAIEmbeddings | None:
     if not settings.embedding_base_url:
         return None
     return OpenAIEmbeddings(

@@ -1,4 +1,4 @@
-"""Errors of the model layer. Adapters translate httpx and vendor errors into these.
+"""Errors of the model layer. Adapters translate httpx2 and vendor errors into these.
 
     ModelError                 base: callers catch this
     ├── ModelNotConfigured     no provider endpoint or key is set

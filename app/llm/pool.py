@@ -10,7 +10,7 @@ request takes the most recently used idle connection (its server is the
 least likely to have closed it), or opens one, or, when the pool is full,
 waits its turn for one to come back.
 
-The connections are still httpcore's, made by the pool httpx configured
+The connections are still httpcore's, made by the pool httpx2 configured
 (TLS, proxy, network layer); only the bookkeeping is ours. It speaks
 HTTP/1.1, one request per connection at a time, as the model client does.
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx2 as httpx
+import httpx2
 
 from app.config import Settings
 from app.core.tools import GenerateOptions
@@ -91,7 +91,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
 
 def build_chat_model(
     settings: Settings,
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
     observer: ModelObserver | None = None,
     tokens: TokenCounter | None = None,
     entry: ModelEntry | None = None,

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, ClassVar, Protocol, TypeVar
 
-import httpx2 as httpx
+import httpx2
 import orjson
 
 from app.core.messages import ContentBlock, Msg
@@ -131,7 +131,7 @@ class StreamingChatModel(ChatModel):
     def __init__(
         self,
         config: ModelConfig,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         observer: ModelObserver | None = None,
         tokens: TokenCounter | None = None,
     ) -> None:
@@ -215,28 +215,28 @@ class StreamingChatModel(ChatModel):
         except ModelError as exc:
             self._redact(exc)
             raise
-        except httpx.TimeoutException as exc:
+        except httpx2.TimeoutException as exc:
             raise self._redact(ModelTimeout(_describe(exc))) from exc
-        except (httpx.NetworkError, httpx.RemoteProtocolError, httpx.ProxyError) as exc:
+        except (httpx2.NetworkError, httpx2.RemoteProtocolError, httpx2.ProxyError) as exc:
             raise self._redact(ModelConnectionError(_describe(exc))) from exc
-        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as exc:
+        except (httpx2.UnsupportedProtocol, httpx2.InvalidURL) as exc:
             raise self._redact(ModelNotConfigured(f"invalid LLM base URL: {exc}")) from exc
-        except httpx.DecodingError as exc:
+        except httpx2.DecodingError as exc:
             raise self._redact(ModelResponseError(_describe(exc))) from exc
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             raise self._redact(ModelError(_describe(exc))) from exc
 
-    def _timeout(self, options: GenerateOptions) -> httpx.Timeout:
+    def _timeout(self, options: GenerateOptions) -> httpx2.Timeout:
         """The wait for each chunk: the call's `timeout` option, else the provider's."""
         default = self.client.timeout
-        return httpx.Timeout(
+        return httpx2.Timeout(
             options.get("timeout", self.config.timeout),
             connect=default.connect,
             write=default.write,
             pool=default.pool,
         )
 
-    async def _http_error(self, response: httpx.Response) -> ModelError:
+    async def _http_error(self, response: httpx2.Response) -> ModelError:
         head = b""
         async for part in response.aiter_bytes():
             head += part
@@ -298,11 +298,11 @@ def message_of(error: Any) -> str:
     return str(error)
 
 
-def _describe(exc: httpx.HTTPError) -> str:
+def _describe(exc: httpx2.HTTPError) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(response: httpx2.Response) -> float | None:
     """Retry-After in seconds, given as a number or as an HTTP date."""
     value = response.headers.get("retry-after")
     if not value:

@@ -22,14 +22,14 @@ from typing import Any
 from sqlalchemy import CTE, ColumnElement, func, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.store.models import AI_ACTIVE_PATH as A
-from app.store.models import AI_SESSION as T
+from app.store.models import AI_ACTIVE_PATH as ACTIVE_PATHS
+from app.store.models import AI_SESSION as TURNS
 
 
 def active_leaf(user_id: str, conversation: ColumnElement[str]) -> ColumnElement[Any]:
     """The id of the active leaf of the user's conversation `conversation` (a column of the
     query this is part of): the chosen one while no newer turn came, else the newest."""
-    newer = T.alias("newer")
+    newer = TURNS.alias("newer")
     newest = (
         select(func.max(newer.c.id))
         .where(newer.c.user_id == user_id, newer.c.session_id == conversation)
@@ -37,13 +37,13 @@ def active_leaf(user_id: str, conversation: ColumnElement[str]) -> ColumnElement
         .scalar_subquery()
     )
     chosen = (
-        select(A.c.leaf_id)
+        select(ACTIVE_PATHS.c.leaf_id)
         .where(
-            A.c.user_id == user_id,
-            A.c.conversation_id == conversation,
-            A.c.newest_id >= newest,
+            ACTIVE_PATHS.c.user_id == user_id,
+            ACTIVE_PATHS.c.conversation_id == conversation,
+            ACTIVE_PATHS.c.newest_id >= newest,
         )
-        .correlate_except(A)
+        .correlate_except(ACTIVE_PATHS)
         .scalar_subquery()
     )
     return func.coalesce(chosen, newest)
@@ -52,7 +52,7 @@ def active_leaf(user_id: str, conversation: ColumnElement[str]) -> ColumnElement
 def active_paths(user_id: str, turn_ids: Collection[int]) -> CTE:
     """`(session_id, id, parent_id)` of every turn on the active path of the conversations
     that these turns of the user's are of."""
-    named = T.alias("named")
+    named = TURNS.alias("named")
     # By primary key alone: the turns are the user's (found by the caller's own query), and
     # every turn read below is checked to be the user's.
     conversations = (
@@ -61,7 +61,7 @@ def active_paths(user_id: str, turn_ids: Collection[int]) -> CTE:
         .distinct()
         .subquery("conversations")
     )
-    leaf = T.alias("leaf")
+    leaf = TURNS.alias("leaf")
     anchor = (
         select(conversations.c.session_id, leaf.c.id, leaf.c.parent_id)
         .select_from(conversations)
@@ -69,7 +69,7 @@ def active_paths(user_id: str, turn_ids: Collection[int]) -> CTE:
         .where(leaf.c.user_id == user_id)
     )
     path = anchor.cte("active_path", recursive=True)
-    up = T.alias("up")
+    up = TURNS.alias("up")
     return path.union_all(
         select(path.c.session_id, up.c.id, up.c.parent_id).where(
             up.c.id == path.c.parent_id, up.c.user_id == user_id
@@ -91,6 +91,6 @@ async def active_first_questions(
         .group_by(path.c.session_id)
         .subquery("roots")
     )
-    stmt = select(roots.c.session_id, T.c.question).join(T, T.c.id == roots.c.root_id)
+    stmt = select(roots.c.session_id, TURNS.c.question).join(TURNS, TURNS.c.id == roots.c.root_id)
     rows = (await conn.execute(stmt)).all()
     return {row.session_id: row.question for row in rows}

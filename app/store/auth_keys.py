@@ -17,7 +17,7 @@ from sqlalchemy import delete, insert, or_, select, update
 
 from app.config import key_digest
 from app.store.db import Database
-from app.store.models import AUTH_KEY as K
+from app.store.models import AUTH_KEY as KEYS
 
 KEY_PREFIX = "dk_"
 SHOWN_CHARS = 10
@@ -63,7 +63,7 @@ class SqlAuthKeys:
         )
         async with self._db.statement() as conn:
             await conn.execute(
-                insert(K).values(
+                insert(KEYS).values(
                     id=info.id,
                     user_id=user_id,
                     name=name,
@@ -77,9 +77,16 @@ class SqlAuthKeys:
 
     async def of_user(self, user_id: str) -> list[KeyInfo]:
         query = (
-            select(K.c.id, K.c.name, K.c.prefix, K.c.created_at, K.c.expires_at, K.c.last_used_at)
-            .where(K.c.user_id == user_id)
-            .order_by(K.c.created_at)
+            select(
+                KEYS.c.id,
+                KEYS.c.name,
+                KEYS.c.prefix,
+                KEYS.c.created_at,
+                KEYS.c.expires_at,
+                KEYS.c.last_used_at,
+            )
+            .where(KEYS.c.user_id == user_id)
+            .order_by(KEYS.c.created_at)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(query)).all()
@@ -88,14 +95,16 @@ class SqlAuthKeys:
     async def revoke(self, user_id: str, key_id: str) -> bool:
         """False when the user has no such key."""
         async with self._db.statement() as conn:
-            done = await conn.execute(delete(K).where(K.c.user_id == user_id, K.c.id == key_id))
+            done = await conn.execute(
+                delete(KEYS).where(KEYS.c.user_id == user_id, KEYS.c.id == key_id)
+            )
         return bool(done.rowcount)
 
     async def owner(self, key: str) -> str | None:
         """The user of a live key (not revoked, not expired); None for any other string."""
         now = datetime.now(UTC)
-        query = select(K.c.id, K.c.user_id, K.c.expires_at, K.c.last_used_at).where(
-            K.c.digest == key_digest(key)
+        query = select(KEYS.c.id, KEYS.c.user_id, KEYS.c.expires_at, KEYS.c.last_used_at).where(
+            KEYS.c.digest == key_digest(key)
         )
         async with self._db.statement() as conn:
             row = (await conn.execute(query)).first()
@@ -103,10 +112,13 @@ class SqlAuthKeys:
                 return None
             if row.last_used_at is None or now - row.last_used_at >= LAST_USED_EVERY:
                 await conn.execute(
-                    update(K)
+                    update(KEYS)
                     .where(
-                        K.c.id == row.id,
-                        or_(K.c.last_used_at.is_(None), K.c.last_used_at < now - LAST_USED_EVERY),
+                        KEYS.c.id == row.id,
+                        or_(
+                            KEYS.c.last_used_at.is_(None),
+                            KEYS.c.last_used_at < now - LAST_USED_EVERY,
+                        ),
                     )
                     .values(last_used_at=now)
                 )

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from sqlalchemy import delete, insert, select, update
 
 from app.store.db import Database
-from app.store.models import AI_PPT_INST as B
-from app.store.models import AI_PPT_TEMPLATE as TPL
+from app.store.models import AI_PPT_INST as BUILDS
+from app.store.models import AI_PPT_TEMPLATE as TEMPLATES
 
 
 def _now() -> datetime:
@@ -63,9 +63,9 @@ class SqlDeckBuildStore:
     async def versions(self, user_id: str, conversation_id: str) -> list[DeckBuild]:
         """Every build of the conversation, oldest version first."""
         query = (
-            select(B)
-            .where(B.c.user_id == user_id, B.c.conversation_id == conversation_id)
-            .order_by(B.c.version)
+            select(BUILDS)
+            .where(BUILDS.c.user_id == user_id, BUILDS.c.conversation_id == conversation_id)
+            .order_by(BUILDS.c.version)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(query)).mappings().all()
@@ -75,7 +75,7 @@ class SqlDeckBuildStore:
         values = asdict(build)
         del values["id"]
         async with self._db.statement() as conn:
-            result = await conn.execute(insert(B).returning(B.c.id), values)
+            result = await conn.execute(insert(BUILDS).returning(BUILDS.c.id), values)
             build.id = int(result.scalar_one())
         return build
 
@@ -85,31 +85,37 @@ class SqlDeckBuildStore:
         values = asdict(build)
         for key in ("id", "user_id", "conversation_id", "create_time"):
             del values[key]
-        statement = update(B).where(B.c.id == build.id, B.c.user_id == build.user_id)
+        statement = update(BUILDS).where(BUILDS.c.id == build.id, BUILDS.c.user_id == build.user_id)
         async with self._db.statement() as conn:
             await conn.execute(statement.values(**values))
 
     async def forget(self, user_id: str, conversation_id: str) -> None:
         """Drop every build of a deleted conversation (its files went with the conversation)."""
-        mine = B.c.user_id == user_id, B.c.conversation_id == conversation_id
+        mine = BUILDS.c.user_id == user_id, BUILDS.c.conversation_id == conversation_id
         async with self._db.statement() as conn:
-            await conn.execute(delete(B).where(*mine))
+            await conn.execute(delete(BUILDS).where(*mine))
 
     async def drop(self, user_id: str, build_ids: Sequence[int]) -> None:
         """Drop these builds (of deleted turns: their files went with the turns)."""
         if not build_ids:
             return
         async with self._db.statement() as conn:
-            await conn.execute(delete(B).where(B.c.user_id == user_id, B.c.id.in_(build_ids)))
+            await conn.execute(
+                delete(BUILDS).where(BUILDS.c.user_id == user_id, BUILDS.c.id.in_(build_ids))
+            )
 
     async def replace_templates(self, templates: Sequence[TemplateRow]) -> None:
         """Make the table list exactly these templates."""
         now = _now()
         async with self._db.begin() as conn:
-            await conn.execute(delete(TPL))
-            await conn.execute(insert(TPL), [{**asdict(t), "update_time": now} for t in templates])
+            await conn.execute(delete(TEMPLATES))
+            await conn.execute(
+                insert(TEMPLATES), [{**asdict(t), "update_time": now} for t in templates]
+            )
 
     async def template_codes(self) -> list[str]:
         async with self._db.statement() as conn:
-            rows = await conn.execute(select(TPL.c.template_code).order_by(TPL.c.template_code))
+            rows = await conn.execute(
+                select(TEMPLATES.c.template_code).order_by(TEMPLATES.c.template_code)
+            )
         return [row.template_code for row in rows]

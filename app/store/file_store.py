@@ -23,12 +23,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.base import FileChunk, FileOutcome
 from app.store.db import Database
-from app.store.models import AI_FILE as F
-from app.store.models import AI_FILE_CHUNK as C
+from app.store.models import AI_FILE as FILES
+from app.store.models import AI_FILE_CHUNK as CHUNKS
 from app.store.models import StoredFile
-from app.store.project_models import PROJECT_FILE as PF
+from app.store.project_models import PROJECT_FILE as PROJECT_FILES
 
-_METADATA = [c for c in F.c if c.name != "content"]
+_METADATA = [c for c in FILES.c if c.name != "content"]
 """Every column but the text, which can be megabytes and only `/file/content` reads."""
 
 
@@ -37,9 +37,9 @@ class SqlFileStore:
         self._db = db
 
     async def add_file(self, file: StoredFile) -> None:
-        values = {column.name: getattr(file, column.name) for column in F.c}
+        values = {column.name: getattr(file, column.name) for column in FILES.c}
         async with self._db.statement() as conn:
-            await conn.execute(insert(F), values)
+            await conn.execute(insert(FILES), values)
 
     async def finish_file(self, file_id: str, outcome: FileOutcome) -> None:
         rows = [
@@ -55,8 +55,8 @@ class SqlFileStore:
             for chunk in outcome.chunks
         ]
         stmt = (
-            update(F)
-            .where(F.c.id == file_id)
+            update(FILES)
+            .where(FILES.c.id == file_id)
             .values(
                 status=outcome.status,
                 error=outcome.error,
@@ -69,10 +69,10 @@ class SqlFileStore:
         async with self._db.begin() as conn:
             await conn.execute(stmt)
             if rows:
-                await conn.execute(insert(C), rows)
+                await conn.execute(insert(CHUNKS), rows)
 
     async def get_file(self, user_id: str, file_id: str) -> StoredFile | None:
-        stmt = select(*_METADATA).where(F.c.user_id == user_id, F.c.id == file_id)
+        stmt = select(*_METADATA).where(FILES.c.user_id == user_id, FILES.c.id == file_id)
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).mappings().first()
         return None if row is None else _file(row)
@@ -80,24 +80,31 @@ class SqlFileStore:
     async def list_files(self, user_id: str) -> list[StoredFile]:
         stmt = (
             select(*_METADATA)
-            .where(F.c.user_id == user_id)
-            .order_by(F.c.create_time.desc(), F.c.id)
+            .where(FILES.c.user_id == user_id)
+            .order_by(FILES.c.create_time.desc(), FILES.c.id)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [_file(row) for row in rows]
 
     async def file_content(self, user_id: str, file_id: str) -> str | None:
-        stmt = select(F.c.content).where(F.c.user_id == user_id, F.c.id == file_id)
+        stmt = select(FILES.c.content).where(FILES.c.user_id == user_id, FILES.c.id == file_id)
         async with self._db.statement() as conn:
             return cast(str | None, (await conn.execute(stmt)).scalar_one_or_none())
 
     async def file_chunks(self, user_id: str, file_id: str) -> list[FileChunk]:
         stmt = (
-            select(C.c.seq, C.c.unit, C.c.first, C.c.last, C.c.text, C.c.vector)
-            .join(F, F.c.id == C.c.file_id)
-            .where(F.c.user_id == user_id, C.c.file_id == file_id)
-            .order_by(C.c.seq)
+            select(
+                CHUNKS.c.seq,
+                CHUNKS.c.unit,
+                CHUNKS.c.first,
+                CHUNKS.c.last,
+                CHUNKS.c.text,
+                CHUNKS.c.vector,
+            )
+            .join(FILES, FILES.c.id == CHUNKS.c.file_id)
+            .where(FILES.c.user_id == user_id, CHUNKS.c.file_id == file_id)
+            .order_by(CHUNKS.c.seq)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
@@ -114,7 +121,7 @@ class SqlFileStore:
         ]
 
     async def delete_file(self, user_id: str, file_id: str) -> str | None:
-        find = select(F.c.blob_key).where(F.c.user_id == user_id, F.c.id == file_id)
+        find = select(FILES.c.blob_key).where(FILES.c.user_id == user_id, FILES.c.id == file_id)
         async with self._db.begin() as conn:
             blob_key = (await conn.execute(find)).scalar_one_or_none()
             if blob_key is not None:
@@ -127,9 +134,9 @@ async def delete_file_rows(conn: AsyncConnection, file_ids: Sequence[str]) -> No
     transaction."""
     if not file_ids:
         return
-    await conn.execute(delete(C).where(C.c.file_id.in_(file_ids)))
-    await conn.execute(delete(PF).where(PF.c.file_id.in_(file_ids)))
-    await conn.execute(delete(F).where(F.c.id.in_(file_ids)))
+    await conn.execute(delete(CHUNKS).where(CHUNKS.c.file_id.in_(file_ids)))
+    await conn.execute(delete(PROJECT_FILES).where(PROJECT_FILES.c.file_id.in_(file_ids)))
+    await conn.execute(delete(FILES).where(FILES.c.id.in_(file_ids)))
 
 
 def pack_vector(vector: Sequence[float]) -> bytes:

@@ -15,7 +15,7 @@ from typing import Literal
 from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, String, Table, Text
 from sqlmodel import Field, SQLModel
 
-from app.store.models import UTCDateTime
+from app.store.columns import UTCDateTime
 
 MemorySource = Literal["user", "agent"]
 

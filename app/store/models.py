@@ -15,7 +15,8 @@ store writes and reads every column by rule, and the history shows it.
 
 JSON-valued columns (tools, reference, recommend, files, plan) are TEXT, not
 a JSON type, so SQLite and PostgreSQL store exactly the same thing;
-`JsonList` turns them into typed lists and back.
+`JsonList` (columns.py, with the other column types) turns them into typed
+lists and back.
 """
 
 from __future__ import annotations
@@ -23,13 +24,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from pydantic import TypeAdapter
 from sqlalchemy import (
     BigInteger,
     Column,
-    DateTime,
-    Dialect,
-    Float,
     ForeignKey,
     Index,
     Integer,
@@ -41,11 +38,11 @@ from sqlalchemy import (
     false,
     text,
 )
-from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
 from sqlmodel._compat import SQLModelConfig
 
 from app.core.wire import WIRE_CONFIG
+from app.store.columns import Dollars, JsonList, JsonRecord, UTCDateTime, row_id
 from app.store.records import (
     CarryOn,
     DeckRecord,
@@ -60,106 +57,12 @@ from app.store.records import (
     TurnStatus,
 )
 
-
-class UTCDateTime(TypeDecorator[datetime]):
-    """A timestamp that always comes back timezone-aware in UTC.
-
-    PostgreSQL keeps `timestamptz` as an instant; SQLite has no timezone and
-    returns naive values. Both store UTC here (SQLite as a fixed-width text,
-    so text order is time order) and every value read is aware UTC, so
-    callers compare and serialise one kind of datetime whatever the backend.
-    """
-
-    impl = DateTime(timezone=True)
-    cache_ok = True
-
-    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            # A naive time is ambiguous; guessing its zone would silently shift history.
-            raise ValueError("naive datetime: pass an aware (UTC) datetime")
-        value = value.astimezone(UTC)
-        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
-
-    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
-        if value is None:
-            return None
-        if value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value.astimezone(UTC)
-
-
-class Dollars(TypeDecorator[float]):
-    """A double-precision float, read as the driver hands it (a Python float on both backends).
-
-    SQLAlchemy's asyncpg float type asks the driver's column type to pick its
-    reader, which the prepared statements (fast_path.py) do not have.
-    """
-
-    impl = Float(precision=53)
-    cache_ok = True
-
-    def result_processor(self, dialect: Dialect, coltype: object) -> None:
-        return None
-
-
 PUBLIC_CONFIG = cast(SQLModelConfig, WIRE_CONFIG)
 """A family's public (wire) model takes this: the wire's camelCase names, by alias only."""
 
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-class JsonList(TypeDecorator[list[Any]]):
-    """A list of typed records kept as JSON text, handed back typed.
-
-    An empty list is stored as NULL, so a row written before its run ended
-    (nothing there yet) and one that had nothing read the same: `[]`.
-    """
-
-    impl = Text
-    cache_ok = True
-
-    def __init__(self, item: Any) -> None:
-        super().__init__()
-        self.item = item
-        self._adapter: TypeAdapter[list[Any]] = TypeAdapter(list[item])
-
-    def process_bind_param(self, value: list[Any] | None, dialect: Dialect) -> str | None:
-        if not value:
-            return None
-        # `fallback=str`: one odd value inside a tool result must not lose the whole turn.
-        return self._adapter.dump_json(value, by_alias=True, fallback=str).decode()
-
-    def process_result_value(self, value: str | None, dialect: Dialect) -> list[Any]:
-        return self._adapter.validate_json(value) if value else []
-
-
-class JsonRecord(TypeDecorator[Any]):
-    """One typed record kept as JSON text (NULL for none), handed back typed."""
-
-    impl = Text
-    cache_ok = True
-
-    def __init__(self, item: Any) -> None:
-        super().__init__()
-        self.item = item
-        self._adapter: TypeAdapter[Any] = TypeAdapter(item)
-
-    def process_bind_param(self, value: Any, dialect: Dialect) -> str | None:
-        if value is None:
-            return None
-        return self._adapter.dump_json(value, by_alias=True, fallback=str).decode()
-
-    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
-        return self._adapter.validate_json(value) if value else None
-
-
-def _row_id() -> Any:
-    """A turn's id type, where another column holds one (an id column's own is in its `Column`)."""
-    return BigInteger().with_variant(Integer(), "sqlite")
 
 
 def _json_list(item: Any) -> Any:
@@ -221,7 +124,7 @@ class TurnBase(TurnOutcome):
     """The uploaded file the turn asked about, if any."""
     create_time: datetime = Field(default_factory=_utc_now, sa_type=UTCDateTime)
     """When the question arrived (aware UTC)."""
-    parent_id: int | None = Field(default=None, sa_type=_row_id())
+    parent_id: int | None = Field(default=None, sa_type=row_id())
     """The turn this one follows (its question came after that answer); None for a first
     question. A conversation is the tree these make; an edit or a regeneration is a sibling."""
     model: str | None = Field(default=None, max_length=64)
@@ -310,9 +213,9 @@ class AiActivePath(SQLModel, table=True):
 
     user_id: str = Field(sa_column=Column(String(128), primary_key=True))
     conversation_id: str = Field(sa_column=Column(String(128), primary_key=True))
-    leaf_id: int = Field(sa_type=_row_id())
+    leaf_id: int = Field(sa_type=row_id())
     """The leaf of the path chosen."""
-    newest_id: int = Field(sa_type=_row_id())
+    newest_id: int = Field(sa_type=row_id())
     """The conversation's newest turn when it was chosen: a newer turn takes over."""
 
 
@@ -513,7 +416,7 @@ class AiShare(SQLModel, table=True):
     token: str = Field(sa_column=Column(String(64), primary_key=True))
     user_id: str = Field(max_length=128)
     conversation_id: str = Field(max_length=128)
-    turn_id: int = Field(sa_type=_row_id())
+    turn_id: int = Field(sa_type=row_id())
     """The last turn shared: the link shows the path from the first question to it."""
     created_at: datetime = Field(sa_type=UTCDateTime)
     """When it was shared (or shared again)."""

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy import select
 
 from app.store.db import Database
-from app.store.models import USER_PREFERENCE as P
+from app.store.models import USER_PREFERENCE as PREFERENCES
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +26,7 @@ class SqlPreferences:
         self._db = db
 
     async def of_user(self, user_id: str) -> Preferences:
-        query = select(P.c.model).where(P.c.user_id == user_id)
+        query = select(PREFERENCES.c.model).where(PREFERENCES.c.user_id == user_id)
         async with self._db.statement() as conn:
             row = (await conn.execute(query)).one_or_none()
         return Preferences() if row is None else Preferences(model=row.model)
@@ -34,8 +34,8 @@ class SqlPreferences:
     async def put(self, user_id: str, preferences: Preferences) -> Preferences:
         """Store the user's preferences, replacing what they were."""
         values = {"model": preferences.model, "updated_at": datetime.now(UTC)}
-        stmt = self._db.upsert(P).values(user_id=user_id, **values)
-        stmt = stmt.on_conflict_do_update(index_elements=[P.c.user_id], set_=values)
+        stmt = self._db.upsert(PREFERENCES).values(user_id=user_id, **values)
+        stmt = stmt.on_conflict_do_update(index_elements=[PREFERENCES.c.user_id], set_=values)
         async with self._db.statement() as conn:
             await conn.execute(stmt)
         return preferences

@@ -13,7 +13,7 @@ from datetime import datetime
 from sqlalchemy import Column, Index, String, Table, Text
 from sqlmodel import Field, SQLModel
 
-from app.store.models import UTCDateTime
+from app.store.columns import UTCDateTime
 
 
 class ProjectBase(SQLModel):

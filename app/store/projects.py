@@ -15,17 +15,17 @@ from typing import Any
 from sqlalchemy import String, delete, exists, func, literal, select, update
 
 from app.store.db import Database
-from app.store.models import AI_CONVERSATION_TITLE as TT
-from app.store.models import AI_FILE as F
-from app.store.models import AI_SESSION as T
+from app.store.models import AI_CONVERSATION_TITLE as TITLES
+from app.store.models import AI_FILE as FILES
+from app.store.models import AI_SESSION as TURNS
 from app.store.models import StoredFile
-from app.store.project_models import PROJECT as P
-from app.store.project_models import PROJECT_FILE as PF
+from app.store.project_models import PROJECT as PROJECTS
+from app.store.project_models import PROJECT_FILE as PROJECT_FILES
 from app.store.project_models import StoredProject
 from app.store.schedules import delete_project_schedules
 from app.store.user_memory import delete_project_memory
 
-_FILE_COLUMNS = [c for c in F.c if c.name != "content"]
+_FILE_COLUMNS = [c for c in FILES.c if c.name != "content"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,21 +48,25 @@ class SqlProjects:
         self._db = db
 
     async def add(self, project: StoredProject) -> None:
-        values = {c.name: getattr(project, c.name) for c in P.c}
+        values = {c.name: getattr(project, c.name) for c in PROJECTS.c}
         async with self._db.statement() as conn:
-            await conn.execute(P.insert().values(values))
+            await conn.execute(PROJECTS.insert().values(values))
 
     async def of_user(self, user_id: str) -> list[StoredProject]:
         """The user's projects, newest first."""
         stmt = (
-            select(P).where(P.c.user_id == user_id).order_by(P.c.create_time.desc(), P.c.project_id)
+            select(PROJECTS)
+            .where(PROJECTS.c.user_id == user_id)
+            .order_by(PROJECTS.c.create_time.desc(), PROJECTS.c.project_id)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [StoredProject.model_construct(**row) for row in rows]
 
     async def get(self, user_id: str, project_id: str) -> StoredProject | None:
-        stmt = select(P).where(P.c.user_id == user_id, P.c.project_id == project_id)
+        stmt = select(PROJECTS).where(
+            PROJECTS.c.user_id == user_id, PROJECTS.c.project_id == project_id
+        )
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).mappings().one_or_none()
         return None if row is None else StoredProject.model_construct(**row)
@@ -72,10 +76,10 @@ class SqlProjects:
     ) -> StoredProject | None:
         """Set the given columns; the project as it is now, or None when not the user's."""
         stmt = (
-            update(P)
-            .where(P.c.user_id == user_id, P.c.project_id == project_id)
+            update(PROJECTS)
+            .where(PROJECTS.c.user_id == user_id, PROJECTS.c.project_id == project_id)
             .values({**values, "update_time": datetime.now(UTC)})
-            .returning(*P.c)
+            .returning(*PROJECTS.c)
         )
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).mappings().one_or_none()
@@ -85,9 +89,13 @@ class SqlProjects:
         """The files attached to the project, in the order they were attached."""
         stmt = (
             select(*_FILE_COLUMNS)
-            .join(PF, PF.c.file_id == F.c.id)
-            .where(PF.c.user_id == user_id, PF.c.project_id == project_id, F.c.user_id == user_id)
-            .order_by(PF.c.create_time, F.c.id)
+            .join(PROJECT_FILES, PROJECT_FILES.c.file_id == FILES.c.id)
+            .where(
+                PROJECT_FILES.c.user_id == user_id,
+                PROJECT_FILES.c.project_id == project_id,
+                FILES.c.user_id == user_id,
+            )
+            .order_by(PROJECT_FILES.c.create_time, FILES.c.id)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
@@ -95,17 +103,21 @@ class SqlProjects:
 
     async def conversations(self, user_id: str, project_id: str) -> list[str]:
         """The ids of the project's conversations (those with turns)."""
-        has_turn = exists().where(T.c.user_id == user_id, T.c.session_id == TT.c.conversation_id)
-        stmt = select(TT.c.conversation_id).where(
-            TT.c.user_id == user_id, TT.c.project_id == project_id, has_turn
+        has_turn = exists().where(
+            TURNS.c.user_id == user_id, TURNS.c.session_id == TITLES.c.conversation_id
+        )
+        stmt = select(TITLES.c.conversation_id).where(
+            TITLES.c.user_id == user_id, TITLES.c.project_id == project_id, has_turn
         )
         async with self._db.statement() as conn:
             return list((await conn.execute(stmt)).scalars().all())
 
     async def count_conversations(self, user_id: str, project_id: str) -> int:
-        has_turn = exists().where(T.c.user_id == user_id, T.c.session_id == TT.c.conversation_id)
+        has_turn = exists().where(
+            TURNS.c.user_id == user_id, TURNS.c.session_id == TITLES.c.conversation_id
+        )
         stmt = select(func.count()).where(
-            TT.c.user_id == user_id, TT.c.project_id == project_id, has_turn
+            TITLES.c.user_id == user_id, TITLES.c.project_id == project_id, has_turn
         )
         async with self._db.statement() as conn:
             return int((await conn.execute(stmt)).scalar_one())
@@ -113,24 +125,30 @@ class SqlProjects:
     async def attach(self, user_id: str, project_id: str, file_id: str) -> bool:
         """Attach the user's file (again: no change); False when the project or the file is
         not the user's."""
-        mine = exists().where(P.c.user_id == user_id, P.c.project_id == project_id)
-        theirs = exists().where(F.c.user_id == user_id, F.c.id == file_id)
-        attached = exists().where(PF.c.project_id == project_id, PF.c.file_id == file_id)
+        mine = exists().where(PROJECTS.c.user_id == user_id, PROJECTS.c.project_id == project_id)
+        theirs = exists().where(FILES.c.user_id == user_id, FILES.c.id == file_id)
+        attached = exists().where(
+            PROJECT_FILES.c.project_id == project_id, PROJECT_FILES.c.file_id == file_id
+        )
         row = select(
             literal(project_id, String),
             literal(file_id, String),
             literal(user_id, String),
-            literal(datetime.now(UTC), PF.c.create_time.type),
+            literal(datetime.now(UTC), PROJECT_FILES.c.create_time.type),
         ).where(mine, theirs, ~attached)
-        stmt = PF.insert().from_select(["project_id", "file_id", "user_id", "create_time"], row)
+        stmt = PROJECT_FILES.insert().from_select(
+            ["project_id", "file_id", "user_id", "create_time"], row
+        )
         async with self._db.begin() as conn:
             await conn.execute(stmt)
             found = await conn.execute(select(mine & theirs))
             return bool(found.scalar_one())
 
     async def detach(self, user_id: str, project_id: str, file_id: str) -> bool:
-        stmt = delete(PF).where(
-            PF.c.user_id == user_id, PF.c.project_id == project_id, PF.c.file_id == file_id
+        stmt = delete(PROJECT_FILES).where(
+            PROJECT_FILES.c.user_id == user_id,
+            PROJECT_FILES.c.project_id == project_id,
+            PROJECT_FILES.c.file_id == file_id,
         )
         async with self._db.statement() as conn:
             return bool((await conn.execute(stmt)).rowcount)
@@ -146,15 +164,19 @@ class SqlProjects:
         are deleted before, one by one); False when not found."""
         async with self._db.begin() as conn:
             await conn.execute(
-                delete(PF).where(PF.c.user_id == user_id, PF.c.project_id == project_id)
+                delete(PROJECT_FILES).where(
+                    PROJECT_FILES.c.user_id == user_id, PROJECT_FILES.c.project_id == project_id
+                )
             )
             await delete_project_memory(conn, user_id, project_id)
             await delete_project_schedules(conn, user_id, project_id)
             await conn.execute(
-                delete(TT).where(TT.c.user_id == user_id, TT.c.project_id == project_id)
+                delete(TITLES).where(TITLES.c.user_id == user_id, TITLES.c.project_id == project_id)
             )
             gone = await conn.execute(
-                delete(P).where(P.c.user_id == user_id, P.c.project_id == project_id)
+                delete(PROJECTS).where(
+                    PROJECTS.c.user_id == user_id, PROJECTS.c.project_id == project_id
+                )
             )
             return bool(gone.rowcount)
 
@@ -164,24 +186,26 @@ class SqlProjects:
         """The conversation's mark, whether it has turns, and the project (`project_id`, else
         the conversation's) with its files: one statement, a row per file."""
         placed = (
-            select(TT.c.project_id)
-            .where(TT.c.user_id == user_id, TT.c.conversation_id == conversation_id)
+            select(TITLES.c.project_id)
+            .where(TITLES.c.user_id == user_id, TITLES.c.conversation_id == conversation_id)
             .scalar_subquery()
         )
-        asked = exists().where(T.c.user_id == user_id, T.c.session_id == conversation_id)
+        asked = exists().where(TURNS.c.user_id == user_id, TURNS.c.session_id == conversation_id)
         wanted = placed if project_id is None else literal(project_id, String)
         anchor = select(literal(user_id, String).label("owner")).subquery("owner")
-        stmt = select(placed.label("placed"), asked.label("asked"), *P.c, PF.c.file_id).select_from(
+        stmt = select(
+            placed.label("placed"), asked.label("asked"), *PROJECTS.c, PROJECT_FILES.c.file_id
+        ).select_from(
             anchor.outerjoin(
-                P, (P.c.user_id == anchor.c.owner) & (P.c.project_id == wanted)
-            ).outerjoin(PF, PF.c.project_id == P.c.project_id)
+                PROJECTS, (PROJECTS.c.user_id == anchor.c.owner) & (PROJECTS.c.project_id == wanted)
+            ).outerjoin(PROJECT_FILES, PROJECT_FILES.c.project_id == PROJECTS.c.project_id)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         first = rows[0]
         project = None
         if first["project_id"] is not None:
-            project = StoredProject.model_construct(**{c.name: first[c.name] for c in P.c})
+            project = StoredProject.model_construct(**{c.name: first[c.name] for c in PROJECTS.c})
         return TurnProject(
             project,
             [row["file_id"] for row in rows if row["file_id"] is not None],

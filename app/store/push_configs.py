@@ -15,7 +15,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.db import Database
-from app.store.models import A2A_PUSH_CONFIG as P
+from app.store.models import A2A_PUSH_CONFIG as PUSH_CONFIGS
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,9 @@ def task_id_of(conversation_id: str, row_id: int) -> str:
 async def delete_push_configs(conn: AsyncConnection, user_id: str, conversation_id: str) -> None:
     """In the caller's transaction: the conversation's turns go, so do its tasks' configs."""
     await conn.execute(
-        delete(P).where(P.c.user_id == user_id, P.c.conversation_id == conversation_id)
+        delete(PUSH_CONFIGS).where(
+            PUSH_CONFIGS.c.user_id == user_id, PUSH_CONFIGS.c.conversation_id == conversation_id
+        )
     )
 
 
@@ -53,7 +55,11 @@ async def delete_turns_push_configs(
     """
     task_ids = [task_id_of(conversation_id, row_id) for row_id in row_ids]
     if task_ids:
-        await conn.execute(delete(P).where(P.c.user_id == user_id, P.c.task_id.in_(task_ids)))
+        await conn.execute(
+            delete(PUSH_CONFIGS).where(
+                PUSH_CONFIGS.c.user_id == user_id, PUSH_CONFIGS.c.task_id.in_(task_ids)
+            )
+        )
 
 
 class SqlPushConfigs:
@@ -73,9 +79,13 @@ class SqlPushConfigs:
             "auth_credentials": config.auth_credentials,
             "create_time": datetime.now(UTC),
         }
-        stmt = self._db.upsert(P).values(**values)
+        stmt = self._db.upsert(PUSH_CONFIGS).values(**values)
         stmt = stmt.on_conflict_do_update(
-            index_elements=[P.c.user_id, P.c.task_id, P.c.config_id],
+            index_elements=[
+                PUSH_CONFIGS.c.user_id,
+                PUSH_CONFIGS.c.task_id,
+                PUSH_CONFIGS.c.config_id,
+            ],
             set_={
                 name: getattr(stmt.excluded, name)
                 for name in ("url", "token", "auth_scheme", "auth_credentials")
@@ -87,9 +97,9 @@ class SqlPushConfigs:
     async def of_task(self, user_id: str, task_id: str) -> list[PushConfig]:
         """The task's configs, oldest first."""
         stmt = (
-            select(P)
-            .where(P.c.user_id == user_id, P.c.task_id == task_id)
-            .order_by(P.c.create_time, P.c.config_id)
+            select(PUSH_CONFIGS)
+            .where(PUSH_CONFIGS.c.user_id == user_id, PUSH_CONFIGS.c.task_id == task_id)
+            .order_by(PUSH_CONFIGS.c.create_time, PUSH_CONFIGS.c.config_id)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).all()
@@ -106,8 +116,10 @@ class SqlPushConfigs:
         ]
 
     async def delete(self, user_id: str, task_id: str, config_id: str) -> bool:
-        stmt = delete(P).where(
-            P.c.user_id == user_id, P.c.task_id == task_id, P.c.config_id == config_id
+        stmt = delete(PUSH_CONFIGS).where(
+            PUSH_CONFIGS.c.user_id == user_id,
+            PUSH_CONFIGS.c.task_id == task_id,
+            PUSH_CONFIGS.c.config_id == config_id,
         )
         async with self._db.statement() as conn:
             return bool((await conn.execute(stmt)).rowcount)

@@ -17,7 +17,7 @@ from sqlalchemy import func, select, update
 
 from app.core.wire import WireModel, WireTime
 from app.store.db import Database
-from app.store.models import AI_SESSION as T
+from app.store.models import AI_SESSION as TURNS
 from app.store.records import Rating
 
 ANSWER_CHARS = 500
@@ -54,8 +54,12 @@ class SqlRatings:
         """Keep the verdict and its comment (None, None takes it back); False when the user
         has no such turn in that conversation."""
         stmt = (
-            update(T)
-            .where(T.c.id == turn_id, T.c.user_id == user_id, T.c.session_id == conversation_id)
+            update(TURNS)
+            .where(
+                TURNS.c.id == turn_id,
+                TURNS.c.user_id == user_id,
+                TURNS.c.session_id == conversation_id,
+            )
             .values(rating=rating, rating_comment=comment)
         )
         async with self._db.statement() as conn:
@@ -68,23 +72,25 @@ class SqlRatings:
         newest first, at most `limit`."""
         stmt = (
             select(
-                T.c.user_id,
-                T.c.session_id,
-                T.c.id,
-                T.c.agent_type,
-                T.c.model,
-                T.c.question,
-                func.substr(T.c.answer, 1, ANSWER_CHARS).label("answer"),
-                T.c.rating,
-                T.c.rating_comment,
-                T.c.create_time,
+                TURNS.c.user_id,
+                TURNS.c.session_id,
+                TURNS.c.id,
+                TURNS.c.agent_type,
+                TURNS.c.model,
+                TURNS.c.question,
+                func.substr(TURNS.c.answer, 1, ANSWER_CHARS).label("answer"),
+                TURNS.c.rating,
+                TURNS.c.rating_comment,
+                TURNS.c.create_time,
             )
-            .where(T.c.rating.is_not(None), T.c.create_time >= start, T.c.create_time < end)
-            .order_by(T.c.create_time.desc(), T.c.id.desc())
+            .where(
+                TURNS.c.rating.is_not(None), TURNS.c.create_time >= start, TURNS.c.create_time < end
+            )
+            .order_by(TURNS.c.create_time.desc(), TURNS.c.id.desc())
             .limit(limit)
         )
         if rating is not None:
-            stmt = stmt.where(T.c.rating == rating)
+            stmt = stmt.where(TURNS.c.rating == rating)
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).all()
         return [

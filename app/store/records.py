@@ -1,7 +1,7 @@
 """The typed values a turn or a file carries: statuses, and the records its JSON columns hold.
 
 They travel three ways in one shape: in events as the turn runs, as JSON in
-the `ai_session` row (`JsonList` in models.py), and on the wire in the
+the `ai_session` row (`JsonList` in columns.py), and on the wire in the
 history, camelCase by `WireModel`'s alias alone.
 """
 

@@ -25,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from app.store.models import UTCDateTime
+from app.store.columns import UTCDateTime
 
 Trigger = Literal["schedule", "now"]
 """What made a run: its schedule's due time, or a user's "run now"."""

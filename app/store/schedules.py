@@ -30,9 +30,9 @@ from sqlalchemy.engine import RowMapping
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.db import Database
-from app.store.models import AI_SESSION as T
-from app.store.schedule_models import SCHEDULE as S
-from app.store.schedule_models import SCHEDULE_RUN as R
+from app.store.models import AI_SESSION as TURNS
+from app.store.schedule_models import SCHEDULE as SCHEDULES
+from app.store.schedule_models import SCHEDULE_RUN as SCHEDULE_RUNS
 from app.store.schedule_models import RunState, ScheduleRow, ScheduleRunRow, Trigger
 
 _PAST = ("skipped", "starting")
@@ -60,19 +60,26 @@ def _schedule(row: RowMapping) -> ScheduleRow:
 
 def _status_columns() -> list[Any]:
     status = case(
-        (R.c.turn_id.is_(None), R.c.status),
-        else_=func.coalesce(T.c.status, "deleted"),
+        (SCHEDULE_RUNS.c.turn_id.is_(None), SCHEDULE_RUNS.c.status),
+        else_=func.coalesce(TURNS.c.status, "deleted"),
     )
-    return [R, status.label("derived_status"), func.coalesce(R.c.reason, T.c.error).label("why")]
+    return [
+        SCHEDULE_RUNS,
+        status.label("derived_status"),
+        func.coalesce(SCHEDULE_RUNS.c.reason, TURNS.c.error).label("why"),
+    ]
 
 
 def _runs_query() -> Any:
-    joined = R.outerjoin(T, and_(T.c.id == R.c.turn_id, T.c.user_id == R.c.user_id))
+    joined = SCHEDULE_RUNS.outerjoin(
+        TURNS,
+        and_(TURNS.c.id == SCHEDULE_RUNS.c.turn_id, TURNS.c.user_id == SCHEDULE_RUNS.c.user_id),
+    )
     return select(*_status_columns()).select_from(joined)
 
 
 def _record(row: RowMapping) -> RunRecord:
-    values = {name: row[name] for name in R.c.keys()}  # noqa: SIM118 (names, not columns)
+    values = {name: row[name] for name in SCHEDULE_RUNS.c.keys()}  # noqa: SIM118 (names, not columns)
     return RunRecord(ScheduleRunRow(**values), row["derived_status"], row["why"])
 
 
@@ -84,26 +91,32 @@ class SqlSchedules:
         """Store a new schedule unless its user has `most` already (0: no limit); False then."""
         async with self._db.begin() as conn:
             if most:
-                count = select(func.count()).select_from(S).where(S.c.user_id == schedule.user_id)
+                count = (
+                    select(func.count())
+                    .select_from(SCHEDULES)
+                    .where(SCHEDULES.c.user_id == schedule.user_id)
+                )
                 if (await conn.execute(count)).scalar_one() >= most:
                     return False
-            await conn.execute(insert(S).values(**_values(schedule)))
+            await conn.execute(insert(SCHEDULES).values(**_values(schedule)))
         return True
 
     async def get(self, user_id: str | None, schedule_id: str) -> ScheduleRow | None:
         """The user's schedule (any user's when `user_id` is None); None when not theirs."""
-        stmt = select(S).where(S.c.id == schedule_id)
+        stmt = select(SCHEDULES).where(SCHEDULES.c.id == schedule_id)
         if user_id is not None:
-            stmt = stmt.where(S.c.user_id == user_id)
+            stmt = stmt.where(SCHEDULES.c.user_id == user_id)
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).mappings().one_or_none()
         return None if row is None else _schedule(row)
 
     async def listed(self, user_id: str | None, limit: int) -> list[ScheduleRow]:
         """The user's schedules (every user's when None), newest first."""
-        stmt = select(S).order_by(S.c.create_time.desc(), S.c.id).limit(limit)
+        stmt = (
+            select(SCHEDULES).order_by(SCHEDULES.c.create_time.desc(), SCHEDULES.c.id).limit(limit)
+        )
         if user_id is not None:
-            stmt = stmt.where(S.c.user_id == user_id)
+            stmt = stmt.where(SCHEDULES.c.user_id == user_id)
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [_schedule(row) for row in rows]
@@ -114,7 +127,9 @@ class SqlSchedules:
         for fixed in ("id", "user_id", "create_time", "conversation_id"):
             values.pop(fixed)
         stmt = (
-            update(S).where(S.c.id == schedule.id, S.c.user_id == schedule.user_id).values(**values)
+            update(SCHEDULES)
+            .where(SCHEDULES.c.id == schedule.id, SCHEDULES.c.user_id == schedule.user_id)
+            .values(**values)
         )
         async with self._db.statement() as conn:
             return bool((await conn.execute(stmt)).rowcount)
@@ -123,18 +138,22 @@ class SqlSchedules:
         """Delete the schedule and its runs (their conversations stay); False when not theirs."""
         async with self._db.begin() as conn:
             gone = await conn.execute(
-                delete(S).where(S.c.id == schedule_id, S.c.user_id == user_id)
+                delete(SCHEDULES).where(
+                    SCHEDULES.c.id == schedule_id, SCHEDULES.c.user_id == user_id
+                )
             )
             if not gone.rowcount:
                 return False
-            await conn.execute(delete(R).where(R.c.schedule_id == schedule_id))
+            await conn.execute(
+                delete(SCHEDULE_RUNS).where(SCHEDULE_RUNS.c.schedule_id == schedule_id)
+            )
         return True
 
     async def pause(self, schedule_id: str, reason: str | None, now: datetime) -> bool:
         """Pause the schedule with `reason`, if it is enabled; whether it was."""
         stmt = (
-            update(S)
-            .where(S.c.id == schedule_id, S.c.enabled)
+            update(SCHEDULES)
+            .where(SCHEDULES.c.id == schedule_id, SCHEDULES.c.enabled)
             .values(enabled=False, paused_reason=reason, update_time=now)
         )
         async with self._db.statement() as conn:
@@ -142,14 +161,19 @@ class SqlSchedules:
 
     async def due(self, now: datetime, limit: int) -> list[ScheduleRow]:
         """Enabled schedules due at `now`, the longest due first."""
-        stmt = select(S).where(S.c.enabled, S.c.next_due <= now).order_by(S.c.next_due).limit(limit)
+        stmt = (
+            select(SCHEDULES)
+            .where(SCHEDULES.c.enabled, SCHEDULES.c.next_due <= now)
+            .order_by(SCHEDULES.c.next_due)
+            .limit(limit)
+        )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [_schedule(row) for row in rows]
 
     async def earliest_due(self) -> datetime | None:
         """The next due time of any enabled schedule."""
-        stmt = select(func.min(S.c.next_due)).where(S.c.enabled)
+        stmt = select(func.min(SCHEDULES.c.next_due)).where(SCHEDULES.c.enabled)
         async with self._db.statement() as conn:
             value: datetime | None = (await conn.execute(stmt)).scalar_one_or_none()
         return value
@@ -168,8 +192,12 @@ class SqlSchedules:
         was paused meanwhile, or the due time is claimed already."""
         async with self._db.begin() as conn:
             moved = await conn.execute(
-                update(S)
-                .where(S.c.id == schedule.id, S.c.enabled, S.c.next_due == schedule.next_due)
+                update(SCHEDULES)
+                .where(
+                    SCHEDULES.c.id == schedule.id,
+                    SCHEDULES.c.enabled,
+                    SCHEDULES.c.next_due == schedule.next_due,
+                )
                 .values(next_due=next_due, series_start=series_start)
             )
             if not moved.rowcount or due is None:
@@ -188,8 +216,8 @@ class SqlSchedules:
     ) -> None:
         """The run's turn began: from now on its status is the turn's."""
         stmt = (
-            update(R)
-            .where(R.c.id == run_id)
+            update(SCHEDULE_RUNS)
+            .where(SCHEDULE_RUNS.c.id == run_id)
             .values(
                 status="started",
                 reason=None,
@@ -206,8 +234,8 @@ class SqlSchedules:
     ) -> None:
         """The run ended before any turn began (skipped, refused)."""
         stmt = (
-            update(R)
-            .where(R.c.id == run_id)
+            update(SCHEDULE_RUNS)
+            .where(SCHEDULE_RUNS.c.id == run_id)
             .values(status=status, reason=reason, conversation_id=conversation_id)
         )
         async with self._db.statement() as conn:
@@ -215,8 +243,8 @@ class SqlSchedules:
 
     async def unstarted(self, claimed_before: datetime) -> list[tuple[str, str]]:
         """Runs claimed before then whose turn has not begun: (run id, claiming instance)."""
-        stmt = select(R.c.id, R.c.instance_id).where(
-            R.c.status == "starting", R.c.claimed_at < claimed_before
+        stmt = select(SCHEDULE_RUNS.c.id, SCHEDULE_RUNS.c.instance_id).where(
+            SCHEDULE_RUNS.c.status == "starting", SCHEDULE_RUNS.c.claimed_at < claimed_before
         )
         async with self._db.statement() as conn:
             return [(row.id, row.instance_id) for row in (await conn.execute(stmt)).all()]
@@ -228,27 +256,27 @@ class SqlSchedules:
         many were interrupted."""
         if not run_ids:
             return 0
-        starting = and_(R.c.id.in_(run_ids), R.c.status == "starting")
+        starting = and_(SCHEDULE_RUNS.c.id.in_(run_ids), SCHEDULE_RUNS.c.status == "starting")
         # The run's turn: in its conversation, begun since its claim (a `same` conversation
         # has the earlier runs' turns too); the claimer's clock wrote both times.
-        turns = select(T.c.id, T.c.create_time).where(
-            T.c.user_id == R.c.user_id,
-            T.c.session_id == R.c.conversation_id,
-            T.c.create_time >= R.c.claimed_at,
+        turns = select(TURNS.c.id, TURNS.c.create_time).where(
+            TURNS.c.user_id == SCHEDULE_RUNS.c.user_id,
+            TURNS.c.session_id == SCHEDULE_RUNS.c.conversation_id,
+            TURNS.c.create_time >= SCHEDULE_RUNS.c.claimed_at,
         )
-        began = turns.order_by(T.c.id).limit(1)
+        began = turns.order_by(TURNS.c.id).limit(1)
         adopt = (
-            update(R)
+            update(SCHEDULE_RUNS)
             .where(starting, exists(turns))
             .values(
                 status="started",
                 reason=None,
-                turn_id=began.with_only_columns(T.c.id).scalar_subquery(),
-                start_time=began.with_only_columns(T.c.create_time).scalar_subquery(),
+                turn_id=began.with_only_columns(TURNS.c.id).scalar_subquery(),
+                start_time=began.with_only_columns(TURNS.c.create_time).scalar_subquery(),
             )
         )
         lost = (
-            update(R)
+            update(SCHEDULE_RUNS)
             .where(starting)
             .values(status="interrupted", reason=reason, conversation_id=None)
         )
@@ -260,8 +288,8 @@ class SqlSchedules:
         """The schedule's runs, newest first."""
         stmt = (
             _runs_query()
-            .where(R.c.schedule_id == schedule_id)
-            .order_by(R.c.claimed_at.desc(), R.c.id)
+            .where(SCHEDULE_RUNS.c.schedule_id == schedule_id)
+            .order_by(SCHEDULE_RUNS.c.claimed_at.desc(), SCHEDULE_RUNS.c.id)
             .limit(limit)
         )
         async with self._db.statement() as conn:
@@ -269,7 +297,9 @@ class SqlSchedules:
         return [_record(row) for row in rows]
 
     async def run(self, schedule_id: str, run_id: str) -> RunRecord | None:
-        stmt = _runs_query().where(R.c.schedule_id == schedule_id, R.c.id == run_id)
+        stmt = _runs_query().where(
+            SCHEDULE_RUNS.c.schedule_id == schedule_id, SCHEDULE_RUNS.c.id == run_id
+        )
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).mappings().one_or_none()
         return None if row is None else _record(row)
@@ -280,14 +310,20 @@ class SqlSchedules:
         if not ids:
             return {}
         newest = (
-            select(R.c.schedule_id, func.max(R.c.claimed_at).label("claimed_at"))
-            .where(R.c.schedule_id.in_(ids))
-            .group_by(R.c.schedule_id)
+            select(
+                SCHEDULE_RUNS.c.schedule_id,
+                func.max(SCHEDULE_RUNS.c.claimed_at).label("claimed_at"),
+            )
+            .where(SCHEDULE_RUNS.c.schedule_id.in_(ids))
+            .group_by(SCHEDULE_RUNS.c.schedule_id)
             .subquery()
         )
         stmt = _runs_query().join(
             newest,
-            and_(newest.c.schedule_id == R.c.schedule_id, newest.c.claimed_at == R.c.claimed_at),
+            and_(
+                newest.c.schedule_id == SCHEDULE_RUNS.c.schedule_id,
+                newest.c.claimed_at == SCHEDULE_RUNS.c.claimed_at,
+            ),
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
@@ -298,8 +334,8 @@ class SqlSchedules:
         newest first: what says whether it keeps failing."""
         stmt = (
             _runs_query()
-            .where(R.c.schedule_id == schedule_id, R.c.status.not_in(_PAST))
-            .order_by(R.c.claimed_at.desc(), R.c.id)
+            .where(SCHEDULE_RUNS.c.schedule_id == schedule_id, SCHEDULE_RUNS.c.status.not_in(_PAST))
+            .order_by(SCHEDULE_RUNS.c.claimed_at.desc(), SCHEDULE_RUNS.c.id)
             .limit(count)
         )
         async with self._db.statement() as conn:
@@ -329,10 +365,16 @@ async def _insert_run(
         conversation_id=schedule.conversation_id if schedule.conversation == "same" else new_id(),
     )
     stmt = (
-        db.upsert(R)
+        db.upsert(SCHEDULE_RUNS)
         .values(**run.model_dump())
-        .on_conflict_do_nothing(index_elements=[R.c.schedule_id, R.c.trigger, R.c.due_time])
-        .returning(R.c.id)
+        .on_conflict_do_nothing(
+            index_elements=[
+                SCHEDULE_RUNS.c.schedule_id,
+                SCHEDULE_RUNS.c.trigger,
+                SCHEDULE_RUNS.c.due_time,
+            ]
+        )
+        .returning(SCHEDULE_RUNS.c.id)
     )
     inserted = (await conn.execute(stmt)).one_or_none()
     return None if inserted is None else run
@@ -341,10 +383,20 @@ async def _insert_run(
 async def delete_project_schedules(conn: AsyncConnection, user_id: str, project_id: str) -> None:
     """In the caller's transaction: a deleted project's schedules and their runs go with it
     (the runs' conversations are the project's, deleted with it)."""
-    schedules = select(S.c.id).where(S.c.user_id == user_id, S.c.project_id == project_id)
-    await conn.execute(delete(R).where(R.c.user_id == user_id, R.c.schedule_id.in_(schedules)))
-    await conn.execute(delete(S).where(S.c.user_id == user_id, S.c.project_id == project_id))
+    schedules = select(SCHEDULES.c.id).where(
+        SCHEDULES.c.user_id == user_id, SCHEDULES.c.project_id == project_id
+    )
+    await conn.execute(
+        delete(SCHEDULE_RUNS).where(
+            SCHEDULE_RUNS.c.user_id == user_id, SCHEDULE_RUNS.c.schedule_id.in_(schedules)
+        )
+    )
+    await conn.execute(
+        delete(SCHEDULES).where(
+            SCHEDULES.c.user_id == user_id, SCHEDULES.c.project_id == project_id
+        )
+    )
 
 
 def _values(schedule: ScheduleRow) -> dict[str, Any]:
-    return {column: getattr(schedule, column) for column in S.c.keys()}  # noqa: SIM118
+    return {column: getattr(schedule, column) for column in SCHEDULES.c.keys()}  # noqa: SIM118

@@ -45,8 +45,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.store.active_paths import active_first_questions, active_paths
 from app.store.base import SearchHit
 from app.store.db import Database
-from app.store.models import AI_CONVERSATION_TITLE as TT
-from app.store.models import AI_SESSION as T
+from app.store.models import AI_CONVERSATION_TITLE as TITLES
+from app.store.models import AI_SESSION as TURNS
 from app.store.titles import title_of
 
 SNIPPET_CHARS = 200
@@ -88,18 +88,19 @@ class SqlTurnSearch:
             return or_(
                 *(
                     func.strpos(func.lower(column), folded) > 0
-                    for column in (T.c.question, T.c.answer)
+                    for column in (TURNS.c.question, TURNS.c.answer)
                 )
             )
         if self._postgres:
             pattern = like_pattern(fragment)
             return or_(
-                T.c.question.ilike(pattern, escape="\\"), T.c.answer.ilike(pattern, escape="\\")
+                TURNS.c.question.ilike(pattern, escape="\\"),
+                TURNS.c.answer.ilike(pattern, escape="\\"),
             )
         if len(fragment) >= TRIGRAM:
             phrase = '"' + fragment.replace('"', '""') + '"'
             in_index = select(_FTS.c.rowid).where(text("ai_session_fts MATCH :phrase"))
-            return T.c.id.in_(in_index.params(phrase=phrase))
+            return TURNS.c.id.in_(in_index.params(phrase=phrase))
         spellings = {
             "".join(letters)
             for letters in itertools.product(*({c, c.lower(), c.upper()} for c in fragment))
@@ -108,7 +109,7 @@ class SqlTurnSearch:
             *(
                 column.like(like_pattern(spelling), escape="\\")
                 for spelling in sorted(spellings)
-                for column in (T.c.question, T.c.answer)
+                for column in (TURNS.c.question, TURNS.c.answer)
             )
         )
 
@@ -117,11 +118,11 @@ class SqlTurnSearch:
     ) -> tuple[list[SearchHit], int]:
         if page < 1 or size < 1:
             raise ValueError("page and size start at 1")
-        mine = and_(T.c.user_id == user_id, self._matches(text))
+        mine = and_(TURNS.c.user_id == user_id, self._matches(text))
         # Planned apart from the page's LIMIT (MATERIALIZED): with it, PostgreSQL walks the
         # whole table newest first rather than look the text up in its trigram indexes.
         matches = (
-            select(T.c.id, T.c.session_id, T.c.parent_id)
+            select(TURNS.c.id, TURNS.c.session_id, TURNS.c.parent_id)
             .where(mine)
             .cte("matches")
             .prefix_with("MATERIALIZED", dialect="postgresql")
@@ -140,13 +141,13 @@ class SqlTurnSearch:
             .offset((page - 1) * size)
             .subquery("hits")
         )
-        first = T.alias("first_turn")
-        roots = T.alias("roots")
+        first = TURNS.alias("first_turn")
+        roots = TURNS.alias("roots")
         # Only for the page's rows: a conversation's first question, its default title, and
         # whether there are others (the first question was edited: the active one titles it).
         first_question = (
             select(first.c.question)
-            .where(first.c.user_id == user_id, first.c.session_id == T.c.session_id)
+            .where(first.c.user_id == user_id, first.c.session_id == TURNS.c.session_id)
             .order_by(first.c.id)
             .limit(1)
             .scalar_subquery()
@@ -155,7 +156,7 @@ class SqlTurnSearch:
             select(roots.c.id)
             .where(
                 roots.c.user_id == user_id,
-                roots.c.session_id == T.c.session_id,
+                roots.c.session_id == TURNS.c.session_id,
                 roots.c.parent_id.is_(None),
             )
             .order_by(roots.c.id)
@@ -168,13 +169,16 @@ class SqlTurnSearch:
                 *_SHOWN,
                 hits.c.versions,
                 hits.c.total,
-                TT.c.title,
+                TITLES.c.title,
                 first_question.label("first_question"),
                 second_root.label("second_root"),
             )
-            .join_from(hits, T, T.c.id == hits.c.id)
-            .outerjoin(TT, and_(TT.c.user_id == user_id, TT.c.conversation_id == T.c.session_id))
-            .order_by(T.c.id.desc())
+            .join_from(hits, TURNS, TURNS.c.id == hits.c.id)
+            .outerjoin(
+                TITLES,
+                and_(TITLES.c.user_id == user_id, TITLES.c.conversation_id == TURNS.c.session_id),
+            )
+            .order_by(TURNS.c.id.desc())
         )
         async with self._db.statement() as conn:
             rows: Any = (await conn.execute(stmt)).mappings().all()
@@ -205,7 +209,14 @@ class SqlTurnSearch:
         return records, total
 
 
-_SHOWN = (T.c.id, T.c.session_id, T.c.parent_id, T.c.question, T.c.answer, T.c.create_time)
+_SHOWN = (
+    TURNS.c.id,
+    TURNS.c.session_id,
+    TURNS.c.parent_id,
+    TURNS.c.question,
+    TURNS.c.answer,
+    TURNS.c.create_time,
+)
 """What a hit shows of its turn, and where the turn stands in its conversation."""
 
 
@@ -218,6 +229,6 @@ async def _matching_on_active_path(
         return {}
     path = active_paths(user_id, turn_ids)
     # By primary key: the path holds the user's turns only.
-    stmt = select(*_SHOWN).where(T.c.id.in_(select(path.c.id)), matching)
+    stmt = select(*_SHOWN).where(TURNS.c.id.in_(select(path.c.id)), matching)
     rows = (await conn.execute(stmt)).mappings().all()
     return {(row["session_id"], row["parent_id"]): row for row in rows}

@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.base import SessionStore
 from app.store.db import Database
-from app.store.models import AI_SHARE as S
+from app.store.models import AI_SHARE as SHARES
 from app.store.models import StoredTurn
 
 TOKEN_BYTES = 16
@@ -47,7 +47,9 @@ class SharedConversation:
 async def delete_share(conn: AsyncConnection, user_id: str, conversation_id: str) -> bool:
     """End the conversation's link (in the caller's transaction, when the conversation
     goes too); False when it had none."""
-    stmt = delete(S).where(S.c.user_id == user_id, S.c.conversation_id == conversation_id)
+    stmt = delete(SHARES).where(
+        SHARES.c.user_id == user_id, SHARES.c.conversation_id == conversation_id
+    )
     return bool((await conn.execute(stmt)).rowcount)
 
 
@@ -63,7 +65,7 @@ class SqlShares:
         leaf = tree.leaf_id
         if leaf is None:
             return None
-        stmt = self._db.upsert(S).values(
+        stmt = self._db.upsert(SHARES).values(
             token=secrets.token_urlsafe(TOKEN_BYTES),
             user_id=user_id,
             conversation_id=conversation_id,
@@ -71,17 +73,17 @@ class SqlShares:
             created_at=datetime.now(UTC),
         )
         stmt = stmt.on_conflict_do_update(
-            index_elements=[S.c.user_id, S.c.conversation_id],
+            index_elements=[SHARES.c.user_id, SHARES.c.conversation_id],
             set_={"turn_id": stmt.excluded.turn_id, "created_at": stmt.excluded.created_at},
-        ).returning(S.c.token, S.c.turn_id, S.c.created_at)
+        ).returning(SHARES.c.token, SHARES.c.turn_id, SHARES.c.created_at)
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).one()
         return Share(row.token, row.turn_id, row.created_at)
 
     async def of(self, user_id: str, conversation_id: str) -> Share | None:
         """The conversation's share, if it has one."""
-        stmt = select(S.c.token, S.c.turn_id, S.c.created_at).where(
-            S.c.user_id == user_id, S.c.conversation_id == conversation_id
+        stmt = select(SHARES.c.token, SHARES.c.turn_id, SHARES.c.created_at).where(
+            SHARES.c.user_id == user_id, SHARES.c.conversation_id == conversation_id
         )
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).one_or_none()
@@ -94,9 +96,9 @@ class SqlShares:
 
     async def shared(self, token: str) -> SharedConversation | None:
         """What the link shows; None when there is no such link, or its turn is gone."""
-        stmt = select(S.c.user_id, S.c.conversation_id, S.c.turn_id, S.c.created_at).where(
-            S.c.token == token
-        )
+        stmt = select(
+            SHARES.c.user_id, SHARES.c.conversation_id, SHARES.c.turn_id, SHARES.c.created_at
+        ).where(SHARES.c.token == token)
         async with self._db.statement() as conn:
             row = (await conn.execute(stmt)).one_or_none()
         if row is None:

@@ -19,10 +19,10 @@ from sqlalchemy import String, delete, exists, literal, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.base import UNSET, Marks, Unset
+from app.store.columns import UTCDateTime
 from app.store.db import Database
-from app.store.models import AI_CONVERSATION_TITLE as TT
-from app.store.models import AI_SESSION as T
-from app.store.models import UTCDateTime
+from app.store.models import AI_CONVERSATION_TITLE as TITLES
+from app.store.models import AI_SESSION as TURNS
 
 DEFAULT_TITLE_CHARS = 100
 
@@ -39,7 +39,9 @@ def title_of(stored: str | None, first_question: str) -> str:
 async def delete_title(conn: AsyncConnection, user_id: str, conversation_id: str) -> None:
     """In the caller's transaction: the conversation's turns go, so do its title and pin."""
     await conn.execute(
-        delete(TT).where(TT.c.user_id == user_id, TT.c.conversation_id == conversation_id)
+        delete(TITLES).where(
+            TITLES.c.user_id == user_id, TITLES.c.conversation_id == conversation_id
+        )
     )
 
 
@@ -66,15 +68,15 @@ class SqlTitles:
             values["pinned_at"] = literal(datetime.now(UTC) if pinned else None, UTCDateTime())
         if not isinstance(project_id, Unset):
             values["project_id"] = literal(project_id, String)
-        has_turn = exists().where(T.c.user_id == user_id, T.c.session_id == conversation_id)
+        has_turn = exists().where(TURNS.c.user_id == user_id, TURNS.c.session_id == conversation_id)
         row = select(
             literal(user_id, String), literal(conversation_id, String), *values.values()
         ).where(has_turn)
-        stmt = self._db.upsert(TT).from_select(["user_id", "conversation_id", *values], row)
+        stmt = self._db.upsert(TITLES).from_select(["user_id", "conversation_id", *values], row)
         stmt = stmt.on_conflict_do_update(
-            index_elements=[TT.c.user_id, TT.c.conversation_id],
+            index_elements=[TITLES.c.user_id, TITLES.c.conversation_id],
             set_={name: getattr(stmt.excluded, name) for name in values},
-        ).returning(TT.c.title, TT.c.pinned_at, TT.c.project_id)
+        ).returning(TITLES.c.title, TITLES.c.pinned_at, TITLES.c.project_id)
         async with self._db.statement() as conn:
             stored = (await conn.execute(stmt)).one_or_none()
         return None if stored is None else _marks(stored)
@@ -82,11 +84,11 @@ class SqlTitles:
     async def place(self, user_id: str, conversation_id: str, project_id: str) -> None:
         """Put a new conversation in a project: its first turn is not stored yet, so unlike
         `mark` this does not look for one (a conversation with no turn is listed nowhere)."""
-        stmt = self._db.upsert(TT).values(
+        stmt = self._db.upsert(TITLES).values(
             user_id=user_id, conversation_id=conversation_id, project_id=project_id
         )
         stmt = stmt.on_conflict_do_update(
-            index_elements=[TT.c.user_id, TT.c.conversation_id],
+            index_elements=[TITLES.c.user_id, TITLES.c.conversation_id],
             set_={"project_id": stmt.excluded.project_id},
         )
         async with self._db.statement() as conn:
@@ -94,8 +96,8 @@ class SqlTitles:
 
     async def marks(self, user_id: str, conversation_id: str) -> Marks:
         """What the user set on the conversation (nothing, when they never did)."""
-        stmt = select(TT.c.title, TT.c.pinned_at, TT.c.project_id).where(
-            TT.c.user_id == user_id, TT.c.conversation_id == conversation_id
+        stmt = select(TITLES.c.title, TITLES.c.pinned_at, TITLES.c.project_id).where(
+            TITLES.c.user_id == user_id, TITLES.c.conversation_id == conversation_id
         )
         async with self._db.statement() as conn:
             stored = (await conn.execute(stmt)).one_or_none()

@@ -16,7 +16,7 @@ from datetime import datetime
 from sqlalchemy import select
 
 from app.store.db import Database
-from app.store.models import AI_SESSION as T
+from app.store.models import AI_SESSION as TURNS
 from app.store.records import ModelUsage
 
 UNKNOWN_MODEL = "unknown"
@@ -66,16 +66,16 @@ class SqlUsage:
         self, start: datetime, end: datetime, user_id: str | None
     ) -> dict[str, UsageReport]:
         query = select(
-            T.c.user_id,
-            T.c.agent_type,
-            T.c.model,
-            T.c.prompt_tokens,
-            T.c.completion_tokens,
-            T.c.cost_usd,
-            T.c.usage_by_model,
-        ).where(T.c.create_time >= start, T.c.create_time < end)
+            TURNS.c.user_id,
+            TURNS.c.agent_type,
+            TURNS.c.model,
+            TURNS.c.prompt_tokens,
+            TURNS.c.completion_tokens,
+            TURNS.c.cost_usd,
+            TURNS.c.usage_by_model,
+        ).where(TURNS.c.create_time >= start, TURNS.c.create_time < end)
         if user_id is not None:
-            query = query.where(T.c.user_id == user_id)
+            query = query.where(TURNS.c.user_id == user_id)
         async with self._db.statement() as conn:
             rows = (await conn.execute(query)).all()
         reports: dict[str, UsageReport] = {}

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from sqlalchemy import delete, select
 
 from app.store.db import Database
-from app.store.models import USER_LIMIT as L
+from app.store.models import USER_LIMIT as LIMITS
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,12 @@ class SqlUserLimits:
         self._db = db
 
     async def all(self) -> dict[str, LimitOverride]:
-        query = select(L.c.user_id, L.c.max_streams, L.c.streams_per_minute, L.c.uploads_per_minute)
+        query = select(
+            LIMITS.c.user_id,
+            LIMITS.c.max_streams,
+            LIMITS.c.streams_per_minute,
+            LIMITS.c.uploads_per_minute,
+        )
         async with self._db.statement() as conn:
             rows = (await conn.execute(query)).all()
         return {row.user_id: LimitOverride(*row[1:]) for row in rows}
@@ -41,7 +46,7 @@ class SqlUserLimits:
         """Store the user's limits; all None removes them (the settings apply again)."""
         async with self._db.statement() as conn:
             if override.empty():
-                await conn.execute(delete(L).where(L.c.user_id == user_id))
+                await conn.execute(delete(LIMITS).where(LIMITS.c.user_id == user_id))
                 return
             values = {
                 "max_streams": override.max_streams,
@@ -49,6 +54,6 @@ class SqlUserLimits:
                 "uploads_per_minute": override.uploads_per_minute,
                 "updated_at": datetime.now(UTC),
             }
-            stmt = self._db.upsert(L).values(user_id=user_id, **values)
-            stmt = stmt.on_conflict_do_update(index_elements=[L.c.user_id], set_=values)
+            stmt = self._db.upsert(LIMITS).values(user_id=user_id, **values)
+            stmt = stmt.on_conflict_do_update(index_elements=[LIMITS.c.user_id], set_=values)
             await conn.execute(stmt)

@@ -19,11 +19,11 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.db import Database
 from app.store.file_store import pack_vector, unpack_vector
-from app.store.memory_models import USER_MEMORY as M
-from app.store.memory_models import USER_MEMORY_SETTING as MS
+from app.store.memory_models import USER_MEMORY as MEMORY_ITEMS
+from app.store.memory_models import USER_MEMORY_SETTING as MEMORY_SETTINGS
 from app.store.memory_models import UserMemoryItem
 
-_SHOWN = [c for c in M.c if c.name != "vector"]
+_SHOWN = [c for c in MEMORY_ITEMS.c if c.name != "vector"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,9 +34,11 @@ class Scope:
     project_id: str | None
 
     def clause(self) -> ColumnElement[bool]:
-        general = M.c.project_id.is_(None)
+        general = MEMORY_ITEMS.c.project_id.is_(None)
         return (
-            general if self.project_id is None else or_(general, M.c.project_id == self.project_id)
+            general
+            if self.project_id is None
+            else or_(general, MEMORY_ITEMS.c.project_id == self.project_id)
         )
 
 
@@ -54,10 +56,10 @@ class SqlUserMemory:
 
     async def items(self, user_id: str, project_id: str | None = None) -> list[UserMemoryItem]:
         """The user's items, newest first; with `project_id`, that project's only."""
-        stmt = select(*_SHOWN).where(M.c.user_id == user_id)
+        stmt = select(*_SHOWN).where(MEMORY_ITEMS.c.user_id == user_id)
         if project_id is not None:
-            stmt = stmt.where(M.c.project_id == project_id)
-        stmt = stmt.order_by(M.c.create_time.desc(), M.c.id)
+            stmt = stmt.where(MEMORY_ITEMS.c.project_id == project_id)
+        stmt = stmt.order_by(MEMORY_ITEMS.c.create_time.desc(), MEMORY_ITEMS.c.id)
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
         return [UserMemoryItem.model_construct(**row) for row in rows]
@@ -66,13 +68,13 @@ class SqlUserMemory:
         self, item: UserMemoryItem, vector: Sequence[float] | None, max_items: int
     ) -> bool:
         """Store the item unless the user has `max_items` already; False when full."""
-        values = {c.name: getattr(item, c.name) for c in M.c if c.name != "vector"}
+        values = {c.name: getattr(item, c.name) for c in MEMORY_ITEMS.c if c.name != "vector"}
         values["vector"] = None if vector is None else pack_vector(vector)
-        count = select(func.count()).where(M.c.user_id == item.user_id).scalar_subquery()
-        row = select(*(literal(v, M.c[name].type) for name, v in values.items())).where(
+        count = select(func.count()).where(MEMORY_ITEMS.c.user_id == item.user_id).scalar_subquery()
+        row = select(*(literal(v, MEMORY_ITEMS.c[name].type) for name, v in values.items())).where(
             count < max_items
         )
-        stmt = M.insert().from_select(list(values), row)
+        stmt = MEMORY_ITEMS.insert().from_select(list(values), row)
         async with self._db.begin() as conn:
             return bool((await conn.execute(stmt)).rowcount)
 
@@ -93,8 +95,8 @@ class SqlUserMemory:
                 return None
             now = datetime.now(UTC)
             await conn.execute(
-                update(M)
-                .where(M.c.id == item_id, M.c.user_id == user_id)
+                update(MEMORY_ITEMS)
+                .where(MEMORY_ITEMS.c.id == item_id, MEMORY_ITEMS.c.user_id == user_id)
                 .values(
                     content=content,
                     vector=None if vector is None else pack_vector(vector),
@@ -109,30 +111,34 @@ class SqlUserMemory:
         self, user_id: str, item_id: str, scope: Scope | None = None
     ) -> UserMemoryItem | None:
         """Delete the item; it as it was, or None when not the user's (or outside `scope`)."""
-        where = [M.c.id == item_id, M.c.user_id == user_id]
+        where = [MEMORY_ITEMS.c.id == item_id, MEMORY_ITEMS.c.user_id == user_id]
         if scope is not None:
             where.append(scope.clause())
         async with self._db.statement() as conn:
-            row = (await conn.execute(delete(M).where(*where).returning(*_SHOWN))).mappings()
+            row = (
+                await conn.execute(delete(MEMORY_ITEMS).where(*where).returning(*_SHOWN))
+            ).mappings()
             found = row.one_or_none()
         return None if found is None else UserMemoryItem.model_construct(**found)
 
     async def delete_all(self, user_id: str) -> int:
         async with self._db.statement() as conn:
-            return (await conn.execute(delete(M).where(M.c.user_id == user_id))).rowcount
+            return (
+                await conn.execute(delete(MEMORY_ITEMS).where(MEMORY_ITEMS.c.user_id == user_id))
+            ).rowcount
 
     async def enabled(self, user_id: str) -> bool:
-        stmt = select(MS.c.enabled).where(MS.c.user_id == user_id)
+        stmt = select(MEMORY_SETTINGS.c.enabled).where(MEMORY_SETTINGS.c.user_id == user_id)
         async with self._db.statement() as conn:
             stored = (await conn.execute(stmt)).scalar_one_or_none()
         return True if stored is None else bool(stored)
 
     async def set_enabled(self, user_id: str, enabled: bool) -> None:
-        stmt = self._db.upsert(MS).values(
+        stmt = self._db.upsert(MEMORY_SETTINGS).values(
             user_id=user_id, enabled=enabled, update_time=datetime.now(UTC)
         )
         stmt = stmt.on_conflict_do_update(
-            index_elements=[MS.c.user_id],
+            index_elements=[MEMORY_SETTINGS.c.user_id],
             set_={"enabled": stmt.excluded.enabled, "update_time": stmt.excluded.update_time},
         )
         async with self._db.statement() as conn:
@@ -141,13 +147,19 @@ class SqlUserMemory:
     async def for_turn(self, user_id: str) -> TurnMemory:
         """The switch and, when on, every item, in one statement: a row per item (one row of
         NULLs for none) beside the switch, which no row of the setting means on."""
-        switch = select(MS.c.enabled).where(MS.c.user_id == user_id).scalar_subquery()
+        switch = (
+            select(MEMORY_SETTINGS.c.enabled)
+            .where(MEMORY_SETTINGS.c.user_id == user_id)
+            .scalar_subquery()
+        )
         on = func.coalesce(switch, true())
         anchor = select(literal(user_id).label("owner")).subquery("owner")
         stmt = (
-            select(on.label("enabled"), *M.c)
-            .select_from(anchor.outerjoin(M, (M.c.user_id == anchor.c.owner) & on))
-            .order_by(M.c.create_time.desc(), M.c.id)
+            select(on.label("enabled"), *MEMORY_ITEMS.c)
+            .select_from(
+                anchor.outerjoin(MEMORY_ITEMS, (MEMORY_ITEMS.c.user_id == anchor.c.owner) & on)
+            )
+            .order_by(MEMORY_ITEMS.c.create_time.desc(), MEMORY_ITEMS.c.id)
         )
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
@@ -165,13 +177,17 @@ class SqlUserMemory:
 
 async def delete_project_memory(conn: AsyncConnection, user_id: str, project_id: str) -> None:
     """In the caller's transaction: a deleted project's items go with it."""
-    await conn.execute(delete(M).where(M.c.user_id == user_id, M.c.project_id == project_id))
+    await conn.execute(
+        delete(MEMORY_ITEMS).where(
+            MEMORY_ITEMS.c.user_id == user_id, MEMORY_ITEMS.c.project_id == project_id
+        )
+    )
 
 
 async def _one(
     conn: AsyncConnection, user_id: str, item_id: str, scope: Scope | None
 ) -> UserMemoryItem | None:
-    where: list[Any] = [M.c.id == item_id, M.c.user_id == user_id]
+    where: list[Any] = [MEMORY_ITEMS.c.id == item_id, MEMORY_ITEMS.c.user_id == user_id]
     if scope is not None:
         where.append(scope.clause())
     row = (await conn.execute(select(*_SHOWN).where(*where))).mappings().one_or_none()

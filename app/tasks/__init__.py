@@ -2,11 +2,11 @@
 
 `base` holds the roles' interfaces (claims, the conversation queue, the list
 of runs) and errors; `in_process` and `redis` build the two backends' roles;
-`build_tasks` picks one from the settings (importing the Redis modules only
-then). `log` is a run's event log and the reader interface; `redis_log`
+`build_tasks` picks one from the settings (importing the Redis package only
+then). `log` is a run's event log and the reader interface; `redis.log`
 copies logs where other instances can read them, and `build_shared_logs`
 wires it when Redis is configured.
-`redis_liveness` tells live instances from dead ones in Redis, and `sweeper`
+`redis.liveness` tells live instances from dead ones in Redis, and `sweeper`
 marks a dead instance's turns `interrupted` and frees their conversations.
 """
 

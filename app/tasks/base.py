@@ -7,7 +7,7 @@ consumer depends on the one it uses:
   API answers 409). The owner refreshes its claim while the run lives; a
   claim not refreshed within the TTL expires, so a crashed instance never
   blocks a conversation for longer than that (with Redis, no longer than
-  `INSTANCE_DEAD_SECONDS`: see `redis_liveness`). A stop request may arrive
+  `INSTANCE_DEAD_SECONDS`: see `redis.liveness`). A stop request may arrive
   at any instance: it is delivered to the instance holding the claim, whose
   registered stop handler cancels the run.
 - `ConversationQueue`: a request that asked to wait joins the conversation's

@@ -12,11 +12,11 @@ from app.config import Settings
 from app.tasks.base import Claims, Tasks
 from app.tasks.in_process import in_process_tasks
 from app.tasks.log import LocalRunLogs, SharedRunLogs
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.target import RedisTarget
 from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 
 if TYPE_CHECKING:
-    from app.tasks.redis_log import StoredStatus
+    from app.tasks.redis.log import StoredStatus
 
 
 def build_tasks(settings: Settings, instance_id: str) -> Tasks:
@@ -27,7 +27,7 @@ def build_tasks(settings: Settings, instance_id: str) -> Tasks:
     """
     if not settings.redis_url:
         return in_process_tasks()
-    from app.tasks.redis import redis_tasks
+    from app.tasks.redis.backend import redis_tasks
 
     return redis_tasks(
         RedisTarget.from_settings(settings),
@@ -49,7 +49,7 @@ def build_shared_logs(
     """
     if not settings.redis_url:
         return LocalRunLogs()
-    from app.tasks.redis_log import RedisRunLogs
+    from app.tasks.redis.log import RedisRunLogs
 
     return RedisRunLogs(
         RedisTarget.from_settings(settings),
@@ -69,6 +69,6 @@ def build_unstored(settings: Settings) -> UnstoredTurns:
     """In Redis, where another instance finds them; one instance alone keeps nothing aside."""
     if not settings.redis_url:
         return NoUnstoredTurns()
-    from app.tasks.redis_unstored import RedisUnstoredTurns
+    from app.tasks.redis.unstored import RedisUnstoredTurns
 
     return RedisUnstoredTurns(RedisTarget.from_settings(settings), settings.redis_prefix)

@@ -7,7 +7,7 @@ Waiting uses plain futures and `call_later` timers rather than a task per
 wait: this is the per-token path.
 
 `RunLog` lives in the memory of the instance running the run. With several
-instances, a `SharedRunLogs` backend (Redis Streams, in `redis_log`) copies
+instances, a `SharedRunLogs` backend (Redis Streams, in `redis.log`) copies
 each log out of band so other instances can read it too; both kinds of
 reader meet the `EventLogReader` protocol, so a response does not care
 where the log it reads is kept. One instance alone has `LocalRunLogs`:

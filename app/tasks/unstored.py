@@ -8,7 +8,7 @@ kept here; once stored it is dropped. An outcome whose turn never got stored
 unfinished (`running`, or `interrupted` by the orphan sweep). With Redis the
 outcomes are one hash, `{prefix}unstored`, each field a turn's row id and its
 outcome's JSON, kept `UNSTORED_RETENTION_SECONDS` after the last one came
-(`redis_unstored`).
+(`redis.unstored`).
 Without Redis there is one instance and no other to hand them to:
 `NoUnstoredTurns` keeps nothing.
 """

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
-import httpx2 as httpx
+import httpx2
 import orjson
 
 from app.config import Settings
@@ -206,7 +206,7 @@ class Webhooks:
                 # Refused at connect time (the name resolves elsewhere now): no retry helps.
                 log.warning("webhook for run %s refused: %s", delivery_id, exc)
                 return
-            except httpx.HTTPError as exc:
+            except httpx2.HTTPError as exc:
                 outcome = type(exc).__name__
             if attempt == self._attempts:
                 log.warning(

@@ -16,7 +16,7 @@ from collections import OrderedDict
 from typing import Protocol
 
 from app.config import Settings
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.target import RedisTarget
 
 IN_PROCESS_ENTRIES = 512
 """Pages one process keeps at most (about 20 KB of text each); the oldest go first."""

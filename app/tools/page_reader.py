@@ -29,7 +29,7 @@ from typing import Self
 from urllib.parse import urlsplit
 from urllib.robotparser import RobotFileParser
 
-import httpx2 as httpx
+import httpx2
 import orjson
 
 from app.config import Settings, SettingsPart
@@ -85,7 +85,7 @@ class Page:
 class PageReader:
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         cache: PageCache,
         settings: ReaderSettings,
         parsing: ParseLimits,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 
 from app.tasks.base import TaskBackendUnavailable
-from app.tasks.redis_client import connect, milliseconds, translate_errors
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.client import connect, milliseconds, translate_errors
+from app.tasks.redis.target import RedisTarget
 
 log = logging.getLogger(__name__)
 

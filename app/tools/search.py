@@ -5,7 +5,7 @@ Chosen once in the lifespan from the settings and shared by every agent that sea
 
 from __future__ import annotations
 
-import httpx2 as httpx
+import httpx2
 
 from app.config import Settings
 from app.tools.base import Tool
@@ -14,7 +14,7 @@ from app.tools.web_search import TavilySearch
 
 
 def configured_search(
-    client: httpx.AsyncClient, settings: Settings, mcp: McpToolbox | None = None
+    client: httpx2.AsyncClient, settings: Settings, mcp: McpToolbox | None = None
 ) -> Tool | None:
     """The web search of these settings: Tavily's HTTP API (None without a key: agents
     then do without), or with `WEB_SEARCH_PROVIDER=mcp:<server>` an MCP server's search."""

@@ -13,7 +13,7 @@ import logging
 from abc import ABC, abstractmethod
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import orjson
 from pydantic import SecretStr
 
@@ -64,7 +64,7 @@ class WebSearch(ABC):
 
 class TavilySearch(WebSearch):
     def __init__(
-        self, client: httpx.AsyncClient, base_url: str, api_key: SecretStr, max_results: int
+        self, client: httpx2.AsyncClient, base_url: str, api_key: SecretStr, max_results: int
     ) -> None:
         self._client = client
         self._url = base_url.rstrip("/") + "/search"
@@ -80,7 +80,7 @@ class TavilySearch(WebSearch):
                 headers={"Authorization": f"Bearer {self._key.get_secret_value()}"},
             ) as response:
                 content = await _read_at_most(response, MAX_RESPONSE_BYTES)
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             self._log_failure("-", f"{type(exc).__name__}: {exc}")
             return ToolOutput(f"Web search failed ({type(exc).__name__}).", is_error=True)
         if response.status_code != 200:
@@ -107,7 +107,7 @@ class TavilySearch(WebSearch):
         )
 
 
-async def _read_at_most(response: httpx.Response, limit: int) -> bytes | None:
+async def _read_at_most(response: httpx2.Response, limit: int) -> bytes | None:
     """The body, or None as soon as it passes `limit` bytes (the rest is never read)."""
     body = bytearray()
     async for chunk in response.aiter_bytes():

@@ -1,4 +1,4 @@
-"""Run a real adapter against handcrafted bytes through httpx's `MockTransport`.
+"""Run a real adapter against handcrafted bytes through httpx2's `MockTransport`.
 
 No sockets: a handler answers each request with the exact body parts a test
 chose, each delivered as its own read, so a test can cut a stream anywhere
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 
-import httpx2 as httpx
+import httpx2
 from pydantic import SecretStr
 
 from app.core.messages import Msg
@@ -21,7 +21,7 @@ from app.llm.base import ChatModel, ModelConfig, RetryPolicy
 from app.llm.errors import ModelError
 from app.llm.openai import OpenAIChatModel
 
-Handler = Callable[[httpx.Request], httpx.Response]
+Handler = Callable[[httpx2.Request], httpx2.Response]
 
 NO_RETRY = RetryPolicy(max_retries=0)
 
@@ -34,8 +34,8 @@ def streamed(status: int, parts: Iterable[bytes], headers: dict[str, str] | None
         for piece in pieces:
             yield piece
 
-    def handle(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(status, headers=headers, content=body())
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(status, headers=headers, content=body())
 
     return handle
 
@@ -59,7 +59,7 @@ async def mock_model(
         retry=retry,
         extra_headers=extra_headers or {},
     )
-    async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+    async with httpx2.AsyncClient(transport=httpx2.MockTransport(handler)) as client:
         yield model_class(config, client)
 
 

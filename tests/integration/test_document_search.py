@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from pydantic import SecretStr
 
@@ -73,8 +73,8 @@ class Library:
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10) as client:
+async def http() -> AsyncIterator[httpx2.AsyncClient]:
+    async with httpx2.AsyncClient(timeout=10) as client:
         yield client
 
 
@@ -96,7 +96,7 @@ def library(
     )
 
 
-def embedder_for(fake: FakeEmbeddings, http: httpx.AsyncClient) -> OpenAIEmbeddings:
+def embedder_for(fake: FakeEmbeddings, http: httpx2.AsyncClient) -> OpenAIEmbeddings:
     return OpenAIEmbeddings(http, fake.base_url, SecretStr("emb-key"), "fake-embed", batch_size=4)
 
 
@@ -125,7 +125,7 @@ async def test_bm25_finds_the_page_that_answers_among_distractors(
 
 
 async def test_hybrid_search_finds_what_bm25_alone_misses(
-    db: Database, tmp_path: Path, fake_embeddings: FakeEmbeddings, http: httpx.AsyncClient
+    db: Database, tmp_path: Path, fake_embeddings: FakeEmbeddings, http: httpx2.AsyncClient
 ) -> None:
     paragraphs = "\n\n".join(CAR_STORY).encode()
     # Passages of at most 180 characters: one paragraph each.
@@ -155,7 +155,7 @@ async def test_hybrid_search_finds_what_bm25_alone_misses(
 
 
 async def test_embeddings_down_at_upload_leaves_a_file_searched_by_bm25(
-    db: Database, tmp_path: Path, fake_embeddings: FakeEmbeddings, http: httpx.AsyncClient
+    db: Database, tmp_path: Path, fake_embeddings: FakeEmbeddings, http: httpx2.AsyncClient
 ) -> None:
     fake_embeddings.fail_status = 503
     lib = library(db, tmp_path, embedder=embedder_for(fake_embeddings, http))
@@ -171,7 +171,7 @@ async def test_embeddings_down_at_upload_leaves_a_file_searched_by_bm25(
 
 
 async def test_embeddings_down_at_search_falls_back_to_bm25(
-    db: Database, tmp_path: Path, fake_embeddings: FakeEmbeddings, http: httpx.AsyncClient
+    db: Database, tmp_path: Path, fake_embeddings: FakeEmbeddings, http: httpx2.AsyncClient
 ) -> None:
     lib = library(db, tmp_path, embedder=embedder_for(fake_embeddings, http))
     file = await upload(lib, "manual.pdf", pdf_bytes(TOPICS))

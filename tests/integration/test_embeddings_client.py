@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 from collections.abc import AsyncIterator
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from pydantic import SecretStr
 
@@ -21,13 +21,13 @@ async def fake() -> AsyncIterator[FakeEmbeddings]:
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(timeout=10) as client:
+async def http() -> AsyncIterator[httpx2.AsyncClient]:
+    async with httpx2.AsyncClient(timeout=10) as client:
         yield client
 
 
 async def test_batches_come_back_in_input_order(
-    fake: FakeEmbeddings, http: httpx.AsyncClient
+    fake: FakeEmbeddings, http: httpx2.AsyncClient
 ) -> None:
     fake.reverse = True
     client = OpenAIEmbeddings(http, fake.base_url, SecretStr("sk-emb"), "m-1", batch_size=2)
@@ -41,7 +41,9 @@ async def test_batches_come_back_in_input_order(
     assert fake.auth_headers == ["Bearer sk-emb"] * 3
 
 
-async def test_no_key_sends_no_authorization(fake: FakeEmbeddings, http: httpx.AsyncClient) -> None:
+async def test_no_key_sends_no_authorization(
+    fake: FakeEmbeddings, http: httpx2.AsyncClient
+) -> None:
     client = OpenAIEmbeddings(http, fake.base_url + "/", SecretStr(""), "m")
 
     await client.embed(["x"])
@@ -50,7 +52,7 @@ async def test_no_key_sends_no_authorization(fake: FakeEmbeddings, http: httpx.A
 
 
 async def test_an_error_status_names_the_status_not_the_key(
-    fake: FakeEmbeddings, http: httpx.AsyncClient
+    fake: FakeEmbeddings, http: httpx2.AsyncClient
 ) -> None:
     fake.fail_status = 401
     client = OpenAIEmbeddings(http, fake.base_url, SecretStr("sk-very-secret"), "m")
@@ -61,7 +63,7 @@ async def test_an_error_status_names_the_status_not_the_key(
     assert "sk-very-secret" not in str(caught.value)
 
 
-async def test_an_unreachable_endpoint_is_an_embedding_error(http: httpx.AsyncClient) -> None:
+async def test_an_unreachable_endpoint_is_an_embedding_error(http: httpx2.AsyncClient) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -71,7 +73,7 @@ async def test_an_unreachable_endpoint_is_an_embedding_error(http: httpx.AsyncCl
         await client.embed(["x"])
 
 
-async def test_no_base_url_means_no_embedder(http: httpx.AsyncClient) -> None:
+async def test_no_base_url_means_no_embedder(http: httpx2.AsyncClient) -> None:
     assert build_embedder(Settings(_env_file=None), http) is None
     configured = build_embedder(
         Settings(_env_file=None, embedding_base_url="http://e.test/v1", embedding_model="e5"), http

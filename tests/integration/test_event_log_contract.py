@@ -25,9 +25,9 @@ import pytest
 from app.core.events import CompleteEvent, Event, RunStatus, TextEvent
 from app.core.run import Conclusion, Notice, StopSignal
 from app.tasks import Claim, Claims, EventLogReader, EventsGone, RunLog
-from app.tasks.redis import redis_tasks
-from app.tasks.redis_log import RedisRunLogs
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.backend import redis_tasks
+from app.tasks.redis.log import RedisRunLogs
+from app.tasks.redis.target import RedisTarget
 from app.tasks.runs import RunRegistry
 from tests.integration.test_task_managers import redis_target
 from tests.support.polling import eventually

@@ -15,7 +15,7 @@ import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from pydantic import SecretStr
 
@@ -90,7 +90,7 @@ async def test_an_open_connection_serves_the_next_call() -> None:
 class Held:
     """A client whose pool holds one connection, and a server whose `/v1/hold` waits."""
 
-    client: httpx.AsyncClient
+    client: httpx2.AsyncClient
     base: str
     connections: list[int]
     release: asyncio.Event
@@ -148,8 +148,8 @@ async def test_a_call_that_waits_too_long_for_a_connection_fails_with_a_pool_tim
         async with pool.client.stream("GET", f"{pool.base}/hold") as held:
             chunks = held.aiter_bytes()
             assert await anext(chunks) == b"first"
-            with pytest.raises(httpx.PoolTimeout):
-                await pool.client.get(f"{pool.base}/models", timeout=httpx.Timeout(5, pool=0.05))
+            with pytest.raises(httpx2.PoolTimeout):
+                await pool.client.get(f"{pool.base}/models", timeout=httpx2.Timeout(5, pool=0.05))
             pool.release.set()
             assert [chunk async for chunk in chunks] == [b"rest"]
         # The timed-out call left nothing behind: the next one gets the connection.

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 import uvloop
 from cryptography import x509
@@ -43,9 +43,9 @@ def on(loop: str, test: Coroutine[Any, Any, None]) -> None:
         runner.run(test)
 
 
-def client(read_timeout: float = 5.0, **options: Any) -> httpx.AsyncClient:
+def client(read_timeout: float = 5.0, **options: Any) -> httpx2.AsyncClient:
     transport = transport_over(lambda _: AsyncioNetwork(), **options)
-    return httpx.AsyncClient(transport=transport, timeout=httpx.Timeout(5.0, read=read_timeout))
+    return httpx2.AsyncClient(transport=transport, timeout=httpx2.Timeout(5.0, read=read_timeout))
 
 
 def answering(body: bytes, *, then: Callable[[asyncio.StreamWriter], Awaitable[None]]) -> Handler:
@@ -99,7 +99,7 @@ def test_a_server_that_goes_silent_mid_answer_is_a_read_timeout(loop: str) -> No
             ):
                 chunks = response.aiter_raw()
                 assert await anext(chunks) == b"data: one\n\n"
-                with pytest.raises(httpx.ReadTimeout):
+                with pytest.raises(httpx2.ReadTimeout):
                     await anext(chunks)
             silent.set()
 
@@ -113,7 +113,7 @@ def test_a_server_that_hangs_up_mid_answer_is_an_error_not_a_short_answer(loop: 
 
     async def test() -> None:
         async with tcp_server(answering(b"partial", then=hang_up)) as port, client() as http:
-            with pytest.raises(httpx.RemoteProtocolError):
+            with pytest.raises(httpx2.RemoteProtocolError):
                 await http.get(f"http://127.0.0.1:{port}/")
 
     on(loop, test())
@@ -128,7 +128,7 @@ def test_a_port_nobody_listens_on_is_a_connect_error(loop: str) -> None:
         async with tcp_server(nobody) as port:
             pass  # the port was free a moment ago, and is again
         async with client() as http:
-            with pytest.raises(httpx.ConnectError):
+            with pytest.raises(httpx2.ConnectError):
                 await http.get(f"http://127.0.0.1:{port}/")
 
     on(loop, test())

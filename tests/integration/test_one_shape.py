@@ -35,16 +35,9 @@ from app.core.events import (
     ToolStartEvent,
 )
 from app.documents.library import generated_event
+from app.store.columns import JsonList, JsonRecord, UTCDateTime
 from app.store.db import Database
-from app.store.models import (
-    AI_FILE,
-    AI_SESSION,
-    FileBase,
-    JsonList,
-    JsonRecord,
-    TurnBase,
-    UTCDateTime,
-)
+from app.store.models import AI_FILE, AI_SESSION, FileBase, TurnBase
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from pydantic import SecretStr
 
@@ -188,7 +188,7 @@ async def test_a_silent_upstream_times_out(fake: FakeOpenAI, model: ChatModel) -
 
 async def test_keyless_local_server_gets_no_authorization(fake: FakeOpenAI) -> None:
     settings = Settings(_env_file=None, llm_base_url=fake.base_url, llm_api_key=SecretStr(""))
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         await answer(build_chat_model(settings, client))
     assert "authorization" not in fake.headers[0]
     assert fake.requests[0]["model"] == "gpt-4o-mini"

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from app.agents.react import FINAL_ROUND_NOTE, ReActAgent
@@ -88,7 +88,7 @@ async def deps(tmp_path: Path) -> AsyncIterator[tuple[AgentCore, FakeOpenAI]]:
     async with (
         FakeOpenAI() as fake,
         Database.open(f"sqlite+aiosqlite:///{tmp_path}/a.db", pool_size=1, migrate=True) as db,
-        httpx.AsyncClient() as client,
+        httpx2.AsyncClient() as client,
     ):
         settings = service_settings(tmp_path, "unused", llm_base_url=fake.base_url)
         yield (

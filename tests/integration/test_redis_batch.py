@@ -18,8 +18,8 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from app.tasks.base import TaskBackendUnavailable
-from app.tasks.redis_batch import Fill, SharedPipeline
-from app.tasks.redis_client import RedisPipeline, connect, translate_errors
+from app.tasks.redis.batch import Fill, SharedPipeline
+from app.tasks.redis.client import RedisPipeline, connect, translate_errors
 from tests.support.processes import RedisServer
 
 pytestmark = pytest.mark.redis

@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from app.tasks.redis_client import connect
+from app.tasks.redis.client import connect
 
 pytestmark = pytest.mark.redis
 

@@ -18,7 +18,7 @@ from app.api.auth import LOCAL_USER
 from app.store.db import Database
 from app.store.models import StoredTurn
 from app.store.sessions import SqlSessionStore
-from app.tasks.redis import redis_tasks
+from app.tasks.redis.backend import redis_tasks
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily

@@ -26,9 +26,9 @@ from app.store.models import StoredTurn
 from app.store.sessions import SqlSessionStore
 from app.tasks import Claim, Tasks
 from app.tasks.base import DeadInstances, TakeOvers
-from app.tasks.redis import redis_tasks
-from app.tasks.redis_client import connect
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.backend import redis_tasks
+from app.tasks.redis.client import connect
+from app.tasks.redis.target import RedisTarget
 from app.tasks.sweeper import Sweeper
 from tests.integration.test_task_managers import redis_target
 

@@ -36,8 +36,8 @@ from app.tasks import (
     in_process_tasks,
 )
 from app.tasks.base import DeadInstances
-from app.tasks.redis import redis_tasks
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.backend import redis_tasks
+from app.tasks.redis.target import RedisTarget
 from tests.support.clock import TestClock
 from tests.support.logs import attached
 from tests.support.polling import eventually
@@ -422,8 +422,8 @@ class ListenerLog(logging.Handler):
 
 @pytest.fixture
 def listener_log(caplog: pytest.LogCaptureFixture) -> Iterator[ListenerLog]:
-    caplog.set_level(logging.INFO, logger="app.tasks.redis")
-    with attached("app.tasks.redis", ListenerLog(listeners=2)) as handler:
+    caplog.set_level(logging.INFO, logger="app.tasks.redis.backend")
+    with attached("app.tasks.redis.backend", ListenerLog(listeners=2)) as handler:
         yield handler
 
 

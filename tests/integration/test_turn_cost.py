@@ -44,7 +44,7 @@ REDIS_PER_TURN = {
     # The claim (a script that also lists the turn), and the run's pointer set by the
     # log's first batch and by its last.
     "set": 3,
-    # The claim holds its instance's deadline, on Redis's clock (`redis_liveness`).
+    # The claim holds its instance's deadline, on Redis's clock (`redis.liveness`).
     "time": 1,
     # The release, inside the log's last batch: the claim deleted, its notice published,
     # and the turn taken off the caller's list of runs (GET /agent/runs), where the

@@ -22,7 +22,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.target import RedisTarget
 from tests.conftest import require_binary
 from tests.support.polling import POLL_SECONDS, eventually
 from tests.support.processes import RedisServer, free_port, wait_for_port

@@ -30,7 +30,7 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-import httpx2 as httpx
+import httpx2
 import orjson
 import pytest
 from pydantic import SecretStr
@@ -108,7 +108,7 @@ Answer = Reply | str
 Step = Reply | Callable[[ModelRequest], Answer | Awaitable[Answer]]
 
 
-def _no_http(request: httpx.Request) -> httpx.Response:
+def _no_http(request: httpx2.Request) -> httpx2.Response:
     raise AssertionError(f"the scripted model made an HTTP request: {request.url}")
 
 
@@ -128,7 +128,7 @@ class ScriptedModel(ChatModel):
             retry=retry,
         )
         # `ChatModel` takes the adapters' HTTP client; this one refuses to be used.
-        super().__init__(config, httpx.AsyncClient(transport=httpx.MockTransport(_no_http)))
+        super().__init__(config, httpx2.AsyncClient(transport=httpx2.MockTransport(_no_http)))
         self.requests: list[ModelRequest] = []
         """Every call, in order, including one that found the script used up."""
         self._steps: deque[Step] = deque(steps)

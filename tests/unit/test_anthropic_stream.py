@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from unittest.mock import ANY
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
@@ -98,8 +98,8 @@ async def test_an_overloaded_event_before_any_content_is_retried() -> None:
     fine += delta(0, {"type": "text_delta", "text": "ok"}) + stop(0) + end()
     bodies = [overloaded, fine]
 
-    def handle(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=bodies.pop(0))
+    def handle(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, content=bodies.pop(0))
 
     async with mock_model(handle, AnthropicChatModel, base_url=BASE, retry=FAST) as model:
         events, error = await run(model, USER)
@@ -114,9 +114,9 @@ async def test_an_overloaded_event_before_any_content_is_retried() -> None:
 async def test_an_overloaded_status_is_retried() -> None:
     overloaded = AnthropicEncoder.error_body(529, "Overloaded")
     fine = start() + end()
-    answers = [httpx.Response(529, content=overloaded), httpx.Response(200, content=fine)]
+    answers = [httpx2.Response(529, content=overloaded), httpx2.Response(200, content=fine)]
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         return answers.pop(0)
 
     async with mock_model(handle, AnthropicChatModel, base_url=BASE, retry=FAST) as model:
@@ -190,11 +190,11 @@ async def test_server_tool_blocks_and_unknown_events_are_skipped() -> None:
 
 
 async def test_the_request_goes_to_messages_with_the_key_in_its_header() -> None:
-    seen: list[httpx.Request] = []
+    seen: list[httpx2.Request] = []
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
-        return httpx.Response(200, content=start() + end())
+        return httpx2.Response(200, content=start() + end())
 
     async with mock_model(handle, AnthropicChatModel, base_url=BASE, api_key="sk-ant-1") as model:
         await run(model, USER)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from unittest.mock import ANY
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolUseBlock
@@ -114,11 +114,11 @@ async def test_content_inspection_is_a_clear_refusal_in_the_stream_and_as_a_stat
 
 async def test_a_rate_limit_status_is_retried() -> None:
     answers = [
-        httpx.Response(429, content=frame(1, error(429, "slow down"), event="error", status=429)),
-        httpx.Response(200, content=event(1, {"content": "ok"}, "stop")),
+        httpx2.Response(429, content=frame(1, error(429, "slow down"), event="error", status=429)),
+        httpx2.Response(200, content=event(1, {"content": "ok"}, "stop")),
     ]
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         return answers.pop(0)
 
     retry = RetryPolicy(max_retries=1, base_delay=0.001, max_delay=0.001)
@@ -129,11 +129,11 @@ async def test_a_rate_limit_status_is_retried() -> None:
 
 
 async def test_the_request_asks_for_an_incremental_stream_with_a_bearer_key() -> None:
-    seen: list[httpx.Request] = []
+    seen: list[httpx2.Request] = []
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
-        return httpx.Response(200, content=event(1, {"content": "x"}, "stop"))
+        return httpx2.Response(200, content=event(1, {"content": "x"}, "stop"))
 
     async with mock_model(handle, DashScopeChatModel, base_url=BASE, api_key="sk-ds") as model:
         await run(model, USER)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import httpx2 as httpx
+import httpx2
 import orjson
 import pytest
 
@@ -149,11 +149,11 @@ async def test_retry_info_in_the_error_body_is_the_wait() -> None:
 
 
 async def test_the_key_goes_in_a_header_never_in_the_url() -> None:
-    seen: list[httpx.Request] = []
+    seen: list[httpx2.Request] = []
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
-        return httpx.Response(200, content=response([{"text": "x"}], "STOP"))
+        return httpx2.Response(200, content=response([{"text": "x"}], "STOP"))
 
     async with mock_model(
         handle, GeminiChatModel, base_url=BASE, api_key="AIza-1", model="models/gemini-x"

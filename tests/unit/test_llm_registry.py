@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import get_args
 
-import httpx2 as httpx
+import httpx2
 import pytest
 from pydantic import SecretStr
 
@@ -42,7 +42,7 @@ async def test_openai_with_a_key_defaults_to_openai_endpoint() -> None:
         llm_temperature=0.3,
         llm_max_tokens=512,
     )
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         model = build_chat_model(config, client)
     assert isinstance(model, OpenAIChatModel)
     assert model.config.base_url == "https://api.openai.com/v1"
@@ -52,7 +52,7 @@ async def test_openai_with_a_key_defaults_to_openai_endpoint() -> None:
 
 
 async def test_without_key_or_url_the_model_is_not_configured() -> None:
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         model = build_chat_model(settings(llm_api_key=SecretStr("")), client)
     assert not model.config.configured
     assert model.config.defaults == {}
@@ -60,7 +60,7 @@ async def test_without_key_or_url_the_model_is_not_configured() -> None:
 
 async def test_a_local_server_needs_no_key() -> None:
     config = settings(llm_base_url="http://127.0.0.1:11434/v1/", llm_model="qwen3")
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         model = build_chat_model(config, client)
     assert model.config.base_url == "http://127.0.0.1:11434/v1"
     assert model.config.model == "qwen3"
@@ -95,7 +95,7 @@ def test_every_provider_setting_has_a_registry_line() -> None:
 async def test_a_provider_and_a_key_are_a_whole_configuration(
     provider: str, model_class: type[ChatModel], base_url: str, model: str
 ) -> None:
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         chat = build_chat_model(settings(llm_provider=provider, llm_api_key="k-1"), client)
     assert type(chat) is model_class
     assert (chat.config.provider, chat.config.base_url, chat.config.model) == (
@@ -108,7 +108,7 @@ async def test_a_provider_and_a_key_are_a_whole_configuration(
 
 @pytest.mark.parametrize(("provider", "port"), [("ollama", 11434), ("vllm", 8000)])
 async def test_local_servers_need_no_key_but_a_model_name(provider: str, port: int) -> None:
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         with pytest.raises(ValueError, match=f"LLM_PROVIDER={provider} needs LLM_MODEL"):
             build_chat_model(settings(llm_provider=provider), client)
         chat = build_chat_model(settings(llm_provider=provider, llm_model="qwen3:8b"), client)
@@ -119,7 +119,7 @@ async def test_local_servers_need_no_key_but_a_model_name(provider: str, port: i
 
 
 async def test_a_given_timeout_replaces_the_providers_default() -> None:
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         local = build_chat_model(
             settings(llm_provider="ollama", llm_model="m", llm_timeout_seconds=20.0), client
         )
@@ -131,7 +131,7 @@ async def test_a_given_timeout_replaces_the_providers_default() -> None:
 
 async def test_sampling_and_thinking_defaults_come_from_settings() -> None:
     config = settings(llm_provider="gemini", llm_api_key="k", llm_top_p=0.8, llm_thinking_budget=0)
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         chat = build_chat_model(config, client)
     assert chat.config.defaults == {"top_p": 0.8, "thinking_budget": 0}
 
@@ -141,15 +141,15 @@ async def test_http_client_pool_and_timeouts_come_from_settings() -> None:
         llm_max_connections=7, llm_timeout_seconds=42.0, llm_connect_timeout_seconds=3.0
     )
     async with build_http_client(config) as client:
-        assert client.timeout == httpx.Timeout(42.0, connect=3.0, pool=42.0)
-        # httpx exposes no public view of its limits; the pool is what enforces them.
+        assert client.timeout == httpx2.Timeout(42.0, connect=3.0, pool=42.0)
+        # httpx2 exposes no public view of its limits; the pool is what enforces them.
         pool = client._transport._pool  # type: ignore[attr-defined]
         assert (pool._max_connections, pool._max_idle) == (7, 7)
 
 
 async def test_the_example_env_file_leaves_every_default_to_the_provider() -> None:
     example = Settings(_env_file=Path(__file__).parents[2] / ".env.example")
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         chat = build_chat_model(example, client)
     assert chat.config.defaults == {}
     assert chat.config.timeout == 60.0
@@ -175,8 +175,8 @@ async def test_a_preset_is_traced_under_its_own_name() -> None:
             return Call(provider, model)
 
     body = sse(delta_chunk({"content": "hi"}, "stop"), usage_chunk(1, 1), "[DONE]")
-    transport = httpx.MockTransport(streamed(200, [body]))
-    async with httpx.AsyncClient(transport=transport) as client:
+    transport = httpx2.MockTransport(streamed(200, [body]))
+    async with httpx2.AsyncClient(transport=transport) as client:
         chat = build_chat_model(
             settings(llm_provider="deepseek", llm_api_key="k"), client, Recorder()
         )
@@ -201,7 +201,7 @@ async def test_a_404_names_the_missing_v1_only_when_the_base_url_has_no_version(
     base_url: str, hinted: bool
 ) -> None:
     config = settings(llm_base_url=base_url, llm_model="m")
-    async with httpx.AsyncClient() as client:
+    async with httpx2.AsyncClient() as client:
         model = build_chat_model(config, client)
     assert isinstance(model, OpenAIChatModel)
     error = model.http_error(404, b'{"error": {"message": "not found"}}', None)

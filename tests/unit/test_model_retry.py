@@ -1,6 +1,6 @@
 """Retry, configuration and key hygiene of `ChatModel.stream()` over the OpenAI adapter.
 
-Through httpx's MockTransport: the adapter turns statuses and transport
+Through httpx2's MockTransport: the adapter turns statuses and transport
 errors into `ModelError`s, and the base class decides what to retry. Delays
 are tiny, so the backoff is real but the tests stay fast.
 """
@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from app.core.messages import Msg, TextBlock
@@ -27,11 +27,11 @@ KEY = "sk-live-SECRET-0123456789"
 OK_BODY = sse(delta_chunk({"content": "ok"}), delta_chunk({}, "stop"), "[DONE]")
 
 
-def replies(*responses: Callable[[], httpx.Response]) -> tuple[Handler, list[int]]:
+def replies(*responses: Callable[[], httpx2.Response]) -> tuple[Handler, list[int]]:
     """A handler answering with these responses in turn (the last one forever), and a call count."""
     calls: list[int] = []
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         calls.append(1)
         return responses[min(len(calls), len(responses)) - 1]()
 
@@ -40,10 +40,10 @@ def replies(*responses: Callable[[], httpx.Response]) -> tuple[Handler, list[int
 
 async def test_rate_limit_then_success_yields_a_notice_then_the_answer() -> None:
     handler, calls = replies(
-        lambda: httpx.Response(
+        lambda: httpx2.Response(
             429, headers={"Retry-After": "1"}, json={"error": {"message": "slow"}}
         ),
-        lambda: httpx.Response(200, content=OK_BODY),
+        lambda: httpx2.Response(200, content=OK_BODY),
     )
     async with mock_model(handler, retry=FAST) as model:
         events, error = await run(model, USER)
@@ -57,7 +57,7 @@ async def test_rate_limit_then_success_yields_a_notice_then_the_answer() -> None
 
 
 async def test_server_errors_forever_give_up_after_max_retries() -> None:
-    handler, calls = replies(lambda: httpx.Response(500, text="upstream exploded"))
+    handler, calls = replies(lambda: httpx2.Response(500, text="upstream exploded"))
     async with mock_model(handler, retry=FAST) as model:
         events, error = await run(model, USER)
     assert isinstance(error, ModelHTTPError)
@@ -69,7 +69,7 @@ async def test_server_errors_forever_give_up_after_max_retries() -> None:
 
 
 async def test_client_errors_are_not_retried() -> None:
-    handler, calls = replies(lambda: httpx.Response(400, json={"error": {"message": "bad tools"}}))
+    handler, calls = replies(lambda: httpx2.Response(400, json={"error": {"message": "bad tools"}}))
     async with mock_model(handler, retry=FAST) as model:
         events, error = await run(model, USER)
     assert isinstance(error, ModelHTTPError)
@@ -81,9 +81,9 @@ async def test_client_errors_are_not_retried() -> None:
 async def test_an_error_after_the_first_chunk_is_not_retried() -> None:
     async def body() -> AsyncIterator[bytes]:
         yield sse(delta_chunk({"content": "partial"}))
-        raise httpx.ReadError("connection reset")
+        raise httpx2.ReadError("connection reset")
 
-    handler, calls = replies(lambda: httpx.Response(200, content=body()))
+    handler, calls = replies(lambda: httpx2.Response(200, content=body()))
     async with mock_model(handler, retry=FAST) as model:
         events, error = await run(model, USER)
     assert isinstance(error, ModelConnectionError)
@@ -95,11 +95,11 @@ async def test_an_error_after_the_first_chunk_is_not_retried() -> None:
 async def test_a_connection_failure_before_any_chunk_is_retried() -> None:
     attempts: list[int] = []
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         attempts.append(1)
         if len(attempts) == 1:
-            raise httpx.ConnectError("refused", request=request)
-        return httpx.Response(200, content=OK_BODY)
+            raise httpx2.ConnectError("refused", request=request)
+        return httpx2.Response(200, content=OK_BODY)
 
     async with mock_model(handle, retry=FAST) as model:
         events, error = await run(model, USER)
@@ -119,7 +119,7 @@ async def test_a_connection_failure_before_any_chunk_is_retried() -> None:
     ],
 )
 async def test_retry_after_is_read_from_the_error(header: str, expected: float | None) -> None:
-    handler, _ = replies(lambda: httpx.Response(503, headers={"Retry-After": header}))
+    handler, _ = replies(lambda: httpx2.Response(503, headers={"Retry-After": header}))
     async with mock_model(handler) as model:
         _, error = await run(model, USER)
     assert isinstance(error, ModelHTTPError)
@@ -128,7 +128,7 @@ async def test_retry_after_is_read_from_the_error(header: str, expected: float |
 
 async def test_retry_after_as_an_http_date() -> None:
     when = format_datetime(datetime.now(UTC) + timedelta(seconds=30), usegmt=True)
-    handler, _ = replies(lambda: httpx.Response(429, headers={"Retry-After": when}))
+    handler, _ = replies(lambda: httpx2.Response(429, headers={"Retry-After": when}))
     async with mock_model(handler) as model:
         _, error = await run(model, USER)
     assert isinstance(error, ModelHTTPError)
@@ -137,7 +137,7 @@ async def test_retry_after_as_an_http_date() -> None:
 
 
 async def test_no_base_url_means_not_configured_and_no_request() -> None:
-    handler, calls = replies(lambda: httpx.Response(200, content=OK_BODY))
+    handler, calls = replies(lambda: httpx2.Response(200, content=OK_BODY))
     async with mock_model(handler, base_url="") as model:
         events, error = await run(model, USER)
     assert isinstance(error, ModelNotConfigured)
@@ -147,7 +147,7 @@ async def test_no_base_url_means_not_configured_and_no_request() -> None:
 
 async def test_the_key_never_appears_in_an_error() -> None:
     echo = {"error": {"message": f"Incorrect API key provided: {KEY}.", "code": "invalid_api_key"}}
-    handler, _ = replies(lambda: httpx.Response(401, json=echo))
+    handler, _ = replies(lambda: httpx2.Response(401, json=echo))
     async with mock_model(handler, api_key=KEY, retry=FAST) as model:
         events, error = await run(model, USER)
     assert isinstance(error, ModelHTTPError)
@@ -159,7 +159,7 @@ async def test_the_key_never_appears_in_an_error() -> None:
 
 
 async def test_a_long_error_body_gives_a_short_detail() -> None:
-    handler, _ = replies(lambda: httpx.Response(502, text="<html>" + "x" * 100_000))
+    handler, _ = replies(lambda: httpx2.Response(502, text="<html>" + "x" * 100_000))
     async with mock_model(handler) as model:
         _, error = await run(model, USER)
     assert isinstance(error, ModelHTTPError)

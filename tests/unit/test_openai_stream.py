@@ -1,4 +1,4 @@
-"""The real `OpenAIChatModel` reading crafted streams through httpx's MockTransport.
+"""The real `OpenAIChatModel` reading crafted streams through httpx2's MockTransport.
 
 No sockets: each test hands the model the exact bytes an OpenAI-compatible
 server could send, cut at awkward places (inside a JSON string, between
@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 from unittest.mock import ANY
 
-import httpx2 as httpx
+import httpx2
 import pytest
 
 from app.core.messages import Msg, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
@@ -271,8 +271,10 @@ async def test_in_band_error_never_shows_the_key() -> None:
     assert "[redacted]" in caught.value.detail
 
 
-def raising(exc: Callable[[httpx.Request], Exception]) -> Callable[[httpx.Request], httpx.Response]:
-    def handle(request: httpx.Request) -> httpx.Response:
+def raising(
+    exc: Callable[[httpx2.Request], Exception],
+) -> Callable[[httpx2.Request], httpx2.Response]:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         raise exc(request)
 
     return handle
@@ -281,33 +283,33 @@ def raising(exc: Callable[[httpx.Request], Exception]) -> Callable[[httpx.Reques
 @pytest.mark.parametrize(
     ("exc", "error"),
     [
-        (lambda r: httpx.ConnectError("refused", request=r), ModelConnectionError),
-        (lambda r: httpx.RemoteProtocolError("peer closed", request=r), ModelConnectionError),
-        (lambda r: httpx.ReadError("reset", request=r), ModelConnectionError),
-        (lambda r: httpx.ConnectTimeout("slow", request=r), ModelTimeout),
-        (lambda r: httpx.ReadTimeout("slow", request=r), ModelTimeout),
-        (lambda r: httpx.UnsupportedProtocol("no scheme", request=r), ModelNotConfigured),
-        (lambda r: httpx.DecodingError("bad gzip", request=r), ModelResponseError),
+        (lambda r: httpx2.ConnectError("refused", request=r), ModelConnectionError),
+        (lambda r: httpx2.RemoteProtocolError("peer closed", request=r), ModelConnectionError),
+        (lambda r: httpx2.ReadError("reset", request=r), ModelConnectionError),
+        (lambda r: httpx2.ConnectTimeout("slow", request=r), ModelTimeout),
+        (lambda r: httpx2.ReadTimeout("slow", request=r), ModelTimeout),
+        (lambda r: httpx2.UnsupportedProtocol("no scheme", request=r), ModelNotConfigured),
+        (lambda r: httpx2.DecodingError("bad gzip", request=r), ModelResponseError),
     ],
 )
 async def test_transport_errors_are_translated(
-    exc: Callable[[httpx.Request], Exception], error: type[ModelError]
+    exc: Callable[[httpx2.Request], Exception], error: type[ModelError]
 ) -> None:
     async with mock_model(raising(exc)) as model:
         with pytest.raises(error) as caught:
             await collect(model)
-    assert isinstance(caught.value.__cause__, httpx.HTTPError)
+    assert isinstance(caught.value.__cause__, httpx2.HTTPError)
 
 
 # The request as sent.
 
 
 async def test_request_goes_to_chat_completions_with_headers_and_timeout() -> None:
-    seen: list[httpx.Request] = []
+    seen: list[httpx2.Request] = []
 
-    def handle(request: httpx.Request) -> httpx.Response:
+    def handle(request: httpx2.Request) -> httpx2.Response:
         seen.append(request)
-        return httpx.Response(200, content=sse(STOP, "[DONE]"))
+        return httpx2.Response(200, content=sse(STOP, "[DONE]"))
 
     async with mock_model(
         handle, base_url="http://upstream.test/v1/", extra_headers={"X-Tenant": "t1"}

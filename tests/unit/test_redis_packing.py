@@ -13,7 +13,7 @@ from redis.asyncio.connection import (
 from redis.exceptions import DataError
 from redis.typing import EncodableT
 
-from app.tasks.redis_client import connect
+from app.tasks.redis.client import connect
 
 COMMANDS: list[tuple[EncodableT, ...]] = [
     ("SET", "conversation:1", "a question, with «accents» and 中文"),

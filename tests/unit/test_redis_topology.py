@@ -16,9 +16,9 @@ from redis.asyncio.connection import AbstractConnection, SSLConnection
 from redis.crc import key_slot
 
 from app.config import Settings
-from app.tasks.redis_client import RedisClient, connect
-from app.tasks.redis_shared import TaskKeys
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.client import RedisClient, connect
+from app.tasks.redis.shared import TaskKeys
+from app.tasks.redis.target import RedisTarget
 
 SENTINELS = {"redis_sentinels": "10.0.0.1:26379, [::1]:26380", "redis_sentinel_master": "main"}
 
@@ -112,7 +112,7 @@ async def test_sentinel_and_cluster_clients_open_our_connections(kind: str, sche
     connection = node_connection(client)
     await client.aclose()
 
-    ours = [c for c in type(connection).__mro__ if c.__module__ == "app.tasks.redis_client"]
+    ours = [c for c in type(connection).__mro__ if c.__module__ == "app.tasks.redis.client"]
     assert ours
     assert isinstance(connection, SSLConnection) == (scheme == "rediss")
     assert connection.password == "secret"

@@ -53,7 +53,7 @@ def checked_in(path: str) -> str:
 def test_every_setting_has_a_description() -> None:
     undescribed = [name for name, field in Settings.model_fields.items() if not field.description]
 
-    assert undescribed == [], f"give each a docstring in app/config.py, then {RUN}"
+    assert undescribed == [], f"give each a docstring in its section (app/config/), then {RUN}"
 
 
 def test_every_setting_is_in_the_example_and_the_reference(generator: ModuleType) -> None:

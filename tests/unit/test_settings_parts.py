@@ -1,6 +1,6 @@
 """The small settings objects the layers take are read from `Settings`, by one rule.
 
-A part writes no default of its own (app/config.py, `SettingsPart`): its
+A part writes no default of its own (app/config/part.py, `SettingsPart`): its
 fields are read from the settings of their names, after a prefix or renamed,
 by `getattr`; so nothing but this test sees a part's type drift from its setting's.
 """

@@ -22,7 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import Protocol
 
-import httpx2 as httpx
+import httpx2
 from PIL import Image
 from pydantic import SecretStr
 
@@ -50,7 +50,7 @@ class Downloads:
 class OpenAIImages:
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client: httpx2.AsyncClient,
         base_url: str,
         api_key: SecretStr,
         model: str,
@@ -75,7 +75,7 @@ class OpenAIImages:
         }
         try:
             response = await self._client.post(self._url, json=body, headers=headers)
-        except httpx.HTTPError as exc:
+        except httpx2.HTTPError as exc:
             log.warning("image generation failed: %s", type(exc).__name__)
             return None
         if response.status_code != 200:
@@ -114,7 +114,7 @@ class OpenAIImages:
         return fetched.body
 
 
-def configured_images(client: httpx.AsyncClient, settings: Settings) -> ImageMaker | None:
+def configured_images(client: httpx2.AsyncClient, settings: Settings) -> ImageMaker | None:
     """The image provider of these settings; None (no pictures) without a base URL."""
     if not settings.pptx_image_base_url:
         return None

@@ -25,7 +25,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-import httpx2 as httpx
+import httpx2
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client import Transport
 from mcp.client.streamable_http import streamable_http_client
@@ -155,9 +155,9 @@ class McpConnection:
                 command=config.command, args=config.args, env=config.env, cwd=config.cwd
             )
         else:
-            http = httpx.AsyncClient(
+            http = httpx2.AsyncClient(
                 headers=config.headers,
-                timeout=httpx.Timeout(self._limits.connect_timeout_seconds, read=None),
+                timeout=httpx2.Timeout(self._limits.connect_timeout_seconds, read=None),
                 event_hooks={"response": [self._saw]},
             )
             stack.push_async_callback(http.aclose)
@@ -166,7 +166,7 @@ class McpConnection:
             )
         return Client(server, read_timeout_seconds=timeout, client_info=CLIENT_INFO)
 
-    async def _saw(self, response: httpx.Response) -> None:
+    async def _saw(self, response: httpx2.Response) -> None:
         """Keep an HTTP error's status: the SDK's error for it does not say it (a 401 does)."""
         if response.status_code >= 400:
             self._http_status = response.status_code

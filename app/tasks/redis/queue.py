@@ -2,7 +2,7 @@
 
 A queue per conversation is a list of task ids, oldest first; each ticket
 stays alive while its waiter keeps its ticket key from expiring
-(`redis_shared`), so a waiter on an instance that died leaves the queue on
+(`shared`), so a waiter on an instance that died leaves the queue on
 its own. Taking the claim from the head of the queue is one Lua step, and
 so is leaving the queue (a cluster pipeline takes no PUBLISH). A change of
 the queue is published on the queue channel, which wakes only queued
@@ -16,10 +16,10 @@ from contextlib import suppress
 from typing import cast
 
 from app.tasks.base import Claim, QueueState
-from app.tasks.redis_claims import RedisClaims
-from app.tasks.redis_client import milliseconds, translate_errors
-from app.tasks.redis_liveness import HOLDER_LUA
-from app.tasks.redis_shared import RedisTaskSpace, message
+from app.tasks.redis.claims import RedisClaims
+from app.tasks.redis.client import milliseconds, translate_errors
+from app.tasks.redis.liveness import HOLDER_LUA
+from app.tasks.redis.shared import RedisTaskSpace, message
 
 # KEYS[1] queue, KEYS[2] claim; ARGV: task id, claim value, TTL in ms, ticket key prefix,
 # the instance's life in ms. Tickets ahead whose waiters stopped keeping them are dropped

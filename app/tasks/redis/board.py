@@ -13,10 +13,10 @@ import re
 from typing import Any
 
 from app.tasks.base import Ticket
-from app.tasks.redis_claims import RedisClaims
-from app.tasks.redis_client import translate_errors
-from app.tasks.redis_liveness import LIVE_CLAIM_LUA
-from app.tasks.redis_shared import RedisTaskSpace, listed, ticket_from
+from app.tasks.redis.claims import RedisClaims
+from app.tasks.redis.client import translate_errors
+from app.tasks.redis.liveness import LIVE_CLAIM_LUA
+from app.tasks.redis.shared import RedisTaskSpace, listed, ticket_from
 
 
 class RedisBoard:

@@ -1,7 +1,7 @@
 """Which Redis the service uses: one server, a primary found through Sentinels, or a Cluster.
 
 Every Redis role (claims, stop, run logs, queues, limits, liveness, kept
-outcomes, the page cache) connects through `redis_client.connect`, which
+outcomes, the page cache) connects through `client.connect`, which
 reads this; the roles differ only in their key names (`keys_tagged`).
 A URL alone names one server, so a caller that knows no more passes a string.
 """

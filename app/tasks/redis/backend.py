@@ -1,10 +1,10 @@
 """The Redis task backend: claims, queues and lists of runs shared by every instance.
 
-Each role is a module of its own (`redis_claims`, `redis_queue`,
-`redis_board`, and `redis_instances` for the dead-instance sweep); they
-share one connection, one batching pipeline and one key scheme
-(`redis_shared`). This module builds them (`redis_tasks`) and runs what the
-instance needs while it lives: the claims' heartbeat, and the listener.
+Each role is a module of its own (`claims`, `queue`, `board`, and
+`instances` for the dead-instance sweep); they share one connection, one
+batching pipeline and one key scheme (`shared`). This module builds them
+(`redis_tasks`) and runs what the instance needs while it lives: the claims'
+heartbeat, and the listener.
 
 Each instance holds one pub/sub connection subscribed to the stop, done and
 queue channels: stop messages go to the stop handler (which alone knows
@@ -29,13 +29,13 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from app.tasks.base import StopHandler, TaskBackendUnavailable, Tasks
-from app.tasks.redis_board import RedisBoard
-from app.tasks.redis_claims import RedisClaims
-from app.tasks.redis_client import subscription, translate_errors
-from app.tasks.redis_instances import RedisInstances
-from app.tasks.redis_queue import RedisQueue
-from app.tasks.redis_shared import RedisTaskSpace
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.board import RedisBoard
+from app.tasks.redis.claims import RedisClaims
+from app.tasks.redis.client import subscription, translate_errors
+from app.tasks.redis.instances import RedisInstances
+from app.tasks.redis.queue import RedisQueue
+from app.tasks.redis.shared import RedisTaskSpace
+from app.tasks.redis.target import RedisTarget
 
 logger = logging.getLogger(__name__)
 

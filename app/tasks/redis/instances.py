@@ -1,6 +1,6 @@
 """The dead-instance sweep's side in Redis: which instances died, and freeing their claims.
 
-How an instance is judged dead is `redis_liveness`'s; the sweep that uses
+How an instance is judged dead is `liveness`'s; the sweep that uses
 this is `sweeper`'s.
 
 No instance can beat while Redis is away, so after an outage longer than
@@ -17,9 +17,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 from app.tasks.base import TaskBackendUnavailable
-from app.tasks.redis_client import milliseconds, translate_errors
-from app.tasks.redis_liveness import FREE_LUA, GIVE_UP_LUA, SWEEP_LUA
-from app.tasks.redis_shared import RedisTaskSpace, message
+from app.tasks.redis.client import milliseconds, translate_errors
+from app.tasks.redis.liveness import FREE_LUA, GIVE_UP_LUA, SWEEP_LUA
+from app.tasks.redis.shared import RedisTaskSpace, message
 
 
 class RedisInstances:

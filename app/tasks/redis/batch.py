@@ -31,8 +31,8 @@ from typing import Any
 
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from app.tasks.redis_client import RedisPipeline, connect
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.client import RedisPipeline, connect
+from app.tasks.redis.target import RedisTarget
 
 Fill = Callable[[RedisPipeline], object]
 """Queues one caller's commands on the batch's pipeline."""

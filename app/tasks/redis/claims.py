@@ -1,6 +1,6 @@
 """Claims in Redis, shared by every instance, and the heartbeat that keeps this instance's.
 
-A claim is one key (`redis_shared`), set with NX and a TTL. Refresh and
+A claim is one key (`shared`), set with NX and a TTL. Refresh and
 release are Lua scripts, so comparing the task id and touching the key are
 one atomic step: a run whose claim expired and was retaken must never
 extend or delete the new owner's key. A stop is published for the owner's
@@ -8,7 +8,7 @@ listener (`redis.py`); a release publishes `done` in the same step as the
 delete, so no waiter can see the key gone yet miss the message.
 
 Claims outlive Redis restarts, failovers and their owner's death
-(`redis_liveness`): every `dead_after / 5` seconds the heartbeat pushes this
+(`liveness`): every `dead_after / 5` seconds the heartbeat pushes this
 instance's deadline out and then, in one more round trip, pushes out the
 deadline and TTL of each claim it holds, or takes it again when Redis lost
 it (and this instance's entry with it). A reconnect of the listener beats
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 from app.core.run import ConversationKey
 from app.tasks.base import Claim, LostClaim, TaskBackendUnavailable, Ticket
-from app.tasks.redis_client import RedisPipeline, milliseconds, translate_errors
-from app.tasks.redis_liveness import (
+from app.tasks.redis.client import RedisPipeline, milliseconds, translate_errors
+from app.tasks.redis.liveness import (
     BEAT_LUA,
     CLAIM_LUA,
     KEEP_LUA,
@@ -42,7 +42,7 @@ from app.tasks.redis_liveness import (
     RESIGNED_CLAIM_LUA,
     TAKE_OVER_LUA,
 )
-from app.tasks.redis_shared import RedisTaskSpace, listed, message
+from app.tasks.redis.shared import RedisTaskSpace, listed, message
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ Keys, under the deployment's prefix:
                                 as long, so a finished run is still found.
 
 In a Redis Cluster both name their user as its hash tag (`events:{<user>}:<task_id>`,
-`run:{<user>}:<conversation>`, `redis_shared`): a batch's script writes them with
+`run:{<user>}:<conversation>`, `shared`): a batch's script writes them with
 the claim and the list of runs, which a Cluster allows only within one slot.
 
 Every batch is one script (`APPEND_LUA`) that first checks the run still holds its
@@ -63,10 +63,10 @@ from app.core.events import CompleteEvent, RunStatus, encode_data
 from app.core.frames import encode_frame
 from app.tasks.base import BatchRelease, Claim, ClaimLost, Claims, EventsGone, TaskError
 from app.tasks.log import RunLog
-from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import connect, milliseconds, translate_errors
-from app.tasks.redis_shared import TaskKeys, message
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.batch import SharedPipeline
+from app.tasks.redis.client import connect, milliseconds, translate_errors
+from app.tasks.redis.shared import TaskKeys, message
+from app.tasks.redis.target import RedisTarget
 
 logger = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 
 from app.store.models import TurnOutcome
-from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import RedisPipeline, milliseconds, translate_errors
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.batch import SharedPipeline
+from app.tasks.redis.client import RedisPipeline, milliseconds, translate_errors
+from app.tasks.redis.target import RedisTarget
 from app.tasks.unstored import UNSTORED_RETENTION_SECONDS
 
 log = logging.getLogger(__name__)

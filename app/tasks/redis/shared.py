@@ -4,9 +4,9 @@
     <prefix>queue:<user>:<conversation>  the conversation's queue: task ids, oldest first
     <prefix>queued:<task_id>             a queued turn's ticket, alive while its waiter keeps it
     <prefix>board:<user>                 the user's list of runs: task id -> the turn as listed
-    <prefix>run:<user>:<conversation>    the conversation's latest run's task id (`redis_log`)
-    <prefix>events:<task_id>             the run's log, a Stream (`redis_log`)
-    <prefix>instances                    each instance's deadline (`redis_liveness`)
+    <prefix>run:<user>:<conversation>    the conversation's latest run's task id (`log`)
+    <prefix>events:<task_id>             the run's log, a Stream (`log`)
+    <prefix>instances                    each instance's deadline (`liveness`)
 
 In a Redis Cluster the user is a hash tag, `{<user>}`, and a ticket and a
 run's log name their user (`<prefix>queued:{<user>}:<task_id>`,
@@ -36,9 +36,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.tasks.base import Claim, Ticket
-from app.tasks.redis_batch import SharedPipeline
-from app.tasks.redis_client import RedisClient, connect
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.batch import SharedPipeline
+from app.tasks.redis.client import RedisClient, connect
+from app.tasks.redis.target import RedisTarget
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
 from app.tasks.base import TaskBackendUnavailable
-from app.tasks.redis_target import RedisTarget
+from app.tasks.redis.target import RedisTarget
 
 MAX_CONNECTIONS = 64
 """Connections per client; commands take a millisecond, so a few dozen serve many streams."""
