@@ -5,7 +5,8 @@
 // A disclosure, like each conversation's menu: its button says whether it is open; Escape,
 // using an item, or the keyboard or a click going elsewhere closes it.
 
-/** Make `items` (the header's screen and account buttons) the menu `button` opens on a narrow screen. */
+/** Make `items` (the header's screen and account buttons) the menu `button` opens on a
+ * narrow screen. */
 export function headerMenu(button, items) {
   const isOpen = () => items.classList.contains('open');
   const show = (open) => {
