@@ -196,10 +196,13 @@ function clearNotice() {
   ui.notice.hidden = true;
 }
 
+/** Ask for the key, saying why; a box already open keeps what is being typed in it (the
+ * page's first requests, sent with no key, are refused one by one as it is typed). */
 function showAuth(message) {
   ui.authMessage.textContent = message;
-  ui.auth.hidden = false;
   ui.keyButton.hidden = false;
+  if (!ui.auth.hidden) return;
+  ui.auth.hidden = false;
   ui.apiKeyInput.value = apiKey();
   ui.apiKeyInput.focus();
 }
