@@ -44,6 +44,9 @@ export class RunWatch {
    * conversation that started elsewhere. A server without `/agent/runs` shows no badges.
    */
   async refresh({ join = false } = {}) {
+    // Asked while the page read an answer, the list may say "running" of the very turn
+    // that has ended since: joining it would draw the conversation again under the reader.
+    const askedWhileReading = this.reading();
     let runs;
     try {
       runs = await getJson('/agent/runs');
@@ -58,7 +61,8 @@ export class RunWatch {
     }
     this.conversations.setRuns(byConversation);
     const open = this.open();
-    if (!join || this.reading() || this.joining || byConversation.get(open) !== 'running') return;
+    if (!join || askedWhileReading || this.reading() || this.joining) return;
+    if (byConversation.get(open) !== 'running') return;
     this.joining = true;
     try {
       // The reader may have moved on while the list was asked for.
