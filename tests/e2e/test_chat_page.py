@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -10,6 +11,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
+from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import FilePayload, Locator, Page, Request, Route, expect
 
 from app.config import Settings
@@ -391,6 +393,49 @@ async def test_api_key_is_asked_for_and_sent_when_auth_is_on(
         await expect(page.locator("#auth")).to_be_hidden()
 
     assert not [u for u in urls if "key-alice" in u], "the key must travel in a header only"
+
+
+async def test_a_key_typed_while_the_first_requests_are_answered_is_kept(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    """On a busy machine the page's first requests, sent with no key, came back 401 while
+    the key was being typed (which emptied the box) or once it was saved (which asked for
+    it again): CI saw the key box stay open."""
+    upstreams.llm.script(Reply.text("Hello Alice."))
+    typed, saved, let_go = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    held = {"/projects": typed, "/session/list": saved}
+
+    async def hold_keyless(route: Route) -> None:
+        release = held.get(urlsplit(route.request.url).path)
+        if release is None or "authorization" in route.request.headers:
+            await route.continue_()
+            return
+        await release.wait()
+        with contextlib.suppress(PlaywrightError):  # the page gave up on it meanwhile
+            await route.continue_()
+        if release is saved:
+            let_go.set()
+
+    await page.route("**/*", hold_keyless)
+    async with serve(create_app(app_settings(api_keys="key-alice:alice"))) as url:
+        try:
+            await page.goto(url)
+            await expect(page.locator("#auth")).to_be_visible()
+            await page.locator("#api-key").fill("key-alice")
+            # The list is asked for once the projects' 401 has been shown.
+            async with page.expect_request("**/session/list?**"):
+                typed.set()
+            await expect(page.locator("#api-key")).to_have_value("key-alice")
+            await page.locator("#api-key").press("Enter")
+            await expect(page.locator("#auth")).to_be_hidden()
+        finally:
+            typed.set()
+            saved.set()
+        await let_go.wait()
+        turn = await ask(page, "Hi there")
+        await expect(turn.locator(".answer")).to_have_text("Hello Alice.")
+        await expect(page.locator("#auth")).to_be_hidden()
+        await expect(page.locator("#notice")).to_be_hidden()
 
 
 async def test_errors_are_shown_in_plain_words_and_retried_in_one_click(

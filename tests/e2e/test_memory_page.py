@@ -3,10 +3,11 @@ temporary chat, and a project's screen, chat and conversations moved in and out.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
-from playwright.async_api import FilePayload, Page, expect
+from playwright.async_api import FilePayload, Page, Route, expect
 
 from tests.e2e.conftest import LOOP, Upstreams, artifact
 from tests.e2e.test_accessibility_page import serious_violations
@@ -66,6 +67,39 @@ async def test_the_memory_screen_lists_adds_edits_deletes_and_switches_off(
     assert kept == ["I live in Grenoble"]
     assert switched == {"enabled": False}
     assert await memory_of(app_url) == []
+
+
+async def test_facts_added_faster_than_the_server_answers_are_all_kept_in_order(
+    page: Page, app_url: str
+) -> None:
+    """CI once kept one fact of two added in quick succession: the first add, landing as
+    the second was typed, emptied the box."""
+    typed = asyncio.Event()
+
+    async def hold_the_first_add(route: Route) -> None:
+        if route.request.method == "POST":
+            await typed.wait()
+        await route.continue_()
+
+    await page.route("**/memory", hold_the_first_add)
+    await page.goto(app_url)
+    await page.get_by_role("button", name="Account").click()
+    await page.get_by_role("button", name="Open your memory").click()
+    await expect(page.locator("#memory-items-empty")).to_be_visible()
+    box = page.get_by_label("Something to remember")
+    add = page.get_by_role("button", name="Add", exact=True)
+    try:
+        await box.fill("I prefer metric units")
+        await add.click()
+        await box.fill("I live in Lyon")
+        await add.click()
+        await expect(box).to_have_value("")
+    finally:
+        typed.set()
+    await expect(page.locator("#memory-items .memory-text")).to_have_text(
+        ["I live in Lyon", "I prefer metric units"]
+    )
+    assert await memory_of(app_url) == ["I live in Lyon", "I prefer metric units"]
 
 
 async def test_an_answer_that_saved_to_memory_says_so_and_undo_takes_it_back(

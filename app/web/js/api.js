@@ -25,9 +25,15 @@ export function apiKey() {
   return localStorage.getItem(KEY_STORAGE) ?? '';
 }
 
+/** Aborts what was asked with the key in use when it changes: those answers are moot, and
+ * a 401 to a request sent with no key, arriving once one is saved, would ask for it again. */
+let keyInUse = new AbortController();
+
 export function saveApiKey(value) {
   if (value) localStorage.setItem(KEY_STORAGE, value);
   else localStorage.removeItem(KEY_STORAGE);
+  keyInUse.abort();
+  keyInUse = new AbortController();
 }
 
 function withKey(headers = {}) {
@@ -39,7 +45,10 @@ function withKey(headers = {}) {
 export async function send(path, init = {}) {
   let response;
   try {
-    response = await fetch(path, { ...init, headers: withKey(init.headers) });
+    const signal = init.signal
+      ? AbortSignal.any([init.signal, keyInUse.signal])
+      : keyInUse.signal;
+    response = await fetch(path, { ...init, headers: withKey(init.headers), signal });
   } catch (error) {
     if (error.name === 'AbortError') throw error;
     throw new ApiError(0, 'The server cannot be reached. Check the connection and try again.');

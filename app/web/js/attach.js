@@ -149,6 +149,34 @@ export class Attachment {
     this.input.click();
   }
 
+  /** Take a file dropped anywhere on the page (`composer` shows it can), not opened by the
+   * browser in the page's place, and a picture (a screenshot) pasted into `question`;
+   * pasted text stays text. */
+  takeDrops(composer, question) {
+    const carriesFiles = (transfer) => [...(transfer?.types ?? [])].includes('Files');
+    document.addEventListener('dragover', (event) => {
+      if (!carriesFiles(event.dataTransfer)) return;
+      event.preventDefault();
+      event.dataTransfer.dropEffect = 'copy';
+      composer.classList.add('dropping');
+    });
+    document.addEventListener('dragleave', (event) => {
+      if (event.relatedTarget === null) composer.classList.remove('dropping');
+    });
+    document.addEventListener('drop', (event) => {
+      composer.classList.remove('dropping');
+      if (!carriesFiles(event.dataTransfer)) return;
+      event.preventDefault();
+      if (event.dataTransfer.files.length) this.offer([...event.dataTransfer.files]);
+    });
+    question.addEventListener('paste', (event) => {
+      const files = [...(event.clipboardData?.files ?? [])];
+      if (!files.length || event.clipboardData.getData('text/plain')) return;
+      event.preventDefault();
+      this.offer(files);
+    });
+  }
+
   /** A file dragged onto the page or pasted into the question box, attached as if picked,
    * where the agent takes one; otherwise the reader is told which agents do. */
   offer(files) {

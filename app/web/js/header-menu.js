@@ -1,10 +1,12 @@
-// The header's account items (Admin, Account, API key, Sign in or out) as one menu on a
-// narrow screen, where side by side they run past its edge and the page scrolls sideways;
-// on a wide one they stand in the header as ever and the menu's button is not shown
-// (app.css). A disclosure, like each conversation's menu: its button says whether it is
-// open; Escape, using an item, or the keyboard or a click going elsewhere closes it.
+// The header's screens and account items (Schedules, Admin, Account, API key, Sign out) as
+// one menu on a narrow screen, where side by side they run past its edge and the page
+// scrolls sideways; on a wide one they stand in the header as ever and the menu's button is
+// not shown (app.css). Sign in stays in the header, where it is seen at once (auth.js).
+// A disclosure, like each conversation's menu: its button says whether it is open; Escape,
+// using an item, or the keyboard or a click going elsewhere closes it.
 
-/** Make `items` (the header's account buttons) the menu `button` opens on a narrow screen. */
+/** Make `items` (the header's screen and account buttons) the menu `button` opens on a
+ * narrow screen. */
 export function headerMenu(button, items) {
   const isOpen = () => items.classList.contains('open');
   const show = (open) => {

@@ -35,14 +35,24 @@ export class MemoryScreen extends Screen {
     this.enabled.addEventListener('change', () =>
       sendJson('PATCH', '/memory/settings', { enabled: this.enabled.checked }).catch(onError),
     );
+    /** The adds asked for, one after another: a fast typist's items land in their order. */
+    this.adding = Promise.resolve();
+    /** How many looks at the memory were asked for: only the latest one is drawn. */
+    this.looks = 0;
     this.form.addEventListener('submit', (event) => {
       event.preventDefault();
       const content = this.input.value.trim();
       if (!content) return;
-      this.run(async () => {
-        await sendJson('POST', '/memory', { content });
-        this.input.value = '';
-      });
+      // The box is free at once for the next item; it gets this one back if it fails.
+      this.input.value = '';
+      this.adding = this.adding.then(() =>
+        this.run(() =>
+          sendJson('POST', '/memory', { content }).catch((error) => {
+            if (!this.input.value) this.input.value = content;
+            throw error;
+          }),
+        ),
+      );
     });
   }
 
@@ -63,18 +73,21 @@ export class MemoryScreen extends Screen {
     this.show().catch(this.onError);
   }
 
-  /** Do `act`, then show the memory as it is now. */
+  /** Do `act`, then show the memory as it is now; settles once shown (or failed). */
   run(act) {
-    Promise.resolve(act())
+    return Promise.resolve(act())
       .then(() => this.show())
       .catch(this.onError);
   }
 
   async show() {
+    const look = ++this.looks;
     const [settings, items] = await Promise.all([
       getJson('/memory/settings'),
       getJson('/memory'),
     ]);
+    // A later look is on its way, or drawn: this answer may be older than it.
+    if (look !== this.looks) return;
     this.enabled.checked = settings.enabled;
     this.items.replaceChildren(...items.map((item) => this.item(item)));
     this.empty.hidden = items.length > 0;

@@ -1,83 +1,21 @@
 // The Schedules screen: questions the agents are asked on a recurrence (`/schedules`).
 // Lists them (what, when, the next and the last run), makes and edits one (a few common
-// recurrences picked from a list, or an RRULE or cron of one's own, in the browser's time
-// zone unless changed), pauses, resumes, runs one now, deletes one, and shows a schedule's
-// runs, each linked to its conversation. "Run this every…" under an answer opens the form
-// filled with that question, agent and project (`runEveryButton`). A schedule in a project
-// runs in it: its instructions, files and memory, its default model when none is picked.
+// recurrences picked from a list, or an RRULE or cron of one's own: recurrence.js; in the
+// browser's time zone unless changed), pauses, resumes, runs one now, deletes one, and
+// shows a schedule's runs, each linked to its conversation. "Run this every…" under an
+// answer opens the form filled with that question, agent and project (`runEveryButton`).
+// A schedule in a project runs in it: its instructions, files and memory, its default
+// model when none is picked.
 //
 // While it is open it takes the chat's place (a `Screen`). The server checks everything
 // (an interval too short, a bad rule): its words are shown under the form.
 
 import { getJson, send, sendJson } from './api.js';
 import { h, pressTwice } from './dom.js';
+import { DAYS, REPEATS, browserZone, describe, pickedOf, ruleOf } from './recurrence.js';
 import { Screen, cells, showRows } from './screen.js';
 
-const REPEATS = [
-  ['daily', 'Every day'],
-  ['weekdays', 'Every weekday'],
-  ['weekly', 'Every week'],
-  ['hourly', 'Every hour'],
-  ['rrule', 'Custom (RRULE)'],
-  ['cron', 'Custom (cron)'],
-];
-const DAYS = [
-  ['MO', 'Monday'],
-  ['TU', 'Tuesday'],
-  ['WE', 'Wednesday'],
-  ['TH', 'Thursday'],
-  ['FR', 'Friday'],
-  ['SA', 'Saturday'],
-  ['SU', 'Sunday'],
-];
-const WEEKDAYS = 'MO,TU,WE,TH,FR';
-/** The rules the list offers, read back so an edit shows them as picked. */
-const PICKED = [
-  [/^FREQ=DAILY;BYHOUR=(\d+);BYMINUTE=(\d+)$/, 'daily'],
-  [new RegExp(`^FREQ=WEEKLY;BYDAY=${WEEKDAYS};BYHOUR=(\\d+);BYMINUTE=(\\d+)$`), 'weekdays'],
-  [/^FREQ=WEEKLY;BYDAY=(MO|TU|WE|TH|FR|SA|SU);BYHOUR=(\d+);BYMINUTE=(\d+)$/, 'weekly'],
-  [/^FREQ=HOURLY;BYMINUTE=(\d+)$/, 'hourly'],
-];
 const NAME_CHARS = 100;
-
-const two = (n) => String(n).padStart(2, '0');
-
-/** The browser's own zone: what a new schedule's times are wall-clock times of. */
-function browserZone() {
-  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
-}
-
-/** A picked recurrence, as the form shows it, read back from a schedule's rule. */
-function pickedOf(schedule) {
-  if (schedule.cron) return { repeat: 'cron', custom: schedule.cron };
-  for (const [pattern, repeat] of PICKED) {
-    const found = pattern.exec(schedule.rrule ?? '');
-    if (!found) continue;
-    const [, ...parts] = found;
-    if (repeat === 'hourly') return { repeat, time: `00:${two(parts[0])}` };
-    const day = repeat === 'weekly' ? parts.shift() : 'MO';
-    return { repeat, day, time: `${two(parts[0])}:${two(parts[1])}` };
-  }
-  return { repeat: 'rrule', custom: schedule.rrule ?? '' };
-}
-
-/** A schedule's rule in words where it is one the list offers, else as written. */
-function describe(schedule) {
-  const picked = pickedOf(schedule);
-  const at = picked.time;
-  switch (picked.repeat) {
-    case 'daily':
-      return `Every day at ${at}`;
-    case 'weekdays':
-      return `Every weekday at ${at}`;
-    case 'weekly':
-      return `Every ${DAYS.find(([d]) => d === picked.day)[1]} at ${at}`;
-    case 'hourly':
-      return `Every hour at :${at.slice(3)}`;
-    default:
-      return picked.custom;
-  }
-}
 
 function when(time) {
   return time ? new Date(time).toLocaleString() : '—';
@@ -306,22 +244,6 @@ export class SchedulesScreen extends Screen {
     this.custom.placeholder = repeat === 'cron' ? '0 8 * * 1-5' : 'FREQ=DAILY;BYHOUR=8;BYMINUTE=0';
   }
 
-  /** The form's recurrence as the API takes it: `rrule` or `cron`, the other null. */
-  rule() {
-    const repeat = this.repeat.value;
-    if (repeat === 'cron') return { rrule: null, cron: this.custom.value.trim() };
-    if (repeat === 'rrule') return { rrule: this.custom.value.trim(), cron: null };
-    const [hour, minute] = this.time.value.split(':').map(Number);
-    const at = `BYHOUR=${hour};BYMINUTE=${minute}`;
-    const rules = {
-      daily: `FREQ=DAILY;${at}`,
-      weekdays: `FREQ=WEEKLY;BYDAY=${WEEKDAYS};${at}`,
-      weekly: `FREQ=WEEKLY;BYDAY=${this.day.value};${at}`,
-      hourly: `FREQ=HOURLY;BYMINUTE=${minute}`,
-    };
-    return { rrule: rules[repeat], cron: null };
-  }
-
   async save() {
     const query = this.query.value.trim();
     const body = {
@@ -331,7 +253,12 @@ export class SchedulesScreen extends Screen {
       projectId: this.project.value || null,
       timezone: this.zone.value.trim() || browserZone(),
       conversation: this.same.checked ? 'same' : 'new',
-      ...this.rule(),
+      ...ruleOf({
+        repeat: this.repeat.value,
+        custom: this.custom.value,
+        time: this.time.value,
+        day: this.day.value,
+      }),
     };
     const saved = this.editing
       ? await sendJson('PATCH', `/schedules/${this.editing.scheduleId}`, body)

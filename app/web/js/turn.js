@@ -1,7 +1,8 @@
 // One question and its answer, drawn the same way whether it streams in live or is
-// read back from history: the question, collapsible thinking, the tool timeline, the
-// answer (sanitised Markdown), generated files, references, follow-up questions and
-// a status line. Everything from the server is set as text except the answer.
+// read back from history: the question, collapsible thinking, the tool timeline
+// (tools.js), the answer (sanitised Markdown), generated files, references, follow-up
+// questions and a status line. Everything from the server is set as text except the
+// answer.
 
 import { download } from './api.js';
 import { h, jsonList } from './dom.js';
@@ -13,8 +14,8 @@ import { DeckView } from './deck.js';
 import { foldButton } from './fold.js';
 import { PlanView } from './plan.js';
 import { addPreview } from './previews.js';
-import { rememberedNote } from './remembered.js';
 import { linkCitations, referenceItems } from './sources.js';
+import { endTool, toolItem } from './tools.js';
 
 const RENDER_EVERY_MS = 50;
 
@@ -26,46 +27,6 @@ const STATUS_TEXT = {
   paused: 'Waiting for your reply',
   interrupted: 'Interrupted: the server stopped while answering',
 };
-
-/** What a call the user rejected answers (app/agents/approvals.py `DECLINED`): it did not
- * run, so it did not fail either. */
-const DECLINED = 'Declined by the user';
-
-/** A tool's output without the tags that mark it as read from outside (API.md). */
-function readable(result) {
-  return (result ?? '').replace(/<\/?untrusted-content\b[^>]*>/g, '').trim();
-}
-
-function prettyJson(text) {
-  try {
-    return JSON.stringify(JSON.parse(text), null, 2);
-  } catch {
-    return text ?? '';
-  }
-}
-
-/** A one-line hint of a tool call's arguments, e.g. the search query. */
-function argumentsHint(text) {
-  try {
-    const first = Object.values(JSON.parse(text)).find((v) => typeof v === 'string');
-    if (first) return first.length > 80 ? `${first.slice(0, 79)}…` : first;
-  } catch {
-    // Arguments that are not JSON get no hint; they are shown in full below.
-  }
-  return '';
-}
-
-/** The title and address `fetch_page` answered with (its first lines), or null. */
-function readPage(result) {
-  const title = /^Title: (.*)$/m.exec(result ?? '')?.[1]?.trim();
-  const url = safeUrl(/^URL: (.*)$/m.exec(result ?? '')?.[1]?.trim());
-  return url ? { title: title || url, url } : null;
-}
-
-function pageLink({ title, url }) {
-  const attributes = { class: 'read-page', href: url, target: '_blank', rel: 'noopener noreferrer' };
-  return h('a', attributes, title);
-}
 
 function sizeText(bytes) {
   if (!Number.isFinite(bytes)) return '';
@@ -296,58 +257,18 @@ export class TurnView {
     dressCodeBlocks(this.answer, final || this.el.dataset.status !== 'running');
   }
 
-  /** A tool call: its name and what it was asked (a query, a page), its output on demand,
-   * and its raw arguments one step further in. A research task's call goes in its task. */
+  /** A tool call (tools.js); a research task's call goes in its task. */
   toolStarted(id, name, args, taskId) {
-    const state = h('span', { class: 'tool-state' }, 'running…');
-    const result = h('pre', { class: 'tool-result', hidden: true });
-    const hint = h('span', { class: 'tool-hint' }, argumentsHint(args));
-    const item = h(
-      'li',
-      { class: 'tool running' },
-      h(
-        'details',
-        {},
-        h(
-          'summary',
-          {},
-          h('span', { class: 'tool-name' }, name ?? 'tool'),
-          ' ',
-          hint,
-          ' ',
-          state,
-        ),
-        result,
-        args
-          ? h(
-              'details',
-              { class: 'tool-arguments' },
-              h('summary', {}, 'Arguments'),
-              h('pre', { class: 'tool-args' }, prettyJson(args)),
-            )
-          : null,
-      ),
-    );
-    this.toolItems.set(id, { item, state, result, hint });
+    const entry = toolItem(name, args);
+    this.toolItems.set(id, entry);
     const list = this.plan.toolList(taskId) ?? this.tools;
     list.hidden = false;
-    list.append(item);
+    list.append(entry.item);
   }
 
   toolEnded(id, name, result, isError) {
     if (!this.toolItems.has(id)) this.toolStarted(id, name, '');
-    const entry = this.toolItems.get(id);
-    const text = readable(result);
-    let outcome = isError ? 'failed' : 'done';
-    if (isError && text.startsWith(DECLINED)) outcome = 'declined';
-    entry.item.classList.remove('running');
-    entry.item.classList.add(outcome);
-    entry.state.textContent = outcome;
-    entry.result.textContent = text;
-    entry.result.hidden = !entry.result.textContent;
-    const page = name === 'fetch_page' && !isError ? readPage(result) : null;
-    if (page) entry.hint.replaceChildren(pageLink(page));
-    const note = name === 'remember' && !isError ? rememberedNote(result, this.onError) : null;
+    const note = endTool(this.toolItems.get(id), name, result, isError, this.onError);
     if (note) {
       this.memoryNotes.append(note);
       this.memoryNotes.hidden = false;
