@@ -20,6 +20,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 import uvicorn.loops.auto
 
+from app.llm.tokens import install_encodings
+
 POSTGRES_TEST_URL = os.environ.get(
     "POSTGRES_TEST_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test"
 )
@@ -51,6 +53,14 @@ def require_binary(program: str, what: str) -> None:
     """For tests that start a private server: its program must be installed."""
     if shutil.which(program) is None:
         unavailable(f"{what} is not installed; install it to run this test")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tiktoken_offline(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """tiktoken's files in place before any test counts a token, as the lifespan puts them
+    before any turn: without it a test that counts before an app has started (run alone,
+    or first) tries to download them."""
+    install_encodings(tmp_path_factory.mktemp("tiktoken"))
 
 
 @pytest.fixture(scope="session")
