@@ -167,13 +167,15 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         library = DocumentLibrary(
             SqlFileStore(db),
             LocalBlobStore(settings.data_dir / "files"),
-            embedder,
-            LibrarySettings.from_settings(settings),
+            embedder=embedder,
+            settings=LibrarySettings.from_settings(settings),
         )
         tokens = TokenCounter()
         memory_settings = MemorySettings.from_settings(settings)
         user_memory = (
-            UserMemory(SqlUserMemory(db), embedder, tokens, memory_settings)
+            UserMemory(
+                SqlUserMemory(db), embedder=embedder, tokens=tokens, settings=memory_settings
+            )
             if memory_settings.enabled
             else None
         )
@@ -211,7 +213,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         # Entered before the runs' shutdown is registered, so what the agents hold
         # closes after every run ended, though each is built at its first turn.
         agents = OnDemandAgents(
-            app.state.agents, core, settings, await stack.enter_async_context(AsyncExitStack())
+            app.state.agents,
+            core,
+            settings=settings,
+            stack=await stack.enter_async_context(AsyncExitStack()),
         )
         built_tasks = build_tasks(settings, instance_id)
         tasks = built_tasks
@@ -225,9 +230,9 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         movable = built_tasks.takeovers is not None and settings.turn_takeovers > 0
         run_registry = RunRegistry(
             tasks.claims,
-            settings.task_ttl_seconds,
-            settings.resume_retention_seconds,
-            shared_logs,
+            ttl=settings.task_ttl_seconds,
+            retention=settings.resume_retention_seconds,
+            shared=shared_logs,
             movable=movable,
             drain=drain,
         )
@@ -241,26 +246,26 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         webhooks = Webhooks(settings)
         turns = TurnService(
             agents,
-            tasks.claims,
-            tasks.queue,
-            tasks.board,
-            run_registry,
-            settings.task_ttl_seconds,
-            store,
-            agent.STOP_WAIT_SECONDS,
-            telemetry,
-            settings.max_starting_turns,
-            drain,
+            claims=tasks.claims,
+            queue=tasks.queue,
+            board=tasks.board,
+            runs=run_registry,
+            ttl=settings.task_ttl_seconds,
+            store=store,
+            stop_wait=agent.STOP_WAIT_SECONDS,
+            observer=telemetry,
+            starting=settings.max_starting_turns,
+            drain=drain,
         )
         titles = SqlTitles(db)
         projects = ProjectService(
             SqlProjects(db),
-            titles,
-            store,
-            turns,
-            library,
-            catalog,
-            [entry.kind for entry in app.state.agents],
+            titles=titles,
+            store=store,
+            turns=turns,
+            files=library,
+            models=catalog,
+            kinds=[entry.kind for entry in app.state.agents],
         )
         stack.push_async_callback(limits.close)
         stack.push_async_callback(tasks.backend.close)
@@ -270,20 +275,22 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             if movable and built_tasks.takeovers is not None:
                 successor = TurnSuccessor(
                     agents,
-                    store,
-                    tasks.claims,
-                    built_tasks.takeovers,
-                    shared_logs,
-                    turns,
-                    projects,
-                    catalog,
-                    webhooks,
-                    drain,
+                    store=store,
+                    claims=tasks.claims,
+                    takeovers=built_tasks.takeovers,
+                    logs=shared_logs,
+                    turns=turns,
+                    projects=projects,
+                    models=catalog,
+                    webhooks=webhooks,
+                    drain=drain,
                     ttl=settings.task_ttl_seconds,
                     limit=settings.turn_takeovers,
                     memory_turns=settings.memory_max_turns,
                 )
-            dead = Sweeper(tasks.instances, store, settings.task_ttl_seconds, successor)
+            dead = Sweeper(
+                tasks.instances, store, ttl=settings.task_ttl_seconds, successor=successor
+            )
             dead.start()
             stack.push_async_callback(dead.close)
         stack.push_async_callback(shared_logs.close)
@@ -294,7 +301,12 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         # First at the end: queued turns leave, runs are handed over or stored, this
         # instance resigns (Redis), open streams end; the SIGTERM drain does it sooner.
         drainer = Drainer(
-            drain, settings.drain_seconds, run_registry, turns, dead, built_tasks.takeovers
+            drain,
+            grace=settings.drain_seconds,
+            runs=run_registry,
+            turns=turns,
+            sweeper=dead,
+            takeovers=built_tasks.takeovers,
         )
         stack.push_async_callback(drainer.shutdown)
         stack.callback(drain_on_sigterm(drainer))
@@ -302,28 +314,28 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
         auth = await stack.enter_async_context(open_authenticator(settings, made_keys))
         streams = StreamService(
             StreamSettings.from_settings(settings),
-            turns,
-            run_registry,
-            library,
-            limits,
-            webhooks,
-            store,
-            catalog,
-            projects,
+            turns=turns,
+            runs=run_registry,
+            files=library,
+            limits=limits,
+            webhooks=webhooks,
+            store=store,
+            models=catalog,
+            projects=projects,
         )
         schedule_service = ScheduleService(
             ScheduleSettings.from_settings(settings),
-            ClockSettings.from_settings(settings),
-            SqlSchedules(db),
-            streams,
-            store,
-            {entry.kind: entry for entry in app.state.agents},
-            catalog,
-            webhooks,
-            projects,
-            instance_id,
-            tasks.instances,
-            drain,
+            clock_settings=ClockSettings.from_settings(settings),
+            store=SqlSchedules(db),
+            streams=streams,
+            sessions=store,
+            agents={entry.kind: entry for entry in app.state.agents},
+            models=catalog,
+            webhooks=webhooks,
+            projects=projects,
+            instance_id=instance_id,
+            instances=tasks.instances,
+            drain=drain,
         )
         if webhooks.enabled:
             # Here, not at the top: push notifications need the secret, and A2A's library

@@ -88,6 +88,7 @@ class TurnService:
     def __init__(
         self,
         agents: OnDemandAgents,
+        *,
         claims: Claims,
         queue: ConversationQueue,
         board: RunsBoard,

@@ -54,6 +54,7 @@ class Sweeper:
         self,
         instances: DeadInstances,
         rows: OrphanRows,
+        *,
         ttl: float,
         successor: Successor | None = None,
     ) -> None:
