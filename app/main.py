@@ -23,7 +23,6 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from datetime import UTC, datetime, timedelta
 from types import FrameType
 from urllib.parse import urlsplit
 
@@ -32,10 +31,8 @@ from fastapi.middleware.cors import CORSMiddleware
 from opentelemetry.sdk.trace.export import SpanExporter
 from starlette.routing import Route
 
-from app.agents.approvals import ApprovalPolicy, ApprovalSettings
-from app.agents.on_demand import OnDemandAgents
+from app.agents.factory import Parts
 from app.agents.registry import AGENTS, AgentEntry
-from app.agents.turn import AgentCore, AgentSettings
 from app.api import (
     access_log,
     admin,
@@ -71,55 +68,23 @@ from app.api.text_guard import TextGuard
 from app.api.web import WebPage
 from app.auth import check_settings as check_auth_settings
 from app.auth import open_authenticator
+from app.auth.identity import Authenticator
 from app.config import Settings
-from app.core.drain import Drain
 from app.core.events import prepare_codecs
-from app.documents.library import DocumentLibrary, LibrarySettings
-from app.documents.user_memory import MemorySettings, UserMemory
-from app.limits import Rates, build_user_limits
-from app.limits.adjusted import AdjustedLimits
+from app.documents import factory as documents_part
+from app.limits import factory as limits_part
+from app.llm import factory as llm_part
 from app.llm.base import ChatModel
 from app.llm.catalog import read_catalog
-from app.llm.embeddings import build_embedder
-from app.llm.http import build_http_client
-from app.llm.models import open_catalog
-from app.llm.tokens import TokenCounter, install_encodings
+from app.service import factory as service_part
 from app.service.draining import Drainer
-from app.service.memory import MemoryService
-from app.service.projects import ProjectService
-from app.service.schedules import ScheduleService, ScheduleSettings
-from app.service.streams import StreamService, StreamSettings
-from app.service.takeover import TurnSuccessor
-from app.service.turns import TurnService
-from app.store.auth_keys import SqlAuthKeys
-from app.store.blobs import LocalBlobStore
-from app.store.db import Database
-from app.store.file_store import SqlFileStore
-from app.store.preferences import SqlPreferences
-from app.store.projects import SqlProjects
-from app.store.push_configs import SqlPushConfigs
-from app.store.ratings import SqlRatings
-from app.store.schedules import SqlSchedules
-from app.store.search import SqlTurnSearch
-from app.store.sessions import SqlSessionStore
-from app.store.shares import SqlShares
-from app.store.titles import SqlTitles
-from app.store.usage import SqlUsage
-from app.store.user_limits import SqlUserLimits
-from app.store.user_memory import SqlUserMemory
-from app.tasks.factory import build_shared_logs, build_tasks, build_unstored
-from app.tasks.runs import RunRegistry
-from app.tasks.schedule_clock import ClockSettings
-from app.tasks.sweeper import Sweeper
-from app.tasks.unstored import UnstoredSweeper
-from app.tasks.webhooks import Webhooks
+from app.service.factory import Service
+from app.service.schedules import RunStarted
+from app.store import factory as store_part
+from app.tasks import factory as tasks_part
 from app.telemetry import TelemetryMiddleware, build_telemetry
-from app.telemetry.stores import trace_database, trace_tasks
-from app.tools.fetch_page import FetchPage
-from app.tools.mcp import McpHub, McpLimits, parse_servers
-from app.tools.mcp.toolbox import McpToolbox
-from app.tools.page_reader import PageReader
-from app.tools.search import configured_search
+from app.telemetry.stores import StoreTracing
+from app.tools import factory as tools_part
 
 log = logging.getLogger("app")
 
@@ -131,260 +96,108 @@ _MIDDLE_COLLECTIONS_PER_FULL = 100
 
 @asynccontextmanager
 async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
+    """The app's parts, each built by its package from the settings, in the order each needs
+    the ones before it; the stack closes them in reverse."""
     settings: Settings = app.state.settings
+    entries: Sequence[AgentEntry] = app.state.agents
+    instance_id = uuid.uuid4().hex[:12]
     async with AsyncExitStack() as stack:
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
-        install_encodings(settings.data_dir / "tiktoken")
         # First in, last out: the spans of the shutdown itself are exported too.
         telemetry = await stack.enter_async_context(
             build_telemetry(settings, app.state.span_exporter)
         )
-        tracer = telemetry.tracer
-        db = await stack.enter_async_context(
-            Database.open(
-                settings.database_url,
-                pool_size=settings.db_pool_size,
-                migrate=settings.auto_migrate,
-                migrate_url=settings.migrate_database_url or None,
-                transaction_pooler=settings.db_transaction_pooler,
-            )
+        tracing = StoreTracing(telemetry.tracer, remote_tasks=bool(settings.redis_url))
+        stores = await store_part.build(
+            settings, stack=stack, instance_id=instance_id, opened=tracing.database
         )
-        if tracer is not None:
-            trace_database(db, tracer)
-        app.state.database = db
-        instance_id = uuid.uuid4().hex[:12]
-        store = SqlSessionStore(db, instance_id)
-        await _mark_orphans(store, settings)
-        catalog = await stack.enter_async_context(
-            open_catalog(app.state.catalog, settings, app.state.model)
+        app.state.database = stores.database
+        models = await llm_part.build(
+            settings, stack=stack, spec=app.state.catalog, model=app.state.model, observer=telemetry
         )
-        tools_client = await stack.enter_async_context(build_http_client(settings))
-        mcp_servers = parse_servers(settings.mcp_servers.get_secret_value())
-        mcp = await stack.enter_async_context(
-            McpHub.open(mcp_servers, McpLimits.from_settings(settings))
+        tools = await tools_part.build(settings, stack=stack, http=models.http)
+        runs = await tasks_part.build(
+            settings, stack=stack, instance_id=instance_id, stores=stores, traced=tracing.tasks
         )
-        embedder = build_embedder(settings, tools_client)
-        library = DocumentLibrary(
-            SqlFileStore(db),
-            LocalBlobStore(settings.data_dir / "files"),
-            embedder=embedder,
-            settings=LibrarySettings.from_settings(settings),
-        )
-        tokens = TokenCounter()
-        memory_settings = MemorySettings.from_settings(settings)
-        user_memory = (
-            UserMemory(
-                SqlUserMemory(db), embedder=embedder, tokens=tokens, settings=memory_settings
-            )
-            if memory_settings.enabled
-            else None
-        )
-        model = catalog.default
-        # `default` last: the one hook the telemetry keeps telling is its own (a test's).
-        for each in reversed(catalog.models().values()):
-            telemetry.watch_model(each)
-        unstored = build_unstored(settings)
-        stack.push_async_callback(unstored.close)
-        storing = UnstoredSweeper(unstored, store, settings.unstored_sweep_seconds)
-        storing.start()
-        stack.push_async_callback(storing.close)
-        toolbox = McpToolbox(mcp, settings.mcp_result_max_chars, settings.tavily_max_results)
-        fetch_page = None
-        if settings.fetch_enabled:
-            reader = await stack.enter_async_context(PageReader.open(settings))
-            fetch_page = FetchPage(reader, settings.fetch_max_chars)
-        core = AgentCore(
-            model=model,
-            store=store,
-            tokens=tokens,
-            http=tools_client,
-            limits=AgentSettings.from_settings(settings),
-            documents=library,
-            database=db,
-            mcp=toolbox,
-            search=configured_search(tools_client, settings, toolbox),
-            fetch_page=fetch_page,
-            observer=telemetry,
-            unstored=unstored,
-            models=catalog,
-            approvals=ApprovalPolicy.from_settings(ApprovalSettings.from_settings(settings)),
-            user_memory=user_memory,
-        )
-        # Entered before the runs' shutdown is registered, so what the agents hold
-        # closes after every run ended, though each is built at its first turn.
-        agents = OnDemandAgents(
-            app.state.agents,
-            core,
-            settings=settings,
-            stack=await stack.enter_async_context(AsyncExitStack()),
-        )
-        built_tasks = build_tasks(settings, instance_id)
-        tasks = built_tasks
-        if tracer is not None and settings.redis_url:
-            tasks = trace_tasks(built_tasks, tracer)
-        shared_logs = build_shared_logs(
-            settings, tasks.claims, built_tasks, store.latest_status, instance_id
-        )
-        drain = Drain()
-        # Another instance can carry a turn on: with Redis, unless TURN_TAKEOVERS is 0.
-        movable = built_tasks.takeovers is not None and settings.turn_takeovers > 0
-        run_registry = RunRegistry(
-            tasks.claims,
-            ttl=settings.task_ttl_seconds,
-            retention=settings.resume_retention_seconds,
-            shared=shared_logs,
-            movable=movable,
-            drain=drain,
-        )
-        if built_tasks.takeovers is not None:
-            built_tasks.takeovers.on_lost(run_registry.lost)
-        await tasks.backend.start(run_registry.stop)
-        limits = AdjustedLimits(
-            build_user_limits(settings), Rates.from_settings(settings), SqlUserLimits(db)
-        )
-        await limits.start()
-        webhooks = Webhooks(settings)
-        turns = TurnService(
-            agents,
-            claims=tasks.claims,
-            queue=tasks.queue,
-            board=tasks.board,
-            runs=run_registry,
-            ttl=settings.task_ttl_seconds,
-            store=store,
-            stop_wait=agent.STOP_WAIT_SECONDS,
-            observer=telemetry,
-            starting=settings.max_starting_turns,
-            drain=drain,
-        )
-        titles = SqlTitles(db)
-        projects = ProjectService(
-            SqlProjects(db),
-            titles=titles,
-            store=store,
-            turns=turns,
-            files=library,
-            models=catalog,
-            kinds=[entry.kind for entry in app.state.agents],
-        )
-        stack.push_async_callback(limits.close)
-        stack.push_async_callback(tasks.backend.close)
-        dead = None
-        if tasks.instances is not None:
-            successor = None
-            if movable and built_tasks.takeovers is not None:
-                successor = TurnSuccessor(
-                    agents,
-                    store=store,
-                    claims=tasks.claims,
-                    takeovers=built_tasks.takeovers,
-                    logs=shared_logs,
-                    turns=turns,
-                    projects=projects,
-                    models=catalog,
-                    webhooks=webhooks,
-                    drain=drain,
-                    ttl=settings.task_ttl_seconds,
-                    limit=settings.turn_takeovers,
-                    memory_turns=settings.memory_max_turns,
-                )
-            dead = Sweeper(
-                tasks.instances, store, ttl=settings.task_ttl_seconds, successor=successor
-            )
-            dead.start()
-            stack.push_async_callback(dead.close)
-        stack.push_async_callback(shared_logs.close)
-        stack.push_async_callback(webhooks.close)
+        documents = documents_part.build(settings, stores=stores, models=models)
+        limits = await limits_part.build(settings, stack=stack, stored=stores.user_limits)
         # Closed after the runs are stopped and stored, so a call waiting on one is answered.
-        app.state.mcp = McpSurface(lambda: app.state.services, app.state.agents)
+        app.state.mcp = McpSurface(lambda: app.state.services, entries)
         stack.push_async_callback(app.state.mcp.close)
-        # First at the end: queued turns leave, runs are handed over or stored, this
-        # instance resigns (Redis), open streams end; the SIGTERM drain does it sooner.
-        drainer = Drainer(
-            drain,
-            grace=settings.drain_seconds,
-            runs=run_registry,
-            turns=turns,
-            sweeper=dead,
-            takeovers=built_tasks.takeovers,
+        parts = Parts(
+            stores=stores, models=models, tools=tools, runs=runs, documents=documents, limits=limits
         )
-        stack.push_async_callback(drainer.shutdown)
-        stack.callback(drain_on_sigterm(drainer))
-        made_keys = SqlAuthKeys(db)
-        auth = await stack.enter_async_context(open_authenticator(settings, made_keys))
-        streams = StreamService(
-            StreamSettings.from_settings(settings),
-            turns=turns,
-            runs=run_registry,
-            files=library,
-            limits=limits,
-            webhooks=webhooks,
-            store=store,
-            models=catalog,
-            projects=projects,
-        )
-        schedule_service = ScheduleService(
-            ScheduleSettings.from_settings(settings),
-            clock_settings=ClockSettings.from_settings(settings),
-            store=SqlSchedules(db),
-            streams=streams,
-            sessions=store,
-            agents={entry.kind: entry for entry in app.state.agents},
-            models=catalog,
-            webhooks=webhooks,
-            projects=projects,
+        service = await service_part.build(
+            settings,
+            stack=stack,
             instance_id=instance_id,
-            instances=tasks.instances,
-            drain=drain,
+            entries=entries,
+            parts=parts,
+            observer=telemetry,
+            stop_wait=agent.STOP_WAIT_SECONDS,
         )
-        if webhooks.enabled:
-            # Here, not at the top: push notifications need the secret, and A2A's library
-            # loads only with a configuration (or a call) that uses it.
-            from app.api.a2a.push import PushNotifications, scheduled_runs
-
-            schedule_service.on_started = scheduled_runs(
-                PushNotifications(SqlPushConfigs(db), webhooks, store), settings.a2a_public_url
-            )
-        app.state.services = Services(
-            http=ApiSettings.from_settings(settings),
-            agents={entry.kind: entry for entry in app.state.agents},
-            store=store,
-            titles=titles,
-            search=SqlTurnSearch(db),
-            usage=SqlUsage(db),
-            ratings=SqlRatings(db),
-            shares=SqlShares(db, store),
-            preferences=SqlPreferences(db),
-            tasks=tasks,
-            runs=run_registry,
-            turns=turns,
-            streams=streams,
-            projects=projects,
-            memory=MemoryService(user_memory, projects),
-            schedules=schedule_service,
-            auth=auth,
-            auth_keys=made_keys,
-            files=library,
-            model=core.model,
-            models=catalog,
-            limits=limits,
-            mcp=mcp,
-            webhooks=webhooks,
-            push_configs=SqlPushConfigs(db),
-            drain=drain,
-        )
+        # Under uvicorn, SIGTERM starts the drain the shutdown would do, and sooner.
+        stack.callback(drain_on_sigterm(service.drainer))
+        auth = await stack.enter_async_context(open_authenticator(settings, stores.auth_keys))
+        if runs.webhooks.enabled:
+            service.schedules.on_started = _push_notifications(settings, service)
+        app.state.services = _services(settings, entries, service=service, auth=auth)
         app.state.telemetry = telemetry
         # Stopped first at shutdown: no run starts while the parts runs need are closing.
-        schedule_service.start()
-        stack.push_async_callback(schedule_service.close)
+        service.schedules.start()
+        stack.push_async_callback(service.schedules.close)
         # After the start, so the first request does not wait for it either.
         codecs = asyncio.create_task(prepare_codecs())
         stack.callback(codecs.cancel)
-        if not core.model.config.configured:
-            log.warning("no language model configured: set LLM_BASE_URL and/or LLM_API_KEY")
         # The server's protocol reads it (api/head_timeout.py): the app is not called
         # before a request's head is complete, so it cannot time that itself.
         yield {HEAD_TIMEOUT_KEY: settings.request_head_timeout_seconds}
+
+
+def _push_notifications(settings: Settings, service: Service) -> RunStarted:
+    """What tells A2A push configs of scheduled runs; imported here, not at the top: push
+    notifications need the secret, and A2A's library loads only with a configuration
+    (or a call) that uses it."""
+    from app.api.a2a.push import PushNotifications, scheduled_runs
+
+    stores = service.parts.stores
+    push = PushNotifications(stores.push_configs, service.parts.runs.webhooks, stores.sessions)
+    return scheduled_runs(push, settings.a2a_public_url)
+
+
+def _services(
+    settings: Settings, entries: Sequence[AgentEntry], *, service: Service, auth: Authenticator
+) -> Services:
+    """What the routes reach through `get_services`, gathered from the parts."""
+    parts = service.parts
+    stores, runs = parts.stores, parts.runs
+    return Services(
+        http=ApiSettings.from_settings(settings),
+        agents={entry.kind: entry for entry in entries},
+        store=stores.sessions,
+        titles=stores.titles,
+        search=stores.search,
+        usage=stores.usage,
+        ratings=stores.ratings,
+        shares=stores.shares,
+        preferences=stores.preferences,
+        tasks=runs.tasks,
+        runs=runs.runs,
+        turns=service.turns,
+        streams=service.streams,
+        projects=service.projects,
+        memory=service.memory,
+        schedules=service.schedules,
+        auth=auth,
+        auth_keys=stores.auth_keys,
+        files=parts.documents.library,
+        model=parts.models.catalog.default,
+        models=parts.models.catalog,
+        limits=parts.limits,
+        mcp=parts.tools.mcp,
+        webhooks=runs.webhooks,
+        push_configs=stores.push_configs,
+        drain=runs.drain,
+    )
 
 
 def drain_on_sigterm(drainer: Drainer) -> Callable[[], object]:
@@ -412,24 +225,6 @@ def drain_on_sigterm(drainer: Drainer) -> Callable[[], object]:
     except ValueError:  # not the main thread: uvicorn's own handling stays
         return lambda: None
     return lambda: signal.signal(signal.SIGTERM, current)
-
-
-async def _mark_orphans(store: SqlSessionStore, settings: Settings) -> None:
-    """Turns left `running` by a dead process become `interrupted`.
-
-    With the in-process registry this process was the only runner, so every
-    running row is an orphan; with Redis, other instances may be running, and
-    the sweeper (`app/tasks/sweeper.py`) marks only the turns of instances
-    that are dead; here only rows stored before turns recorded their
-    instance, once silent for longer than the claim TTL.
-    """
-    if not settings.redis_url:
-        count = await store.mark_interrupted()
-    else:
-        older_than = datetime.now(UTC) - timedelta(seconds=settings.task_ttl_seconds)
-        count = await store.mark_interrupted(older_than=older_than, unowned=True)
-    if count:
-        log.warning("marked %d orphaned turn(s) as interrupted", count)
 
 
 def create_app(
