@@ -73,7 +73,10 @@ async def measure(root: Path, pages: int, searches: int, embedder: Embedder | No
     url = f"sqlite+aiosqlite:///{root}/bench.db"
     async with Database.open(url, pool_size=5, migrate=True) as db:
         library = DocumentLibrary(
-            SqlFileStore(db), LocalBlobStore(root / "blobs"), embedder, LibrarySettings.defaults()
+            SqlFileStore(db),
+            LocalBlobStore(root / "blobs"),
+            embedder=embedder,
+            settings=LibrarySettings.defaults(),
         )
         started = time.perf_counter()
         file = await library.upload("bench", "bench.pdf", io.BytesIO(data))

@@ -8,7 +8,7 @@ Every figure is the median of `--runs` fresh processes, beside the relay
 started the same way:
 
 - import: `import app.main` (`import bench.proxy`) in a fresh interpreter,
-  seconds and peak RSS;
+  which builds the served app as uvicorn's import of it does, seconds and peak RSS;
 - start to /health: uvicorn as scripts/run starts it, on the embedded
   defaults (SQLite, in-process registry, files in a fresh data dir already
   migrated by an earlier start), from the process's start to the first 200;

@@ -17,7 +17,7 @@ from typing import Any
 import uvicorn
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 
 SWITCH_INTERVAL_SECONDS = 0.0005
 """What `app.main` sets for the served app; set here the same for every variant."""

@@ -326,7 +326,7 @@ METHODS = ("get", "post", "put", "patch", "delete")
 def openapi_document() -> dict[str, Any]:
     """What `/openapi.json` serves, from an app built with the default settings (not the
     environment's: the reference is the same on every machine)."""
-    from app.main import create_app
+    from app.factory import create_app
 
     document: dict[str, Any] = create_app(Settings.model_construct()).openapi()
     return document

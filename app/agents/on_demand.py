@@ -36,6 +36,7 @@ class OnDemandAgents:
         self,
         entries: Iterable[AgentEntry],
         core: AgentCore,
+        *,
         settings: Settings,
         stack: AsyncExitStack,
     ) -> None:

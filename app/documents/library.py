@@ -144,6 +144,7 @@ class DocumentLibrary:
         self,
         store: FileStore,
         blobs: BlobStore,
+        *,
         embedder: Embedder | None,
         settings: LibrarySettings,
     ) -> None:

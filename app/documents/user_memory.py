@@ -71,6 +71,7 @@ class UserMemory:
     def __init__(
         self,
         store: SqlUserMemory,
+        *,
         embedder: Embedder | None,
         tokens: TokenCounter,
         settings: MemorySettings,

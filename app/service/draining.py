@@ -37,6 +37,7 @@ class Drainer:
     def __init__(
         self,
         drain: Drain,
+        *,
         grace: float,
         runs: RunRegistry,
         turns: TurnService,

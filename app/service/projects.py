@@ -55,6 +55,7 @@ class ProjectService:
     def __init__(
         self,
         projects: SqlProjects,
+        *,
         titles: ConversationTitles,
         store: SessionStore,
         turns: TurnService,

@@ -134,6 +134,7 @@ class ScheduleService:
     def __init__(
         self,
         settings: ScheduleSettings,
+        *,
         clock_settings: ClockSettings,
         store: SqlSchedules,
         streams: StreamService,

@@ -99,6 +99,7 @@ class StreamService:
     def __init__(
         self,
         settings: StreamSettings,
+        *,
         turns: TurnService,
         runs: RunRegistry,
         files: DocumentLibrary,

@@ -55,6 +55,7 @@ class TurnSuccessor:
     def __init__(
         self,
         agents: OnDemandAgents,
+        *,
         store: SessionStore,
         claims: Claims,
         takeovers: TakeOvers,
@@ -64,7 +65,6 @@ class TurnSuccessor:
         models: ModelCatalog,
         webhooks: Webhooks,
         drain: Drain,
-        *,
         ttl: float,
         limit: int,
         memory_turns: int,

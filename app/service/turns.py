@@ -91,6 +91,7 @@ class TurnService:
     def __init__(
         self,
         agents: OnDemandAgents,
+        *,
         claims: Claims,
         queue: ConversationQueue,
         board: RunsBoard,

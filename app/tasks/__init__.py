@@ -5,7 +5,8 @@ of runs) and errors; `in_process` and `redis` build the two backends' roles;
 `build_tasks` picks one from the settings (importing the Redis package only
 then). `log` is a run's event log and the reader interface; `redis.log`
 copies logs where other instances can read them, and `build_shared_logs`
-wires it when Redis is configured.
+wires it when Redis is configured. `factory.build` makes the tasks' part of
+the app from the settings: the backend, the run registry over it, the logs.
 `redis.liveness` tells live instances from dead ones in Redis, and `sweeper`
 marks a dead instance's turns `interrupted` and frees their conversations.
 """

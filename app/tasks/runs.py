@@ -173,11 +173,11 @@ class RunRegistry:
     def __init__(
         self,
         claims: Claims,
+        *,
         ttl: float,
         retention: float,
         shared: SharedRunLogs,
         clock: Clock = SYSTEM_CLOCK,
-        *,
         movable: bool = False,
         drain: Drain | None = None,
     ) -> None:

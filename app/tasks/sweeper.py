@@ -65,6 +65,7 @@ class Sweeper:
         self,
         instances: DeadInstances,
         rows: OrphanRows,
+        *,
         ttl: float,
         successor: Successor | None = None,
     ) -> None:

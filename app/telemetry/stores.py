@@ -19,7 +19,7 @@ import functools
 import inspect
 from collections.abc import Callable, Collection
 from contextlib import AbstractContextManager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
@@ -35,6 +35,25 @@ SYSTEM_NAMES = {"postgresql": "postgresql", "sqlite": "sqlite"}
 """SQLAlchemy dialects by their `db.system.name` in the semantic conventions."""
 _SPAN = "_dodo_span"
 """The execution context's attribute that holds its statement's span until the cursor returns."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreTracing:
+    """What the lifespan hands the store's and the tasks' builds: their calls become spans
+    while tracing is on (`tracer`), the task backend's only when it is Redis (`remote_tasks`):
+    the in-process one makes no call worth a span."""
+
+    tracer: Tracer | None
+    remote_tasks: bool
+
+    def database(self, db: Database) -> None:
+        if self.tracer is not None:
+            trace_database(db, self.tracer)
+
+    def tasks(self, tasks: Tasks) -> Tasks:
+        if self.tracer is None or not self.remote_tasks:
+            return tasks
+        return trace_tasks(tasks, self.tracer)
 
 
 def trace_database(db: Database, tracer: Tracer) -> None:

@@ -29,7 +29,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, ViewportSize, async_playwright, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.conftest import unavailable
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.tavily_server import FakeTavily

@@ -13,7 +13,7 @@ import pytest_asyncio
 from playwright.async_api import Locator, Page, ViewportSize, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import LOOP, PHONE, Upstreams, artifact
 from tests.e2e.test_accessibility_page import serious_violations
 from tests.e2e.test_chat_page import ask, assert_fits_width

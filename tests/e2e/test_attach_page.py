@@ -15,7 +15,7 @@ from pptx.opc.constants import RELATIONSHIP_TYPE as RT
 
 from app.config import Settings
 from app.documents import office
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import LOOP, PHONE, WAIT_MS, Upstreams, artifact
 from tests.e2e.test_accessibility_page import serious_violations
 from tests.e2e.test_chat_page import DROP, assert_fits_width

@@ -15,7 +15,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import FilePayload, Locator, Page, Request, Route, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import DESKTOP, LOOP, PHONE, Upstreams, artifact
 from tests.fakes.scripted_server import Reply
 from tests.support.proxy import cuttable_proxy

@@ -16,7 +16,7 @@ from pypdf import PdfReader
 from app.agents.pptx import preview
 from app.config import Settings
 from app.documents import office
-from app.main import create_app
+from app.factory import create_app
 from tests.conftest import require_binary
 from tests.e2e.conftest import LOOP, Upstreams, artifact
 from tests.e2e.test_chat_page import ask

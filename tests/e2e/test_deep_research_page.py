@@ -8,7 +8,7 @@ import orjson
 from playwright.async_api import Locator, Page, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import LOOP, artifact
 from tests.e2e.test_chat_page import ask
 from tests.support.research import REPORT, Researcher

@@ -11,7 +11,7 @@ from PIL import Image
 from playwright.async_api import FilePayload, Page, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import DESKTOP, LOOP, PHONE, Upstreams, artifact
 from tests.e2e.test_chat_page import ask, assert_fits_width
 from tests.fakes.scripted_server import Reply

@@ -9,7 +9,7 @@ import pytest
 from playwright.async_api import Browser, ViewportSize, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import LOOP, PHONE, WAIT_MS, artifact
 from tests.e2e.test_accessibility_page import serious_violations
 from tests.e2e.test_admin_page import enter_key

@@ -12,7 +12,7 @@ import orjson
 from playwright.async_api import Browser, Page, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import LOOP, PHONE, WAIT_MS, Upstreams, artifact
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Body, Reply

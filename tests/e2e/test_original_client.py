@@ -19,7 +19,7 @@ from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import LOOP, Upstreams
 from tests.fakes.scripted_server import Reply
 from tests.support.decks import DeckModel

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from playwright.async_api import Page, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import LOOP, Upstreams
 from tests.e2e.test_chat_page import ask
 from tests.fakes.page_server import FakeSite, html_page

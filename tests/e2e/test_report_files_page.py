@@ -9,7 +9,7 @@ import orjson
 from playwright.async_api import Locator, Page, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.conftest import require_binary
 from tests.e2e.conftest import LOOP, PHONE, artifact
 from tests.e2e.test_chat_page import ask, assert_fits_width

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from playwright.async_api import Browser, Page, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import LOOP, Upstreams, artifact
 from tests.e2e.test_accessibility_page import serious_violations
 from tests.e2e.test_admin_page import enter_key

@@ -15,7 +15,7 @@ import pytest_asyncio
 from playwright.async_api import Browser, Page, expect
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.e2e.conftest import DESKTOP, LOOP, PHONE, WAIT_MS, Upstreams
 from tests.e2e.test_chat_page import ask, assert_fits_width
 from tests.fakes.oidc_server import FakeIdentityProvider

@@ -11,7 +11,7 @@ from playwright.async_api import Page, Response, expect
 from app.agents.pptx import preview
 from app.config import Settings
 from app.documents.previews import PAGE_WIDTH
-from app.main import create_app
+from app.factory import create_app
 from tests.conftest import require_binary
 from tests.e2e.conftest import LOOP, PHONE, Upstreams, artifact
 from tests.e2e.test_chat_page import ask, assert_fits_width

@@ -15,8 +15,8 @@ from app.agents.base import BaseAgent
 from app.agents.registry import AGENTS, AgentEntry
 from app.agents.turn import AgentCore
 from app.config import Settings
+from app.factory import create_app
 from app.llm.base import ChatModel
-from app.main import create_app
 from tests.fakes.model_behaviours import Answers, Behaving, Behaviour
 from tests.fakes.model_servers import FAKE_PROVIDERS
 from tests.fakes.openai_server import FakeOpenAI

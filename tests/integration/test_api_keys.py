@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.main import create_app
+from app.factory import create_app
 from tests.integration.service import running_service, service_settings
 
 CAROL_KEY = "carol-secret-key-0123"

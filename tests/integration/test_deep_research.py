@@ -23,8 +23,8 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from app.agents.deep.checkpoints import open_checkpointer, thread_config, turn_thread
 from app.config import Settings
 from app.core.run import ConversationKey
+from app.factory import create_app
 from app.llm.errors import ModelHTTPError
-from app.main import create_app
 from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import Backend, history, service_settings
 from tests.support.research import REPORT, Researcher

@@ -92,7 +92,10 @@ def library(
 ) -> Library:
     root = tmp_path / "blobs"
     return Library(
-        DocumentLibrary(SqlFileStore(db), LocalBlobStore(root), embedder, settings), root
+        DocumentLibrary(
+            SqlFileStore(db), LocalBlobStore(root), embedder=embedder, settings=settings
+        ),
+        root,
     )
 
 

@@ -31,7 +31,7 @@ from schemathesis.specs.openapi.checks import (
 
 from app.agents.registry import AGENTS
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.service import service_settings
 from tests.support.server import serve

@@ -41,7 +41,7 @@ import pytest
 from app.agents.deep.rules import STEP_NAMES as RESEARCH_STEPS
 from app.agents.pptx.steps import STEP_NAMES as DECK_STEPS
 from app.agents.recommend import PROMPT as FOLLOW_UPS
-from app.main import create_app
+from app.factory import create_app
 from tests.fakes.model_behaviours import BEHAVIOURS, Behaving, Behaviour
 from tests.fakes.model_servers import FAKE_PROVIDERS
 from tests.fakes.scripted_server import Body, Reply, ScriptedServer

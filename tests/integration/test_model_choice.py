@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from pydantic import SecretStr
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.fakes.anthropic_server import FakeAnthropic
 from tests.fakes.model_behaviours import Behaving, NativeOnly
 from tests.fakes.openai_server import FakeOpenAI

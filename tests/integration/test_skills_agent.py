@@ -27,8 +27,8 @@ from app.config import Settings
 from app.core.events import CompleteEvent, Event, FileEvent, ThinkingEvent
 from app.core.messages import ToolResultBlock
 from app.core.run import ConversationKey
+from app.factory import create_app
 from app.llm.errors import ModelHTTPError
-from app.main import create_app
 from app.tools.shell import Shell, ShellLimits
 from app.tools.workspace import Workspace, workspace_root
 from tests.integration.service import (

@@ -114,11 +114,11 @@ async def test_a_sweep_overlapping_a_takeover_leaves_the_turn_to_it(
         instance(target, redis_prefix, B) as b,
     ):
         held = HeldTakeover(roles(a)[1], a_store)
-        a_sweep = asyncio.create_task(Sweeper(roles(a)[0], a_store, TTL, held).sweep())
+        a_sweep = asyncio.create_task(Sweeper(roles(a)[0], a_store, ttl=TTL, successor=held).sweep())
         await held.claimed.wait()
         # A's sweep outlasts its lead, as one under load does: B leads the next one.
         await raw.delete(f"{redis_prefix}sweeper")
-        b_marked = await Sweeper(roles(b)[0], b_store, TTL).sweep()
+        b_marked = await Sweeper(roles(b)[0], b_store, ttl=TTL).sweep()
         held.go_on.set()
         a_marked = await a_sweep
         current = await a.claims.current("alice", "conv-1")
@@ -141,7 +141,7 @@ async def test_a_sweep_that_gave_the_turn_up_first_wins_over_a_takeover(
         instance(target, redis_prefix, A) as a,
         instance(target, redis_prefix, B) as b,
     ):
-        b_marked = await Sweeper(roles(b)[0], b_store, TTL).sweep()
+        b_marked = await Sweeper(roles(b)[0], b_store, ttl=TTL).sweep()
         claimed = await roles(a)[1].take_over("alice", "conv-1", "chat", DEAD, TTL)
         taken = await SqlSessionStore(db, A).take_over(turn_id, DEAD, 0)
         current = await a.claims.current("alice", "conv-1")
@@ -184,7 +184,7 @@ async def test_a_turn_whose_conversation_a_new_turn_took_ends_once_that_one_lets
         # The user asks again (on another branch, say) before any sweep: A runs that turn.
         asked_again = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
         assert await a.claims.claim(asked_again, TTL)
-        sweeper = Sweeper(roles(b)[0], b_store, TTL)
+        sweeper = Sweeper(roles(b)[0], b_store, ttl=TTL)
         while_held = await sweeper.sweep()
         [left] = await b_store.get_conversation("alice", "conv-1")
         await a.claims.release(asked_again)

@@ -23,7 +23,7 @@ from opentelemetry.trace import SpanKind, format_trace_id
 from prometheus_client.parser import text_string_to_metric_families
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.otlp_server import FakeCollector
 from tests.fakes.scripted_server import Reply

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.main import create_app
+from app.factory import create_app
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import ask, running_service, service_settings

@@ -29,7 +29,7 @@ import redis.asyncio as redis
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from app.main import create_app
+from app.factory import create_app
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.service import ask, service_settings
 from tests.support.processes import RedisServer

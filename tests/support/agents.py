@@ -66,8 +66,8 @@ def document_library(db: Database, settings: Settings) -> DocumentLibrary:
     return DocumentLibrary(
         SqlFileStore(db),
         LocalBlobStore(settings.data_dir / "files"),
-        None,
-        LibrarySettings.from_settings(settings),
+        embedder=None,
+        settings=LibrarySettings.from_settings(settings),
     )
 
 

@@ -45,8 +45,9 @@ LAZY = (
 
 _LOADED = """
 import asyncio, json, sys
+import app.main  # as uvicorn imports it: the served app built from the environment
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 
 lazy = {lazy!r}
 loaded = lambda: sorted(name for name in lazy if name in sys.modules)

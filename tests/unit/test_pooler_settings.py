@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.config import Settings
-from app.main import create_app
+from app.factory import create_app
 
 POOLER = "postgresql+asyncpg://app@pgbouncer:6432/app"
 DIRECT = "postgresql+asyncpg://app@postgres:5432/app"

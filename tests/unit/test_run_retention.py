@@ -47,7 +47,9 @@ async def no_stop(user_id: str, conversation_id: str) -> bool:
 async def registry(clock: TestClock) -> tuple[RunRegistry, Claims]:
     tasks = in_process_tasks(clock)
     await tasks.backend.start(no_stop)
-    runs = RunRegistry(tasks.claims, 30, RETENTION, LocalRunLogs(), clock)
+    runs = RunRegistry(
+        tasks.claims, ttl=30, retention=RETENTION, shared=LocalRunLogs(), clock=clock
+    )
     return runs, tasks.claims
 
 

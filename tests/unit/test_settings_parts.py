@@ -11,7 +11,7 @@ import typing
 
 import pytest
 
-import app.main  # noqa: F401  (builds every layer, so every part is defined)
+import app.factory  # noqa: F401  (imports every layer, so every part is defined)
 from app.agents.turn import AgentSettings
 from app.config import Settings, SettingsPart
 from app.documents.library import LibrarySettings

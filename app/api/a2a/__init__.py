@@ -1,4 +1,4 @@
-"""A2A: our agents as an A2A server; this module is all `app.main` imports of it.
+"""A2A: our agents as an A2A server; this module is all `app.factory` imports of it.
 
 Its paths are answered by the SDK's routes, built at the first call to any of them.
 

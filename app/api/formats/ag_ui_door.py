@@ -1,4 +1,4 @@
-"""AG-UI's path as `app.main` installs it: answered by `ag_ui.router`, built at its first call.
+"""AG-UI's path as `app.factory` installs it: answered by `ag_ui.router`, built at its first call.
 
 AG-UI's event and input models (the `ag-ui-protocol` package, 50 ms of every
 worker's import) load with the first AG-UI request, so a worker no AG-UI

@@ -1,6 +1,6 @@
 """`/mcp`: our agents as MCP tools, for Claude Desktop, Claude Code, IDEs and agent frameworks.
 
-This module is what `app.main` imports: an ASGI endpoint that checks the
+This module is what `app.factory` imports: an ASGI endpoint that checks the
 caller's key and hands the request to the MCP server, which it builds (and
 with it imports the `mcp` package, `app/api/mcp/server.py`) at the first
 request to `/mcp`. A worker that is never asked over MCP never loads the
