@@ -114,7 +114,9 @@ async def test_a_sweep_overlapping_a_takeover_leaves_the_turn_to_it(
         instance(target, redis_prefix, B) as b,
     ):
         held = HeldTakeover(roles(a)[1], a_store)
-        a_sweep = asyncio.create_task(Sweeper(roles(a)[0], a_store, ttl=TTL, successor=held).sweep())
+        a_sweep = asyncio.create_task(
+            Sweeper(roles(a)[0], a_store, ttl=TTL, successor=held).sweep()
+        )
         await held.claimed.wait()
         # A's sweep outlasts its lead, as one under load does: B leads the next one.
         await raw.delete(f"{redis_prefix}sweeper")
