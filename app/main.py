@@ -261,6 +261,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[dict[str, float]]:
             library,
             catalog,
             [entry.kind for entry in app.state.agents],
+            remembers=user_memory is not None,
         )
         stack.push_async_callback(limits.close)
         stack.push_async_callback(tasks.backend.close)
