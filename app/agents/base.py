@@ -365,7 +365,8 @@ class AgentTurn:
         self._ended = asyncio.Event()
         self._saver: asyncio.Task[None] | None = None
         self._answer: AsyncGenerator[Event] | None = None
-        self._ahead: asyncio.Task[list[Event]] | None = None
+        self._ahead: asyncio.Task[Event | None] | None = None
+        self._taken: list[Event] = []
         """The answer's events taken while the question was stored (`open()`)."""
         self._stored = False
         """The question's row is committed: `events()` has begun."""
@@ -389,16 +390,14 @@ class AgentTurn:
         if self._answer is not None:
             await self._answer.aclose()
 
-    async def _take_ahead(self, answer: AsyncIterator[Event]) -> list[Event]:
-        taken: list[Event] = []
-        while not self._stored:
+    async def _take_ahead(self, answer: AsyncIterator[Event]) -> Event | None:
+        """Keep the answer's text and thinking in `_taken` until the row is stored; the event
+        that came after (None: the answer ended), which `events()` yields next."""
+        while True:
             event = await anext(answer, None)
-            if event is None:
-                break
-            taken.append(event)
-            if not isinstance(event, TextEvent | ThinkingEvent):
-                break
-        return taken
+            if event is None or self._stored or not isinstance(event, TextEvent | ThinkingEvent):
+                return event
+            self._taken.append(event)
 
     async def events(self, stop: StopSignal) -> AsyncIterator[Event]:
         agent, turn, state, core = self.agent, self.turn, self.state, self.agent.core
@@ -419,8 +418,10 @@ class AgentTurn:
         self._saver = asyncio.create_task(agent.save_partials(turn, state, self._ended))
         answer, ahead = self._answer or self._answering(), self._ahead
         try:
-            for event in await ahead if ahead is not None else ():
+            for event in self._taken:
                 yield event
+            if ahead is not None and (following := await ahead) is not None:
+                yield following
             async for event in answer:
                 yield event
         except ModelError as exc:
