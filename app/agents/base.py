@@ -2,6 +2,8 @@
 
     begin()   save the question row (before the response starts, so a database
               that is down answers 503 and a rejected request writes nothing)
+              (a first question's answer may start as its row is written: `AgentTurn.open`,
+              its events held until the row is committed)
     start()   the turn as the runner drives it (`AgentTurn`):
       events()    start -> load memory (and the user's: agents/recall.py) -> execute()
                   -> references -> follow-ups

@@ -5,6 +5,11 @@ This is the one place that orders those steps, so that a busy conversation
 stream and before anything is written, and a claim is never left behind by
 a request that failed half-way.
 
+A first question (nothing above it) launches its run as its row is written: the
+model is asked meanwhile, and the run shows nothing until the row is committed
+(`_overlapped`). A later turn's prompt needs the turns above it, which on
+PostgreSQL come back with the question's INSERT, so it launches once stored.
+
 A busy conversation is handled as the request asks (`Strategy`, LangGraph's
 "double texting"): `reject` answers 409; `interrupt` stops the running turn
 (stored `stopped`) and starts the new one; `rollback` does the same and
