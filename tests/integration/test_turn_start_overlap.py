@@ -53,25 +53,35 @@ async def waiting_insert(conn: AsyncConnection) -> int:
     raise AssertionError("the question's INSERT never waited on the lock")
 
 
-def asked_model(fake: FakeOpenAI, reply: Reply) -> asyncio.Event:
-    """Set as the model's request arrives; the fake answers it with `reply`."""
-    arrived = asyncio.Event()
+@asynccontextmanager
+async def service_then(
+    tmp_path: Path, postgres_url: str, fake: FakeOpenAI, reply: Reply
+) -> AsyncIterator[tuple[httpx.AsyncClient, asyncio.Event]]:
+    """The app, asked once (it migrates, the model's connection opens); then the fake answers
+    `reply`, and the event is set as that request arrives."""
+    settings = service_settings(tmp_path, postgres_url, llm_base_url=fake.base_url)
+    async with running_service(settings) as client:
+        await ask(client, "Warm up", "earlier")
+        arrived = asyncio.Event()
 
-    def responder(body: Body) -> Reply:
-        arrived.set()
-        return reply
+        def responder(body: Body) -> Reply:
+            arrived.set()
+            return reply
 
-    fake.responder = responder
-    return arrived
+        fake.responder = responder
+        yield client, arrived
+
+
+async def model_asked(arrived: asyncio.Event) -> None:
+    async with asyncio.timeout(10):  # else a turn that asks only once stored hangs here
+        await arrived.wait()
 
 
 async def test_the_first_text_waits_for_the_questions_commit_the_model_asked_meanwhile(
     tmp_path: Path, postgres_url: str, fake_llm: FakeOpenAI
 ) -> None:
-    settings = service_settings(tmp_path, postgres_url, llm_base_url=fake_llm.base_url)
-    async with running_service(settings) as client:
-        await ask(client, "Warm up", "earlier")
-        arrived = asked_model(fake_llm, Reply.text("Stored before shown."))
+    reply = Reply.text("Stored before shown.")
+    async with service_then(tmp_path, postgres_url, fake_llm, reply) as (client, arrived):
         seen: list[Event] = []
 
         async def read() -> None:
@@ -83,8 +93,7 @@ async def test_the_first_text_waits_for_the_questions_commit_the_model_asked_mea
 
         async with turns_locked(postgres_url) as lock:
             reading = asyncio.create_task(read())
-            async with asyncio.timeout(10):  # else a turn that asks only once stored hangs here
-                await arrived.wait()
+            await model_asked(arrived)
             await waiting_insert(lock)
             # The model was asked while the row waits; the client has seen nothing yet.
             assert seen == []
@@ -100,15 +109,12 @@ async def test_the_first_text_waits_for_the_questions_commit_the_model_asked_mea
 async def test_a_question_never_stored_cancels_the_model_call_and_answers_503(
     tmp_path: Path, postgres_url: str, fake_llm: FakeOpenAI
 ) -> None:
-    settings = service_settings(tmp_path, postgres_url, llm_base_url=fake_llm.base_url)
-    async with running_service(settings) as client:
-        await ask(client, "Warm up", "earlier")
-        arrived = asked_model(fake_llm, Reply.hang("Never shown."))
+    reply = Reply.hang("Never shown.")
+    async with service_then(tmp_path, postgres_url, fake_llm, reply) as (client, arrived):
         params = {"query": "Hello", "conversationId": "unstored"}
         async with turns_locked(postgres_url) as lock:
             answering = asyncio.create_task(client.get("/agent/chat/stream", params=params))
-            async with asyncio.timeout(10):  # else a turn that asks only once stored hangs here
-                await arrived.wait()
+            await model_asked(arrived)
             # The question's connection dies before its row is committed.
             pid = await waiting_insert(lock)
             await lock.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
