@@ -22,8 +22,9 @@ with, so each turn's spans and its client's view join into one timeline:
                          (`MAX_STARTING_TURNS`) and the agent's set-up
     question row         the question's INSERT (on PostgreSQL with the memory read in it)
     memory read          SQLite's own SELECT of the turns above
-    launch, to the model the row stored to the model call's start: the run launched,
-                         its task scheduled, the prompt built
+    launch, to the model the row stored (a first question's run launches as its row is
+                         written: from then) to the model call's start: the run
+                         launched, its task scheduled, the prompt built
     model connect        the model call's start to its request going out: the pool,
                          and a TCP connect when the pool opens a connection
     first model byte     the request out to the response's head in (the fake model
@@ -87,7 +88,9 @@ def turn_stages(spans: list[Span], sent: float, first_token: float) -> dict[str,
     ids = {span["id"] for span in spans}
     request = next(span for span in spans if span["parent"] not in ids)
     run = next(span for span in spans if span["name"].startswith("invoke_agent "))
-    starting = sorted((s for s in spans if s["start"] < run["start"]), key=lambda s: s["start"])
+    # The request's own: the claim and the question's statements (a first question's run
+    # starts before its row is stored, its model call overlapping the INSERT).
+    starting = sorted((s for s in spans if s["parent"] == request["id"]), key=lambda s: s["start"])
     claim = next((s for s in starting if s["name"] == "tasks.claim"), None)
     question = next(s for s in starting if s["name"] in ("INSERT", "WITH"))
     memory = next(
@@ -107,7 +110,7 @@ def turn_stages(spans: list[Span], sent: float, first_token: float) -> dict[str,
         "request in": (sent_ns, request["start"]),
         "checks": (request["start"], (claim or question)["start"]),
         "question row": (question["start"], question["end"]),
-        "launch, to the model": (stored, chat["start"]),
+        "launch, to the model": (min(stored, run["start"]), chat["start"]),
         "to the client": (first_chunk, first_ns),
     }
     if claim is not None:

@@ -2,6 +2,8 @@
 
     begin()   save the question row (before the response starts, so a database
               that is down answers 503 and a rejected request writes nothing)
+              (a first question's answer may start as its row is written: `AgentTurn.open`,
+              its events held until the row is committed)
     start()   the turn as the runner drives it (`AgentTurn`):
       events()    start -> load memory (and the user's: agents/recall.py) -> execute()
                   -> references -> follow-ups
@@ -42,7 +44,7 @@ import contextlib
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 
 import orjson
@@ -63,6 +65,7 @@ from app.core.events import (
     RunStatus,
     RunUsage,
     StartEvent,
+    TextEvent,
     ThinkingEvent,
     ToolEndEvent,
 )
@@ -88,6 +91,9 @@ class BaseAgent(ABC):
     """Its kind: the class's own, or the registry entry's it is built for (which wins)."""
     carries_on: bool = False
     """Its `execute` goes on from `Turn.carried`: another instance may take its turns over."""
+    overlaps: bool = False
+    """Its answer may start while the question's row is written (`AgentTurn.open`): its
+    `execute` needs nothing of the row (its id) before its first event."""
 
     def __init__(self, core: AgentCore) -> None:
         self.core = core
@@ -360,10 +366,45 @@ class AgentTurn:
         self._error: ErrorEvent | None = None
         self._ended = asyncio.Event()
         self._saver: asyncio.Task[None] | None = None
+        self._answer: AsyncGenerator[Event] | None = None
+        self._ahead: asyncio.Task[Event | None] | None = None
+        self._taken: list[Event] = []
+        """The answer's events taken while the question was stored (`open()`)."""
+        self._stored = False
+        """The question's row is committed: `events()` has begun."""
+
+    def open(self) -> None:
+        """Start the answer (the memory, the model call) while the question's row is written.
+
+        What it shows meanwhile is held until `events()` yields it after `start`: no event
+        leaves before its question is stored, and nothing acts before then (taking stops at
+        the first event that is not text or thinking, a tool's start say).
+        """
+        self._answer = self._answering()
+        self._ahead = asyncio.create_task(self._take_ahead(self._answer))
+
+    async def abandon(self) -> None:
+        """The question was not stored after `open()`: cancel the answer it started."""
+        if self._ahead is not None:
+            self._ahead.cancel()
+            with contextlib.suppress(BaseException):
+                await self._ahead
+        if self._answer is not None:
+            await self._answer.aclose()
+
+    async def _take_ahead(self, answer: AsyncIterator[Event]) -> Event | None:
+        """Keep the answer's text and thinking in `_taken` until the row is stored; the event
+        that came after (None: the answer ended), which `events()` yields next."""
+        while True:
+            event = await anext(answer, None)
+            if event is None or self._stored or not isinstance(event, TextEvent | ThinkingEvent):
+                return event
+            self._taken.append(event)
 
     async def events(self, stop: StopSignal) -> AsyncIterator[Event]:
         agent, turn, state, core = self.agent, self.turn, self.state, self.agent.core
         state.stop = stop
+        self._stored = True
         if turn.carried is None:
             yield StartEvent(
                 turn.conversation_id,
@@ -377,37 +418,14 @@ class AgentTurn:
                 state.observe(event)
                 yield event
         self._saver = asyncio.create_task(agent.save_partials(turn, state, self._ended))
-        limits = core.limits
-        # A turn that moved after its answer was whole (its sources or follow-ups were out)
-        # has nothing left to do but be stored.
-        answered = turn.carried is not None and any(
-            isinstance(e, ReferenceEvent | RecommendEvent) for e in turn.carried.events
-        )
+        answer, ahead = self._answer or self._answering(), self._ahead
         try:
-            state.memory, state.recalled = await asyncio.gather(
-                load_memory(
-                    core.store,
-                    core.tokens,
-                    turn.earlier,
-                    core.memory_tokens(turn.model_id),
-                ),
-                recall(core, turn),
-            )
-            if not answered:
-                async for event in agent.execute(turn, state):
-                    state.observe(event)
-                    yield event
-                if state.references:
-                    yield ReferenceEvent.of(state.references.values())
-            if limits.recommendations and state.outcome == "completed" and not state.recommend:
-                state.recommend = await suggest_follow_ups(
-                    core.model_for(turn.model_id),
-                    turn.question,
-                    "".join(state.answer),
-                    state.add_usage,
-                )
-                if state.recommend:
-                    yield RecommendEvent.of(state.recommend)
+            for event in self._taken:
+                yield event
+            if ahead is not None and (following := await ahead) is not None:
+                yield following
+            async for event in answer:
+                yield event
         except ModelError as exc:
             self._error = ErrorEvent(exc.code, exc.user_text, exc.describe())
         except AgentFailure as exc:
@@ -417,6 +435,42 @@ class AgentTurn:
             self._error = ErrorEvent(
                 "INTERNAL_ERROR", user_message("INTERNAL_ERROR"), type(exc).__name__
             )
+        finally:
+            if ahead is not None:
+                ahead.cancel()
+
+    async def _answering(self) -> AsyncGenerator[Event]:
+        """Load the memory, then the agent's events, its sources and follow-ups."""
+        agent, turn, state, core = self.agent, self.turn, self.state, self.agent.core
+        # A turn that moved after its answer was whole (its sources or follow-ups were out)
+        # has nothing left to do but be stored.
+        answered = turn.carried is not None and any(
+            isinstance(e, ReferenceEvent | RecommendEvent) for e in turn.carried.events
+        )
+        state.memory, state.recalled = await asyncio.gather(
+            load_memory(
+                core.store,
+                core.tokens,
+                turn.earlier,
+                core.memory_tokens(turn.model_id),
+            ),
+            recall(core, turn),
+        )
+        if not answered:
+            async for event in agent.execute(turn, state):
+                state.observe(event)
+                yield event
+            if state.references:
+                yield ReferenceEvent.of(state.references.values())
+        if core.limits.recommendations and state.outcome == "completed" and not state.recommend:
+            state.recommend = await suggest_follow_ups(
+                core.model_for(turn.model_id),
+                turn.question,
+                "".join(state.answer),
+                state.add_usage,
+            )
+            if state.recommend:
+                yield RecommendEvent.of(state.recommend)
 
     def movable(self) -> bool:
         """A turn goes on elsewhere when its agent carries on, it is not a decision on a paused

@@ -59,6 +59,7 @@ class ReActHook(Protocol):
 
 class ReActAgent(BaseAgent):
     carries_on = True
+    overlaps = True
     hooks: Sequence[ReActHook] = ()
     reads_pictures: bool = False
     """Whether a picture the turn attaches (`fileId`) joins its question (agents/picture.py);

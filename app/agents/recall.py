@@ -1,6 +1,7 @@
 """What a turn knows beyond its conversation: its project and its user's memory.
 
-Read once as the turn starts (`recall`, beside the conversation's own history), given to
+Read once as the turn starts (with its project, before anything is written:
+app/store/projects.py; a turn carried on from another instance reads it in `recall`), given to
 the model in one place (`context_prompt`, added to each agent's system prompt): the
 project's instructions first, as the user's own, then the memory block, which says what
 it is (what the user said in earlier conversations: information about them, never
@@ -49,7 +50,7 @@ async def recall(core: AgentCore, turn: Turn) -> Recalled | None:
     if memory is None or turn.temporary:
         return None
     project = turn.project.project.project_id if turn.project is not None else None
-    return await memory.recall(turn.user_id, project, turn.question)
+    return await memory.recall(turn.user_id, project, turn.question, turn.remembered)
 
 
 def context_prompt(turn: Turn, state: TurnState, *, remembers: bool = True) -> str:
@@ -81,6 +82,12 @@ def context_tools(core: AgentCore, turn: Turn, state: TurnState) -> list[Tool]:
     if state.recalled is not None and core.user_memory is not None:
         project = turn.project.project.project_id if turn.project is not None else None
         tools.append(
-            Remember(core.user_memory, turn.user_id, project, turn.conversation_id, turn.row_id)
+            Remember(
+                core.user_memory,
+                turn.user_id,
+                project,
+                turn.conversation_id,
+                lambda: turn.row_id,
+            )
         )
     return tools

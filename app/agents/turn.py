@@ -47,6 +47,7 @@ from app.store.db import Database
 from app.store.models import StoredTurn
 from app.store.project_models import StoredProject
 from app.store.records import CarryOn, DeckRecord, Pending, PlanRound, ToolCall, TurnFile
+from app.store.user_memory import TurnMemory
 from app.tasks.unstored import NoUnstoredTurns, UnstoredTurns
 from app.tools.base import Tool
 from app.tools.fetch_page import FetchPage
@@ -194,6 +195,9 @@ class Turn:
     """The conversation's project: its instructions, defaults and files."""
     temporary: bool = False
     """`memory: "off"`: the turn neither reads nor writes the user's memory."""
+    remembered: TurnMemory | None = None
+    """The user's memory as the turn's start read it, with its project; None: `recall` reads
+    it (a turn carried on from another instance)."""
     carried: Carried | None = None
     """What the turn had done on the instance it moved from; None: it began here."""
     takeovers: int = 0

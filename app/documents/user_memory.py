@@ -33,7 +33,7 @@ from app.documents.retrieval import Bm25Index, Embedder, normalize, rank
 from app.llm.embeddings import EmbeddingError
 from app.llm.tokens import TokenCounter
 from app.store.memory_models import MemorySource, UserMemoryItem
-from app.store.user_memory import Scope, SqlUserMemory
+from app.store.user_memory import Scope, SqlUserMemory, TurnMemory
 
 log = logging.getLogger(__name__)
 
@@ -137,9 +137,13 @@ class UserMemory:
     async def set_enabled(self, user_id: str, enabled: bool) -> None:
         await self._store.set_enabled(user_id, enabled)
 
-    async def recall(self, user_id: str, project_id: str | None, question: str) -> Recalled | None:
-        """The items a turn is shown; None when the user switched memory off."""
-        read = await self._store.for_turn(user_id)
+    async def recall(
+        self, user_id: str, project_id: str | None, question: str, read: TurnMemory | None = None
+    ) -> Recalled | None:
+        """The items a turn is shown; None when the user switched memory off. `read`: the
+        user's memory as the turn's start read it already (else it is read here)."""
+        if read is None:
+            read = await self._store.for_turn(user_id)
         if not read.enabled:
             return None
         candidates = [

@@ -85,6 +85,7 @@ async def build(
         files=documents.library,
         models=models.catalog,
         kinds=[entry.kind for entry in entries],
+        remembers=documents.user_memory is not None,
     )
     dead = None
     if tasks.instances is not None:

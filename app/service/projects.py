@@ -29,6 +29,7 @@ from app.store.base import ConversationTitles, Marks, SessionStore
 from app.store.models import StoredFile
 from app.store.project_models import StoredProject
 from app.store.projects import SqlProjects
+from app.store.user_memory import TurnMemory
 
 OTHER_PROJECT = (
     "The conversation is not in that project: move it with PATCH /session/{conversationId}"
@@ -49,6 +50,11 @@ class TurnInProject:
     project: InProject | None
     place: str | None = None
     """The project to put the new conversation in, once the turn may start."""
+    memory: TurnMemory | None = None
+    """The user's memory as read with it; None: not read (the turn reads none, or the
+    deployment keeps none)."""
+    asked: bool = False
+    """The conversation had turns when it was read."""
 
 
 class ProjectService:
@@ -62,7 +68,10 @@ class ProjectService:
         files: DocumentLibrary,
         models: ModelCatalog,
         kinds: Collection[str],
+        remembers: bool = False,
     ) -> None:
+        """`remembers`: the deployment keeps user memory (`MEMORY_ENABLED`)."""
+        self._remembers = remembers
         self._projects = projects
         self._titles = titles
         self._store = store
@@ -146,23 +155,33 @@ class ProjectService:
         return marks
 
     async def for_turn(
-        self, user_id: str, conversation_id: str, new: bool, project_id: str | None
+        self,
+        user_id: str,
+        conversation_id: str,
+        new: bool,
+        project_id: str | None,
+        memory: bool = False,
     ) -> TurnInProject:
         """The project a turn is in: the one it names (`NotFound` if not the user's; a
         conversation with turns in another project or none: `Conflict`), else the
-        conversation's. `new`: the service made the conversation's id, so it has no turns."""
-        if new and project_id is None:
+        conversation's. `new`: the service made the conversation's id, so it has no turns.
+        `memory`: the turn reads the user's memory, which comes in the same statement (when
+        the deployment keeps memory)."""
+        memory = memory and self._remembers
+        if new and project_id is None and not memory:
             return TurnInProject(None)
-        read = await self._projects.for_turn(user_id, conversation_id, project_id)
+        read = await self._projects.for_turn(user_id, conversation_id, project_id, memory)
         if project_id is not None:
             if read.project is None:
                 raise NotFound("Project not found")
             if read.placed != project_id and read.asked:
                 raise Conflict(OTHER_PROJECT)
         if read.project is None:
-            return TurnInProject(None)
+            return TurnInProject(None, memory=read.memory, asked=read.asked)
         place = project_id if project_id is not None and read.placed != project_id else None
-        return TurnInProject(InProject(read.project, tuple(read.file_ids)), place)
+        return TurnInProject(
+            InProject(read.project, tuple(read.file_ids)), place, read.memory, read.asked
+        )
 
     async def place(self, user_id: str, conversation_id: str, project_id: str) -> None:
         await self._titles.place(user_id, conversation_id, project_id)

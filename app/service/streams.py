@@ -143,11 +143,19 @@ class StreamService:
             raise TooLong(f"query is longer than {limit} characters")
         try:
             found = await self._projects.for_turn(
-                user, conversation_id, not request.conversation_id, request.project_id
+                user,
+                conversation_id,
+                not request.conversation_id,
+                request.project_id,
+                memory=request.memory != "off",
             )
         except StoreError as exc:
             raise Unavailable(DATABASE_DOWN) from exc
         project = found.project
+        if request.approval is None and parent_id is None and not found.asked:
+            # A first question: its prompt has nothing above it, and its row says so even if
+            # another turn came meanwhile, so its answer can start as its row is written.
+            parent_id = 0
         await self._check_file(entry, request.file_id, user, project)
         await self._check_template(entry, request.template_file_id, user)
         try:
@@ -187,6 +195,7 @@ class StreamService:
                 template_file_id=request.template_file_id,
                 project=project,
                 temporary=request.memory == "off",
+                remembered=found.memory,
                 webhook=webhook,
             )
         except BaseException:

@@ -5,6 +5,11 @@ This is the one place that orders those steps, so that a busy conversation
 stream and before anything is written, and a claim is never left behind by
 a request that failed half-way.
 
+A first question (nothing above it) launches its run as its row is written: the
+model is asked meanwhile, and the run shows nothing until the row is committed
+(`_overlapped`). A later turn's prompt needs the turns above it, which on
+PostgreSQL come back with the question's INSERT, so it launches once stored.
+
 A busy conversation is handled as the request asks (`Strategy`, LangGraph's
 "double texting"): `reject` answers 409; `interrupt` stops the running turn
 (stored `stopped`) and starts the new one; `rollback` does the same and
@@ -43,6 +48,7 @@ from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.service.errors import Busy, Draining, NotAvailable, Unavailable
 from app.store.base import GoneTurn, SessionStore, StoreError
 from app.store.models import StoredTurn
+from app.store.user_memory import TurnMemory
 from app.tasks.base import (
     Claim,
     Claims,
@@ -52,7 +58,7 @@ from app.tasks.base import (
     TaskError,
     Ticket,
 )
-from app.tasks.runs import OnEnd, Run, RunProgram, RunRegistry
+from app.tasks.runs import OnEnd, Run, RunProgram, RunRegistry, Storing
 
 Launch = Callable[[RunProgram], Run]
 
@@ -167,6 +173,7 @@ class TurnService:
         project: InProject | None = None,
         temporary: bool = False,
         webhook: str | None = None,
+        remembered: TurnMemory | None = None,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
 
@@ -177,7 +184,8 @@ class TurnService:
 
         With `enqueue` on a busy conversation the run comes back at once, holding
         only its `queued` event, and is launched later in the same log. `webhook` is
-        kept with the turn, for an instance that carries it on.
+        kept with the turn, for an instance that carries it on. `remembered`: the user's
+        memory, read with the turn's project.
         """
         if self._drain.draining:
             raise Draining(DRAINING, DRAINING_RETRY_SECONDS)
@@ -205,6 +213,7 @@ class TurnService:
             project=project,
             temporary=temporary,
             webhook=webhook,
+            remembered=remembered,
         )
         # Listed in the same step as the claim: one round trip less before the first event.
         ticket = _ticket(claim, question, "running")
@@ -293,20 +302,49 @@ class TurnService:
         """
         with self._runs.starting(claim.key):
             async with self._starting:
-                try:
-                    if turn.answer is None:
-                        await agent.begin(turn)
-                    elif not await agent.go_on(turn):
-                        raise Busy(UNDECIDABLE)
-                except BaseException as exc:
-                    with contextlib.suppress(TaskBackendUnavailable):
-                        await self._claims.release(claim)
-                    if isinstance(exc, StoreError):
-                        raise Unavailable(DATABASE_DOWN) from exc
-                    raise
-                launched = self.run(agent, claim, turn, on_end, run)
+                if agent.overlaps and turn.answer is None and turn.parent_id == 0:
+                    launched = await self._overlapped(agent, claim, turn, on_end, run)
+                else:
+                    await self._begin(agent, claim, turn)
+                    launched = self.run(agent, claim, turn, on_end, run)
         if not posted:
             await self._show(_ticket(claim, turn.question, "running"))
+        return launched
+
+    async def _begin(self, agent: BaseAgent, claim: Claim, turn: Turn) -> None:
+        """Store the question (or take the decision on the paused turn); on failure the claim
+        is released, and a database that failed is `Unavailable`."""
+        try:
+            if turn.answer is None:
+                await agent.begin(turn)
+            elif not await agent.go_on(turn):
+                raise Busy(UNDECIDABLE)
+        except BaseException as exc:
+            with contextlib.suppress(TaskBackendUnavailable):
+                await self._claims.release(claim)
+            if isinstance(exc, StoreError):
+                raise Unavailable(DATABASE_DOWN) from exc
+            raise
+
+    async def _overlapped(
+        self, agent: BaseAgent, claim: Claim, turn: Turn, on_end: OnEnd | None, run: Run | None
+    ) -> Run:
+        """Launch the run as the question is stored: the model call starts meanwhile, its
+        first event waits for the row (tasks/runs.py, `Storing`). The turn has nothing above
+        it (`parent_id` 0), so its prompt needs nothing of the row's statement.
+
+        Not stored, the run ends unseen, its model call cancelled, and the caller gets the
+        same error as when nothing overlapped."""
+        stored: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        launched = self.run(agent, claim, turn, on_end, run, stored)
+        try:
+            await self._begin(agent, claim, turn)
+        except BaseException:
+            stored.set_result(False)
+            await launched.ended.wait()
+            raise
+        launched.row_id = turn.row_id
+        stored.set_result(True)
         return launched
 
     def run(
@@ -316,14 +354,18 @@ class TurnService:
         turn: Turn,
         on_end: OnEnd | None = None,
         run: Run | None = None,
+        stored: asyncio.Future[bool] | None = None,
     ) -> Run:
         """Launch the stored turn's run under `claim`, as the telemetry watches runs (a turn
-        begun here, or one carried on from another instance: app/service/takeover.py)."""
+        begun here, or one carried on from another instance: app/service/takeover.py);
+        `stored`: the question is being stored still (`_overlapped`)."""
+        program = agent.start(turn)
+        storing = None if stored is None else Storing(stored, program.open, program.abandon)
         launched = self._observer.launch(
             claim.agent_type,
             turn,
-            agent.start(turn),
-            lambda program: self._runs.launch(claim, program, on_end, run),
+            program,
+            lambda observed: self._runs.launch(claim, observed, on_end, run, storing),
         )
         launched.row_id = turn.row_id
         return launched

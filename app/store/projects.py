@@ -2,8 +2,8 @@
 
 Every statement filters on the user in SQL, so another user's project is simply not
 found. A conversation's project is its mark in `ai_conversation_title` (titles.py);
-`for_turn` reads that mark, the project and its files in one statement, once per turn
-that names a conversation or a project.
+`for_turn` reads that mark, the project and its files in one statement, with the user's
+memory beside them when the turn reads it, once per turn.
 """
 
 from __future__ import annotations
@@ -12,7 +12,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import String, delete, exists, func, literal, select, update
+from sqlalchemy import (
+    ColumnElement,
+    CompoundSelect,
+    Select,
+    String,
+    cast,
+    delete,
+    exists,
+    func,
+    literal,
+    null,
+    select,
+    union_all,
+    update,
+)
 
 from app.store.db import Database
 from app.store.models import AI_CONVERSATION_TITLE as TITLES
@@ -23,7 +37,13 @@ from app.store.project_models import PROJECT as PROJECTS
 from app.store.project_models import PROJECT_FILE as PROJECT_FILES
 from app.store.project_models import StoredProject
 from app.store.schedules import delete_project_schedules
-from app.store.user_memory import delete_project_memory
+from app.store.user_memory import (
+    TURN_MEMORY_ORDER,
+    TurnMemory,
+    delete_project_memory,
+    turn_memory,
+    turn_memory_part,
+)
 
 _FILE_COLUMNS = [c for c in FILES.c if c.name != "content"]
 
@@ -41,6 +61,8 @@ class TurnProject:
     """The project the conversation is in now (its mark); None: none."""
     asked: bool = False
     """The conversation has turns already."""
+    memory: TurnMemory | None = None
+    """The user's memory, when asked for with it."""
 
 
 class SqlProjects:
@@ -181,10 +203,13 @@ class SqlProjects:
             return bool(gone.rowcount)
 
     async def for_turn(
-        self, user_id: str, conversation_id: str, project_id: str | None
+        self, user_id: str, conversation_id: str, project_id: str | None, memory: bool = False
     ) -> TurnProject:
         """The conversation's mark, whether it has turns, and the project (`project_id`, else
-        the conversation's) with its files: one statement, a row per file."""
+        the conversation's) with its files: one statement, a row per file. With `memory`,
+        the user's memory rides in the same statement (`UNION ALL`, each part's columns NULL
+        in the other's rows): a turn's start reads once what it needs before anything is
+        written."""
         placed = (
             select(TITLES.c.project_id)
             .where(TITLES.c.user_id == user_id, TITLES.c.conversation_id == conversation_id)
@@ -193,22 +218,40 @@ class SqlProjects:
         asked = exists().where(TURNS.c.user_id == user_id, TURNS.c.session_id == conversation_id)
         wanted = placed if project_id is None else literal(project_id, String)
         anchor = select(literal(user_id, String).label("owner")).subquery("owner")
-        stmt = select(
-            placed.label("placed"), asked.label("asked"), *PROJECTS.c, PROJECT_FILES.c.file_id
-        ).select_from(
-            anchor.outerjoin(
-                PROJECTS, (PROJECTS.c.user_id == anchor.c.owner) & (PROJECTS.c.project_id == wanted)
-            ).outerjoin(PROJECT_FILES, PROJECT_FILES.c.project_id == PROJECTS.c.project_id)
-        )
+        columns: list[ColumnElement[Any]] = [
+            placed.label("placed"),
+            asked.label("asked"),
+            *PROJECTS.c,
+            PROJECT_FILES.c.file_id,
+        ]
+        source = anchor.outerjoin(
+            PROJECTS, (PROJECTS.c.user_id == anchor.c.owner) & (PROJECTS.c.project_id == wanted)
+        ).outerjoin(PROJECT_FILES, PROJECT_FILES.c.project_id == PROJECTS.c.project_id)
+        stmt: Select[Any] | CompoundSelect[Any] = select(*columns).select_from(source)
+        if memory:
+            remembered, remembered_from = turn_memory_part(user_id)
+            stmt = union_all(
+                select(*columns, *_nulls(remembered)).select_from(source),
+                select(*_nulls(columns), *remembered).select_from(remembered_from),
+            ).order_by(*TURN_MEMORY_ORDER)
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
-        first = rows[0]
+        projects = [row for row in rows if not memory or row["memory_enabled"] is None]
+        first = projects[0]
         project = None
         if first["project_id"] is not None:
             project = StoredProject.model_construct(**{c.name: first[c.name] for c in PROJECTS.c})
         return TurnProject(
             project,
-            [row["file_id"] for row in rows if row["file_id"] is not None],
+            [row["file_id"] for row in projects if row["file_id"] is not None],
             first["placed"],
             bool(first["asked"]),
+            turn_memory([row for row in rows if row["memory_enabled"] is not None])
+            if memory
+            else None,
         )
+
+
+def _nulls(columns: list[ColumnElement[Any]]) -> list[ColumnElement[Any]]:
+    """NULLs of each column's type and name: one part's columns in another part's rows."""
+    return [cast(null(), c.type).label(c.key) for c in columns]

@@ -9,12 +9,23 @@ in the same statement as the insert.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, func, literal, or_, select, true, update
+from sqlalchemy import (
+    ColumnElement,
+    FromClause,
+    delete,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    true,
+    update,
+)
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.store.db import Database
@@ -145,34 +156,52 @@ class SqlUserMemory:
             await conn.execute(stmt)
 
     async def for_turn(self, user_id: str) -> TurnMemory:
-        """The switch and, when on, every item, in one statement: a row per item (one row of
-        NULLs for none) beside the switch, which no row of the setting means on."""
-        switch = (
-            select(MEMORY_SETTINGS.c.enabled)
-            .where(MEMORY_SETTINGS.c.user_id == user_id)
-            .scalar_subquery()
-        )
-        on = func.coalesce(switch, true())
-        anchor = select(literal(user_id).label("owner")).subquery("owner")
-        stmt = (
-            select(on.label("enabled"), *MEMORY_ITEMS.c)
-            .select_from(
-                anchor.outerjoin(MEMORY_ITEMS, (MEMORY_ITEMS.c.user_id == anchor.c.owner) & on)
-            )
-            .order_by(MEMORY_ITEMS.c.create_time.desc(), MEMORY_ITEMS.c.id)
-        )
+        """The switch and, when on, every item, in one statement (`turn_memory_part`)."""
+        columns, source = turn_memory_part(user_id)
+        stmt = select(*columns).select_from(source).order_by(*TURN_MEMORY_ORDER)
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
-        enabled = bool(rows[0]["enabled"]) if rows else True
-        items = [
-            (
-                UserMemoryItem.model_construct(**{c.name: row[c.name] for c in _SHOWN}),
-                None if row["vector"] is None else unpack_vector(row["vector"]),
-            )
-            for row in rows
-            if row["id"] is not None
-        ]
-        return TurnMemory(enabled, items)
+        return turn_memory(rows)
+
+
+TURN_MEMORY_ORDER: tuple[ColumnElement[Any], ...] = (
+    literal_column("memory_create_time").desc(),
+    literal_column("memory_id"),
+)
+"""The items newest first, by the labels `turn_memory_part` gives them."""
+
+
+def turn_memory_part(user_id: str) -> tuple[list[ColumnElement[Any]], FromClause[Any]]:
+    """The columns and FROM of a turn's memory read: a row per item (one row of NULLs for
+    none) beside the switch, which no row of the setting means on; each column labelled
+    `memory_<name>`, so the read can ride beside another (a turn's project: store/projects.py).
+    """
+    switch = (
+        select(MEMORY_SETTINGS.c.enabled)
+        .where(MEMORY_SETTINGS.c.user_id == user_id)
+        .scalar_subquery()
+    )
+    on = func.coalesce(switch, true())
+    anchor = select(literal(user_id).label("owner")).subquery("owner")
+    columns: list[ColumnElement[Any]] = [
+        on.label("memory_enabled"),
+        *(c.label(f"memory_{c.name}") for c in MEMORY_ITEMS.c),
+    ]
+    return columns, anchor.outerjoin(MEMORY_ITEMS, (MEMORY_ITEMS.c.user_id == anchor.c.owner) & on)
+
+
+def turn_memory(rows: Sequence[Mapping[Any, Any]]) -> TurnMemory:
+    """What `turn_memory_part`'s rows say."""
+    enabled = bool(rows[0]["memory_enabled"]) if rows else True
+    items = [
+        (
+            UserMemoryItem.model_construct(**{c.name: row[f"memory_{c.name}"] for c in _SHOWN}),
+            None if row["memory_vector"] is None else unpack_vector(row["memory_vector"]),
+        )
+        for row in rows
+        if row["memory_id"] is not None
+    ]
+    return TurnMemory(enabled, items)
 
 
 async def delete_project_memory(conn: AsyncConnection, user_id: str, project_id: str) -> None:

@@ -62,6 +62,18 @@ MOVED: frozenset[StopReason] = frozenset(("handover", "lost"))
 OnEnd = Callable[[], Awaitable[None]]
 
 
+@dataclass(frozen=True, slots=True)
+class Storing:
+    """A run launched while its question is still being stored (app/service/turns.py)."""
+
+    stored: asyncio.Future[bool]
+    """True once the question's row is committed; False: it was not, and the run ends unseen."""
+    open: Callable[[], None]
+    """Starts the turn's answer meanwhile (the model call); its first event waits for `events`."""
+    abandon: Callable[[], Awaitable[None]]
+    """Cancels what `open` started."""
+
+
 class RunProgram(Protocol):
     """An agent's turn as the runner drives it."""
 
@@ -237,12 +249,17 @@ class RunRegistry:
         program: RunProgram,
         on_end: OnEnd | None = None,
         run: Run | None = None,
+        storing: Storing | None = None,
     ) -> Run:
         """Start the run in the background; the caller already holds `claim`.
 
         `on_end` runs once the turn is stored, before the claim is released,
         so whoever waits for the release (a stop) sees what it frees too.
         `run` is one whose stream already opened (a queued turn): its log goes on.
+        `storing`: the question is still being written; the run opens the turn's answer
+        meanwhile, and does nothing else (no event, no copy, no heartbeat) until it is
+        stored. Not stored, the run ends there: no `complete`, no `on_end`, its claim
+        the caller's to release.
         """
         run = run or Run(claim)
         if self.movable:
@@ -250,7 +267,7 @@ class RunRegistry:
         run.program = program
         self._runs[claim.key] = run
         run.task = asyncio.create_task(
-            self._drive(run, program, on_end), name=f"run-{claim.task_id}"
+            self._drive(run, program, on_end, storing), name=f"run-{claim.task_id}"
         )
         early = self._starting.get(claim.key)
         if early is not None:
@@ -350,7 +367,11 @@ class RunRegistry:
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
 
-    async def _drive(self, run: Run, program: RunProgram, on_end: OnEnd | None) -> None:
+    async def _drive(
+        self, run: Run, program: RunProgram, on_end: OnEnd | None, storing: Storing | None
+    ) -> None:
+        if storing is not None and not await self._stored(run, storing):
+            return
         heartbeat = asyncio.create_task(self._heartbeat(run.claim))
         copier = asyncio.create_task(self._shared.publish(run.claim, run.log))
         copier.add_done_callback(lambda done: self._copy_ended(run, done))
@@ -385,6 +406,34 @@ class RunRegistry:
                 run.log.close()
                 run.ended.set()
                 self._keep(run)
+
+    async def _stored(self, run: Run, storing: Storing) -> bool:
+        """Open the turn's answer and wait for its question's row; False: it was not stored,
+        and the run has ended unseen.
+
+        A stop meanwhile waits for the row too, then lands in the run's events as it
+        would have right after launch (the turn is stored `stopped`).
+        """
+        storing.open()
+        try:
+            stored = await asyncio.shield(storing.stored)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            stored = await storing.stored
+            if stored:
+                asyncio.get_running_loop().call_soon(run._cancel)
+        if stored:
+            return True
+        await storing.abandon()
+        run.settled = True
+        run.task = None
+        if self._runs.get(run.claim.key) is run:
+            del self._runs[run.claim.key]
+        run.log.close()
+        run.ended.set()
+        return False
 
     async def _moved(self, run: Run, program: RunProgram, copier: asyncio.Task[bool]) -> None:
         """End here a run that goes on at another instance: no store, no `complete`, the claim

@@ -15,6 +15,7 @@ A refusal (memory full, no such item, bad text) is an error result the model can
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -62,8 +63,10 @@ class Remember:
         user_id: str,
         project_id: str | None,
         conversation_id: str,
-        turn_id: int,
+        turn_id: Callable[[], int],
     ) -> None:
+        """`turn_id` gives the turn's row once it is stored: a turn's answer may start before
+        its question's row is written (agents/base.py), never its tool calls."""
         self._memory = memory
         self._user_id = user_id
         self._project_id = project_id
@@ -83,7 +86,7 @@ class Remember:
                     "agent",
                     self._project_id,
                     self._conversation_id,
-                    self._turn_id,
+                    self._turn_id(),
                 )
                 return _result(
                     action="save", id=item.id, content=item.content, projectId=item.project_id
