@@ -152,10 +152,7 @@ class StreamService:
         except StoreError as exc:
             raise Unavailable(DATABASE_DOWN) from exc
         project = found.project
-        if request.approval is None and parent_id is None and not found.asked:
-            # A first question: its prompt has nothing above it, and its row says so even if
-            # another turn came meanwhile, so its answer can start as its row is written.
-            parent_id = 0
+        first = request.approval is None and parent_id is None and not found.asked
         await self._check_file(entry, request.file_id, user, project)
         await self._check_template(entry, request.template_file_id, user)
         try:
@@ -186,6 +183,7 @@ class StreamService:
                 on_end=slot.release,
                 strategy=request.strategy or "reject",
                 parent_id=parent_id,
+                first=first,
                 regenerates=regenerates,
                 model_id=model_id,
                 model_named=request.model is not None,

@@ -174,10 +174,14 @@ class TurnService:
         temporary: bool = False,
         webhook: str | None = None,
         remembered: TurnMemory | None = None,
+        first: bool = False,
     ) -> Run:
         """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
 
-        `parent_id`: the turn the new one follows (0: none; None: the active leaf);
+        `parent_id`: the turn the new one follows (0: none; None: the active leaf).
+        `first`: the conversation had no turn when read, so the question goes in as a first
+        one (its answer can start as its row is written), unless it finds another turn
+        holding the conversation: then, queued or in that turn's place, it follows it.
         `regenerates`: the turn it answers again, as that turn's new sibling.
         `answer`: a decision on the conversation's paused turn, which goes on (same row)
         instead of a new question: `Busy` (409) when no paused turn waits on it.
@@ -201,7 +205,7 @@ class TurnService:
             question=question,
             task_id=claim.task_id,
             file_id=file_id,
-            parent_id=parent_id,
+            parent_id=0 if first else parent_id,
             regenerates=regenerates,
             options=options or GenerateOptions(),
             model_id=model_id,
@@ -219,6 +223,8 @@ class TurnService:
         ticket = _ticket(claim, question, "running")
         try:
             claimed = await self._claims.claim(claim, self._ttl, ticket)
+            if not claimed and first:
+                turn.parent_id = None
             if not claimed and strategy == "enqueue" and answer is None:
                 return await self._enqueue(agent, claim, turn, on_end)
             if not claimed and strategy in ("interrupt", "rollback"):

@@ -123,3 +123,36 @@ async def test_a_question_never_stored_cancels_the_model_call_and_answers_503(
         assert "database" in response.json()["message"]
         await fake_llm.disconnected.wait()
         assert (await client.get("/session/unstored")).status_code == 404
+
+
+async def test_a_second_question_queued_behind_a_first_one_follows_it_not_beside_it(
+    tmp_path: Path, postgres_url: str, fake_llm: FakeOpenAI
+) -> None:
+    reply = Reply.text("First answer.")
+    async with service_then(tmp_path, postgres_url, fake_llm, reply) as (client, arrived):
+        streams: dict[str, list[Event]] = {"First": [], "Second": []}
+        queued = asyncio.Event()
+
+        async def read(query: str, **more: str) -> None:
+            params = {"query": query, "conversationId": "double", **more}
+            async with client.stream("GET", "/agent/chat/stream", params=params) as response:
+                assert response.status_code == 200
+                async for event in events(response):
+                    streams[query].append(event)
+                    if event["type"] == "queued":
+                        queued.set()
+
+        async with turns_locked(postgres_url) as lock:
+            first = asyncio.create_task(read("First"))
+            await model_asked(arrived)
+            await waiting_insert(lock)
+            # The second reads the conversation empty too: the first's row is not written.
+            second = asyncio.create_task(read("Second", multitaskStrategy="enqueue"))
+            await queued.wait()
+        await first
+        await second
+
+        assert types(streams["First"])[-1] == types(streams["Second"])[-1] == "complete"
+        response = await client.get("/session/double")
+        path = [(m["question"], m["parentId"]) for m in response.json()["data"]["messages"]]
+        assert path == [("First", None), ("Second", streams["First"][0]["sessionId"])]
