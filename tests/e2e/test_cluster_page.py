@@ -19,7 +19,7 @@ import pytest
 import pytest_asyncio
 from playwright.async_api import Page, Request, Response, Route, expect
 
-from app.agents.base import MOVED_NOTICE
+from app.agents.agent_turn import MOVED_NOTICE
 from tests.e2e.conftest import LOOP, Upstreams
 from tests.e2e.test_chat_page import ask
 from tests.integration.service import history, process_env

@@ -21,7 +21,7 @@ import orjson
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from app.agents.base import SAVING_NOTICE
+from app.agents.agent_turn import SAVING_NOTICE
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily

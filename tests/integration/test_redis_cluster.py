@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.agents.base import MOVED_NOTICE
+from app.agents.agent_turn import MOVED_NOTICE
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import (

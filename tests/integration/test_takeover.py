@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from app.agents.base import MOVED_NOTICE
+from app.agents.agent_turn import MOVED_NOTICE
 from app.agents.tool_history import CONTINUE_NOTE, CUT_SHORT_RESULT
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Body, Reply

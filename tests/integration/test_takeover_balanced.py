@@ -20,7 +20,7 @@ import time
 import httpx
 import pytest
 
-from app.agents.base import MOVED_NOTICE
+from app.agents.agent_turn import MOVED_NOTICE
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.service import history
 from tests.integration.test_takeover import (
