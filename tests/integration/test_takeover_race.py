@@ -29,7 +29,7 @@ from app.tasks.base import DeadInstances, TakeOvers
 from app.tasks.redis import redis_tasks
 from app.tasks.redis_client import connect
 from app.tasks.redis_target import RedisTarget
-from app.tasks.sweeper import Sweeper
+from app.tasks.sweeper import Succession, Sweeper
 from tests.integration.test_task_managers import redis_target
 
 pytestmark = [pytest.mark.redis]
@@ -49,7 +49,7 @@ class HeldTakeover:
         self.go_on = asyncio.Event()
         self.taken: list[StoredTurn] = []
 
-    async def carry_on(self, instance: str) -> int:
+    async def carry_on(self, instance: str) -> Succession:
         for row in await self._store.running_turns(instance):
             assert row.id is not None
             claim = await self._takeovers.take_over(
@@ -62,7 +62,7 @@ class HeldTakeover:
             taken = await self._store.take_over(row.id, instance, row.takeovers)
             if taken is not None:
                 self.taken.append(taken)
-        return len(self.taken)
+        return Succession(len(self.taken))
 
 
 @pytest.fixture(params=["redis", "redis-cluster"])
