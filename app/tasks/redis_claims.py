@@ -197,7 +197,10 @@ class RedisClaims:
             keys.claim(user_id, conversation_id),
             keys.latest_run(user_id, conversation_id),
         )
-        argv = (dead, agent_type, keys.instance_id, milliseconds(ttl), self.life)
+        # A claim naming this instance that no run here holds was left by a take-over
+        # of this turn whose reply was lost (a timeout): taken again.
+        idle = "0" if ConversationKey(user_id, conversation_id) in self._held else "1"
+        argv = (dead, agent_type, keys.instance_id, milliseconds(ttl), self.life, idle)
         with translate_errors(self._where):
             task_id = await self._space.batch.command(
                 lambda pipe: pipe.eval(TAKE_OVER_LUA, len(script_keys), *script_keys, *argv)

@@ -91,12 +91,14 @@ def roles(tasks: Tasks) -> tuple[DeadInstances, TakeOvers]:
     return tasks.instances, tasks.takeovers
 
 
-async def died_running(db: Database, target: RedisTarget | str, prefix: str) -> tuple[int, Claim]:
+async def died_running(
+    db: Database, target: RedisTarget | str, prefix: str, user: str = "alice"
+) -> tuple[int, Claim]:
     """A turn left `running` by an instance that held its conversation and is gone."""
-    claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
+    claim = Claim(user, "conv-1", uuid.uuid4().hex, "chat")
     async with instance(target, prefix, DEAD) as dead:
         turn_id = await SqlSessionStore(db, DEAD).add_question(
-            StoredTurn(session_id="conv-1", user_id="alice", agent_type="chat", question="Hi")
+            StoredTurn(session_id="conv-1", user_id=user, agent_type="chat", question="Hi")
         )
         assert await dead.claims.claim(claim, TTL)
         await roles(dead)[1].resign()
