@@ -3,11 +3,13 @@
 The live instance is the app as served (its own `TurnSuccessor` and `Sweeper`,
 sweeping every beat), on SQLite and on PostgreSQL and a Redis of the test's
 own; the dead instance left a chat turn `running`, holding its conversation,
-and resigned, as a drained one does. Redis stops answering (SIGSTOP) just as
-the live instance first reaches for the turn (when it builds the chat agent
-to carry it on), so the takeover's first step times out; Redis answers again
-as soon as the instance says so in its log. Before, that same sweep then
-marked the turn `interrupted`; now the next sweep carries it on.
+and resigned, as a drained one does. Redis becomes unavailable just as the
+live instance first reaches for the turn (when it builds the chat agent to
+carry it on), so the takeover's first step fails, and is back as soon as the
+instance says so in its log. Before, a refused connection made that same
+sweep mark the turn `interrupted`, and a timeout left it `running` until its
+claim expired (the take-over ran once Redis answered, its reply lost); now
+the next sweep carries it on.
 """
 
 from __future__ import annotations
@@ -36,58 +38,75 @@ from tests.support.processes import RedisServer
 pytestmark = [pytest.mark.redis]
 
 
-class ThawOnWarning(logging.Handler):
-    """Lets the frozen Redis answer again at the first warning the app logs about it."""
+class OutageUntilWarning(logging.Handler):
+    """Redis unavailable from `begin()` to the first warning the sweep logs: frozen (SIGSTOP:
+    commands time out, and run once it answers again) or stopped (connections refused; it
+    comes back with what it had, from its append-only file)."""
 
-    def __init__(self, server: RedisServer) -> None:
+    def __init__(self, server: RedisServer, stopped: bool) -> None:
         super().__init__(logging.WARNING)
         self._server = server
-        self.frozen = False
+        self._stopped = stopped
+        self.url = server.url
+        self.on = False
         self.warnings: list[str] = []
 
-    def freeze(self) -> None:
-        self._server.freeze()
-        self.frozen = True
+    def begin(self) -> None:
+        if self._stopped:
+            self._server.kill()
+        else:
+            self._server.freeze()
+        self.on = True
+
+    def end(self) -> None:
+        if self.on:
+            if self._stopped:
+                self._server.start()
+            else:
+                self._server.thaw()
+            self.on = False
 
     def emit(self, record: logging.LogRecord) -> None:
         self.warnings.append(record.getMessage())
-        if self.frozen:
-            self._server.thaw()
-            self.frozen = False
+        self.end()
 
 
-@pytest.fixture
-def thawing(redis_server: RedisServer) -> Iterator[ThawOnWarning]:
-    handler = ThawOnWarning(redis_server)
-    with attached("app", handler):
-        yield handler
-    if handler.frozen:
-        redis_server.thaw()
+@pytest.fixture(params=["frozen", "stopped"])
+def outage(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[OutageUntilWarning]:
+    server = RedisServer(tmp_path / "redis", "--appendonly", "yes", "--appendfsync", "always")
+    server.start()
+    handler = OutageUntilWarning(server, request.param == "stopped")
+    try:
+        # The sweep's and the takeover's own: not another part's (the heartbeat, say).
+        with attached("app.tasks.sweeper", handler), attached("app.service.takeover", handler):
+            yield handler
+        handler.end()
+    finally:
+        server.kill()
 
 
 async def test_a_takeover_that_meets_redis_unavailable_is_carried_on_once_it_is_back(
     tmp_path: Path,
     db: Database,
     database_url: str,
-    redis_server: RedisServer,
     redis_prefix: str,
     fake_llm: FakeOpenAI,
-    thawing: ThawOnWarning,
+    outage: OutageUntilWarning,
 ) -> None:
-    turn_id, _ = await died_running(db, redis_server.url, redis_prefix, LOCAL_USER)
+    turn_id, _ = await died_running(db, outage.url, redis_prefix, LOCAL_USER)
     [chat] = [entry for entry in AGENTS if entry.kind == "chat"]
     built = chat.load()
 
     def freezing(core: AgentCore, settings: Settings) -> BaseAgent:
         """The chat agent, built when the live instance first carries a chat turn on."""
-        thawing.freeze()
+        outage.begin()
         return built(core, settings)
 
     agents = [replace(chat, factory=freezing) if e is chat else e for e in AGENTS]
     settings = service_settings(
         tmp_path,
         database_url,
-        redis_server.url,
+        outage.url,
         redis_prefix=redis_prefix,
         llm_base_url=fake_llm.base_url,
         instance_dead_seconds=1.0,
@@ -104,8 +123,8 @@ async def test_a_takeover_that_meets_redis_unavailable_is_carried_on_once_it_is_
     [row] = await store.get_conversation(LOCAL_USER, "conv-1")
 
     # Told once, then the takeover told, with nothing marked interrupted.
-    [outage, carried] = thawing.warnings
-    assert "Redis" in outage
+    [told, carried] = outage.warnings
+    assert "Redis" in told
     assert carried.endswith("1 running turn(s) carried on here, 0 marked interrupted")
     assert row.status == "completed"
     assert (row.id, row.takeovers) == (turn_id, 1)
