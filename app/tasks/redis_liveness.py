@@ -185,10 +185,10 @@ TAKE_OVER_LUA = (
     HOLDER_LUA
     + """
 -- KEYS: claim, the conversation's latest run. ARGV: the dead instance, the run's agent type,
--- this instance, TTL in ms, this instance's life in ms, '1' when this instance runs nothing
--- in the conversation. Takes the claim when the dead instance holds it, or nobody does and
--- the latest run is kept, or this instance does though it runs nothing there (its earlier
--- take-over whose reply was lost to a timeout); the run's task id, or nil: another instance
+-- this instance, TTL in ms, this instance's life in ms, '1' when this instance's last
+-- take-over of it went unanswered and it runs nothing there. Takes the claim when the dead
+-- instance holds it, or nobody does and the latest run is kept, or (with '1') this instance
+-- does: that take-over ran, its reply lost; the run's task id, or nil: another instance
 -- holds it (took it over first, or a new turn took the conversation), or nothing of the
 -- run is kept.
 local held = redis.call('GET', KEYS[1])
