@@ -9,7 +9,7 @@ from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Protocol
 
-import httpx2 as httpx
+import httpx2
 
 from app.config import Settings
 from app.llm.base import ChatModel
@@ -29,7 +29,7 @@ class ModelWatcher(Protocol):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Models:
     catalog: ModelCatalog
-    http: httpx.AsyncClient
+    http: httpx2.AsyncClient
     """The pooled client for tools' HTTP calls (not the models')."""
     embedder: OpenAIEmbeddings | None
     """None without `EMBEDDING_BASE_URL`: documents are then searched by their words."""

@@ -23,7 +23,9 @@ it began.
 A turn is not carried on, and ends `interrupted` as before, when it moved
 `TURN_TAKEOVERS` times already, its agent does not carry on (or is not run
 here), it was a decision on a paused turn (its earlier part is in no log),
-or its log is not kept whole. A draining instance carries nothing on.
+or its log is not kept whole. A draining instance carries nothing on. A turn
+whose takeover met Redis or the database unavailable is neither: it is left
+to the next sweep (`Succession.postponed`), which tries it again.
 """
 
 from __future__ import annotations
@@ -39,11 +41,12 @@ from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.llm.models import ModelCatalog
 from app.service.projects import ProjectService
 from app.service.turns import TurnService
-from app.store.base import SessionStore, StoreError
+from app.store.base import SessionStore, StoreError, StoreUnavailable
 from app.store.models import StoredTurn
-from app.tasks.base import Claim, Claims, TakeOvers, TaskError
+from app.tasks.base import Claim, Claims, TakeOvers, TaskBackendUnavailable, TaskError
 from app.tasks.log import RunLog, SharedRunLogs
 from app.tasks.runs import Run
+from app.tasks.sweeper import Outage, Succession
 from app.tasks.webhooks import Webhooks
 
 log = logging.getLogger(__name__)
@@ -83,20 +86,28 @@ class TurnSuccessor:
         self._limit = limit
         self._memory_turns = memory_turns
 
-    async def carry_on(self, instance: str) -> int:
-        """Take over the dead `instance`'s running turns that can go on; how many did.
+    async def carry_on(self, instance: str) -> Succession:
+        """Take over the dead `instance`'s running turns that can go on.
 
-        The others stay as they are, for the sweep to mark `interrupted`.
+        The others stay as they are, for the sweep to mark `interrupted`; but those
+        whose takeover met an outage, which the sweep leaves to its next round: the
+        outage is reported once, by the sweep, however many turns it stopped.
         """
         if self._drain.draining or self._limit <= 0:
-            return 0
+            return Succession(0)
         carried = 0
+        postponed: set[int] = set()
+        outage: Outage | None = None
         for row in await self._store.running_turns(instance):
             try:
                 carried += await self._carry(instance, row)
+            except (TaskBackendUnavailable, StoreUnavailable) as exc:
+                if row.id is not None:
+                    postponed.add(row.id)
+                outage = outage or exc
             except (TaskError, StoreError) as exc:
                 log.warning("could not take over turn %s of %s: %s", row.id, instance, exc)
-        return carried
+        return Succession(carried, frozenset(postponed), outage)
 
     async def _carry(self, dead: str, row: StoredTurn) -> bool:
         if row.id is None or row.takeovers >= self._limit or row.pending:

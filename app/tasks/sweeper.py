@@ -17,6 +17,12 @@ dead instance's turns. Each turn is ended only after its claim was taken from
 the dead instance (`DeadInstances.give_up`), the step a takeover needs too,
 so of the two exactly one happens.
 
+A turn whose takeover met Redis or the database unavailable (an outage, a
+pool timeout) is left `running`, not ended: the dead instance is not counted
+handled, the sweep reports the outage once it has looked at every dead
+instance (`_run` logs it once while it lasts), and the next sweep tries the
+turn again, until it is carried on or truly cannot be.
+
 A dead instance is handled once per sweeper; Redis forgets it once its
 claims would have expired anyway (the claim TTL).
 """
@@ -27,11 +33,12 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from contextlib import suppress
+from dataclasses import dataclass
 from typing import Protocol
 
-from app.store.base import StoreError
+from app.store.base import StoreError, StoreUnavailable
 from app.store.models import StoredTurn
-from app.tasks.base import DeadInstances, TaskError
+from app.tasks.base import DeadInstances, TaskBackendUnavailable, TaskError
 
 log = logging.getLogger(__name__)
 
@@ -49,11 +56,26 @@ class OrphanRows(Protocol):
         ...
 
 
+Outage = StoreUnavailable | TaskBackendUnavailable
+"""Redis or the database not reached (a pool timeout too): a takeover may work a moment later."""
+
+
+@dataclass(frozen=True, slots=True)
+class Succession:
+    """What a successor did with a dead instance's running turns."""
+
+    carried: int
+    """How many it took over."""
+    postponed: frozenset[int] = frozenset()
+    """The turns (row ids) whose takeover met `outage`: for the next sweep, not to end now."""
+    outage: Outage | None = None
+
+
 class Successor(Protocol):
     """Who carries a dead instance's turns on."""
 
-    async def carry_on(self, instance: str) -> int:
-        """Take over the dead `instance`'s running turns that can go on; how many did."""
+    async def carry_on(self, instance: str) -> Succession:
+        """Take over the dead `instance`'s running turns that can go on."""
         ...
 
 
@@ -95,29 +117,36 @@ class Sweeper:
         dead = await self._instances.dead_instances(holding, self._ttl)
         self._handled &= set(dead)
         marked = 0
+        outage: Outage | None = None
         for instance in dead:
             if instance in self._handled:
                 continue
-            carried = 0
+            done = Succession(0)
             if self._successor is not None:
-                carried = await self._successor.carry_on(instance)
-            conversations, left = await self._interrupt(instance)
+                done = await self._successor.carry_on(instance)
+            outage = outage or done.outage
+            conversations, left = await self._interrupt(instance, done.postponed)
             if not left:
                 self._handled.add(instance)
             marked += len(conversations)
-            if conversations or carried:
+            if conversations or done.carried:
                 log.warning(
                     "instance %s is dead or drained: %d running turn(s) carried on here,"
                     " %d marked interrupted",
                     instance,
-                    carried,
+                    done.carried,
                     len(conversations),
                 )
+        if outage is not None:
+            raise outage
         return marked
 
-    async def _interrupt(self, instance: str) -> tuple[list[tuple[str, str]], int]:
-        """Mark `interrupted` the dead `instance`'s turns no instance took over, and free
-        them; the (user, conversation) pairs marked, and how many turns were left.
+    async def _interrupt(
+        self, instance: str, postponed: frozenset[int]
+    ) -> tuple[list[tuple[str, str]], int]:
+        """Mark `interrupted` the dead `instance`'s turns no instance took over, but those
+        `postponed` (for the next sweep), and free them; the (user, conversation) pairs
+        marked, and how many turns were left.
 
         Each turn's claim is taken from the dead instance first, in Redis: none is
         taken over once this sweep has it. A turn whose claim another instance holds is
@@ -126,16 +155,17 @@ class Sweeper:
         or a new turn took the conversation, and the turn left is ended once that one
         let go. Then the rows, each only while it still names the dead instance.
         """
-        rows = await self._rows.running_turns(instance)
+        running = await self._rows.running_turns(instance)
+        rows = [row for row in running if row.id not in postponed]
         if not rows:
-            return [], 0
+            return [], len(running)
         given = set(
             await self._instances.give_up(instance, {(r.user_id, r.session_id) for r in rows})
         )
         ended = [row for row in rows if (row.user_id, row.session_id) in given]
         conversations = await self._rows.interrupt_turns(ended)
         await self._instances.free(given)
-        return conversations, len(rows) - len(ended)
+        return conversations, len(running) - len(ended)
 
     async def _run(self) -> None:
         failing = False

@@ -7,7 +7,7 @@ from __future__ import annotations
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 
-import httpx2 as httpx
+import httpx2
 
 from app.config import Settings
 from app.tools.base import Tool
@@ -28,7 +28,7 @@ class Tools:
     """None: `FETCH_ENABLED` is off."""
 
 
-async def build(settings: Settings, *, stack: AsyncExitStack, http: httpx.AsyncClient) -> Tools:
+async def build(settings: Settings, *, stack: AsyncExitStack, http: httpx2.AsyncClient) -> Tools:
     """The tools of these settings; `http` is the pooled client they call out on."""
     mcp = await stack.enter_async_context(
         McpHub.open(

@@ -29,7 +29,7 @@ from app.tasks.base import DeadInstances, TakeOvers
 from app.tasks.redis.backend import redis_tasks
 from app.tasks.redis.client import connect
 from app.tasks.redis.target import RedisTarget
-from app.tasks.sweeper import Sweeper
+from app.tasks.sweeper import Succession, Sweeper
 from tests.integration.test_task_managers import redis_target
 
 pytestmark = [pytest.mark.redis]
@@ -49,7 +49,7 @@ class HeldTakeover:
         self.go_on = asyncio.Event()
         self.taken: list[StoredTurn] = []
 
-    async def carry_on(self, instance: str) -> int:
+    async def carry_on(self, instance: str) -> Succession:
         for row in await self._store.running_turns(instance):
             assert row.id is not None
             claim = await self._takeovers.take_over(
@@ -62,7 +62,7 @@ class HeldTakeover:
             taken = await self._store.take_over(row.id, instance, row.takeovers)
             if taken is not None:
                 self.taken.append(taken)
-        return len(self.taken)
+        return Succession(len(self.taken))
 
 
 @pytest.fixture(params=["redis", "redis-cluster"])
@@ -91,12 +91,14 @@ def roles(tasks: Tasks) -> tuple[DeadInstances, TakeOvers]:
     return tasks.instances, tasks.takeovers
 
 
-async def died_running(db: Database, target: RedisTarget | str, prefix: str) -> tuple[int, Claim]:
+async def died_running(
+    db: Database, target: RedisTarget | str, prefix: str, user: str = "alice"
+) -> tuple[int, Claim]:
     """A turn left `running` by an instance that held its conversation and is gone."""
-    claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
+    claim = Claim(user, "conv-1", uuid.uuid4().hex, "chat")
     async with instance(target, prefix, DEAD) as dead:
         turn_id = await SqlSessionStore(db, DEAD).add_question(
-            StoredTurn(session_id="conv-1", user_id="alice", agent_type="chat", question="Hi")
+            StoredTurn(session_id="conv-1", user_id=user, agent_type="chat", question="Hi")
         )
         assert await dead.claims.claim(claim, TTL)
         await roles(dead)[1].resign()

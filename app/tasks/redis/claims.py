@@ -108,6 +108,9 @@ class RedisClaims:
         """Claims whose release failed while Redis was away: released by the next beat."""
         self._resigned = False
         """This instance drained: it beats no more, and counts as dead."""
+        self._unanswered: set[ConversationKey] = set()
+        """Conversations whose last take-over here failed to reach Redis: it may have run,
+        its claim naming this instance though no run here holds it."""
         self._beating = asyncio.Lock()
         self._lost: LostClaim | None = None
 
@@ -197,11 +200,20 @@ class RedisClaims:
             keys.claim(user_id, conversation_id),
             keys.latest_run(user_id, conversation_id),
         )
-        argv = (dead, agent_type, keys.instance_id, milliseconds(ttl), self.life)
-        with translate_errors(self._where):
-            task_id = await self._space.batch.command(
-                lambda pipe: pipe.eval(TAKE_OVER_LUA, len(script_keys), *script_keys, *argv)
-            )
+        # A claim naming this instance that no run here holds, after a take-over whose
+        # reply was lost (it ran once Redis answered again), is that take-over's: taken again.
+        key = ConversationKey(user_id, conversation_id)
+        again = "1" if key in self._unanswered and key not in self._held else "0"
+        argv = (dead, agent_type, keys.instance_id, milliseconds(ttl), self.life, again)
+        try:
+            with translate_errors(self._where):
+                task_id = await self._space.batch.command(
+                    lambda pipe: pipe.eval(TAKE_OVER_LUA, len(script_keys), *script_keys, *argv)
+                )
+        except TaskBackendUnavailable:
+            self._unanswered.add(key)
+            raise
+        self._unanswered.discard(key)
         if task_id is None:
             return None
         claim = Claim(user_id, conversation_id, str(task_id), agent_type)

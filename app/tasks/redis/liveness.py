@@ -185,15 +185,18 @@ TAKE_OVER_LUA = (
     HOLDER_LUA
     + """
 -- KEYS: claim, the conversation's latest run. ARGV: the dead instance, the run's agent type,
--- this instance, TTL in ms, this instance's life in ms. Takes the claim when the dead
--- instance holds it, or nobody does and the latest run is kept; the run's task id, or nil:
--- another instance holds it (took it over first, or a new turn took the conversation), or
--- nothing of the run is kept.
+-- this instance, TTL in ms, this instance's life in ms, '1' when this instance's last
+-- take-over of it went unanswered and it runs nothing there. Takes the claim when the dead
+-- instance holds it, or nobody does and the latest run is kept, or (with '1') this instance
+-- does: that take-over ran, its reply lost; the run's task id, or nil: another instance
+-- holds it (took it over first, or a new turn took the conversation), or nothing of the
+-- run is kept.
 local held = redis.call('GET', KEYS[1])
 local task_id
 if held then
   local claim = cjson.decode(held)
-  if claim['instance'] ~= ARGV[1] then return false end
+  local left = claim['instance'] == ARGV[3] and ARGV[6] == '1'
+  if claim['instance'] ~= ARGV[1] and not left then return false end
   task_id = claim['task_id']
 else
   task_id = redis.call('GET', KEYS[2])
