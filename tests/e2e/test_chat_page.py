@@ -271,6 +271,32 @@ async def test_a_pinned_conversation_leads_the_list_until_unpinned(
         await expect(entries).to_have_text(["Today", "Second question", "First question"])
 
 
+async def test_a_conversations_menu_left_open_stays_open_when_an_answer_ends(
+    page: Page, app_settings: Callable[..., Settings], upstreams: Upstreams
+) -> None:
+    gate = asyncio.Event()
+    upstreams.llm.script(Reply.text("One."), Reply.gated("Two", " done.", gate))
+    async with serve(create_app(app_settings(recommendations_enabled=False))) as url:
+        await page.goto(url)
+        await expect(await ask(page, "First question")).to_have_attribute(
+            "data-status", "completed"
+        )
+        await page.locator("#new-chat").click()
+        second = await ask(page, "Second question")
+        await expect(second.locator(".answer")).to_have_text("Two")
+        first = page.locator(".conversations li", has_text="First question")
+        await first.locator(".menu-button").click()
+        drawn = await first.locator(".menu").element_handle()
+        gate.set()
+        await expect(second).to_have_attribute("data-status", "completed")
+        # The answer's end draws the list again: the menu the user opened is still open.
+        await page.wait_for_function("menu => !menu.isConnected", arg=drawn)
+        await expect(first.locator(".menu-button")).to_have_attribute("aria-expanded", "true")
+        await first.get_by_role("button", name="Pin").click()
+        entries = page.locator(".conversations li").locator("h3, .title")
+        await expect(entries).to_have_text(["Pinned", "First question", "Today", "Second question"])
+
+
 async def test_keys_start_a_new_chat_and_reach_the_search_box(
     page: Page, app_url: str, upstreams: Upstreams
 ) -> None:

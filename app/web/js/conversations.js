@@ -128,15 +128,30 @@ export class ConversationList {
     // list must not replace the newer one.
     if (load !== this.loads) return;
     // Keep the keyboard where it was: on the same conversation, in its new place.
-    const focused = this.list.contains(document.activeElement)
-      ? document.activeElement.closest('li')?.querySelector('button.open')?.dataset.id
-      : null;
+    const active = this.list.contains(document.activeElement) ? document.activeElement : null;
+    const focused = active?.closest('li')?.querySelector('button.open')?.dataset.id;
+    // A menu the user opened stays open (an answer that ends refreshes the list under it).
+    const opened = this.list.querySelector('.menu:not([hidden])')?.id;
+    const inMenu = Boolean(active?.closest('.menu-wrapper'));
     this.list.replaceChildren(...this.grouped(page.records));
     this.empty.hidden = page.records.length > 0;
     this.more.hidden = page.records.length >= page.total;
     this.markCurrent(this.current);
     this.markRuns();
-    if (focused) this.focusOn(focused);
+    const toggle = opened ? this.reopen(opened) : null;
+    if (toggle && inMenu) toggle.focus();
+    else if (focused) this.focusOn(focused);
+  }
+
+  /** Open the menu `panelId` again after a refresh drew it closed; its toggle, if it is
+   * still there. */
+  reopen(panelId) {
+    const panel = this.list.querySelector(`#${CSS.escape(panelId)}`);
+    const toggle = panel?.parentElement.querySelector('.menu-button');
+    if (!toggle) return null;
+    panel.hidden = false;
+    toggle.setAttribute('aria-expanded', 'true');
+    return toggle;
   }
 
   /** Show `runs` (conversationId -> status) as badges; a running one outranks the rest. */
