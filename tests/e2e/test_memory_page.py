@@ -195,3 +195,27 @@ async def test_a_project_is_made_furnished_chatted_in_and_a_conversation_moved_o
     assert "Always answer like a pirate." in in_project
     assert "search_project_files" in in_project
     assert "pirate" not in outside
+
+
+async def test_new_chat_pressed_while_the_project_loads_starts_the_chat_in_it(
+    page: Page, app_url: str
+) -> None:
+    made = await page.request.post(f"{app_url}/projects", data={"name": "Flat"})
+    project_id = (await made.json())["data"]["projectId"]
+    held: list[Route] = []
+    arrived = asyncio.Event()
+
+    async def hold(route: Route) -> None:
+        """The project's read waits here until the test lets it through."""
+        held.append(route)
+        arrived.set()
+
+    await page.goto(app_url)
+    await page.route(f"**/projects/{project_id}", hold)
+    await page.locator("#projects .open-project").click()
+    await asyncio.wait_for(arrived.wait(), 15)
+    await page.get_by_role("button", name="New chat in this project").click()
+    await held[0].continue_()
+
+    await expect(page.locator("#project-chip")).to_have_text("In project: Flat")
+    await expect(page.locator("#question")).to_be_visible()

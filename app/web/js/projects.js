@@ -75,6 +75,8 @@ export class ProjectScreen extends Screen {
     this.onOpenConversation = onOpenConversation;
     this.agents = agents;
     this.project = null;
+    /** The project's load: what New chat waits for when pressed before it ends. */
+    this.loading = Promise.resolve();
     const $ = (id) => panel.querySelector(`#${id}`);
     this.title = $('project-title');
     this.form = $('project-form');
@@ -96,8 +98,10 @@ export class ProjectScreen extends Screen {
     );
     $('project-delete-place').replaceWith(remove);
     $('project-close').addEventListener('click', () => this.close());
+    // Pressed while the project still loads (just opened), it starts the chat once it has
+    // (a load that failed was shown by `show`).
     $('project-new-chat').addEventListener('click', () => {
-      if (this.project) this.onNewChat(this.project);
+      this.loading.then(() => this.project && this.onNewChat(this.project), () => {});
     });
     this.form.addEventListener('submit', (event) => {
       event.preventDefault();
@@ -114,7 +118,9 @@ export class ProjectScreen extends Screen {
   async show(projectId, { fresh = false } = {}) {
     this.open();
     this.status.textContent = '';
-    await this.load(projectId);
+    this.project = null;
+    this.loading = this.load(projectId);
+    await this.loading;
     if (fresh) {
       this.name.focus();
       this.name.select();
