@@ -122,7 +122,7 @@ async def run_turns(client: httpx.AsyncClient) -> None:
     ],
     ids=["both-limits", "streams-a-minute-only", "no-limits"],
 )
-async def test_a_turn_costs_two_writes_two_reads_and_a_fixed_few_redis_commands(
+async def test_a_turn_costs_two_writes_one_read_and_a_fixed_few_redis_commands(
     max_streams: int,
     per_minute: int,
     limits: Counter[str],
@@ -152,7 +152,7 @@ async def test_a_turn_costs_two_writes_two_reads_and_a_fixed_few_redis_commands(
         statements = app.state.database.statements - before
         queries = await last_queries(postgres_url)
 
-    reads = Counter({"SELECT": 2 * TURNS})  # the conversation's project, the user's memory
+    reads = Counter({"SELECT": TURNS})  # the conversation's project with the user's memory
     assert statements == Counter({"WITH": TURNS, "UPDATE": TURNS}) + reads
     # Each is one round trip: the connections that stored the answers ended on that
     # statement, not on a reset query the pool sends after it (asyncpg's default).
@@ -168,7 +168,7 @@ async def test_a_turn_costs_two_writes_two_reads_and_a_fixed_few_redis_commands(
     assert commands == fixed + Counter({name: n * batches for name, n in LOG_BATCH.items()})
 
 
-async def test_an_embedded_turn_costs_its_writes_its_path_and_two_reads(
+async def test_an_embedded_turn_costs_its_writes_its_path_and_one_read(
     sqlite_url: str, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
     settings = service_settings(tmp_path, sqlite_url, llm_base_url=fake_llm.base_url)
@@ -180,6 +180,6 @@ async def test_an_embedded_turn_costs_its_writes_its_path_and_two_reads(
         statements = app.state.database.statements - before
 
     # Only the second turn of each conversation has a path above it to read; every turn reads
-    # its conversation's project and its user's memory.
-    reads = TURNS // 2 + 2 * TURNS
+    # its conversation's project with its user's memory, in one statement.
+    reads = TURNS // 2 + TURNS
     assert statements == Counter({"INSERT": TURNS, "SELECT": reads, "UPDATE": TURNS})
