@@ -97,7 +97,7 @@ class AgentTurn:
                 return event
             self._taken.append(event)
 
-    async def events(self, stop: StopSignal) -> AsyncIterator[Event]:
+    async def events(self, stop: StopSignal) -> AsyncGenerator[Event]:
         agent, turn, state, core = self.agent, self.turn, self.state, self.agent.core
         state.stop = stop
         self._stored = True

@@ -36,7 +36,7 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
@@ -77,7 +77,7 @@ class Storing:
 class RunProgram(Protocol):
     """An agent's turn as the runner drives it."""
 
-    def events(self, stop: StopSignal) -> AsyncIterator[Event]:
+    def events(self, stop: StopSignal) -> AsyncGenerator[Event]:
         """The turn's events until it ends or a stop cancels it."""
         ...
 
@@ -462,10 +462,19 @@ class RunRegistry:
             self.lost(run.claim)
 
     async def _events(self, run: Run, program: RunProgram) -> RunStatus | None:
-        """Append the run's events until it ends; the status to store if a stop cut it."""
+        """Append the run's events until it ends; the status to store if a stop cut it.
+
+        A stop cancels the run, which lands at its next wait; one that came before the
+        run's first event (kept while its question was stored) may find none left, the
+        answer all there already, so it also lands after the event it follows.
+        """
+        events = program.events(run)
         try:
-            async for event in program.events(run):
+            async for event in events:
                 run.log.append(event)
+                if run.stop_reason is not None:
+                    await events.aclose()
+                    return STOP_STATUS.get(run.stop_reason, "stopped")
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:

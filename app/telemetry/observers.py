@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, Tracer, use_span
 
@@ -178,7 +178,7 @@ class _ObservedRun:
         self._metrics = metrics
         self._span = span
 
-    def events(self, stop: StopSignal) -> AsyncIterator[Event]:
+    def events(self, stop: StopSignal) -> AsyncGenerator[Event]:
         # Handed straight through: no layer between the agent and the run's log per event.
         return self._inner.events(stop)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Protocol
 
@@ -433,7 +433,7 @@ async def test_a_copy_sent_again_over_what_redis_kept_is_read_without_repeats(
 class TwoWords:
     """A run that is over at once: two words, then its `complete`."""
 
-    async def events(self, stop: StopSignal) -> AsyncIterator[Event]:
+    async def events(self, stop: StopSignal) -> AsyncGenerator[Event]:
         yield TextEvent("two")
         yield TextEvent(" words")
 

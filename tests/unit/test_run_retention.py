@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import uuid
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from app.core.events import CompleteEvent, Event, RunStatus, TextEvent
 from app.core.run import Conclusion, Notice, StopSignal
@@ -27,7 +27,7 @@ class Answer:
     def __init__(self, word: str) -> None:
         self.word = word
 
-    async def events(self, stop: StopSignal) -> AsyncIterator[Event]:
+    async def events(self, stop: StopSignal) -> AsyncGenerator[Event]:
         yield TextEvent(self.word)
 
     async def conclude(self, stopped: RunStatus | None, notice: Notice) -> Conclusion:
