@@ -100,14 +100,16 @@ async def follow(
     started: asyncio.Event | None = None,
     when: Callable[[Event], bool] = lambda event: event["type"] == "text",
     within: float = 90.0,
+    seen: list[Event] | None = None,
 ) -> list[Event]:
     """A turn sent to `cluster.clients[first]` and read to `complete`, resuming on the live
     ones (in turn) with the last event id each time its stream ends without it. Without a
     `query`, the conversation's running turn is followed from its start.
 
-    `started` is set once the turn has shown an event `when` holds for (its first text).
+    `started` is set once the turn has shown an event `when` holds for (its first text);
+    `seen`, where the events go as they come (a new list if not given).
     """
-    seen: list[Event] = []
+    seen = [] if seen is None else seen
     conversation = params["conversationId"]
 
     async def read(response: httpx.Response) -> None:
