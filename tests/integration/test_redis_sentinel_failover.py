@@ -1,6 +1,6 @@
-"""A Redis that fails over, under the service as deployed: two instances (uvicorn) on a
-primary with a replica and three Sentinels (REDIS_SENTINELS), the primary SIGKILLed while
-nine turns stream.
+"""A Redis that fails over, under the service as deployed: two instances (uvicorn) behind
+HAProxy on a primary with a replica and three Sentinels (REDIS_SENTINELS), the primary
+SIGKILLed while nine turns stream through the load balancer.
 
 The turns never wait on Redis, so they go on through the outage; those that end before
 the replica is promoted cannot release their claims or their stream slots then, and
@@ -26,7 +26,7 @@ from tests.integration.service import (
     outcome,
     stored_turns,
 )
-from tests.integration.test_instances import Instances
+from tests.support.cluster import Cluster
 from tests.support.polling import eventually
 from tests.support.redis_topologies import SentinelSet
 from tests.support.sse import text_of
@@ -45,18 +45,18 @@ def as_user(user: str) -> dict[str, str]:
 
 
 @pytest.fixture
-async def instances(
+async def cluster(
     tmp_path: Path,
     postgres_url: str,
     redis_sentinels: SentinelSet,
     redis_prefix: str,
     fake_llm: FakeOpenAI,
-) -> AsyncIterator[Instances]:
+) -> AsyncIterator[Cluster]:
     shared = {**redis_sentinels.environment, "REDIS_PREFIX": redis_prefix}
     environment = instance_environment(
         postgres_url, shared, fake_llm, API_KEYS=KEYS, MAX_STREAMS_PER_USER="3"
     )
-    pair = Instances(tmp_path, environment)
+    pair = Cluster(tmp_path, environment)
     try:
         yield pair
     finally:
@@ -70,7 +70,7 @@ async def ready(clients: tuple[httpx.AsyncClient, ...]) -> bool:
 
 
 async def test_the_primary_killed_under_nine_turns_loses_none_and_stop_and_409_hold_after(
-    instances: Instances, redis_sentinels: SentinelSet, redis_prefix: str, fake_llm: FakeOpenAI
+    cluster: Cluster, redis_sentinels: SentinelSet, redis_prefix: str, fake_llm: FakeOpenAI
 ) -> None:
     # Turns of 1.2 s to 5.2 s: the first ones end while no primary answers, the last ones
     # after the replica took over.
@@ -78,12 +78,13 @@ async def test_the_primary_killed_under_nine_turns_loses_none_and_stop_and_409_h
         *(Reply.text(ANSWER, chunks=12, delay=0.1 + 0.05 * n) for n in range(TURNS)),
         Reply.hang(first_text="Held"),
     )
-    on_a, on_b = await instances.start()
-    clients = (on_a, on_b)
-    turns = {f"c-{n}": (USERS[n % 3], clients[n % 2]) for n in range(TURNS)}
+    balanced = await cluster.start(2)
+    direct = {each.name: cluster.direct(each.name) for each in cluster.instances}
+    clients = tuple(direct.values())
+    turns = {f"c-{n}": USERS[n % 3] for n in range(TURNS)}
     streams = {
-        conversation: BackgroundTurn(client, conversation, as_user(user))
-        for conversation, (user, client) in turns.items()
+        conversation: BackgroundTurn(balanced, conversation, as_user(user))
+        for conversation, user in turns.items()
     }
     await asyncio.gather(*(stream.begun() for stream in streams.values()))
 
@@ -99,25 +100,24 @@ async def test_the_primary_killed_under_nine_turns_loses_none_and_stop_and_409_h
         return not any(held)
 
     await eventually(no_stream_slot_held, what="the slots of the ended turns released")
-    stored = {c: await stored_turns(on_b, c, as_user(user)) for c, (user, _) in turns.items()}
+    stored = {c: await stored_turns(balanced, c, as_user(user)) for c, user in turns.items()}
 
-    # A turn on A, a second question and a stop sent to B.
-    held = BackgroundTurn(on_a, "c-held", as_user("carol"))
+    # A turn through the balancer; a second question and a stop sent to the other instance.
+    held = BackgroundTurn(balanced, "c-held", as_user("carol"))
     await held.begun()
+    serving = await cluster.serving()
+    (other,) = (client for name, client in direct.items() if name != serving)
     params = {"query": "And another", "conversationId": "c-held"}
-    second = await on_b.get("/agent/chat/stream", params=params, headers=as_user("carol"))
-    stopped = await on_b.get(
+    second = await other.get("/agent/chat/stream", params=params, headers=as_user("carol"))
+    stopped = await other.get(
         "/agent/stop", params={"conversationId": "c-held"}, headers=as_user("carol")
     )
     held_seen = await held.task
-    held_stored = await stored_turns(on_a, "c-held", as_user("carol"))
+    held_stored = await stored_turns(balanced, "c-held", as_user("carol"))
 
     # Every conversation is free again, and each user streams three at once again.
     fake_llm.script(*(Reply.text("Again.") for _ in turns))
-    answers = [
-        outcome(on_b if client is on_a else on_a, conversation, as_user(user))
-        for conversation, (user, client) in turns.items()
-    ]
+    answers = [outcome(balanced, c, as_user(user)) for c, user in turns.items()]
     again = dict(zip(turns, await asyncio.gather(*answers), strict=True))
 
     assert promoted_after < 15

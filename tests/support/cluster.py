@@ -84,6 +84,13 @@ class Cluster:
         self._clients.append(client)
         return client
 
+    def direct(self, name: str, timeout: float = 10.0) -> httpx.AsyncClient:
+        """A client on one instance, past HAProxy (what a request routed there meets), closed
+        with the cluster."""
+        client = httpx.AsyncClient(base_url=self.instance(name).url, timeout=timeout)
+        self._clients.append(client)
+        return client
+
     def instance(self, name: str) -> ServiceProcess:
         return next(each for each in self.instances if each.name == name)
 
