@@ -24,8 +24,10 @@ A turn is not carried on, and ends `interrupted` as before, when it moved
 `TURN_TAKEOVERS` times already, its agent does not carry on (or is not run
 here), it was a decision on a paused turn (its earlier part is in no log),
 or its log is not kept whole. A draining instance carries nothing on. A turn
-whose takeover met Redis or the database unavailable is neither: it is left
-to the next sweep (`Succession.postponed`), which tries it again.
+whose takeover met Redis or the database unavailable is neither: its claim,
+if taken already, goes back to the dead instance (`TakeOvers.hand_back`), and
+the turn is left to the next sweep (`Succession.postponed`), which tries it
+again.
 """
 
 from __future__ import annotations
@@ -133,6 +135,9 @@ class TurnSuccessor:
             taken = None
             if frames is not None:
                 taken = await self._store.take_over(row.id, dead, row.takeovers)
+        except (TaskBackendUnavailable, StoreUnavailable):
+            await self._takeovers.hand_back(claim, dead)
+            raise
         except BaseException:
             await self._claims.release(claim)
             raise

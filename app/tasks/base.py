@@ -259,6 +259,11 @@ class TakeOvers(Protocol):
         had: another instance holds it, or nothing of the run is kept."""
         ...
 
+    async def hand_back(self, claim: Claim, dead: str) -> None:
+        """Give a claim `take_over` took back to the `dead` instance (the take-over met an
+        outage past it), for the next sweep to take over again."""
+        ...
+
     async def resign(self) -> None:
         """Count as dead from now on, so the others take over the turns this one handed over."""
         ...

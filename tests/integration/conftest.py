@@ -1,11 +1,13 @@
 """Fixtures the integration tests share: databases and backends to run on, fake upstreams,
-a private Redis, a Redis Cluster and a Sentinel-managed Redis, a webhook receiver, and instances
-behind a load balancer on a transaction pooler."""
+a private Redis and a private PostgreSQL (for the tests that stop them), a Redis Cluster and a
+Sentinel-managed Redis, a webhook receiver, and instances behind a load balancer on a
+transaction pooler."""
 
 from __future__ import annotations
 
 import io
 import logging
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from tests.fakes.tavily_server import FakeTavily
 from tests.integration.service import Backend, process_env
 from tests.support.cluster import Cluster
 from tests.support.pgbouncer import PgBouncer
+from tests.support.private_postgres import PostgresServer
 from tests.support.processes import RedisServer
 from tests.support.receiver import Receiver, running_receiver
 from tests.support.redis_topologies import ClusterNodes, SentinelSet
@@ -167,3 +170,24 @@ def access_log() -> Iterator[Callable[[], io.StringIO]]:
     yield start
     logger.removeHandler(handler)
     logger.setLevel(level)
+
+
+@pytest.fixture(scope="module")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL of the module's own, which its tests may stop and start."""
+    server = PostgresServer()
+    server.start()
+    try:
+        yield server
+    finally:
+        server.remove()
+
+
+@pytest.fixture
+def private_database(postgres_server: PostgresServer) -> str:
+    """A fresh database on the private server, which is running when the test starts."""
+    if not postgres_server.running():
+        postgres_server.start()
+    name = f"t_{uuid.uuid4().hex[:10]}"
+    postgres_server.create_database(name)
+    return postgres_server.url(name)

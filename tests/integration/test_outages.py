@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
@@ -40,26 +39,6 @@ OUTAGE_SECONDS = 8.0
 """How long the restarted database stays away: longer than every turn's remaining answer, and
 than the 7.5 s of retries the final store once gave up after (a routine restart took 10 s)."""
 PLAN = orjson.dumps({"tasks": [{"id": "a", "title": "Market size"}]}).decode()
-
-
-@pytest.fixture(scope="module")
-def postgres_server() -> Iterator[PostgresServer]:
-    server = PostgresServer()
-    server.start()
-    try:
-        yield server
-    finally:
-        server.remove()
-
-
-@pytest.fixture
-def private_database(postgres_server: PostgresServer) -> str:
-    """A fresh database on the private server, which is running when the test starts."""
-    if not postgres_server.running():
-        postgres_server.start()
-    name = f"t_{uuid.uuid4().hex[:10]}"
-    postgres_server.create_database(name)
-    return postgres_server.url(name)
 
 
 @pytest.fixture

@@ -36,6 +36,7 @@ from app.tasks.redis.client import RedisPipeline, milliseconds, translate_errors
 from app.tasks.redis.liveness import (
     BEAT_LUA,
     CLAIM_LUA,
+    HAND_BACK_LUA,
     KEEP_LUA,
     LIVE_CLAIM_LUA,
     RESIGN_LUA,
@@ -219,6 +220,20 @@ class RedisClaims:
         claim = Claim(user_id, conversation_id, str(task_id), agent_type)
         self.adopt(claim, ttl)
         return claim
+
+    async def hand_back(self, claim: Claim, dead: str) -> None:
+        """Give a claim taken over back to the `dead` instance: the take-over met an outage
+        past it. Redis away too, the next take-over here takes it again (`_unanswered`)."""
+        self.let_go(claim)
+        key = self._keys.claim(claim.user_id, claim.conversation_id)
+        argv = (claim.task_id, self._keys.instance_id, dead)
+        try:
+            with translate_errors(self._where):
+                await self._space.batch.command(
+                    lambda pipe: pipe.eval(HAND_BACK_LUA, 1, key, *argv)
+                )
+        except TaskBackendUnavailable:
+            self._unanswered.add(claim.key)
 
     async def resign(self) -> None:
         """Beat no more and count as dead from now on: this instance drained and handed its

@@ -218,6 +218,24 @@ return 1
 """
 )
 
+HAND_BACK_LUA = (
+    _NOW
+    + """
+-- KEYS: claim. ARGV: the run's task id, this instance, the dead instance. A take-over that
+-- could not go on (an outage past the claim) gives the claim back, held by the dead
+-- instance past its deadline as before, so the next sweep, here or elsewhere, takes it
+-- over again; 1 when it was still this instance's take-over.
+local held = redis.call('GET', KEYS[1])
+if not held then return 0 end
+local claim = cjson.decode(held)
+if claim['task_id'] ~= ARGV[1] or claim['instance'] ~= ARGV[2] then return 0 end
+claim['instance'] = ARGV[3]
+claim['until'] = now_ms() - 1
+redis.call('SET', KEYS[1], cjson.encode(claim), 'KEEPTTL')
+return 1
+"""
+)
+
 RESIGNED_CLAIM_LUA = (
     _NOW
     + """
