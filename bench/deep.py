@@ -5,7 +5,7 @@
 Runs whole deep research turns in this process (clarify, brief, a plan of
 `--tasks` independent tasks, the tasks, a passing critique, the report), on
 the scripted model of the tests and without web search, through the real
-agent and the real session store on `--database-url`. Each turn is run
+agent and the real turn store on `--database-url`. Each turn is run
 twice over: once with the checkpoints in that database (LangGraph's SQLite
 or Postgres saver, as the service opens them), once in LangGraph's in-memory
 saver. Per turn it prints, as JSON, the checkpoint puts (one per super-step,
@@ -40,7 +40,7 @@ from app.config import Settings
 from app.core.run import ConversationKey, NeverStopped
 from app.llm.tokens import TokenCounter, install_encodings
 from app.store.db import Database
-from app.store.sessions import SqlSessionStore
+from app.store.turns import SqlTurnStore
 from bench.procs import fast_event_loop
 from tests.support.agents import document_library
 from tests.support.research import Researcher
@@ -105,7 +105,7 @@ async def _turns(
             AgentSettings.defaults(), recommendations=False, partial_save_seconds=3600
         )
         library = document_library(db, Settings(data_dir=data_dir))
-        core = AgentCore(model, SqlSessionStore(db), TokenCounter(), http, limits, library, db)
+        core = AgentCore(model, SqlTurnStore(db), TokenCounter(), http, limits, library, db)
         agent = DeepResearchAgent(
             core,
             _counting(opener, counts),

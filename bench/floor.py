@@ -5,7 +5,7 @@
 A turn must store its question before the stream starts and its answer
 before `complete`, read the conversation's memory, and hold a claim in Redis
 while its log is copied there for other instances. This runs exactly that
-work, through the service's own `SqlSessionStore`, Redis claims (`redis_tasks`)
+work, through the service's own `SqlTurnStore`, Redis claims (`redis_tasks`)
 and `RedisRunLogs`, with no HTTP and no model, and prints the CPU it costs per
 turn as JSON. Set against the proxy's CPU per turn it says how close to the
 proxy's throughput the service can get at all, whatever its own code does
@@ -37,7 +37,7 @@ from collections.abc import Awaitable, Callable
 from app.core.events import CompleteEvent, StartEvent, TextEvent, ThinkingEvent
 from app.store.db import Database
 from app.store.models import StoredTurn, TurnOutcome
-from app.store.sessions import SqlSessionStore
+from app.store.turns import SqlTurnStore
 from app.tasks import (
     Claim,
     Claims,
@@ -73,7 +73,7 @@ async def _timed(turns: int, concurrency: int, turn: Callable[[int], Awaitable[N
 async def store_turns(url: str, turns: int, concurrency: int) -> float:
     """A turn's storage: the question stored with the memory read, then the answer written."""
     async with Database.open(url, pool_size=concurrency, migrate=True) as db:
-        store = SqlSessionStore(db)
+        store = SqlTurnStore(db)
         user = f"floor-{uuid.uuid4().hex[:8]}"
 
         async def turn(number: int) -> None:

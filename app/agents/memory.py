@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from app.agents.tool_history import replay, text_of
 from app.core.messages import Msg
 from app.llm.tokens import TokenCounter
-from app.store.base import SessionStore
+from app.store.base import TurnStore
 from app.store.models import StoredTurn
 
 TURN_OVERHEAD_TOKENS = 8
@@ -27,7 +27,7 @@ TURN_OVERHEAD_TOKENS = 8
 
 
 async def load_memory(
-    store: SessionStore,
+    store: TurnStore,
     tokens: TokenCounter,
     turns: Sequence[StoredTurn],
     max_tokens: int,

@@ -42,7 +42,7 @@ from app.llm.catalog import Role
 from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.llm.models import ModelCatalog
 from app.llm.tokens import TokenCounter
-from app.store.base import SessionStore
+from app.store.base import TurnStore
 from app.store.db import Database
 from app.store.models import StoredTurn
 from app.store.project_models import StoredProject
@@ -84,7 +84,7 @@ class AgentCore:
     """
 
     model: ChatModel
-    store: SessionStore
+    store: TurnStore
     tokens: TokenCounter
     http: httpx2.AsyncClient
     """The pooled client for tools' HTTP calls (not the model's)."""

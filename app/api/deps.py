@@ -24,7 +24,7 @@ from app.service.turns import TurnService
 
 if TYPE_CHECKING:
     from app.store.auth_keys import SqlAuthKeys
-    from app.store.base import ConversationTitles, SessionStore, TurnSearch
+    from app.store.base import ConversationTitles, TurnSearch, TurnStore
     from app.store.preferences import SqlPreferences
     from app.store.push_configs import SqlPushConfigs
     from app.store.ratings import SqlRatings
@@ -59,7 +59,7 @@ class Services:
     http: ApiSettings
     agents: dict[str, AgentEntry]
     """Every kind this app was built with (`create_app`'s entries), run here or not."""
-    store: SessionStore
+    store: TurnStore
     titles: ConversationTitles
     search: TurnSearch
     usage: SqlUsage

@@ -25,7 +25,7 @@ from app.documents.library import DocumentLibrary
 from app.llm.models import ModelCatalog
 from app.service.errors import BadRequest, Conflict, NotFound
 from app.service.turns import TurnService
-from app.store.base import ConversationTitles, Marks, SessionStore
+from app.store.base import ConversationTitles, Marks, TurnStore
 from app.store.models import StoredFile
 from app.store.project_models import StoredProject
 from app.store.projects import SqlProjects
@@ -63,7 +63,7 @@ class ProjectService:
         projects: SqlProjects,
         *,
         titles: ConversationTitles,
-        store: SessionStore,
+        store: TurnStore,
         turns: TurnService,
         files: DocumentLibrary,
         models: ModelCatalog,

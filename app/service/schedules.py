@@ -65,7 +65,7 @@ from app.service.errors import (
 from app.service.projects import ProjectService
 from app.service.streams import StreamService, TurnRequest
 from app.service.turns import DRAINING, DRAINING_RETRY_SECONDS
-from app.store.base import SessionStore, StoreError
+from app.store.base import StoreError, TurnStore
 from app.store.schedule_models import RunState, ScheduleRow, ScheduleRunRow
 from app.store.schedules import RunRecord, SqlSchedules, new_id
 from app.tasks.base import DeadInstances
@@ -138,7 +138,7 @@ class ScheduleService:
         clock_settings: ClockSettings,
         store: SqlSchedules,
         streams: StreamService,
-        sessions: SessionStore,
+        sessions: TurnStore,
         agents: Mapping[str, AgentEntry],
         models: ModelCatalog,
         webhooks: Webhooks,

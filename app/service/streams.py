@@ -36,7 +36,7 @@ from app.service.errors import (
 )
 from app.service.projects import ProjectService
 from app.service.turns import DATABASE_DOWN, TASKS_UNREADABLE, Strategy, TurnService
-from app.store.base import SessionStore, StoreError
+from app.store.base import StoreError, TurnStore
 from app.store.models import StoredTurn
 from app.tasks.base import EventsGone, TaskBackendUnavailable
 from app.tasks.log import EventLogReader
@@ -105,7 +105,7 @@ class StreamService:
         files: DocumentLibrary,
         limits: UserLimits,
         webhooks: Webhooks,
-        store: SessionStore,
+        store: TurnStore,
         models: ModelCatalog,
         projects: ProjectService,
     ) -> None:

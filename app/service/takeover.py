@@ -8,7 +8,7 @@ go on, one at a time, in two steps that each let only one instance through:
    the dead instance (or nobody), and now names this one; the run keeps its
    task id. From here the dead instance, were it only slow, can write neither
    the run's log (each copy checks the claim) nor its row;
-2. the row, in the database (`SessionStore.take_over`): still `running` on the
+2. the row, in the database (`TurnStore.take_over`): still `running` on the
    dead instance at the same move count, now this instance's, one move more.
 
 Then the run's log is read back from Redis (`SharedRunLogs.history`: the
@@ -43,7 +43,7 @@ from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.llm.models import ModelCatalog
 from app.service.projects import ProjectService
 from app.service.turns import TurnService
-from app.store.base import SessionStore, StoreError, StoreUnavailable
+from app.store.base import StoreError, StoreUnavailable, TurnStore
 from app.store.models import StoredTurn
 from app.tasks.base import Claim, Claims, TakeOvers, TaskBackendUnavailable, TaskError
 from app.tasks.log import RunLog, SharedRunLogs
@@ -61,7 +61,7 @@ class TurnSuccessor:
         self,
         agents: OnDemandAgents,
         *,
-        store: SessionStore,
+        store: TurnStore,
         claims: Claims,
         takeovers: TakeOvers,
         logs: SharedRunLogs,

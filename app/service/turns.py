@@ -46,7 +46,7 @@ from app.core.run import ConversationKey
 from app.core.tools import GenerateOptions
 from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.service.errors import Busy, Draining, NotAvailable, Unavailable
-from app.store.base import GoneTurn, SessionStore, StoreError
+from app.store.base import GoneTurn, StoreError, TurnStore
 from app.store.models import StoredTurn
 from app.store.user_memory import TurnMemory
 from app.tasks.base import (
@@ -103,7 +103,7 @@ class TurnService:
         board: RunsBoard,
         runs: RunRegistry,
         ttl: float,
-        store: SessionStore,
+        store: TurnStore,
         stop_wait: float,
         observer: RunObserver,
         starting: int,

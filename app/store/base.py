@@ -91,7 +91,7 @@ class DeletedTurns:
     checkpoints, a deck's builds)."""
 
 
-class SessionStore(Protocol):
+class TurnStore(Protocol):
     async def add_question(self, turn: StoredTurn, parent_id: int | None = None) -> int:
         """Insert the turn with status `running` (its id and times set here); return its row id.
 

@@ -20,9 +20,9 @@ from app.store.push_configs import SqlPushConfigs
 from app.store.ratings import SqlRatings
 from app.store.schedules import SqlSchedules
 from app.store.search import SqlTurnSearch
-from app.store.sessions import SqlSessionStore
 from app.store.shares import SqlShares
 from app.store.titles import SqlTitles
+from app.store.turns import SqlTurnStore
 from app.store.usage import SqlUsage
 from app.store.user_limits import SqlUserLimits
 from app.store.user_memory import SqlUserMemory
@@ -35,7 +35,7 @@ class Stores:
     """The database and its repositories, for the parts and routes that read or write it."""
 
     database: Database
-    sessions: SqlSessionStore
+    sessions: SqlTurnStore
     """The turns (`ai_session`), written as this instance (`instance_id`)."""
     titles: SqlTitles
     files: SqlFileStore
@@ -76,7 +76,7 @@ async def build(
         )
     )
     opened(database)
-    sessions = SqlSessionStore(database, instance_id)
+    sessions = SqlTurnStore(database, instance_id)
     await _mark_orphans(sessions, settings)
     return Stores(
         database=database,
@@ -97,7 +97,7 @@ async def build(
     )
 
 
-async def _mark_orphans(store: SqlSessionStore, settings: Settings) -> None:
+async def _mark_orphans(store: SqlTurnStore, settings: Settings) -> None:
     """Turns left `running` by a dead process become `interrupted`.
 
     With the in-process registry this process was the only runner, so every

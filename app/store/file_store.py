@@ -2,7 +2,7 @@
 
 A file's rows change together: its status, extracted text and chunks are
 written in one transaction, and deleting it removes the chunks and the row
-in one transaction too (`delete_file_rows`, which the session store also
+in one transaction too (`delete_file_rows`, which the turn store also
 uses when a conversation takes its files with it). Bytes are not here: the
 blob store keeps them and callers remove them after the commit.
 

@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from sqlalchemy import delete, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.store.base import SessionStore
+from app.store.base import TurnStore
 from app.store.db import Database
 from app.store.models import AI_SHARE as SHARES
 from app.store.models import StoredTurn
@@ -54,7 +54,7 @@ async def delete_share(conn: AsyncConnection, user_id: str, conversation_id: str
 
 
 class SqlShares:
-    def __init__(self, db: Database, store: SessionStore) -> None:
+    def __init__(self, db: Database, store: TurnStore) -> None:
         self._db = db
         self._store = store
 

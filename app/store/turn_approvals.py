@@ -1,4 +1,4 @@
-"""The session store's approvals: turns paused for the user's yes, and the decision."""
+"""The turn store's approvals: turns paused for the user's yes, and the decision."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The session store's reads of the history: conversations listed, a conversation's turns.
+"""The turn store's reads of the history: conversations listed, a conversation's turns.
 
 The history list groups turns into conversations in SQL (one grouped
 subquery joined back to each conversation's first row), so a page costs
@@ -21,7 +21,7 @@ from app.store.records import TurnStatus
 from app.store.titles import title_of
 from app.store.turn_rows import _ACTIVE_LEAF, TurnTableAccess, _path, _turn
 
-# Built once, as the turn writes' own (sessions.py): a statement skips SQLAlchemy's
+# Built once, as the turn writes' own (turns.py): a statement skips SQLAlchemy's
 # construction and cache-key work.
 _ACTIVE_PATH = _path(_ACTIVE_LEAF)
 _PARENT_OF = select(TURNS.c.parent_id).where(TURNS.c.id == bindparam("before_id")).scalar_subquery()

@@ -1,4 +1,4 @@
-"""The session store's instance recovery: the turns a dead instance left running.
+"""The turn store's instance recovery: the turns a dead instance left running.
 
 Each question's row names the instance running it: when that instance dies, another finds
 its running turns (`running_turns`) and takes them over (`take_over`) or marks them

@@ -1,7 +1,7 @@
-"""What the session store's modules share: the turn row as a model, the clock, the path walk.
+"""What the turn store's modules share: the turn row as a model, the clock, the path walk.
 
-The session store (`SqlSessionStore`, sessions.py) is one class made of a part per
-job: the turn writes (sessions.py), instance recovery (turn_recovery.py), the
+The turn store (`SqlTurnStore`, turns.py) is one class made of a part per
+job: the turn writes (turns.py), instance recovery (turn_recovery.py), the
 history (turn_history.py), the tree and cascading deletes (turn_tree.py) and
 approvals (turn_approvals.py). Each part reads and writes `ai_session` with these.
 """
@@ -21,7 +21,7 @@ from app.store.models import StoredTurn
 
 
 class TurnTableAccess:
-    """The state every part of the session store uses, set by `SqlSessionStore`."""
+    """The state every part of the turn store uses, set by `SqlTurnStore`."""
 
     _db: Database
     _instance_id: str | None

@@ -1,4 +1,4 @@
-"""The session store's conversation tree: reading it, choosing a branch, and deleting turns
+"""The turn store's conversation tree: reading it, choosing a branch, and deleting turns
 or a whole conversation with what depends on them (files, the chosen path, the title, the
 share, push configs).
 """

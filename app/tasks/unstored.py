@@ -20,7 +20,7 @@ import contextlib
 import logging
 from typing import Protocol
 
-from app.store.base import SessionStore, StoreError, StoreUnavailable
+from app.store.base import StoreError, StoreUnavailable, TurnStore
 from app.store.models import TurnOutcome
 from app.tasks.base import TaskError
 
@@ -70,7 +70,7 @@ class UnstoredSweeper:
     finished is dropped without a write.
     """
 
-    def __init__(self, unstored: UnstoredTurns, store: SessionStore, period: float) -> None:
+    def __init__(self, unstored: UnstoredTurns, store: TurnStore, period: float) -> None:
         self._unstored = unstored
         self._store = store
         self._period = period

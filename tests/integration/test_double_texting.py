@@ -19,7 +19,7 @@ import pytest
 from app.store.db import Database
 from app.store.models import StoredTurn, TurnOutcome
 from app.store.records import TurnStatus
-from app.store.sessions import SqlSessionStore
+from app.store.turns import SqlTurnStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.integration.service import Backend, ask, history, running_service, settings_for
@@ -222,7 +222,7 @@ async def test_runs_lists_only_the_callers_turns_with_paused_ones_from_the_histo
     async with running_service(settings) as client:
         assert (await client.get("/health")).status_code == 200  # the app made its tables
         async with Database.open(backend.database_url, pool_size=1, migrate=False) as db:
-            store = SqlSessionStore(db)
+            store = SqlTurnStore(db)
             turns: list[tuple[str, TurnStatus]] = [("Research it", "paused"), ("Done", "completed")]
             for question, status in turns:
                 asked = StoredTurn(

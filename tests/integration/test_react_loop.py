@@ -19,7 +19,7 @@ from app.core.tools import ToolSchema
 from app.llm.registry import build_chat_model
 from app.llm.tokens import TokenCounter, install_encodings
 from app.store.db import Database
-from app.store.sessions import SqlSessionStore
+from app.store.turns import SqlTurnStore
 from app.tools.base import Tool, ToolContext, ToolOutput
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
@@ -94,7 +94,7 @@ async def deps(tmp_path: Path) -> AsyncIterator[tuple[AgentCore, FakeOpenAI]]:
         yield (
             AgentCore(
                 model=build_chat_model(settings, client),
-                store=SqlSessionStore(db),
+                store=SqlTurnStore(db),
                 tokens=TokenCounter(),
                 http=client,
                 limits=dataclasses.replace(

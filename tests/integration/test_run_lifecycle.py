@@ -17,7 +17,7 @@ from app.agents.tool_history import INTERRUPTED_RESULT
 from app.api.auth import LOCAL_USER
 from app.store.db import Database
 from app.store.models import StoredTurn
-from app.store.sessions import SqlSessionStore
+from app.store.turns import SqlTurnStore
 from app.tasks.redis.backend import redis_tasks
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
@@ -205,7 +205,7 @@ async def store_running_turn(database_url: str, instance_id: str, conversation: 
         turn = StoredTurn(
             session_id=conversation, user_id=LOCAL_USER, agent_type="chat", question="Left?"
         )
-        await SqlSessionStore(db, instance_id).add_question(turn)
+        await SqlTurnStore(db, instance_id).add_question(turn)
 
 
 async def test_a_turn_a_dead_process_left_running_ends_interrupted_once_the_service_runs(

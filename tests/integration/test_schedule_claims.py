@@ -16,7 +16,7 @@ from app.store.db import Database
 from app.store.models import StoredTurn
 from app.store.schedule_models import ScheduleRow, ScheduleRunRow
 from app.store.schedules import SqlSchedules
-from app.store.sessions import SqlSessionStore
+from app.store.turns import SqlTurnStore
 from app.tasks.schedule_clock import ClockSettings, ScheduleClock
 
 DEAD = "its instance stopped before the run began"
@@ -57,7 +57,7 @@ def turn_in(conversation_id: str) -> StoredTurn:
 
 async def test_a_dead_claimers_run_is_its_turns_if_it_began_else_interrupted(db: Database) -> None:
     schedules = SqlSchedules(db)
-    turns = SqlSessionStore(db)
+    turns = SqlTurnStore(db)
     began = await claimed(schedules, schedule("a" * 32, "new"))
     assert began.conversation_id is not None
     turn_id = await turns.add_question(turn_in(began.conversation_id))

@@ -32,7 +32,7 @@ from app.auth import LOCAL_USER
 from app.config import Settings
 from app.store.db import Database
 from app.store.models import StoredTurn
-from app.store.sessions import SqlSessionStore
+from app.store.turns import SqlTurnStore
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.service import history, running_service, service_settings
 from tests.integration.test_takeover_race import DEAD, died_running
@@ -150,7 +150,7 @@ async def carried_on(settings: Settings, agents: list[AgentEntry]) -> dict[str, 
 async def stored(database_url: str) -> StoredTurn:
     """The turn's row, read on connections of its own (the test's may have met the outage)."""
     async with Database.open(database_url, pool_size=1, migrate=False) as db:
-        [row] = await SqlSessionStore(db, "reader").get_conversation(LOCAL_USER, "conv-1")
+        [row] = await SqlTurnStore(db, "reader").get_conversation(LOCAL_USER, "conv-1")
     return row
 
 

@@ -23,7 +23,7 @@ from app.agents.memory import load_memory
 from app.llm.tokens import TokenCounter
 from app.store.db import Database
 from app.store.models import StoredTurn
-from app.store.sessions import SqlSessionStore
+from app.store.turns import SqlTurnStore
 from app.tasks import Claim, Tasks
 from app.tasks.base import DeadInstances, TakeOvers
 from app.tasks.redis.backend import redis_tasks
@@ -42,7 +42,7 @@ class HeldTakeover:
     """A's successor: takes each turn over in the two steps the service's does (the claim,
     then the row), held between them until `go_on` is set."""
 
-    def __init__(self, takeovers: TakeOvers, store: SqlSessionStore) -> None:
+    def __init__(self, takeovers: TakeOvers, store: SqlTurnStore) -> None:
         self._takeovers = takeovers
         self._store = store
         self.claimed = asyncio.Event()
@@ -97,7 +97,7 @@ async def died_running(
     """A turn left `running` by an instance that held its conversation and is gone."""
     claim = Claim(user, "conv-1", uuid.uuid4().hex, "chat")
     async with instance(target, prefix, DEAD) as dead:
-        turn_id = await SqlSessionStore(db, DEAD).add_question(
+        turn_id = await SqlTurnStore(db, DEAD).add_question(
             StoredTurn(session_id="conv-1", user_id=user, agent_type="chat", question="Hi")
         )
         assert await dead.claims.claim(claim, TTL)
@@ -109,7 +109,7 @@ async def test_a_sweep_overlapping_a_takeover_leaves_the_turn_to_it(
     db: Database, target: RedisTarget | str, redis_prefix: str
 ) -> None:
     turn_id, claim = await died_running(db, target, redis_prefix)
-    a_store, b_store = SqlSessionStore(db, A), SqlSessionStore(db, B)
+    a_store, b_store = SqlTurnStore(db, A), SqlTurnStore(db, B)
     raw = connect(target, timeout=2.0, read_timeout=2.0)
     async with (
         instance(target, redis_prefix, A) as a,
@@ -140,14 +140,14 @@ async def test_a_sweep_that_gave_the_turn_up_first_wins_over_a_takeover(
     db: Database, target: RedisTarget | str, redis_prefix: str
 ) -> None:
     turn_id, _ = await died_running(db, target, redis_prefix)
-    b_store = SqlSessionStore(db, B)
+    b_store = SqlTurnStore(db, B)
     async with (
         instance(target, redis_prefix, A) as a,
         instance(target, redis_prefix, B) as b,
     ):
         b_marked = await Sweeper(roles(b)[0], b_store, ttl=TTL).sweep()
         claimed = await roles(a)[1].take_over("alice", "conv-1", "chat", DEAD, TTL)
-        taken = await SqlSessionStore(db, A).take_over(turn_id, DEAD, 0)
+        taken = await SqlTurnStore(db, A).take_over(turn_id, DEAD, 0)
         current = await a.claims.current("alice", "conv-1")
     [stored] = await b_store.get_conversation("alice", "conv-1")
 
@@ -161,7 +161,7 @@ async def test_a_new_turns_memory_marks_the_turn_left_running_not_itself(
     db: Database, target: RedisTarget | str, redis_prefix: str
 ) -> None:
     earlier_id, _ = await died_running(db, target, redis_prefix)
-    a_store, b_store = SqlSessionStore(db, A), SqlSessionStore(db, B)
+    a_store, b_store = SqlTurnStore(db, A), SqlTurnStore(db, B)
     asked = StoredTurn(session_id="conv-1", user_id="alice", agent_type="chat", question="Again")
     turn_id, earlier = await a_store.begin_turn(asked, memory_turns=5)
     await load_memory(a_store, TokenCounter(), earlier, 1000)
@@ -179,7 +179,7 @@ async def test_a_turn_whose_conversation_a_new_turn_took_ends_once_that_one_lets
     db: Database, target: RedisTarget | str, redis_prefix: str
 ) -> None:
     turn_id, _ = await died_running(db, target, redis_prefix)
-    b_store = SqlSessionStore(db, B)
+    b_store = SqlTurnStore(db, B)
     raw = connect(target, timeout=2.0, read_timeout=2.0)
     async with (
         instance(target, redis_prefix, A) as a,

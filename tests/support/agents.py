@@ -1,7 +1,7 @@
 """Run an agent in the test's process, wired as the app wires it, on a model the test gives.
 
 For a test of an agent's own logic: `agent_core` builds the `AgentCore` the
-lifespan builds, on real parts (a migrated database, the session store, the
+lifespan builds, on real parts (a migrated database, the turn store, the
 document library, the tools' HTTP client) and the model the test gives (a
 `ScriptedModel`, scripted_model.py), and `run_turn` drives one turn as the
 runner does: `begin()` stores the question, then its events, then its
@@ -31,7 +31,7 @@ from app.llm.tokens import TokenCounter, install_encodings
 from app.store.blobs import LocalBlobStore
 from app.store.db import Database
 from app.store.file_store import SqlFileStore
-from app.store.sessions import SqlSessionStore
+from app.store.turns import SqlTurnStore
 from app.tools.search import configured_search
 
 
@@ -51,7 +51,7 @@ async def agent_core(
     ):
         yield AgentCore(
             model=model,
-            store=SqlSessionStore(db),
+            store=SqlTurnStore(db),
             tokens=TokenCounter(),
             http=http,
             limits=limits or AgentSettings.from_settings(settings),

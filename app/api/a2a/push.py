@@ -40,7 +40,7 @@ from app.api.a2a.mapping import TaskRef, stored_task, task_turns
 from app.service.a2a import Delivery, PushConfig, WebhookRefused
 
 if TYPE_CHECKING:
-    from app.store.base import SessionStore
+    from app.store.base import TurnStore
     from app.store.push_configs import SqlPushConfigs
     from app.tasks.runs import Run
     from app.tasks.webhooks import Webhooks
@@ -50,7 +50,7 @@ _MAX_ID_CHARS = 64
 
 
 class PushNotifications:
-    def __init__(self, configs: SqlPushConfigs, webhooks: Webhooks, store: SessionStore) -> None:
+    def __init__(self, configs: SqlPushConfigs, webhooks: Webhooks, store: TurnStore) -> None:
         self._configs = configs
         self._webhooks = webhooks
         self._store = store

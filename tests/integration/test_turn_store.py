@@ -1,4 +1,4 @@
-"""The `SessionStore` contract, run against SQLite and PostgreSQL alike.
+"""The `TurnStore` contract, run against SQLite and PostgreSQL alike.
 
 Both backends get the same tests on a fresh, migrated database (a temp file;
 the test schema recreated), so a behaviour that differs between them fails
@@ -23,9 +23,9 @@ from sqlmodel import col, select
 from app.store.base import (
     DeletedConversation,
     DeletedTurns,
-    SessionStore,
     StoreError,
     StoreUnavailable,
+    TurnStore,
 )
 from app.store.db import Database
 from app.store.engine import MIGRATIONS_DIR
@@ -34,13 +34,13 @@ from app.store.models import AiSession, StoredTurn, TurnOutcome
 from app.store.push_configs import PushConfig, SqlPushConfigs
 from app.store.records import ModelUsage, ToolCall, TurnFile, TurnStatus
 from app.store.search import SqlTurnSearch
-from app.store.sessions import SqlSessionStore
+from app.store.turns import SqlTurnStore
 from tests.integration.test_file_store_contract import new_file
 
 
 @pytest.fixture
-def store(db: Database) -> SessionStore:
-    return SqlSessionStore(db)
+def store(db: Database) -> TurnStore:
+    return SqlTurnStore(db)
 
 
 def new_turn(
@@ -68,7 +68,7 @@ def assert_utc(value: datetime) -> None:
     assert value.utcoffset() == timedelta(0)
 
 
-async def test_question_round_trips_as_running_turn(store: SessionStore) -> None:
+async def test_question_round_trips_as_running_turn(store: TurnStore) -> None:
     before = datetime.now(UTC)
     turn_id = await store.add_question(new_turn(question="Résumé 文件?", fileid="f-1"))
     after = datetime.now(UTC)
@@ -101,7 +101,7 @@ async def test_question_round_trips_as_running_turn(store: SessionStore) -> None
     assert before <= turn.create_time <= after
 
 
-async def test_finish_turn_round_trips_every_field(store: SessionStore) -> None:
+async def test_finish_turn_round_trips_every_field(store: TurnStore) -> None:
     turn_id = await store.add_question(new_turn())
     tools = [
         ToolCall(
@@ -159,7 +159,7 @@ async def test_finish_turn_round_trips_every_field(store: SessionStore) -> None:
     assert turn.update_time >= turn.create_time
 
 
-async def test_finish_turn_of_deleted_turn_is_a_no_op(store: SessionStore) -> None:
+async def test_finish_turn_of_deleted_turn_is_a_no_op(store: TurnStore) -> None:
     turn_id = await store.add_question(new_turn())
     await store.delete_conversation("alice", "conv-1")
 
@@ -168,7 +168,7 @@ async def test_finish_turn_of_deleted_turn_is_a_no_op(store: SessionStore) -> No
     assert await store.get_conversation("alice", "conv-1") == []
 
 
-async def test_recent_turns_returns_latest_window_oldest_first(store: SessionStore) -> None:
+async def test_recent_turns_returns_latest_window_oldest_first(store: TurnStore) -> None:
     ids = [await store.add_question(new_turn(question=f"q{i}")) for i in range(5)]
     await store.add_question(new_turn(session_id="conv-2", question="other conversation"))
     await store.add_question(new_turn(user_id="bob", question="other user"))
@@ -188,7 +188,7 @@ async def test_recent_turns_returns_latest_window_oldest_first(store: SessionSto
 
 
 async def test_list_conversations_one_record_per_conversation_newest_first(
-    store: SessionStore,
+    store: TurnStore,
 ) -> None:
     first_a = await store.add_question(new_turn("A", question="A1", agent_type="file", fileid="f"))
     await store.finish_turn(first_a, outcome())
@@ -213,7 +213,7 @@ async def test_list_conversations_one_record_per_conversation_newest_first(
         assert_utc(record.update_time)
 
 
-async def test_list_conversations_orders_by_latest_activity(store: SessionStore) -> None:
+async def test_list_conversations_orders_by_latest_activity(store: TurnStore) -> None:
     old = await store.add_question(new_turn("old"))
     await store.add_question(new_turn("new"))
 
@@ -223,7 +223,7 @@ async def test_list_conversations_orders_by_latest_activity(store: SessionStore)
     assert [r.conversation_id for r in records] == ["old", "new"]
 
 
-async def test_list_conversations_paginates_with_total(store: SessionStore) -> None:
+async def test_list_conversations_paginates_with_total(store: TurnStore) -> None:
     for name in ["c1", "c2", "c3", "c4", "c5"]:
         await store.add_question(new_turn(name))
 
@@ -241,14 +241,14 @@ async def test_list_conversations_paginates_with_total(store: SessionStore) -> N
         await store.list_conversations("alice", page=0, size=2)
 
 
-async def test_get_conversation_of_another_user_is_empty(store: SessionStore) -> None:
+async def test_get_conversation_of_another_user_is_empty(store: TurnStore) -> None:
     await store.add_question(new_turn(user_id="alice"))
 
     assert await store.get_conversation("bob", "conv-1") == []
     assert await store.recent_turns("bob", "conv-1", limit=10) == []
 
 
-async def test_get_conversation_returns_turns_oldest_first(store: SessionStore) -> None:
+async def test_get_conversation_returns_turns_oldest_first(store: TurnStore) -> None:
     ids = [await store.add_question(new_turn(question=f"q{i}")) for i in range(3)]
 
     turns = await store.get_conversation("alice", "conv-1")
@@ -256,7 +256,7 @@ async def test_get_conversation_returns_turns_oldest_first(store: SessionStore) 
     assert [t.id for t in turns] == ids
 
 
-async def test_delete_conversation_removes_only_own_rows(store: SessionStore) -> None:
+async def test_delete_conversation_removes_only_own_rows(store: TurnStore) -> None:
     mine = [await store.add_question(new_turn(user_id="alice")) for _ in range(2)]
     await store.add_question(new_turn(user_id="alice", session_id="keep"))
     await store.add_question(new_turn(user_id="bob"))
@@ -272,7 +272,7 @@ async def test_delete_conversation_removes_only_own_rows(store: SessionStore) ->
     assert await store.delete_conversation("mallory", "conv-1") == DeletedConversation(0)
 
 
-async def test_save_partial_updates_only_running_turns(store: SessionStore) -> None:
+async def test_save_partial_updates_only_running_turns(store: TurnStore) -> None:
     running = await store.add_question(new_turn("r"))
     finished = await store.add_question(new_turn("f"))
     await store.finish_turn(finished, outcome(answer="final"))
@@ -293,7 +293,7 @@ async def test_save_partial_updates_only_running_turns(store: SessionStore) -> N
     assert (done.answer, done.status) == ("final", "completed")
 
 
-async def test_a_turn_stored_late_fills_only_unfinished_rows(store: SessionStore) -> None:
+async def test_a_turn_stored_late_fills_only_unfinished_rows(store: TurnStore) -> None:
     """An outcome kept aside while the database was away, stored by a sweep later: over a
     running or interrupted row, never over one finished since."""
     running = await store.add_question(new_turn("r"))
@@ -321,7 +321,7 @@ async def test_a_turn_stored_late_fills_only_unfinished_rows(store: SessionStore
     ]
 
 
-async def test_mark_interrupted_filters_and_keeps_partial_answer(store: SessionStore) -> None:
+async def test_mark_interrupted_filters_and_keeps_partial_answer(store: TurnStore) -> None:
     stale = await store.add_question(new_turn("a"))
     await store.save_partial(stale, "half an answer", "")
     await asyncio.sleep(0.01)
@@ -345,8 +345,8 @@ async def test_mark_interrupted_filters_and_keeps_partial_answer(store: SessionS
 async def test_a_dead_instances_running_turns_are_found_by_its_id_and_marked_unless_taken_over(
     db: Database,
 ) -> None:
-    dead, alive = SqlSessionStore(db, "dead-1"), SqlSessionStore(db, "alive-2")
-    legacy = SqlSessionStore(db)  # as rows stored before they recorded their instance
+    dead, alive = SqlTurnStore(db, "dead-1"), SqlTurnStore(db, "alive-2")
+    legacy = SqlTurnStore(db)  # as rows stored before they recorded their instance
     partial = await dead.add_question(new_turn("a"))
     await dead.save_partial(partial, "half an answer", "")
     await dead.add_question(new_turn("b", user_id="bob"))
@@ -359,7 +359,7 @@ async def test_a_dead_instances_running_turns_are_found_by_its_id_and_marked_unl
     holding = await alive.running_instances()
     read = await alive.running_turns("dead-1")
     # Another instance takes one of them over between the read and the UPDATE.
-    assert await SqlSessionStore(db, "alive-3").take_over(moving, "dead-1", 0) is not None
+    assert await SqlTurnStore(db, "alive-3").take_over(moving, "dead-1", 0) is not None
     marked = await alive.interrupt_turns(read)
     again = await alive.interrupt_turns(read)
     unowned = await alive.mark_interrupted(unowned=True)
@@ -383,17 +383,17 @@ async def test_a_dead_instances_running_turns_are_found_by_its_id_and_marked_unl
 
 async def test_migrations_are_idempotent(database_url: str) -> None:
     async with Database.open(database_url, pool_size=5, migrate=True) as db:
-        await SqlSessionStore(db).add_question(new_turn())
+        await SqlTurnStore(db).add_question(new_turn())
 
     async with Database.open(database_url, pool_size=5, migrate=True) as db:
-        assert len(await SqlSessionStore(db).get_conversation("alice", "conv-1")) == 1
+        assert len(await SqlTurnStore(db).get_conversation("alice", "conv-1")) == 1
         async with db.begin() as conn:
             version = (await conn.execute(text("SELECT version_num FROM alembic_version"))).all()
         assert version == [(ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head(),)]
 
 
 async def test_orm_session_reads_the_table(db: Database) -> None:
-    turn_id = await SqlSessionStore(db).add_question(new_turn())
+    turn_id = await SqlTurnStore(db).add_question(new_turn())
 
     async with db.session() as session:
         rows = (await session.exec(select(AiSession).where(col(AiSession.id) == turn_id))).all()
@@ -404,7 +404,7 @@ async def test_orm_session_reads_the_table(db: Database) -> None:
 
 async def test_closed_database_refuses_use(sqlite_url: str) -> None:
     async with Database.open(sqlite_url, pool_size=5, migrate=True) as db:
-        store = SqlSessionStore(db)
+        store = SqlTurnStore(db)
 
     with pytest.raises(StoreError, match="closed"):
         await store.ping()
@@ -418,7 +418,7 @@ async def test_unreachable_postgres_is_store_unavailable_quickly() -> None:
         async with Database.open(url, pool_size=5, migrate=True):
             pass
     async with Database.open(url, pool_size=5, migrate=False) as db:
-        store = SqlSessionStore(db)
+        store = SqlTurnStore(db)
         with pytest.raises(StoreUnavailable) as pinging:
             await store.ping()
         with pytest.raises(StoreUnavailable):
@@ -461,7 +461,7 @@ async def test_a_database_closed_while_its_pool_opens_closes_at_once(postgres_ur
             pass
 
 
-async def test_an_edit_branches_and_memory_follows_only_its_path(store: SessionStore) -> None:
+async def test_an_edit_branches_and_memory_follows_only_its_path(store: TurnStore) -> None:
     first = await store.add_question(new_turn(question="q1"))
     second = await store.add_question(new_turn(question="q2"))
     edited = await store.add_question(new_turn(question="q2, edited"), parent_id=first)
@@ -489,7 +489,7 @@ async def test_an_edit_branches_and_memory_follows_only_its_path(store: SessionS
     assert (await store.get_tree("alice", "conv-1")).siblings(again) == [first, again]
 
 
-async def test_a_chosen_path_holds_until_a_newer_turn(store: SessionStore) -> None:
+async def test_a_chosen_path_holds_until_a_newer_turn(store: TurnStore) -> None:
     first = await store.add_question(new_turn(question="q1"))
     second = await store.add_question(new_turn(question="q2"))
     under_second = await store.add_question(new_turn(question="q3"))
@@ -509,7 +509,7 @@ async def test_a_chosen_path_holds_until_a_newer_turn(store: SessionStore) -> No
     assert (await store.get_tree("alice", "conv-1")).leaf_id == turn_id
 
 
-async def test_deleting_a_turn_takes_its_subtree_and_moves_the_path(store: SessionStore) -> None:
+async def test_deleting_a_turn_takes_its_subtree_and_moves_the_path(store: TurnStore) -> None:
     first = await store.add_question(new_turn(question="q1"))
     old = await store.add_question(new_turn(question="q2"))
     below_old = await store.add_question(new_turn(question="q3"))
@@ -547,7 +547,7 @@ async def test_migration_keeps_each_conversation_one_path_and_undoes(database_ur
                 )
             # To the head: the store reads every column of the latest schema.
             await conn.run_sync(migrate, "upgrade", "head")
-        store = SqlSessionStore(db)
+        store = SqlTurnStore(db)
         tree = await store.get_tree("alice", "a")
         assert [t.question for t in tree.path()] == ["a1", "a2", "a3"]
         assert [t.parent_id for t in tree.turns] == [None, tree.turns[0].id, tree.turns[1].id]
@@ -578,7 +578,7 @@ async def test_migration_0009_leaves_old_turns_modelless_and_their_search_workin
                 {"t": datetime.now(UTC).replace(tzinfo=None)},
             )
             await conn.run_sync(migrate, "upgrade", "head")
-        store = SqlSessionStore(db)
+        store = SqlTurnStore(db)
         new = StoredTurn(
             **{**new_turn("a", question="more lighthouses").model_dump(), "model": "fast"}
         )
@@ -611,7 +611,7 @@ def migrate(connection: Connection, direction: str, revision: str) -> None:
 
 
 async def test_deleting_a_branch_deletes_the_files_only_it_used(db: Database) -> None:
-    store, files = SqlSessionStore(db), SqlFileStore(db)
+    store, files = SqlTurnStore(db), SqlFileStore(db)
     for file_id in ("f-shared", "f-branch"):
         await files.add_file(new_file(file_id))
     made = new_file("f-made").model_copy(update={"source": "generated", "session_id": "conv-1"})
@@ -631,7 +631,7 @@ async def test_deleting_a_branch_deletes_the_files_only_it_used(db: Database) ->
 
 
 async def test_a_push_config_goes_with_its_conversation_and_is_its_users_alone(
-    db: Database, store: SessionStore
+    db: Database, store: TurnStore
 ) -> None:
     configs = SqlPushConfigs(db)
     await configs.put("alice", "conv-1", PushConfig("conv-1.1", "a", "https://h.test/a", "t"))
@@ -649,7 +649,7 @@ async def test_a_push_config_goes_with_its_conversation_and_is_its_users_alone(
 
 
 async def test_a_deleted_turn_takes_its_tasks_push_configs_with_it(
-    db: Database, store: SessionStore
+    db: Database, store: TurnStore
 ) -> None:
     configs = SqlPushConfigs(db)
     first, _ = await store.begin_turn(new_turn(), 10, None)

@@ -1,4 +1,4 @@
-"""`SessionStore` on SQL (SQLite or PostgreSQL): the turns of every conversation.
+"""`TurnStore` on SQL (SQLite or PostgreSQL): the turns of every conversation.
 
 Each method is a single SQLAlchemy Core statement where it can be, run
 through `Database.statement()` (no ORM, and no BEGIN/COMMIT round trips on
@@ -78,7 +78,7 @@ def _question_with_memory() -> Select[Any]:
     )
 
 
-class SqlSessionStore(TurnRecovery, TurnHistory, TurnTree, TurnApprovals):
+class SqlTurnStore(TurnRecovery, TurnHistory, TurnTree, TurnApprovals):
     """`instance_id` names the running instance in each question's row: when that instance
     dies, another finds its running turns by it (`running_turns`) and takes them over
     (`take_over`) or marks them `interrupted` (`interrupt_turns`).
