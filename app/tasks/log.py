@@ -180,6 +180,11 @@ class RunLog:
         """From now on readers see an event only once `copied` says it is copied out."""
         self._gated = True
 
+    @property
+    def gated(self) -> bool:
+        """Readers wait for the copy: each event reaches them one copy's round trip late."""
+        return self._gated
+
     def copied(self, upto: int) -> None:
         """The events up to `upto` are copied out: gated readers may see them (not a held one)."""
         self._copied = max(self._copied, upto)

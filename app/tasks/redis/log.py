@@ -28,7 +28,8 @@ end marker: the instance that carries it on writes the rest.
 
 The run never waits on Redis: `publish` runs beside it, wakes when the
 in-process log grows, lingers a moment so a burst of tokens becomes one
-batch, and sends each batch as one entry in one pipelined round trip (an
+batch (unless the log is gated, its readers waiting on the copy), and sends
+each batch as one entry in one pipelined round trip (an
 entry per event cost a command, an encoding and a reply each: a seventh of
 the service's CPU at saturation). If Redis fails it logs once per outage,
 backs off, and then sends the whole log again (Redis refuses an entry id it
@@ -71,7 +72,11 @@ from app.tasks.redis.target import RedisTarget
 logger = logging.getLogger(__name__)
 
 _LINGER_SECONDS = 0.02
-"""How long the copier waits after a wake-up for more events, so a burst is one round trip."""
+"""How long the copier waits after a wake-up for more events, so a burst is one round trip.
+
+Not while the log is gated: its readers wait for the copy, so a linger would hold every
+event back that long (the first one too: 20 ms more to a first token). There, what comes
+while a copy is on its way is the next batch."""
 _RETRY_SECONDS = 1.0
 """Pause between copy attempts while Redis is failing."""
 _GRACE_SECONDS = 2.0
@@ -200,7 +205,7 @@ class RedisRunLogs:
         """When the Stream's TTL was last pushed out, on the loop's clock."""
         while True:
             await log.ready(cursor, self._refresh, held=True)
-            if not log.ending and cursor < log.last_id:
+            if not log.ending and not log.gated and cursor < log.last_id:
                 await asyncio.sleep(_LINGER_SECONDS)
             ended = log.ending
             frames = log.frames_after(cursor)
