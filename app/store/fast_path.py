@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import aiosqlite
-from sqlalchemy import Dialect, Select
+from sqlalchemy import CompoundSelect, Dialect, Select
 from sqlalchemy.engine import URL
 from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.elements import BindParameter
@@ -29,7 +29,7 @@ from app.store.engine import SQLITE_PRAGMAS, in_memory
 log = logging.getLogger(__name__)
 
 Row = dict[str, Any]
-Statement = Select[Any] | UpdateBase
+Statement = Select[Any] | CompoundSelect[Any] | UpdateBase
 _Processor = Callable[[Any], Any] | None
 
 

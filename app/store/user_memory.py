@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     FromClause,
+    String,
     delete,
     func,
     literal,
@@ -157,7 +158,7 @@ class SqlUserMemory:
 
     async def for_turn(self, user_id: str) -> TurnMemory:
         """The switch and, when on, every item, in one statement (`turn_memory_part`)."""
-        columns, source = turn_memory_part(user_id)
+        columns, source = turn_memory_part(literal(user_id, String))
         stmt = select(*columns).select_from(source).order_by(*TURN_MEMORY_ORDER)
         async with self._db.statement() as conn:
             rows = (await conn.execute(stmt)).mappings().all()
@@ -171,18 +172,19 @@ TURN_MEMORY_ORDER: tuple[ColumnElement[Any], ...] = (
 """The items newest first, by the labels `turn_memory_part` gives them."""
 
 
-def turn_memory_part(user_id: str) -> tuple[list[ColumnElement[Any]], FromClause[Any]]:
-    """The columns and FROM of a turn's memory read: a row per item (one row of NULLs for
-    none) beside the switch, which no row of the setting means on; each column labelled
-    `memory_<name>`, so the read can ride beside another (a turn's project: store/projects.py).
+def turn_memory_part(
+    user: ColumnElement[str],
+) -> tuple[list[ColumnElement[Any]], FromClause[Any]]:
+    """The columns and FROM of a turn's memory read of the `user` (a literal, or a parameter
+    of a statement built once): a row per item (one row of NULLs for none) beside the
+    switch, which no row of the setting means on; each column labelled `memory_<name>`, so
+    the read can ride beside another (a turn's project: store/projects.py).
     """
     switch = (
-        select(MEMORY_SETTINGS.c.enabled)
-        .where(MEMORY_SETTINGS.c.user_id == user_id)
-        .scalar_subquery()
+        select(MEMORY_SETTINGS.c.enabled).where(MEMORY_SETTINGS.c.user_id == user).scalar_subquery()
     )
     on = func.coalesce(switch, true())
-    anchor = select(literal(user_id).label("owner")).subquery("owner")
+    anchor = select(user.label("owner")).subquery("owner")
     columns: list[ColumnElement[Any]] = [
         on.label("memory_enabled"),
         *(c.label(f"memory_{c.name}") for c in MEMORY_ITEMS.c),
