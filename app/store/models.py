@@ -171,7 +171,8 @@ class AiSession(StoredTurn, table=True):
 
     __tablename__ = "ai_session"
     __table_args__ = (
-        Index("ix_ai_session_session_id", "session_id"),
+        # A conversation's turns, read by conversation and user (migration 0023).
+        Index("ix_ai_session_session_id_user_id", "session_id", "user_id"),
         Index("ix_ai_session_user_id_update_time", "user_id", "update_time"),
         # Rated turns only: what admins read back (migration 0015).
         Index(
