@@ -20,10 +20,10 @@ from pathlib import Path
 from sqlalchemy import event
 
 from app.store.db import Database
-from app.store.models import StoredTurn, TurnOutcome
 from app.store.projects import SqlProjects
 from app.store.titles import SqlTitles
 from app.store.turns import SqlTurnStore
+from tests.integration.test_turn_store import new_turn, outcome
 
 USER_WIDE = re.compile(r"SEARCH ai_session USING (COVERING )?INDEX \w+ \(user_id=\?")
 """A search of the turns by their user alone (or their user and time): the whole history."""
@@ -33,8 +33,8 @@ async def test_a_conversations_reads_search_by_the_conversation(tmp_path: Path) 
     path = tmp_path / "app.db"
     sent: list[str] = []
 
-    def seen(*args: object) -> None:
-        sent.append(str(args[2]))
+    def seen(conn: object, cursor: object, statement: str, *rest: object) -> None:
+        sent.append(statement)
 
     @contextlib.contextmanager
     def span(verb: str, sql: str) -> Iterator[None]:
@@ -48,9 +48,9 @@ async def test_a_conversations_reads_search_by_the_conversation(tmp_path: Path) 
         for memory in (False, True):
             await projects.for_turn("alice", "conv-1", None, memory=memory)
             await projects.for_turn("alice", "conv-1", "project-1", memory=memory)
-        first, _ = await turns.begin_turn(question("conv-1"), memory_turns=10)
-        await turns.finish_turn(first, TurnOutcome(answer="An answer.", status="completed"))
-        await turns.begin_turn(question("conv-1"), memory_turns=10, parent_id=first)
+        first, _ = await turns.begin_turn(new_turn(), memory_turns=10)
+        await turns.finish_turn(first, outcome())
+        await turns.begin_turn(new_turn(), memory_turns=10, parent_id=first)
         await turns.latest_status("alice", "conv-1")
         await turns.recent_turns("alice", "conv-1", 10)
         await turns.get_conversation("alice", "conv-1")
@@ -69,7 +69,3 @@ async def test_a_conversations_reads_search_by_the_conversation(tmp_path: Path) 
 def plan(conn: sqlite3.Connection, sql: str) -> list[str]:
     """SQLite's steps for `sql` (the plan does not depend on the values bound)."""
     return [step for *_, step in conn.execute(f"EXPLAIN QUERY PLAN {sql}", [None] * sql.count("?"))]
-
-
-def question(conversation: str) -> StoredTurn:
-    return StoredTurn(session_id=conversation, user_id="alice", agent_type="chat", question="Hi?")
