@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import csv
 import io
+import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -80,10 +81,21 @@ class HAProxy(Daemon):
     def start(self) -> None:
         self.launch("-db", "-f", str(self._config), logs_to_file=True)
         deadline = time.monotonic() + 10
-        while not self._admin.exists():  # made just after the port is bound
+        # HAProxy binds the admin socket (the file appears) before it listens on it, so
+        # the file's presence alone lets a first `show stat` be refused.
+        while not self._admin_answers():
             if time.monotonic() > deadline:
-                raise RuntimeError(f"haproxy made no admin socket:\n{self.log()}")
+                raise RuntimeError(f"haproxy's admin socket did not answer:\n{self.log()}")
             time.sleep(0.02)
+
+    def _admin_answers(self) -> bool:
+        """Whether the admin socket accepts a connection."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(self._admin))
+            except (FileNotFoundError, ConnectionRefusedError):
+                return False
+        return True
 
     async def states(self) -> dict[str, str]:
         """Each instance's state as the health checks left it: `UP`, `DOWN`, ...."""
