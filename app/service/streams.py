@@ -1,8 +1,9 @@
 """A stream request checked and its turn started, or a run's log found: every surface's path.
 
 Everything a request can get wrong is answered here, before anything is
-written or any model is called, as a `TurnRefused` the surface maps to its
-own answer (an HTTP status, an A2A error). A started turn comes back with
+stored or any model is called, as a `TurnRefused` the surface maps to its
+own answer (an HTTP status, an A2A error); the conversation's claim, taken
+meanwhile, is given back. A started turn comes back with
 what to call when its client goes away: a stop, or nothing when the run goes
 on without it (`onDisconnect`).
 """
@@ -21,7 +22,7 @@ from app.agents.turn import InProject
 from app.config import DisconnectPolicy, SettingsPart
 from app.documents.extract import PPTX, UnreadableFile
 from app.documents.library import DocumentLibrary
-from app.limits import LimitExceeded, UserLimits
+from app.limits import LimitExceeded, StreamSlot, UserLimits
 from app.llm.models import ModelCatalog, UnknownModel
 from app.service.errors import (
     BadRequest,
@@ -34,7 +35,7 @@ from app.service.errors import (
     TooLong,
     Unavailable,
 )
-from app.service.projects import ProjectService
+from app.service.projects import ProjectService, TurnInProject
 from app.service.turns import DATABASE_DOWN, TASKS_UNREADABLE, Strategy, TurnService
 from app.store.base import StoreError, TurnStore
 from app.store.models import StoredTurn
@@ -86,6 +87,16 @@ class TurnRequest:
     """The project a new conversation starts in (a later turn stays in the conversation's)."""
     memory: MemoryMode | None = None
     """`off`: a temporary turn, which neither reads nor writes the user's memory."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Checked:
+    """A stream request that passed its checks, and its slot under the limits."""
+
+    found: TurnInProject
+    model_id: str
+    webhook: str | None
+    slot: StreamSlot
 
 
 class StreamSettings(SettingsPart):
@@ -141,66 +152,47 @@ class StreamService:
         limit = self._settings.query_max_chars
         if len(request.query or "") > limit:
             raise TooLong(f"query is longer than {limit} characters")
+        claiming = self._turns.claim(entry.kind, user, conversation_id, question)
         try:
-            found = await self._projects.for_turn(
-                user,
-                conversation_id,
-                not request.conversation_id,
-                request.project_id,
-                memory=request.memory != "off",
-            )
-        except StoreError as exc:
-            raise Unavailable(DATABASE_DOWN) from exc
-        project = found.project
-        first = request.approval is None and parent_id is None and not found.asked
-        await self._check_file(entry, request.file_id, user, project)
-        await self._check_template(entry, request.template_file_id, user)
-        try:
-            model_id = self._models.choose(
-                entry.kind, request.model or self._projects.default_model(project)
-            )
-        except UnknownModel as exc:
-            raise ModelUnknown(str(exc)) from exc
-        if entry.kind not in self._turns.kinds():
-            raise NotAvailable(f"The {entry.kind} agent is not available in this version")
-        try:
-            webhook = await self._webhooks.target(request.webhook)
-        except WebhookRefused as exc:
-            raise BadRequest(f"webhook refused: {exc}") from exc
-        try:
-            slot = await self._limits.open_stream(limit_key or user, uuid.uuid4().hex)
-        except LimitExceeded as exc:
-            raise OverLimit(str(exc), exc.retry_after) from exc
+            checked = await self._check(entry, request, user, conversation_id, limit_key)
+        except BaseException:
+            await self._turns.withdraw(claiming)
+            raise
+        found, slot = checked.found, checked.slot
         try:
             if found.place is not None:
                 await self._projects.place(user, conversation_id, found.place)
+            claimed = await claiming
+        except BaseException:
+            await self._turns.withdraw(claiming)
+            await slot.release()
+            raise
+        try:
             run = await self._turns.start(
-                entry.kind,
-                user,
-                conversation_id,
+                claimed,
                 question,
                 request.file_id,
                 on_end=slot.release,
                 strategy=request.strategy or "reject",
                 parent_id=parent_id,
-                first=first,
+                first=request.approval is None and parent_id is None and not found.asked,
                 regenerates=regenerates,
-                model_id=model_id,
+                model_id=checked.model_id,
                 model_named=request.model is not None,
                 tool_approval=request.tool_approval,
                 answer=request.approval,
                 review_plan=request.review_plan,
                 template_file_id=request.template_file_id,
-                project=project,
+                project=found.project,
                 temporary=request.memory == "off",
                 remembered=found.memory,
-                webhook=webhook,
+                webhook=checked.webhook,
             )
         except BaseException:
             await slot.release()
             raise
-        if webhook is not None:
-            self._webhooks.notify(run, webhook)
+        if checked.webhook is not None:
+            self._webhooks.notify(run, checked.webhook)
         if (request.on_disconnect or self._settings.on_disconnect) != "cancel":
             return run, None
         return run, lambda: run.stop("client_gone")
@@ -214,6 +206,47 @@ class StreamService:
             raise Unavailable(TASKS_UNREADABLE) from exc
         except EventsGone as exc:
             raise Gone(f"Cannot resume: {exc}; read the conversation's history") from exc
+
+    async def _check(
+        self,
+        entry: AgentEntry,
+        request: TurnRequest,
+        user: str,
+        conversation_id: str,
+        limit_key: str | None,
+    ) -> _Checked:
+        """What the turn is asked in (its project, the user's memory), checked against what
+        it names, and its stream's slot under the limits, taken last: a refused request
+        takes none."""
+        try:
+            found = await self._projects.for_turn(
+                user,
+                conversation_id,
+                not request.conversation_id,
+                request.project_id,
+                memory=request.memory != "off",
+            )
+        except StoreError as exc:
+            raise Unavailable(DATABASE_DOWN) from exc
+        await self._check_file(entry, request.file_id, user, found.project)
+        await self._check_template(entry, request.template_file_id, user)
+        try:
+            model_id = self._models.choose(
+                entry.kind, request.model or self._projects.default_model(found.project)
+            )
+        except UnknownModel as exc:
+            raise ModelUnknown(str(exc)) from exc
+        if entry.kind not in self._turns.kinds():
+            raise NotAvailable(f"The {entry.kind} agent is not available in this version")
+        try:
+            webhook = await self._webhooks.target(request.webhook)
+        except WebhookRefused as exc:
+            raise BadRequest(f"webhook refused: {exc}") from exc
+        try:
+            slot = await self._limits.open_stream(limit_key or user, uuid.uuid4().hex)
+        except LimitExceeded as exc:
+            raise OverLimit(str(exc), exc.retry_after) from exc
+        return _Checked(found, model_id, webhook, slot)
 
     async def _place(
         self, request: TurnRequest, conversation_id: str, user: str

@@ -3,7 +3,9 @@
 This is the one place that orders those steps, so that a busy conversation
 (409) or a dependency that is down (503) is answered before any byte of the
 stream and before anything is written, and a claim is never left behind by
-a request that failed half-way.
+a request that failed half-way. The claim is asked for as the request's
+checks read the database (`claim`), so the two round trips overlap; a
+request its checks refuse gives the claim back (`withdraw`).
 
 A first question (nothing above it) launches its run as its row is written: the
 model is asked meanwhile, and the run shows nothing until the row is committed
@@ -33,6 +35,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
@@ -79,6 +82,17 @@ _QUEUE_RECHECK_SECONDS = 1.0
 DRAINING_RETRY_SECONDS = 1
 """`Retry-After` of a turn refused by a draining instance: another one takes it at once."""
 DRAINING = "This instance is shutting down (a deploy): send the request again"
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """What a turn's claim met (`TurnService.claim`): `taken`, or the conversation busy."""
+
+    agent: BaseAgent
+    claim: Claim
+    ticket: Ticket
+    """The turn as listed with its claim (a take-over lists it again)."""
+    taken: bool
 
 
 class RunObserver(Protocol):
@@ -152,11 +166,34 @@ class TurnService:
         for agent in await self._agents.of_kinds(turn.agent_type for turn in gone):
             await agent.forget_turns(key, gone)
 
+    def claim(
+        self, kind: str, user_id: str, conversation_id: str, question: str
+    ) -> asyncio.Task[Claimed]:
+        """Begin a turn's claim on its conversation (listing it as running in the same step),
+        to run while the caller reads and checks the rest of the request: the task backend's
+        round trip then overlaps the database's read instead of following it. Whatever the
+        checks refuse gives the claim back (`withdraw`). A draining instance refuses here,
+        before anything is read.
+
+        The task raises `NotAvailable` (no such agent here) or `Unavailable`."""
+        if self._drain.draining:
+            raise Draining(DRAINING, DRAINING_RETRY_SECONDS)
+        return asyncio.create_task(self._claim(kind, user_id, conversation_id, question))
+
+    async def withdraw(self, claiming: asyncio.Task[Claimed]) -> None:
+        """The request was refused after its claim began: give the claim back if it was
+        taken. What the claim itself met is not answered: the refusal is."""
+        try:
+            claimed = await claiming
+        except Exception:
+            return
+        if claimed.taken:
+            with contextlib.suppress(TaskBackendUnavailable):
+                await self._claims.release(claimed.claim)
+
     async def start(
         self,
-        kind: str,
-        user_id: str,
-        conversation_id: str,
+        claimed: Claimed,
         question: str,
         file_id: str | None = None,
         options: GenerateOptions | None = None,
@@ -176,7 +213,8 @@ class TurnService:
         remembered: TurnMemory | None = None,
         first: bool = False,
     ) -> Run:
-        """Claim, store the question, launch; `on_end` runs when the run has stored its turn.
+        """Store the question and launch under the claim (`claim`), or, the conversation
+        busy, do as `strategy` says; `on_end` runs when the run has stored its turn.
 
         `parent_id`: the turn the new one follows (0: none; None: the active leaf).
         `first`: the conversation had no turn when read, so the question goes in as a first
@@ -191,21 +229,13 @@ class TurnService:
         kept with the turn, for an instance that carries it on. `remembered`: the user's
         memory, read with the turn's project.
         """
-        if self._drain.draining:
-            raise Draining(DRAINING, DRAINING_RETRY_SECONDS)
-        try:
-            agent = await self._agents.get(kind)
-        except Exception as exc:  # whatever its first build met (its store down, say): logged there
-            raise Unavailable(f"The {kind} agent could not start") from exc
-        if agent is None:
-            raise NotAvailable(f"The {kind} agent is not available in this version")
-        claim = Claim(user_id, conversation_id, uuid.uuid4().hex, kind)
+        agent, claim, claimed_now = claimed.agent, claimed.claim, claimed.taken
         turn = Turn(
             key=claim.key,
             question=question,
             task_id=claim.task_id,
             file_id=file_id,
-            parent_id=0 if first else parent_id,
+            parent_id=0 if first and claimed_now else parent_id,
             regenerates=regenerates,
             options=options or GenerateOptions(),
             model_id=model_id,
@@ -219,19 +249,14 @@ class TurnService:
             webhook=webhook,
             remembered=remembered,
         )
-        # Listed in the same step as the claim: one round trip less before the first event.
-        ticket = _ticket(claim, question, "running")
         try:
-            claimed = await self._claims.claim(claim, self._ttl, ticket)
-            if not claimed and first:
-                turn.parent_id = None
-            if not claimed and strategy == "enqueue" and answer is None:
+            if not claimed_now and strategy == "enqueue" and answer is None:
                 return await self._enqueue(agent, claim, turn, on_end)
-            if not claimed and strategy in ("interrupt", "rollback"):
-                claimed = await self._take_over(claim, strategy, ticket)
+            if not claimed_now and strategy in ("interrupt", "rollback"):
+                claimed_now = await self._take_over(claim, strategy, claimed.ticket)
         except TaskBackendUnavailable as exc:
             raise Unavailable(TASKS_DOWN) from exc
-        if not claimed:
+        if not claimed_now:
             raise Busy("A task is already running for this conversation")
         return await self._launch(agent, claim, turn, on_end, posted=True)
 
@@ -289,6 +314,21 @@ class TurnService:
         for task in self._waiting:
             task.cancel()
         await asyncio.gather(*self._waiting, return_exceptions=True)
+
+    async def _claim(self, kind: str, user_id: str, conversation_id: str, question: str) -> Claimed:
+        try:
+            agent = await self._agents.get(kind)
+        except Exception as exc:  # whatever its first build met (its store down, say): logged there
+            raise Unavailable(f"The {kind} agent could not start") from exc
+        if agent is None:
+            raise NotAvailable(f"The {kind} agent is not available in this version")
+        claim = Claim(user_id, conversation_id, uuid.uuid4().hex, kind)
+        ticket = _ticket(claim, question, "running")
+        try:
+            taken = await self._claims.claim(claim, self._ttl, ticket)
+        except TaskBackendUnavailable as exc:
+            raise Unavailable(TASKS_DOWN) from exc
+        return Claimed(agent, claim, ticket, taken)
 
     async def _launch(
         self,

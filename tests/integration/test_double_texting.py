@@ -212,6 +212,25 @@ async def test_reject_is_the_default_and_answers_409(
     assert [t["question"] for t in stored] == ["One"]
 
 
+async def test_a_request_its_checks_refuse_leaves_the_conversation_free(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """The conversation's claim is asked for while the request is checked: a refused request
+    gives it back, so nothing is listed as running and the next question is answered."""
+    fake_llm.script(Reply.text("Answered."))
+    async with running_service(settings_for(backend, tmp_path, fake_llm)) as client:
+        no_file = await client.get("/agent/chat/stream", params=params("One", "c-f", fileId="nope"))
+        no_model = await client.get("/agent/chat/stream", params=params("One", "c-f", model="nope"))
+        listed = await runs(client)
+        answered = await ask(client, "Two", "c-f")
+        stored = await history(client, "c-f")
+
+    assert (no_file.status_code, no_model.status_code) == (404, 400)
+    assert listed == []
+    assert text_of(answered) == "Answered."
+    assert [t["question"] for t in stored] == ["Two"]
+
+
 async def test_runs_lists_only_the_callers_turns_with_paused_ones_from_the_history(
     backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
 ) -> None:
