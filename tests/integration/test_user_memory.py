@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import orjson
 
+from app.store.db import Database
+from app.store.user_memory import SqlUserMemory
 from tests.fakes.openai_server import FakeOpenAI
 from tests.fakes.scripted_server import Reply
 from tests.fakes.tavily_server import FakeTavily
@@ -224,6 +226,31 @@ async def test_items_are_checked_capped_edited_and_deleted(
     assert (deleted.status_code, again.status_code) == (200, 404)
     assert cleared.json()["data"] == {"deleted": 1}
     assert left == []
+
+
+async def test_a_turn_carried_on_elsewhere_reads_the_users_items_and_switch(
+    backend: Backend, tmp_path: Path, fake_llm: FakeOpenAI
+) -> None:
+    """A turn another instance carries on had no start to read memory with: it reads the
+    user's switch and items itself, and only that user's."""
+    settings = settings_for(backend, tmp_path, fake_llm, api_keys="key-a:alice,key-b:bob")
+    alice = {"Authorization": "Bearer key-a"}
+    bob = {"Authorization": "Bearer key-b"}
+    async with running_service(settings) as client:
+        await client.post("/memory", json={"content": "I drink tea"}, headers=alice)
+        await client.post("/memory", json={"content": "I run on Sundays"}, headers=alice)
+        await client.post("/memory", json={"content": "Bob's fact"}, headers=bob)
+        await client.patch("/memory/settings", json={"enabled": False}, headers=bob)
+        async with Database.open(backend.database_url, pool_size=1, migrate=False) as db:
+            store = SqlUserMemory(db)
+            for_alice, for_bob, for_nobody = [
+                await store.for_turn(user) for user in ("alice", "bob", "nobody")
+            ]
+
+    assert for_alice.enabled
+    assert [item.content for item, _ in for_alice.items] == ["I run on Sundays", "I drink tea"]
+    assert (for_bob.enabled, for_bob.items) == (False, [])
+    assert (for_nobody.enabled, for_nobody.items) == (True, [])
 
 
 async def test_deep_research_keeps_memory_in_its_first_step_and_reads_it_in_its_report(
