@@ -15,13 +15,17 @@ its send and first `text` on the wall clock, the clock spans are stamped
 with, so each turn's spans and its client's view join into one timeline:
 
     request in           the client's send to the app's request span (uvicorn read it)
-    checks               to the claim: auth, the request's checks, the agent
-    claim                the claim's round trip (Redis; in-process it is not traced,
-                         and the embedded column's checks run on to the question's row)
-    waiting to start     the claim's end to the question's row: the start limit
-                         (`MAX_STARTING_TURNS`) and the agent's set-up
-    question row         the question's INSERT (on PostgreSQL with the memory read in it)
-    memory read          SQLite's own SELECT of the turns above
+    checks               to the claim or the turn's read, whichever starts first: auth,
+                         the request's own checks, the agent
+    claim                the claim's round trip (Redis; in-process it is not traced)
+    turn read            the turn's one read before anything is written: its project
+                         and the user's memory (`for_turn`), beside the claim
+    waiting to start     the later of the claim and the read to the question's row: the
+                         request's other checks, the start limit (`MAX_STARTING_TURNS`)
+                         and the agent's set-up
+    question row         the question's INSERT (on PostgreSQL with the turns above read
+                         in it)
+    history read         SQLite's own SELECT of the turns above, after the INSERT
     launch, to the model the row stored (a first question's run launches as its row is
                          written: from then) to the model call's start: the run
                          launched, its task scheduled, the prompt built
@@ -63,9 +67,10 @@ STAGES = (
     "request in",
     "checks",
     "claim",
+    "turn read",
     "waiting to start",
     "question row",
-    "memory read",
+    "history read",
     "launch, to the model",
     "model connect",
     "first model byte",
@@ -82,18 +87,17 @@ Span = dict[str, Any]
 def turn_stages(spans: list[Span], sent: float, first_token: float) -> dict[str, float]:
     """One turn's stages in seconds, from its spans and its client's wall-clock times.
 
-    A stage whose spans are missing is left out (the claim in-process, the memory
+    A stage whose spans are missing is left out (the claim in-process, the history
     read on PostgreSQL or on a conversation's first turn).
     """
     ids = {span["id"] for span in spans}
     request = next(span for span in spans if span["parent"] not in ids)
     run = next(span for span in spans if span["name"].startswith("invoke_agent "))
-    # The request's own: the claim and the question's statements (a first question's run
-    # starts before its row is stored, its model call overlapping the INSERT).
     starting = sorted((s for s in spans if s["parent"] == request["id"]), key=lambda s: s["start"])
     claim = next((s for s in starting if s["name"] == "tasks.claim"), None)
     question = next(s for s in starting if s["name"] in ("INSERT", "WITH"))
-    memory = next(
+    read = next(s for s in starting if s["name"] == "SELECT" and s["start"] < question["start"])
+    history = next(
         (s for s in starting if s["name"] == "SELECT" and s["start"] >= question["start"]), None
     )
     chat = min(
@@ -104,20 +108,22 @@ def turn_stages(spans: list[Span], sent: float, first_token: float) -> dict[str,
     for name, at in run["events"]:
         events.setdefault(name, at)
     sent_ns, first_ns = sent * 1e9, first_token * 1e9
-    stored = max(question["end"], memory["end"] if memory else 0)
+    stored = max(question["end"], history["end"] if history else 0)
     first_chunk = chat["start"] + chat["attributes"]["gen_ai.response.time_to_first_chunk"] * 1e9
+    begun = [read] if claim is None else [read, claim]
     marks = {
         "request in": (sent_ns, request["start"]),
-        "checks": (request["start"], (claim or question)["start"]),
+        "checks": (request["start"], min(s["start"] for s in begun)),
+        "turn read": (read["start"], read["end"]),
+        "waiting to start": (max(s["end"] for s in begun), question["start"]),
         "question row": (question["start"], question["end"]),
         "launch, to the model": (min(stored, run["start"]), chat["start"]),
         "to the client": (first_chunk, first_ns),
     }
     if claim is not None:
         marks["claim"] = (claim["start"], claim["end"])
-        marks["waiting to start"] = (claim["end"], question["start"])
-    if memory is not None:
-        marks["memory read"] = (memory["start"], memory["end"])
+    if history is not None:
+        marks["history read"] = (history["start"], history["end"])
     sending = events.get("http11.send_request_headers.started")
     head = events.get("http11.receive_response_headers.complete")
     if sending is not None and head is not None:

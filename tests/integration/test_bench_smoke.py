@@ -136,8 +136,8 @@ def test_start_breakdown_reads_every_stage_of_each_turns_start(redis_url: str) -
     assert list(columns) == [TYPICAL, "service", "service (embedded)"]
     assert "stages" not in columns[TYPICAL]
     for name, missing in (
-        ("service", {"memory read"}),
-        ("service (embedded)", {"claim", "waiting to start"}),
+        ("service", {"history read"}),
+        ("service (embedded)", {"claim"}),
     ):
         column = columns[name]
         # Every turn's spans joined its client's times.
