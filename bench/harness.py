@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -295,14 +296,16 @@ class Bench:
         statements = self.statements(target)
         before = proc_stat(target.pid)
         peak = before.rss_bytes
-        with subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.PIPE) as proc:
+        # A file, not a pipe: a report with every stream's timings outgrows a pipe's buffer,
+        # and the load generator would block writing it while this waits for it to end.
+        with tempfile.TemporaryFile() as out, subprocess.Popen(argv, cwd=ROOT, stdout=out) as proc:
             while proc.poll() is None:
                 if sample_rss:
                     peak = max(peak, proc_stat(target.pid).rss_bytes)
                 time.sleep(0.05 if sample_rss else 0.2)
             after = proc_stat(target.pid)
-            assert proc.stdout is not None
-            report: dict[str, Any] = json.loads(proc.stdout.read())
+            out.seek(0)
+            report: dict[str, Any] = json.loads(out.read())
         report["cpu_seconds"] = after.cpu_seconds - before.cpu_seconds
         report["rss_before"] = before.rss_bytes
         report["rss_peak"] = max(peak, after.rss_bytes)
