@@ -28,14 +28,16 @@ def _span(
     }
 
 
-def _turn(*, claim: bool, memory: bool) -> list[dict[str, Any]]:
-    """A turn's spans: the request (its parent the client's traceparent), its start, the run."""
+def _turn(*, claim: bool, history: bool) -> list[dict[str, Any]]:
+    """A turn's spans: the request (its parent the client's traceparent), its start (the turn's
+    read, beside the claim), the run."""
     events = [
         ["http11.send_request_headers.started", T0 + 30 * MS],
         ["http11.receive_response_headers.complete", T0 + 34 * MS],
     ]
     spans = [
         _span("GET /agent/{kind}/stream", 2, 200, span_id=2, parent=99),
+        _span("SELECT", 4, 8, span_id=9, parent=2),
         _span("INSERT", 10, 14, span_id=4, parent=2),
         _span("invoke_agent chat", 20, 190, span_id=5, parent=2, events=events),
         _span(
@@ -50,14 +52,14 @@ def _turn(*, claim: bool, memory: bool) -> list[dict[str, Any]]:
     ]
     if claim:
         spans.append(_span("tasks.claim", 3, 7, span_id=3, parent=2))
-    if memory:
+    if history:
         spans.append(_span("SELECT", 14, 16, span_id=8, parent=2))
     return spans
 
 
 def test_each_stage_runs_from_one_mark_to_the_next() -> None:
     stages = turn_stages(
-        _turn(claim=True, memory=True), sent=T0 / 1e9, first_token=(T0 + 40 * MS) / 1e9
+        _turn(claim=True, history=True), sent=T0 / 1e9, first_token=(T0 + 40 * MS) / 1e9
     )
 
     in_ms = {stage: round(seconds * 1000, 3) for stage, seconds in stages.items()}
@@ -65,9 +67,10 @@ def test_each_stage_runs_from_one_mark_to_the_next() -> None:
         "request in": 2.0,
         "checks": 1.0,
         "claim": 4.0,
-        "waiting to start": 3.0,
+        "turn read": 4.0,
+        "waiting to start": 2.0,
         "question row": 4.0,
-        "memory read": 2.0,
+        "history read": 2.0,
         "launch, to the model": 9.0,
         "model connect": 5.0,
         "first model byte": 4.0,
@@ -76,19 +79,20 @@ def test_each_stage_runs_from_one_mark_to_the_next() -> None:
     }
 
 
-def test_without_a_traced_claim_the_checks_run_on_to_the_question() -> None:
+def test_without_a_traced_claim_the_checks_run_on_to_the_turns_read() -> None:
     stages = turn_stages(
-        _turn(claim=False, memory=False), sent=T0 / 1e9, first_token=(T0 + 40 * MS) / 1e9
+        _turn(claim=False, history=False), sent=T0 / 1e9, first_token=(T0 + 40 * MS) / 1e9
     )
 
     assert "claim" not in stages
-    assert "memory read" not in stages
-    assert stages["checks"] == pytest.approx(0.008)
+    assert "history read" not in stages
+    assert stages["checks"] == pytest.approx(0.002)
+    assert stages["waiting to start"] == pytest.approx(0.002)
     assert stages["launch, to the model"] == pytest.approx(0.011)
 
 
 def test_only_turns_whose_spans_and_client_times_join_are_counted() -> None:
-    spans = _turn(claim=True, memory=False)
+    spans = _turn(claim=True, history=False)
     # Stream 0's traceparent carries trace id 1; stream 5 left no spans.
     timings = [[0, T0 / 1e9, (T0 + 40 * MS) / 1e9], [5, T0 / 1e9, (T0 + 50 * MS) / 1e9]]
 
@@ -97,4 +101,4 @@ def test_only_turns_whose_spans_and_client_times_join_are_counted() -> None:
     assert result["turns"] == 1
     assert result["model_connects"] == 0
     assert result["stages"]["claim"]["p50"] == pytest.approx(4.0)
-    assert "memory read" not in result["stages"]
+    assert "history read" not in result["stages"]
