@@ -83,27 +83,6 @@ async def test_concurrent_callers_share_one_connection_and_get_their_own_replies
     assert after - before == 2
 
 
-async def test_replies_are_handed_on_in_the_step_that_reads_them_before_any_caller_resumes(
-    redis_server: RedisServer,
-) -> None:
-    """What a run log's copier hands on there (its readers woken) is a pass of the loop
-    sooner than if it waited for its own turn to resume."""
-    seen: list[tuple[str, str, object]] = []
-
-    async def caller(batch: SharedPipeline, name: str, tell: bool) -> None:
-        def told(replies: list[object]) -> None:
-            seen.append(("told", name, replies))
-
-        reply = await batch.command(lambda pipe: pipe.incr(name), told if tell else None)
-        seen.append(("resumed", name, reply))
-
-    async with shared(redis_server) as (_, batch):
-        await asyncio.gather(caller(batch, "a", True), caller(batch, "b", False))
-
-    assert seen[0] == ("told", "a", [1])
-    assert sorted(seen[1:]) == [("resumed", "a", 1), ("resumed", "b", 1)]
-
-
 async def test_a_refused_command_is_its_callers_reply_and_fails_no_one_else(
     redis_server: RedisServer,
 ) -> None:

@@ -36,9 +36,6 @@ from app.tasks.redis.target import RedisTarget
 
 Fill = Callable[[RedisPipeline], object]
 """Queues one caller's commands on the batch's pipeline."""
-OnReplies = Callable[[list[Any]], object]
-"""Told a caller's replies in the step that reads them, a pass of the loop before the caller
-resumes."""
 
 
 class SharedPipeline:
@@ -47,18 +44,14 @@ class SharedPipeline:
     def __init__(self, target: RedisTarget | str, *, timeout: float, decode: bool = True) -> None:
         self._redis = connect(target, timeout=timeout, read_timeout=None, decode=decode)
         self._timeout = timeout
-        self._queued: list[tuple[Fill, OnReplies | None, asyncio.Future[list[Any]]]] = []
+        self._queued: list[tuple[Fill, asyncio.Future[list[Any]]]] = []
         self._next: asyncio.Task[None] | None = None
         """The task that will send what is queued, until its first step takes it."""
         self._sending: set[asyncio.Task[None]] = set()
         self._closed = False
 
-    async def execute(self, fill: Fill, on_replies: OnReplies | None = None) -> list[Any]:
-        """The replies to the commands `fill` queues, in order; a refused command's is its error.
-
-        `on_replies` is handed them as soon as they are read: what it does there (wake a
-        run log's readers) is not held back by the pass of the loop the caller resumes in.
-        """
+    async def execute(self, fill: Fill) -> list[Any]:
+        """The replies to the commands `fill` queues, in order; a refused command's is its error."""
         if self._closed:
             raise RedisConnectionError("the Redis client is closed")
         if self._next is None:
@@ -68,12 +61,12 @@ class SharedPipeline:
             self._sending.add(self._next)
             self._next.add_done_callback(self._sent)
         future: asyncio.Future[list[Any]] = asyncio.get_running_loop().create_future()
-        self._queued.append((fill, on_replies, future))
+        self._queued.append((fill, future))
         return await future
 
-    async def command(self, fill: Fill, on_replies: OnReplies | None = None) -> Any:
+    async def command(self, fill: Fill) -> Any:
         """The reply to the one command `fill` queues; a refused command raises its error."""
-        (reply,) = await self.execute(fill, on_replies)
+        (reply,) = await self.execute(fill)
         if isinstance(reply, Exception):
             raise reply
         return reply
@@ -89,7 +82,7 @@ class SharedPipeline:
         if task is self._next:  # cancelled before it took its batch: its callers must know
             self._next = None
             queued, self._queued = self._queued, []
-            for _, _, future in queued:
+            for _, future in queued:
                 future.cancel()
 
     async def _send(self) -> None:
@@ -97,24 +90,22 @@ class SharedPipeline:
         pipe: RedisPipeline = self._redis.pipeline(transaction=False)
         spans: list[int] = []
         try:
-            for fill, _, _ in batch:
+            for fill, _ in batch:
                 fill(pipe)
                 spans.append(len(pipe))
             async with asyncio.timeout(self._timeout):
                 replies = await pipe.execute(raise_on_error=False)
         except asyncio.CancelledError:
-            for _, _, future in batch:
+            for _, future in batch:
                 future.cancel()
             raise
         except BaseException as exc:
-            for _, _, future in batch:
+            for _, future in batch:
                 if not future.done():
                     future.set_exception(exc)
             return
         start = 0
-        for (_, on_replies, future), end in zip(batch, spans, strict=True):
+        for (_, future), end in zip(batch, spans, strict=True):
             if not future.done():
-                if on_replies is not None:
-                    on_replies(replies[start:end])
                 future.set_result(replies[start:end])
             start = end

@@ -55,7 +55,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, cast
+from typing import cast
 
 from redis.exceptions import RedisError
 from redis.typing import EncodableT
@@ -407,16 +407,8 @@ class RedisRunLogs:
         board = keys.board(claim.user_id)
         claim_key = keys.claim(claim.user_id, claim.conversation_id)
         script_keys = (stream, pointer, claim_key, board)
-        upto = cursor + len(frames)
-
-        def shown(replies: list[Any]) -> None:
-            # Gated readers see the copied events in the step that reads the reply, a pass
-            # of the loop before this run's copier resumes (the first token's path).
-            if replies == [1]:
-                log.copied(upto)
-
         result = await self._batch.command(
-            lambda pipe: pipe.eval(APPEND_LUA, len(script_keys), *script_keys, *args), shown
+            lambda pipe: pipe.eval(APPEND_LUA, len(script_keys), *script_keys, *args)
         )
         return int(result)
 
