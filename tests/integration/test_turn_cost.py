@@ -34,6 +34,7 @@ from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.factory import create_app
+from app.store.fast_path import verb
 from tests.fakes.openai_server import FakeOpenAI
 from tests.integration.service import ask, service_settings
 from tests.support.processes import RedisServer
@@ -82,7 +83,7 @@ def turns_statements(app: FastAPI) -> Iterator[Counter[str]]:
 
     def count_clock(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         if "FROM schedule" in statement:
-            clock[statement.split(None, 1)[0]] += 1
+            clock[verb(statement)] += 1
 
     event.listen(database.engine.sync_engine, "before_cursor_execute", count_clock)
     counted: Counter[str] = Counter()
