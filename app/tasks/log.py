@@ -17,6 +17,7 @@ the same interface, with nothing to copy and no other instance to ask.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Protocol
 
 from app.core.events import Event, encode_data
@@ -136,6 +137,9 @@ class RunLog:
         self.handed_over = False
         """The run stopped here to go on at another instance: the log ends with no final event."""
         self.closed = False
+        self.on_gated_append: Callable[[], None] | None = None
+        """Called as a gated event is appended, so the copier's round trip is queued in the
+        same pass of the loop, not the next one (each pass is milliseconds under load)."""
 
     @property
     def last_id(self) -> int:
@@ -156,6 +160,8 @@ class RunLog:
             self._shown = event_id
             self._wake()
         else:
+            if self.on_gated_append is not None:
+                self.on_gated_append()
             _resolve_all(self._copier_waiters)
         return event_id
 

@@ -142,7 +142,21 @@ async def test_a_server_that_stops_answering_fails_the_batch_after_its_timeout(
                 await asyncio.wait_for(doomed(batch), 10)
         finally:
             redis_server.thaw()
-        assert await batch.command(lambda pipe: pipe.ping()) is True
+        # The timed-out connection is dropped: its late reply is no one else's.
+        assert await batch.command(lambda pipe: pipe.echo("after")) == "after"
+
+
+async def test_a_batch_after_a_restart_of_the_server_is_sent_again_and_answered(
+    redis_server: RedisServer,
+) -> None:
+    """The pooled connection the restart broke is noticed on use: one retry, no error."""
+    async with shared(redis_server) as (_, batch):
+        await batch.command(lambda pipe: pipe.set("before", "restart"))
+        redis_server.kill()
+        redis_server.start()
+        replies = await batch.execute(lambda pipe: (pipe.set("after", "restart"), pipe.echo("ok")))
+
+    assert replies == [True, "ok"]
 
 
 async def test_a_batch_cancelled_before_it_leaves_cancels_its_callers_and_the_next_one_leaves(

@@ -55,7 +55,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import cast
+from dataclasses import dataclass, field
+from typing import Any, cast
 
 from redis.exceptions import RedisError
 from redis.typing import EncodableT
@@ -64,8 +65,8 @@ from app.core.events import CompleteEvent, RunStatus, encode_data
 from app.core.frames import encode_frame
 from app.tasks.base import BatchRelease, Claim, ClaimLost, Claims, EventsGone, TaskError
 from app.tasks.log import RunLog
-from app.tasks.redis.batch import SharedPipeline
-from app.tasks.redis.client import connect, milliseconds, translate_errors
+from app.tasks.redis.batch import SharedPipeline, only_reply
+from app.tasks.redis.client import RedisPipeline, connect, milliseconds, translate_errors
 from app.tasks.redis.shared import TaskKeys, message
 from app.tasks.redis.target import RedisTarget
 
@@ -148,6 +149,19 @@ StoredStatus = Callable[[str, str], Awaitable[str | None]]
 """How (user, conversation)'s newest turn is stored: `running`, how it ended, None if no row."""
 
 
+@dataclass(slots=True)
+class _Copy:
+    """One round trip of a run's copy, queued; what it took from the log once it left."""
+
+    now: float
+    """When it was queued, on the loop's clock."""
+    extend: bool
+    """Whether it pushes the keys' lives out."""
+    frames: list[bytes] = field(default_factory=list)
+    ended: bool = False
+    replies: asyncio.Future[list[Any]] = field(init=False)
+
+
 class RedisRunLogs:
     """The `SharedRunLogs` backend on Redis; build it once per app and `close()` it at shutdown.
 
@@ -203,16 +217,34 @@ class RedisRunLogs:
         failing = False
         expires_at = 0.0
         """When the Stream's TTL was last pushed out, on the loop's clock."""
-        while True:
-            await log.ready(cursor, self._refresh, held=True)
-            if not log.ending and not log.gated and cursor < log.last_id:
-                await asyncio.sleep(_LINGER_SECONDS)
-            ended = log.ending
-            frames = log.frames_after(cursor)
-            now = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        due: _Copy | None = None
+        """A copy a gated event queued the moment it was appended (`RunLog.on_gated_append`)."""
+
+        def copy() -> _Copy:
+            now = loop.time()
             extend = cursor == log.base or now - expires_at >= self._refresh
+            return self._copy(stream, pointer, claim, cursor, log, now, extend)
+
+        def queue_at_once() -> None:
+            nonlocal due
+            if due is None:
+                due = copy()
+
+        while True:
+            if due is None:
+                log.on_gated_append = queue_at_once
+                try:
+                    await log.ready(cursor, self._refresh, held=True)
+                finally:
+                    log.on_gated_append = None
+            if due is None:
+                if not log.ending and not log.gated and cursor < log.last_id:
+                    await asyncio.sleep(_LINGER_SECONDS)
+                due = copy()
+            sent, due = due, None
             try:
-                kept = await self._send(stream, pointer, claim, cursor, log, frames, extend)
+                kept = int(only_reply(await sent.replies))
             except (RedisError, OSError) as exc:
                 if not failing:
                     logger.warning(
@@ -224,7 +256,7 @@ class RedisRunLogs:
                     )
                 failing = True
                 log.ungate()  # the stream goes on here rather than wait for Redis
-                if ended:
+                if sent.ended:
                     return False
                 cursor = log.base
                 await asyncio.sleep(_RETRY_SECONDS)
@@ -248,11 +280,11 @@ class RedisRunLogs:
                 )
                 cursor = 0
                 continue
-            if extend:
-                expires_at = now
-            cursor += len(frames)
+            if sent.extend:
+                expires_at = sent.now
+            cursor += len(sent.frames)
             log.copied(cursor)
-            if ended:
+            if sent.ended:
                 return self._releaser is not None and not log.handed_over
 
     async def latest(self, user_id: str, conversation_id: str) -> str | None:
@@ -351,66 +383,76 @@ class RedisRunLogs:
         )
         return [entry for _, entries in reply for entry in entries]
 
-    async def _send(
+    def _copy(
         self,
         stream: str,
         pointer: str,
         claim: Claim,
         cursor: int,
         log: RunLog,
-        frames: list[bytes],
+        now: float,
         extend: bool,
-    ) -> int:
-        """One round trip: the new frames, the end marker once ended, and the keys' lives.
+    ) -> _Copy:
+        """One round trip, queued: the new frames, the end marker once ended, the keys' lives.
 
+        The frames are taken when the batch leaves, so those appended meanwhile go too.
         The run's last batch also releases the claim, just before the end marker, as
         the runner would have a moment earlier in a round trip of its own; a run handed
         over to another instance writes no end marker and keeps its claim for it.
-        0 when the Stream was gone (Redis restarted empty): a copy that goes on from
-        `cursor` never creates it, or a resume would find its start missing. -1 when
-        the claim is another instance's now: nothing was written.
+        Its reply is 0 when the Stream was gone (Redis restarted empty): a copy that goes
+        on from `cursor` never creates it, or a resume would find its start missing; -1
+        when the claim is another instance's now: nothing was written.
         """
-        final = log.ending and not log.handed_over
-        # Trimming by id, not length: entries hold different numbers of events.
-        oldest = max(0, cursor + len(frames) - self._max_events + 1)
-        chunks = [frames[i : i + _ENTRY_EVENTS] for i in range(0, len(frames), _ENTRY_EVENTS)]
-        if final and not chunks:
-            chunks = [[]]  # the end marker alone
-        release = final and self._releaser is not None
+        sent = _Copy(now, extend)
         keys = self._keys
-        first_batch = cursor == log.base
-        args: list[EncodableT] = [
-            claim.task_id,
-            keys.instance_id,
-            keys.done_channel,
-            message(claim.user_id, claim.conversation_id),
-            self._live_ms if first_batch else "",
-            self._live_ms if extend and not final else "",
-            self._retention_ms if final else "",
-            oldest,
-            "1" if cursor > 0 else "0",
-            "1" if release else "0",
-        ]
-        first = cursor + 1
-        for index, chunk in enumerate(chunks, 1):
-            last = first + len(chunk) - 1
-            is_final = final and index == len(chunks)
-            fields: list[EncodableT] = []
-            for number, frame in enumerate(chunk, first):
-                fields += [str(number).encode(), frame]
-            if is_final:
-                fields += [_END, b""]
-            args += [f"{last}-{_FINAL if is_final else _EVENTS}", len(fields) // 2, *fields]
-            first = last + 1
-        if release and self._releaser is not None:
-            self._releaser.let_go(claim)
         board = keys.board(claim.user_id)
         claim_key = keys.claim(claim.user_id, claim.conversation_id)
         script_keys = (stream, pointer, claim_key, board)
-        result = await self._batch.command(
-            lambda pipe: pipe.eval(APPEND_LUA, len(script_keys), *script_keys, *args)
-        )
-        return int(result)
+
+        def fill(pipe: RedisPipeline) -> None:
+            sent.ended = log.ending
+            sent.frames = frames = log.frames_after(cursor)
+            final = log.ending and not log.handed_over
+            # Trimming by id, not length: entries hold different numbers of events.
+            oldest = max(0, cursor + len(frames) - self._max_events + 1)
+            chunks = [frames[i : i + _ENTRY_EVENTS] for i in range(0, len(frames), _ENTRY_EVENTS)]
+            if final and not chunks:
+                chunks = [[]]  # the end marker alone
+            release = final and self._releaser is not None
+            args: list[EncodableT] = [
+                claim.task_id,
+                keys.instance_id,
+                keys.done_channel,
+                message(claim.user_id, claim.conversation_id),
+                self._live_ms if cursor == log.base else "",
+                self._live_ms if extend and not final else "",
+                self._retention_ms if final else "",
+                oldest,
+                "1" if cursor > 0 else "0",
+                "1" if release else "0",
+            ]
+            first = cursor + 1
+            for index, chunk in enumerate(chunks, 1):
+                last = first + len(chunk) - 1
+                is_final = final and index == len(chunks)
+                fields: list[EncodableT] = []
+                for number, frame in enumerate(chunk, first):
+                    fields += [str(number).encode(), frame]
+                if is_final:
+                    fields += [_END, b""]
+                args += [f"{last}-{_FINAL if is_final else _EVENTS}", len(fields) // 2, *fields]
+                first = last + 1
+            if release and self._releaser is not None:
+                self._releaser.let_go(claim)
+            pipe.eval(APPEND_LUA, len(script_keys), *script_keys, *args)
+
+        def show(replies: list[object]) -> None:
+            # Readers wake as the reply is read, not a pass later when the copier resumes.
+            if replies[0] == 1:
+                log.copied(cursor + len(sent.frames))
+
+        sent.replies = self._batch.queue(fill, show)
+        return sent
 
     def _pointer_key(self, user_id: str, conversation_id: str) -> str:
         return self._keys.latest_run(user_id, conversation_id)
