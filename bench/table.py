@@ -6,13 +6,16 @@ of each figure sits in one place, next to its label. Each figure is the
 median of its samples (the run's repetitions; the first burst's rounds; the
 cold starts) with their spread (min-max); each target is judged on the
 median. `python -m bench.table a.json b.json --agree` says, figure by figure,
-whether two runs agree: each one's median within the other's spread.
+whether two runs agree: each one's median within the other's spread; beside
+the count, how many two runs with nothing different between them would agree
+on by chance alone, and the targets whose verdict differs between the two.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import random
 import statistics
 import sys
 from collections.abc import Callable, Sequence
@@ -507,6 +510,35 @@ def agreement(first: Result, second: Result) -> tuple[int, list[str]]:
     return compared, differ
 
 
+def chance_agreement(reps_a: int, reps_b: int, trials: int = 20_000) -> float:
+    """The share of figures two runs agree on when nothing differs between them at all.
+
+    Every repetition of both runs drawn from one and the same distribution: even
+    then a median falls outside a spread of three by chance, and with three
+    repetitions a side only about 40% of figures agree both ways. This is the
+    yardstick for `agreement`'s count (seeded, so the same every time).
+    """
+    draw = random.Random(57).random
+    agree = 0
+    for _ in range(trials):
+        a = sorted(draw() for _ in range(reps_a))
+        b = sorted(draw() for _ in range(reps_b))
+        agree += a[0] <= statistics.median(b) <= a[-1] and b[0] <= statistics.median(a) <= b[-1]
+    return agree / trials
+
+
+def verdict_changes(first: Result, second: Result) -> list[str]:
+    """The targets whose verdict (PASS or MISS on the medians) differs between two runs."""
+    before = dict(line.rsplit(": ", 1) for line in verdicts(first))
+    changed = []
+    for line in verdicts(second):
+        target, now = line.rsplit(": ", 1)
+        earlier = before.get(target)
+        if earlier is not None and earlier.split()[-1] != now.split()[-1]:
+            changed.append(f"{target}: {earlier} then {now}")
+    return changed
+
+
 def _part(label: str, index: int) -> str:
     """Which of a row's numbers: ` (p99 ms)` of "first event, 50 concurrent: p50 / p99 ms"."""
     parts = label.rsplit(":", 1)[-1].split(" / ")
@@ -553,7 +585,15 @@ def main(argv: list[str] | None = None) -> None:
     compared, differ = agreement(*loaded)
     for line in differ:
         print(line)
-    print(f"{compared - len(differ)} of {compared} figures agree")
+    chance = chance_agreement(*(len(results["reps"]) for results in loaded))
+    print(
+        f"{compared - len(differ)} of {compared} figures agree; two runs with nothing"
+        f" different between them would agree on about {chance * compared:.0f} ({chance:.0%})"
+    )
+    changed = verdict_changes(*loaded)
+    for line in changed:
+        print(f"verdict changed: {line}")
+    print(f"{len(changed)} verdicts differ between the two runs")
     sys.exit(1 if differ else 0)
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from bench.harness import QUICK, rotated
-from bench.table import TYPICAL, agreement, render
+from bench.table import TYPICAL, agreement, chance_agreement, render, verdict_changes
 from bench.table import main as table_main
 
 
@@ -115,3 +115,21 @@ def test_the_agree_command_fails_when_two_saved_runs_disagree(
 
     assert exited.value.code == 1
     assert "1 of 2 figures agree" in capsys.readouterr().out
+
+
+def test_by_chance_alone_two_runs_of_three_agree_on_fewer_than_half_their_figures() -> None:
+    """Medians of three fall outside each other's spreads though nothing changed: the
+    count of agreeing figures is read against this, not against all of them."""
+    assert 0.37 < chance_agreement(3, 3) < 0.43
+    assert 0.91 < chance_agreement(9, 9) < 0.97
+    assert chance_agreement(1, 1) == 0
+
+
+def test_a_target_that_passes_in_one_run_and_misses_in_the_other_is_named() -> None:
+    first = _run({"proxy (httpx2)": [200.0, 210.0, 190.0], "service": [300.0, 310.0, 290.0]})
+    second = _run({"proxy (httpx2)": [200.0, 210.0, 190.0], "service": [100.0, 110.0, 90.0]})
+
+    assert verdict_changes(first, first) == []
+    assert verdict_changes(first, second) == [
+        "service: throughput >= 0.7 x proxy (httpx2): 1.50 PASS then 0.50 MISS"
+    ]
