@@ -131,9 +131,10 @@ class SharedPipeline:
         start = 0
         for (_, on_reply, future), end in zip(batch, spans, strict=True):
             if not future.done():
+                mine = replies[start:end]
                 if on_reply is not None:
-                    on_reply(replies[start:end])
-                future.set_result(replies[start:end])
+                    on_reply(mine)
+                future.set_result(mine)
             start = end
 
     async def _round_trip(self, pipe: Pipeline) -> list[Any]:
