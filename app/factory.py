@@ -172,6 +172,7 @@ def _services(
         tasks=runs.tasks,
         runs=runs.runs,
         turns=service.turns,
+        listing=service.listing,
         streams=service.streams,
         projects=service.projects,
         memory=service.memory,

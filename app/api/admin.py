@@ -70,7 +70,7 @@ class UserLimitsPublic(WireModel):
 @router.get("/runs", summary="Every user's running and queued turns")
 async def list_all_runs(services: ServicesDep) -> Envelope[list[AdminRun]]:
     """On any instance, oldest first."""
-    tickets = await services.turns.everyones()
+    tickets = await services.listing.everyones()
     return ok(
         [
             AdminRun(

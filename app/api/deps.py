@@ -18,6 +18,7 @@ from app.llm.base import ChatModel
 from app.llm.models import ModelCatalog
 from app.service.memory import MemoryService
 from app.service.projects import ProjectService
+from app.service.run_listing import RunListing
 from app.service.schedules import ScheduleService
 from app.service.streams import StreamService
 from app.service.turns import TurnService
@@ -72,6 +73,8 @@ class Services:
     tasks: Tasks
     runs: RunRegistry
     turns: TurnService
+    listing: RunListing
+    """The runs going and paused (`/agent/runs`, the admins' list)."""
     streams: StreamService
     projects: ProjectService
     memory: MemoryService

@@ -60,10 +60,10 @@ async def list_runs(user: UserDep, services: ServicesDep) -> Envelope[list[RunIn
             session_id=None,
             last_event_id=last_id,
         )
-        for t, last_id in await services.turns.posted(user)
+        for t, last_id in await services.listing.posted(user)
     ]
     busy = {r.conversation_id for r in runs}
-    paused = await services.turns.paused(user, PAUSED_SHOWN)
+    paused = await services.listing.paused(user, PAUSED_SHOWN)
     runs += [
         RunInfo(
             kind=turn.agent_type,

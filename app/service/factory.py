@@ -18,6 +18,7 @@ from app.core.observe import AgentObserver
 from app.service.draining import Drainer
 from app.service.memory import MemoryService
 from app.service.projects import ProjectService
+from app.service.run_listing import RunListing
 from app.service.schedules import ScheduleService, ScheduleSettings
 from app.service.streams import StreamService, StreamSettings
 from app.service.takeover import TurnSuccessor
@@ -36,6 +37,7 @@ class Service:
     """What it stands on, which the routes reach through it."""
     agents: OnDemandAgents
     turns: TurnService
+    listing: RunListing
     projects: ProjectService
     streams: StreamService
     schedules: ScheduleService
@@ -149,6 +151,7 @@ async def build(
         parts=parts,
         agents=agents,
         turns=turns,
+        listing=RunListing(tasks.board, runs.runs, stores.sessions),
         projects=projects,
         streams=streams,
         schedules=schedules,

@@ -50,7 +50,6 @@ from app.core.tools import GenerateOptions
 from app.llm.model_entry import DEFAULT_MODEL_ID
 from app.service.errors import Busy, Draining, NotAvailable, Unavailable
 from app.store.base import GoneTurn, StoreError, TurnStore
-from app.store.models import StoredTurn
 from app.store.user_memory import TurnMemory
 from app.tasks.base import (
     Claim,
@@ -277,37 +276,6 @@ class TurnService:
             return await self._claims.current(user_id, conversation_id) is not None
         except TaskBackendUnavailable as exc:
             raise Unavailable(TASKS_UNREADABLE) from exc
-
-    async def posted(self, user_id: str) -> list[tuple[Ticket, int | None]]:
-        """The user's running and queued turns on any instance, oldest first; beside each,
-        the newest event id of a running one (None: queued)."""
-        try:
-            tickets = await self._board.posted(user_id)
-            # Read together: on Redis, the running turns' newest ids then share one round trip.
-            running = [t for t in tickets if t.status == "running"]
-            newest = await asyncio.gather(
-                *(self._runs.last_event_id(user_id, t.conversation_id, t.task_id) for t in running)
-            )
-        except TaskBackendUnavailable as exc:
-            raise Unavailable(TASKS_UNREADABLE) from exc
-        last_ids = dict(zip((t.task_id for t in running), newest, strict=True))
-        return [(t, last_ids.get(t.task_id)) for t in tickets]
-
-    async def everyones(self) -> list[Ticket]:
-        """Every user's running and queued turns on any instance, oldest first (admins')."""
-        try:
-            users = await self._board.users()
-            posted = await asyncio.gather(*(self._board.posted(user) for user in users))
-        except TaskBackendUnavailable as exc:
-            raise Unavailable(TASKS_UNREADABLE) from exc
-        return sorted((t for each in posted for t in each), key=lambda t: t.started_at)
-
-    async def paused(self, user_id: str, limit: int) -> list[StoredTurn]:
-        """The user's conversations waiting on the user's decision, newest first (`limit`)."""
-        try:
-            return await self._store.paused_turns(user_id, limit)
-        except StoreError as exc:
-            raise Unavailable("Service unavailable: the database is down") from exc
 
     async def shutdown(self) -> None:
         """Queued turns leave their queues (their streams end `stopped`) with the app."""

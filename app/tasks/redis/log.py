@@ -36,15 +36,7 @@ backs off, and then sends the whole log again (Redis refuses an entry id it
 already has, and readers skip events they have read), so the copy is
 complete again once Redis is back, even after a restart that lost it.
 
-A reader on another instance replays with XREAD from the asked id, then
-blocks on XREAD for more. When the run's claim is gone and no end marker
-has come, it waits a short grace for the marker (the owner releases its
-claim just before writing it); if none comes it reads how the turn is
-stored (`stored`): a turn that ended (its end marker lost with a Redis
-restart) ends the stream with its stored status, one still `running` is
-followed on (its owner takes its claim back, or dies and the sweep marks
-it), and one marked `interrupted` ends it so. Without `stored` the reader
-ends it `interrupted` at once.
+A reader on another instance follows the Stream (`log_reader`).
 
 Left out: consumer groups (every reader reads the whole log), and any
 durability beyond Redis's own.
@@ -61,12 +53,12 @@ from typing import Any, cast
 from redis.exceptions import RedisError
 from redis.typing import EncodableT
 
-from app.core.events import CompleteEvent, RunStatus, encode_data
-from app.core.frames import encode_frame
+from app.core.events import RunStatus
 from app.tasks.base import BatchRelease, Claim, ClaimLost, Claims, EventsGone, TaskError
 from app.tasks.log import RunLog
 from app.tasks.redis.batch import SharedPipeline, only_reply
 from app.tasks.redis.client import RedisPipeline, connect, milliseconds, translate_errors
+from app.tasks.redis.log_reader import END, Entry, RedisStreamReader, entry_id, first_event
 from app.tasks.redis.shared import TaskKeys, message
 from app.tasks.redis.target import RedisTarget
 
@@ -80,17 +72,12 @@ event back that long (the first one too: 20 ms more to a first token). There, wh
 while a copy is on its way is the next batch."""
 _RETRY_SECONDS = 1.0
 """Pause between copy attempts while Redis is failing."""
-_GRACE_SECONDS = 2.0
-"""How long a reader waits for the end marker after the run let go of its claim."""
-_LOOK_SECONDS = 2.0
-"""How often a reader of a quiet run looks whether the run still holds its claim."""
 _READ_BATCH = 100
 """Entries per XREAD: up to `_ENTRY_EVENTS` events each."""
 _ENTRY_EVENTS = 64
 """Most events in one entry, so trimming (whole entries) keeps close to `max_events`."""
 _EVENTS, _FINAL = 0, 1
 """The sequence part of an entry id: a batch of events, or the last batch with the end."""
-_END = b"end"
 
 APPEND_LUA = """
 -- KEYS: stream, pointer, claim, the user's list of runs. ARGV: task id, instance, done
@@ -141,9 +128,6 @@ elseif ARGV[6] ~= '' then
 end
 return 1
 """
-
-Entry = tuple[bytes, dict[bytes, bytes]]
-"""A Stream entry as redis-py returns it undecoded: (id, fields)."""
 
 StoredStatus = Callable[[str, str], Awaitable[str | None]]
 """How (user, conversation)'s newest turn is stored: `running`, how it ended, None if no row."""
@@ -313,12 +297,12 @@ class RedisRunLogs:
         if not head:
             running = await self.is_running(user_id, conversation_id, task_id)
             return reader if running else None
-        first_kept = _first_event(head[0])
+        first_kept = first_event(head[0])
         if first_kept > after + 1:
             raise EventsGone(
                 f"events {after + 1} to {first_kept - 1} of this run are no longer kept"
             )
-        number, kind = _entry_id(tail[0][0])
+        number, kind = entry_id(tail[0][0])
         if kind == _FINAL and after >= number:
             reader.end()  # asked from its end, or beyond: nothing more will come
         return reader
@@ -330,7 +314,7 @@ class RedisRunLogs:
                 list[Entry],
                 await self._batch.command(lambda pipe: pipe.xrevrange(stream, count=1)),
             )
-        return _entry_id(tail[0][0])[0] if tail else None
+        return entry_id(tail[0][0])[0] if tail else None
 
     async def history(self, user_id: str, task_id: str) -> list[bytes] | None:
         stream = self._keys.events(user_id, task_id)
@@ -339,7 +323,7 @@ class RedisRunLogs:
         frames: list[bytes] = []
         for _, fields in entries:
             for name, frame in fields.items():
-                if name == _END:
+                if name == END:
                     return None  # it ended: nothing to carry on
                 number = int(name)
                 if number <= len(frames):
@@ -439,7 +423,7 @@ class RedisRunLogs:
                 for number, frame in enumerate(chunk, first):
                     fields += [str(number).encode(), frame]
                 if is_final:
-                    fields += [_END, b""]
+                    fields += [END, b""]
                 args += [f"{last}-{_FINAL if is_final else _EVENTS}", len(fields) // 2, *fields]
                 first = last + 1
             if release and self._releaser is not None:
@@ -456,115 +440,3 @@ class RedisRunLogs:
 
     def _pointer_key(self, user_id: str, conversation_id: str) -> str:
         return self._keys.latest_run(user_id, conversation_id)
-
-
-class RedisStreamReader:
-    """An `EventLogReader` over one run's Stream; it ends at the end marker or the owner's death."""
-
-    def __init__(self, logs: RedisRunLogs, stream: str, run: tuple[str, str, str]) -> None:
-        self._logs = logs
-        self._stream = stream
-        self._run = run
-        """(user id, conversation id, task id) of the run read."""
-        self._ended = False
-        self._owner_gone: bool | None = None
-        """Whether the run has let go of its claim, once looked at; None: look again."""
-
-    async def wait(self, after: int, idle: float) -> tuple[bytes, int]:
-        """The frames after `after`; once the owner let go, a short wait and then its end.
-
-        The owner is looked at before the first block, so a resume of a run that
-        is over or dead ends within the grace, not after a whole `idle`.
-        """
-        if self._ended:
-            return b"", after
-        try:
-            if self._owner_gone is None:
-                self._owner_gone = not await self._logs.is_running(*self._run)
-            if not self._owner_gone:
-                entries = await self._follow(after, idle)
-                if entries is not None:
-                    return self._take(entries, after)
-                self._owner_gone = True
-            entries = await self._logs.entries_after(self._stream, after, _GRACE_SECONDS)
-            if not entries:
-                status = await self._logs.settled(*self._run)
-                if status is None:
-                    self._owner_gone = None  # stored running: its owner lives, or the sweep ends it
-                    return b"", after
-                self._ended = True
-                return _complete_frame(after + 1, status), after + 1
-        except (RedisError, OSError, TaskError) as exc:
-            # The stream ends without `complete`: the client reconnects with its last id.
-            logger.warning(
-                "stopped following run %s: Redis or the store failed (%s)",
-                self._run[2],
-                type(exc.__cause__ or exc).__name__,
-            )
-            self._ended = True
-            return b"", after
-        return self._take(entries, after)
-
-    async def _follow(self, after: int, idle: float) -> list[Entry] | None:
-        """The next entries, or none after `idle`; None once the run let go of its claim.
-
-        A quiet run is looked at every `_LOOK_SECONDS`, so the death of its
-        instance ends the resume within seconds, not after a whole ping interval.
-        """
-        loop = asyncio.get_running_loop()
-        until = loop.time() + idle
-        while True:
-            block = min(_LOOK_SECONDS, max(until - loop.time(), 0.0))
-            entries = await self._logs.entries_after(self._stream, after, block)
-            if entries:
-                return entries
-            if not await self._logs.is_running(*self._run):
-                return None
-            if loop.time() >= until:
-                return entries
-
-    def finished(self, cursor: int) -> bool:
-        return self._ended
-
-    def end(self) -> None:
-        self._ended = True
-
-    def _take(self, entries: list[Entry], after: int) -> tuple[bytes, int]:
-        frames: list[bytes] = []
-        cursor = after
-        for _, fields in entries:
-            for name, frame in fields.items():
-                if name == _END:
-                    self._ended = True
-                    return b"".join(frames), cursor
-                number = int(name)
-                if number <= cursor:
-                    continue  # a batch sent again after an outage, or one read in part
-                if number != cursor + 1:
-                    logger.warning(
-                        "events after %d of run %s are no longer kept; ending its resume",
-                        cursor,
-                        self._run[2],
-                    )
-                    self._ended = True
-                    return b"".join(frames), cursor
-                frames.append(frame)
-                cursor = number
-        return b"".join(frames), cursor
-
-
-def _entry_id(raw: bytes) -> tuple[int, int]:
-    number, _, kind = raw.partition(b"-")
-    return int(number), int(kind)
-
-
-def _first_event(entry: Entry) -> int:
-    """The first event an entry holds; for a final entry with no events, the one after it."""
-    entry_id, fields = entry
-    numbers = [int(name) for name in fields if name != _END]
-    return min(numbers) if numbers else _entry_id(entry_id)[0] + 1
-
-
-def _complete_frame(event_id: int, status: RunStatus) -> bytes:
-    event = CompleteEvent(status=status, first_response_time=None, total_response_time=0)
-    return encode_frame(event_id, encode_data(event))
