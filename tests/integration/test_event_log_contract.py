@@ -15,6 +15,7 @@ after half of it, so they prove a wake-up without racing a busy machine.
 from __future__ import annotations
 
 import asyncio
+import gc
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import asynccontextmanager
@@ -428,6 +429,39 @@ async def test_a_copy_sent_again_over_what_redis_kept_is_read_without_repeats(
 
     assert copied == log.read(0)
     assert copied.count(b"data: ") == 100
+
+
+async def test_a_copier_stopped_with_a_copy_on_its_way_leaves_no_unread_failure(
+    redis_server: RedisServer, redis_prefix: str
+) -> None:
+    """A gated event queues its copy as it is appended; a run stopped in that same step leaves
+    the copy's outcome to nobody. Redis failing it must not end as asyncio's "Future exception
+    was never retrieved" in the log, an error report for nothing that went wrong."""
+    claim = Claim("alice", "conv-1", uuid.uuid4().hex, "chat")
+    log = RunLog()
+    log.gate()
+    unhandled: list[dict[str, object]] = []
+    loop = asyncio.get_running_loop()
+    loop.set_exception_handler(lambda _, context: unhandled.append(context))
+    try:
+        async with instance(redis_server.url, redis_prefix) as (owner, tasks):
+            assert await tasks.claim(claim, 30)
+            copier = asyncio.create_task(owner.publish(claim, log))
+            append(log, "copied")
+            async with asyncio.timeout(10):
+                await log.durable()  # the copier now waits for the next event
+            await asyncio.to_thread(redis_server.kill)
+            append(log, "lost")  # its copy is queued in this step...
+            copier.cancel()  # ...and the run stops before the copier reads the reply
+            with pytest.raises(asyncio.CancelledError):
+                await copier
+        # Closing the instance waited for the batch, which Redis (gone) failed.
+        del copier
+        gc.collect()
+    finally:
+        loop.set_exception_handler(None)
+
+    assert [c.get("message") for c in unhandled] == []
 
 
 class TwoWords:

@@ -220,6 +220,12 @@ class RedisRunLogs:
                 log.on_gated_append = queue_at_once
                 try:
                     await log.ready(cursor, self._refresh, held=True)
+                except asyncio.CancelledError:
+                    if due is not None:
+                        # Stopped as an event queued its copy: its outcome is nobody's now,
+                        # and a failure left unread would be logged as an error by asyncio.
+                        due.replies.cancel()
+                    raise
                 finally:
                     log.on_gated_append = None
             if due is None:
