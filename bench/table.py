@@ -8,13 +8,15 @@ cold starts) with their spread (min-max); each target is judged on the
 median. `python -m bench.table a.json b.json --agree` says, figure by figure,
 whether two runs agree: each one's median within the other's spread; beside
 the count, how many two runs with nothing different between them would agree
-on by chance alone, and the targets whose verdict differs between the two.
+on by chance alone, the targets whose verdict differs between the two, and
+whether the two are as alike as two runs of the same code (`alike`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import random
 import statistics
 import sys
@@ -372,75 +374,109 @@ def at_most(limit: float) -> Callable[[float], bool]:
 
 def verdicts(results: Result) -> list[str]:
     """The issues' targets, checked on the medians for each service column."""
-    out: list[str] = []
+    return [
+        f"{name}: {check.label}: {_judged(check, value)}"
+        for name, check, value in _measured(results)
+    ]
+
+
+def _measured(results: Result) -> list[tuple[str, Check, float]]:
+    """Each target measured for each service column: (the column, the target, its figure)."""
+    out: list[tuple[str, Check, float]] = []
     for name in results["columns"]:
         base = yardstick(name, results["clients"])
-        if base is None:
-            continue
-        out += [
-            f"{name}: {label}: {_fmt(value)} {'PASS' if ok(value) else 'MISS'}"
-            for label, value, ok in _checks(results, name, base)
-            if value is not None
-        ]
+        if base is not None:
+            out += [
+                (name, check, value)
+                for check in _checks(results, name, base)
+                if (value := check.measured.value) is not None
+            ]
     return out
 
 
-def _checks(
-    results: Result, name: str, base: str
-) -> list[tuple[str, float | None, Callable[[float], bool]]]:
-    """(label, the median figure or ratio of medians, its test); None where it was not measured."""
+def _judged(check: Check, value: float) -> str:
+    return f"{_fmt(value)} {'PASS' if check.ok(value) else 'MISS'}"
+
+
+Read = tuple[str, Sampler, int]
+"""One figure a target reads: its column, its sampler, which of the figure's numbers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Measured:
+    value: float | None
+    """The median figure, or the ratio of two medians; None where it was not measured."""
+    reads: tuple[Read, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    label: str
+    measured: Measured
+    ok: Callable[[float], bool]
+
+
+def _checks(results: Result, name: str, base: str) -> list[Check]:
+    """Each target of column `name`, with what it reads, so two runs can compare those."""
 
     def of(column: str, sampler: Sampler, index: int) -> float | None:
         values = median(results, column, sampler)
         return None if values is None else values[index]
 
-    def mine(sampler: Sampler, index: int = 0) -> float | None:
-        return of(name, sampler, index)
+    def mine(sampler: Sampler, index: int = 0) -> Measured:
+        return Measured(of(name, sampler, index), ((name, sampler, index),))
 
-    def ratio(sampler: Sampler, against: str, index: int = 0) -> float | None:
+    def ratio(sampler: Sampler, against: str, index: int = 0) -> Measured:
         ours, theirs = of(name, sampler, index), of(against, sampler, index)
-        return None if ours is None or not theirs else ours / theirs
+        value = None if ours is None or not theirs else ours / theirs
+        return Measured(value, ((name, sampler, index), (against, sampler, index)))
 
     wide = results["sizes"]["wide"]
     concurrency, most = FIRST_EVENT_TARGET
     rounds = len(burst_rounds(results, name))
     return [
-        (
+        Check(
             f"throughput >= {THROUGHPUT_TARGET} x {base}",
             ratio(per_rep(turns_per_second), base),
             lambda v: v >= THROUGHPUT_TARGET,
         ),
-        (
+        Check(
             "added p50 first event at 1 stream < 15 ms",
             mine(per_rep(added_first_event(1))),
             lambda v: v < 15,
         ),
-        (f"all {wide} streams complete", mine(per_rep(wide_completed)), lambda v: v == wide),
-        (
+        Check(f"all {wide} streams complete", mine(per_rep(wide_completed)), lambda v: v == wide),
+        Check(
             "p99 gap < upstream's + 100 ms",
             mine(per_rep(wide_gap_above_upstream)),
             lambda v: v < 100,
         ),
-        ("memory per open stream < 100 KiB", mine(per_rep(memory_per_stream)), lambda v: v < 100),
-        (
+        Check(
+            "memory per open stream < 100 KiB", mine(per_rep(memory_per_stream)), lambda v: v < 100
+        ),
+        Check(
             f"first event p99 at {concurrency} concurrent <= {most} x {base}",
             ratio(per_rep(first_event(concurrency)), base, 1),
             at_most(most),
         ),
-        (
+        Check(
             f"first token p50, closed loop, <= {TYPICAL_TARGET} x {TYPICAL}",
             ratio(per_rep(closed_loop_first_token), TYPICAL),
             at_most(TYPICAL_TARGET),
         ),
-        ("stop p99 across instances < 250 ms", mine(per_rep(stop("across")), 1), lambda v: v < 250),
-        ("2 writes per turn", mine(per_rep(statements_per_turn)), at_most(2.0)),
-        (
+        Check(
+            "stop p99 across instances < 250 ms",
+            mine(per_rep(stop("across")), 1),
+            lambda v: v < 250,
+        ),
+        Check("2 writes per turn", mine(per_rep(statements_per_turn)), at_most(2.0)),
+        Check(
             f"first burst p99, median of {rounds} rounds, <= {BURST_TARGET} x {base}",
             ratio(burst_rounds, base, 1),
             at_most(BURST_TARGET),
         ),
         *(
-            (f"{label} <= {limit:g}", mine(startup_runs(key)), at_most(limit))
+            Check(f"{label} <= {limit:g}", mine(startup_runs(key)), at_most(limit))
             for key, (label, limit) in STARTUP_TARGETS.items()
         ),
     ]
@@ -497,11 +533,9 @@ def agreement(first: Result, second: Result) -> tuple[int, list[str]]:
             a, b = summarize(sampler(first, name)), summarize(sampler(second, name))
             if a is None or b is None:
                 continue
-            for index, (in_b, in_a) in enumerate(
-                zip(b.holds(a.median), a.holds(b.median), strict=True)
-            ):
+            for index, agrees in enumerate(_each_agrees(a, b)):
                 compared += 1
-                if not (in_a and in_b):
+                if not agrees:
                     part = _part(label, index) if len(a.median) > 1 else ""
                     differ.append(
                         f"{label.strip()}{part}, {name}:"
@@ -527,16 +561,54 @@ def chance_agreement(reps_a: int, reps_b: int, trials: int = 20_000) -> float:
     return agree / trials
 
 
-def verdict_changes(first: Result, second: Result) -> list[str]:
+def _each_agrees(a: Summary, b: Summary) -> list[bool]:
+    """For each number of a figure, whether each run's median lies within the other's spread."""
+    return [in_b and in_a for in_b, in_a in zip(b.holds(a.median), a.holds(b.median), strict=True)]
+
+
+def _read_agrees(first: Result, second: Result, read: Read) -> bool:
+    column, sampler, index = read
+    a, b = summarize(sampler(first, column)), summarize(sampler(second, column))
+    return a is not None and b is not None and _each_agrees(a, b)[index]
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictChange:
+    """A target that passes in one run and misses in the other."""
+
+    line: str
+    figures_agree: bool
+    """Whether every figure the target reads agrees between the two runs: then its median
+    lies near the target and the runs' noise put it on either side, which a third run
+    would not settle either. Otherwise one run measured something the other did not."""
+
+
+def verdict_changes(first: Result, second: Result) -> list[VerdictChange]:
     """The targets whose verdict (PASS or MISS on the medians) differs between two runs."""
-    before = dict(line.rsplit(": ", 1) for line in verdicts(first))
+    before = {(name, check.label): (check, value) for name, check, value in _measured(first)}
     changed = []
-    for line in verdicts(second):
-        target, now = line.rsplit(": ", 1)
-        earlier = before.get(target)
-        if earlier is not None and earlier.split()[-1] != now.split()[-1]:
-            changed.append(f"{target}: {earlier} then {now}")
+    for name, check, value in _measured(second):
+        earlier = before.get((name, check.label))
+        if earlier is None or earlier[0].ok(earlier[1]) == check.ok(value):
+            continue
+        changed.append(
+            VerdictChange(
+                f"{name}: {check.label}: {_judged(*earlier)} then {_judged(check, value)}",
+                all(_read_agrees(first, second, read) for read in check.measured.reads),
+            )
+        )
     return changed
+
+
+def alike(compared: int, agreeing: int, chance: float, changed: Sequence[VerdictChange]) -> bool:
+    """The test of two runs this module proposes for issue 57, whose own ("every median
+    within the other's spread") even two runs of the same code pass with a probability of
+    about 0.4 per figure at three repetitions. Two runs are alike when no fewer figures
+    agree than two runs of the same code would, less two standard deviations of that count
+    (a binomial one), and no verdict changed between them but by noise at its target."""
+    expected = chance * compared
+    spread = math.sqrt(compared * chance * (1 - chance))
+    return agreeing >= expected - 2 * spread and all(c.figures_agree for c in changed)
 
 
 def _part(label: str, index: int) -> str:
@@ -591,9 +663,15 @@ def main(argv: list[str] | None = None) -> None:
         f" different between them would agree on about {chance * compared:.0f} ({chance:.0%})"
     )
     changed = verdict_changes(*loaded)
-    for line in changed:
-        print(f"verdict changed: {line}")
+    for change in changed:
+        noise = " (its figures agree: noise at the target)" if change.figures_agree else ""
+        print(f"verdict changed: {change.line}{noise}")
     print(f"{len(changed)} verdicts differ between the two runs")
+    agreeing = compared - len(differ)
+    print(
+        "as alike as two runs of the same code (agreement no lower than chance allows, every"
+        f" changed verdict noise at its target): {alike(compared, agreeing, chance, changed)}"
+    )
     sys.exit(1 if differ else 0)
 
 

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from bench.harness import QUICK, rotated
-from bench.table import TYPICAL, agreement, chance_agreement, render, verdict_changes
+from bench.table import (
+    TYPICAL,
+    VerdictChange,
+    agreement,
+    alike,
+    chance_agreement,
+    render,
+    verdict_changes,
+)
 from bench.table import main as table_main
 
 
@@ -107,14 +115,18 @@ def test_the_agree_command_fails_when_two_saved_runs_disagree(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     first, second = tmp_path / "a.json", tmp_path / "b.json"
-    first.write_text(json.dumps(_run({"service": [300.0, 290.0, 310.0]})))
-    second.write_text(json.dumps(_run({"service": [200.0, 190.0, 210.0]})))
+    relay = [200.0, 210.0, 190.0]
+    first.write_text(json.dumps(_run({"proxy (httpx2)": relay, "service": [300.0, 290.0, 310.0]})))
+    second.write_text(json.dumps(_run({"proxy (httpx2)": relay, "service": [100.0, 90.0, 110.0]})))
 
     with pytest.raises(SystemExit) as exited:
         table_main([str(first), str(second), "--agree"])
 
     assert exited.value.code == 1
-    assert "1 of 2 figures agree" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "2 of 3 figures agree" in out
+    assert "verdict changed: service: throughput >= 0.7 x proxy (httpx2): 1.50 PASS" in out
+    assert out.rstrip().endswith("every changed verdict noise at its target): False")
 
 
 def test_by_chance_alone_two_runs_of_three_agree_on_fewer_than_half_their_figures() -> None:
@@ -131,5 +143,31 @@ def test_a_target_that_passes_in_one_run_and_misses_in_the_other_is_named() -> N
 
     assert verdict_changes(first, first) == []
     assert verdict_changes(first, second) == [
-        "service: throughput >= 0.7 x proxy (httpx2): 1.50 PASS then 0.50 MISS"
+        VerdictChange(
+            "service: throughput >= 0.7 x proxy (httpx2): 1.50 PASS then 0.50 MISS",
+            figures_agree=False,
+        )
     ]
+
+
+def test_a_verdict_that_changes_while_its_figures_agree_is_told_apart_as_noise() -> None:
+    """A median near its target lands on either side of it from run to run: the figures
+    agree, the verdict does not, and that says nothing about the code."""
+    first = _run({"proxy (httpx2)": [200.0, 210.0, 190.0], "service": [142.0, 135.0, 150.0]})
+    second = _run({"proxy (httpx2)": [200.0, 210.0, 190.0], "service": [138.0, 132.0, 145.0]})
+
+    [change] = verdict_changes(first, second)
+
+    assert change.line.endswith("0.71 PASS then 0.69 MISS")
+    assert change.figures_agree
+
+
+def test_two_runs_are_alike_at_the_agreement_chance_gives_and_not_far_below_it() -> None:
+    noise = VerdictChange("service: a target: 1.01 PASS then 0.99 MISS", figures_agree=True)
+    moved = VerdictChange("service: a target: 1.50 PASS then 0.50 MISS", figures_agree=False)
+    chance = chance_agreement(3, 3)
+
+    assert alike(174, 70, chance, [noise])  # the two runs at 4e8e031
+    assert alike(174, 60, chance, [])  # within two standard deviations (6.5 figures each)
+    assert not alike(174, 50, chance, [])
+    assert not alike(174, 174, chance, [moved])
