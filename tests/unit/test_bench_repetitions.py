@@ -16,6 +16,8 @@ from bench.table import (
     agreement,
     alike,
     chance_agreement,
+    chance_overlap,
+    ratio_overlap,
     render,
     verdict_changes,
 )
@@ -126,7 +128,7 @@ def test_the_agree_command_fails_when_two_saved_runs_disagree(
     out = capsys.readouterr().out
     assert "2 of 3 figures agree" in out
     assert "verdict changed: service: throughput >= 0.7 x proxy (httpx2): 1.50 PASS" in out
-    assert out.rstrip().endswith("every changed verdict noise at its target): False")
+    assert out.rstrip().endswith("(issue 57, proposed): False")
 
 
 def test_by_chance_alone_two_runs_of_three_agree_on_fewer_than_half_their_figures() -> None:
@@ -145,29 +147,48 @@ def test_a_target_that_passes_in_one_run_and_misses_in_the_other_is_named() -> N
     assert verdict_changes(first, second) == [
         VerdictChange(
             "service: throughput >= 0.7 x proxy (httpx2): 1.50 PASS then 0.50 MISS",
-            figures_agree=False,
+            spreads_overlap=False,
         )
     ]
 
 
-def test_a_verdict_that_changes_while_its_figures_agree_is_told_apart_as_noise() -> None:
-    """A median near its target lands on either side of it from run to run: the figures
-    agree, the verdict does not, and that says nothing about the code."""
+def test_a_verdict_that_changes_while_its_spreads_overlap_is_told_apart_as_noise() -> None:
+    """A median near its target lands on either side of it from run to run: the spreads
+    overlap, the verdict differs, and that says nothing about the code."""
     first = _run({"proxy (httpx2)": [200.0, 210.0, 190.0], "service": [142.0, 135.0, 150.0]})
     second = _run({"proxy (httpx2)": [200.0, 210.0, 190.0], "service": [138.0, 132.0, 145.0]})
 
     [change] = verdict_changes(first, second)
 
     assert change.line.endswith("0.71 PASS then 0.69 MISS")
-    assert change.figures_agree
+    assert change.spreads_overlap
 
 
-def test_two_runs_are_alike_at_the_agreement_chance_gives_and_not_far_below_it() -> None:
-    noise = VerdictChange("service: a target: 1.01 PASS then 0.99 MISS", figures_agree=True)
-    moved = VerdictChange("service: a target: 1.50 PASS then 0.50 MISS", figures_agree=False)
-    chance = chance_agreement(3, 3)
+def test_a_faster_machine_moves_every_raw_figure_but_not_the_ratios_of_one_repetition() -> None:
+    """The machine 10% faster in the second run, every column alike: no raw figure agrees,
+    and each repetition's ratio of the service to its yardstick is what it was."""
+    first = _run({"proxy (httpx2)": [200.0, 210.0, 190.0], "service": [300.0, 310.0, 290.0]})
+    faster = _run({"proxy (httpx2)": [220.0, 231.0, 209.0], "service": [330.0, 341.0, 319.0]})
 
-    assert alike(174, 70, chance, [noise])  # the two runs at 4e8e031
-    assert alike(174, 60, chance, [])  # within two standard deviations (6.5 figures each)
-    assert not alike(174, 50, chance, [])
-    assert not alike(174, 174, chance, [moved])
+    compared, differ = agreement(first, faster)
+
+    assert compared == 3  # the upstream's figure (the same in both here) agrees
+    assert [line.split(", ")[1].split(":")[0] for line in differ] == ["proxy (httpx2)", "service"]
+    assert ratio_overlap(first, faster) == (1, [])
+
+
+def test_two_runs_of_the_same_code_have_overlapping_spreads_nine_times_in_ten() -> None:
+    assert chance_overlap(3, 3) == pytest.approx(0.9)
+    assert chance_overlap(5, 5) == pytest.approx(1 - 2 / 252)
+    assert chance_overlap(1, 1) == 0
+
+
+def test_two_runs_are_alike_at_the_overlap_chance_gives_and_not_far_below_it() -> None:
+    noise = VerdictChange("service: a target: 1.01 PASS then 0.99 MISS", spreads_overlap=True)
+    moved = VerdictChange("service: a target: 1.50 PASS then 0.50 MISS", spreads_overlap=False)
+    chance = chance_overlap(3, 3)
+
+    assert alike(112, 100, chance, [noise])  # the two runs at 3174371 and e4a4f42
+    assert alike(112, 95, chance, [])  # within two standard deviations (3.2 ratios each)
+    assert not alike(112, 90, chance, [])
+    assert not alike(112, 112, chance, [moved])
